@@ -1,0 +1,108 @@
+/**
+ * Rules for what administrators register: usernames, emails, client ids, redirect URIs
+ * (RFC 6749 §3.1.2: absolute, no fragment; RFC 8252 §7: loopback and private-use schemes for
+ * native apps), grant types and API identifiers. Each returns the cleaned value or throws
+ * AdminInputError with a sentence fit to print.
+ */
+import type { GrantTypeName } from '../store/store.js';
+
+export class AdminInputError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AdminInputError';
+  }
+}
+
+export function validUsername(value: string): string {
+  if (!/^[A-Za-z0-9._@-]{1,64}$/.test(value)) {
+    throw new AdminInputError(`"${value.slice(0, 80)}" is not a valid username: use 1-64 letters, digits or . _ @ -`);
+  }
+  return value;
+}
+
+export function validEmail(value: string | undefined): string {
+  if (value === undefined || value === '') throw new AdminInputError('--email is required');
+  if (value.length > 254 || !/^[^\s@]+@[^\s@]+$/.test(value)) throw new AdminInputError(`"${value.slice(0, 80)}" is not a valid email address`);
+  return value;
+}
+
+export function validName(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (trimmed.length > 256) throw new AdminInputError('--name must be at most 256 characters');
+  return trimmed === '' ? undefined : trimmed;
+}
+
+export const minPasswordLength = 8;
+
+export function validPassword(value: string): string {
+  if (value.length < minPasswordLength) throw new AdminInputError(`the password must be at least ${minPasswordLength} characters`);
+  if (value.length > 1024) throw new AdminInputError('the password must be at most 1024 characters');
+  return value;
+}
+
+export function validClientId(value: string): string {
+  if (!/^[A-Za-z0-9._~:-]{1,128}$/.test(value)) {
+    throw new AdminInputError(`"${value.slice(0, 80)}" is not a valid client_id: use 1-128 letters, digits or . _ ~ : -`);
+  }
+  return value;
+}
+
+const loopbackHosts = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+export function isLoopbackHost(hostname: string): boolean {
+  return loopbackHosts.has(hostname);
+}
+
+export interface RedirectUriCheck {
+  uri: string;
+  warning: string | undefined;
+}
+
+export function validRedirectUri(value: string): RedirectUriCheck {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new AdminInputError(`"${value.slice(0, 200)}" is not an absolute URI`);
+  }
+  if (value.includes('#')) throw new AdminInputError(`redirect URI "${value.slice(0, 200)}" must not have a fragment`);
+  if (value.length > 2048) throw new AdminInputError('a redirect URI must be at most 2048 characters');
+  const scheme = url.protocol.slice(0, -1);
+  if (scheme === 'https') return { uri: value, warning: undefined };
+  if (scheme === 'http') {
+    if (isLoopbackHost(url.hostname)) return { uri: value, warning: undefined };
+    return { uri: value, warning: `redirect URI ${value} is plain http to a host that is not loopback; use https outside development` };
+  }
+  if (['javascript', 'data', 'file', 'vbscript', 'blob'].includes(scheme)) {
+    throw new AdminInputError(`redirect URI scheme "${scheme}:" is not allowed`);
+  }
+  // RFC 8252 §7.1: private-use schemes must be reverse domain names, e.g. com.example.app:/callback.
+  if (!scheme.includes('.')) throw new AdminInputError(`private-use redirect URI schemes must be a reverse domain name (e.g. com.example.app), not "${scheme}"`);
+  return { uri: value, warning: undefined };
+}
+
+const grantTypeAliases: Record<string, GrantTypeName> = {
+  authorization_code: 'authorization_code',
+  device_code: 'device_code',
+  'urn:ietf:params:oauth:grant-type:device_code': 'device_code',
+  refresh_token: 'refresh_token',
+};
+
+export function validGrantTypes(values: string[] | undefined): GrantTypeName[] {
+  if (!values || values.length === 0) return ['authorization_code', 'refresh_token'];
+  const result: GrantTypeName[] = [];
+  for (const value of values) {
+    const grant = grantTypeAliases[value];
+    if (!grant) throw new AdminInputError(`unknown grant type "${value.slice(0, 80)}": use authorization_code, device_code or refresh_token`);
+    if (!result.includes(grant)) result.push(grant);
+  }
+  return result;
+}
+
+export function validApiIdentifier(value: string): string {
+  if (value === '' || value.length > 2048 || /\s/.test(value)) {
+    throw new AdminInputError('an API identifier must be 1-2048 characters with no spaces (usually a URL such as https://api.example.com)');
+  }
+  return value;
+}

@@ -1,0 +1,154 @@
+/**
+ * buildApp(deps) → a Fastify instance with every plugin and route registered in visible order
+ * and the one error handler. It never listens, so tests drive it with app.inject.
+ */
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import formbody from '@fastify/formbody';
+import cookie from '@fastify/cookie';
+import view from '@fastify/view';
+import { Eta } from 'eta';
+import { ZodError } from 'zod';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import { createSigner, type Signer } from './crypto/signer.js';
+import { randomSecret } from './crypto/secrets.js';
+import { OAuthError } from './errors.js';
+import { renderErrorPage, type ErrorPage } from './http/pages.js';
+import { securityHeaders } from './http/security_headers.js';
+import { loggerOptions } from './logging.js';
+import { RateLimiter } from './oauth/rate_limit.js';
+import { viewsDir } from './paths.js';
+import type { RateLimiters, Services } from './services.js';
+import type { Store } from './store/store.js';
+import { assetRoutes } from './routes/assets.js';
+import { deviceAuthorizationRoutes } from './routes/device_authorization.js';
+import { deviceVerificationRoutes } from './routes/device_verification.js';
+import { discoveryRoutes } from './routes/discovery.js';
+import { healthRoutes } from './routes/health.js';
+import { loginRoutes } from './routes/login.js';
+import { tokenRoutes } from './routes/token.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+  interface FastifyContextConfig {
+    /** Errors on this route render a friendly page instead of an OAuth JSON body. */
+    page?: boolean;
+  }
+}
+
+export interface AppDependencies {
+  config: Config;
+  store: Store;
+  clock?: Clock;
+  signer?: Signer;
+  rateLimits?: RateLimiters;
+  /** false silences logs (tests); otherwise pino at config.logLevel. */
+  logger?: boolean;
+}
+
+/** OAuth bodies are small; anything larger is refused before parsing (413). */
+const bodyLimitBytes = 64 * 1024;
+
+export function defaultRateLimits(clock: Clock): RateLimiters {
+  return {
+    userCodeEntry: new RateLimiter({ limit: 10, windowSeconds: 300 }, clock),
+    unknownDeviceCode: new RateLimiter({ limit: 30, windowSeconds: 300 }, clock),
+  };
+}
+
+export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  const { config, store } = deps;
+  const clock = deps.clock ?? systemClock;
+  const app = Fastify({
+    logger: deps.logger === false ? false : loggerOptions(config.logLevel),
+    bodyLimit: bodyLimitBytes,
+    trustProxy: false,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+  });
+
+  const services: Services = {
+    config,
+    store,
+    clock,
+    signer: deps.signer ?? (await createSigner(store, clock)),
+    rateLimits: deps.rateLimits ?? defaultRateLimits(clock),
+    csrfSecret: await store.serverSecret('csrf', () => randomSecret()),
+  };
+  app.decorate('services', services);
+
+  // Only form bodies are accepted (the contract); JSON and text bodies are refused with 400.
+  app.removeAllContentTypeParsers();
+  await app.register(formbody);
+  await app.register(cookie);
+  await app.register(view, {
+    engine: { eta: new Eta({ views: viewsDir, cache: true, autoEscape: true }) },
+    root: viewsDir,
+    production: true,
+  });
+
+  app.addHook('onSend', securityHeaders(config));
+  app.setErrorHandler(errorHandler(services));
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).header('cache-control', 'no-store');
+    if (request.method === 'GET' && (request.headers.accept ?? '').includes('text/html')) {
+      return renderErrorPage(request, reply, services, { heading: 'Page not found', message: 'There is nothing at this address.' }, 404);
+    }
+    return reply.send({ error: 'not_found', error_description: 'There is nothing at this address.' });
+  });
+
+  await app.register(assetRoutes);
+  await app.register(healthRoutes);
+  await app.register(discoveryRoutes);
+  await app.register(deviceAuthorizationRoutes);
+  await app.register(tokenRoutes);
+  await app.register(loginRoutes);
+  await app.register(deviceVerificationRoutes);
+  return app;
+}
+
+/** Turns anything thrown into an OAuthError: ours as is, framework 4xx and zod as invalid_request. */
+export function toOAuthError(error: unknown): OAuthError {
+  if (error instanceof OAuthError) return error;
+  if (error instanceof ZodError) {
+    return new OAuthError('invalid_request', 'The request is malformed.', { detail: error.message });
+  }
+  const fastifyError = error as Partial<FastifyError>;
+  const status = fastifyError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    switch (fastifyError.code) {
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+        return new OAuthError('invalid_request', 'The request body must be application/x-www-form-urlencoded.', { detail: fastifyError.message ?? '' });
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return new OAuthError('invalid_request', 'The request body is too large.', { status: 413 });
+      default:
+        return new OAuthError('invalid_request', 'The request is malformed.', { status: status === 404 ? 400 : status, detail: fastifyError.message ?? '' });
+    }
+  }
+  return new OAuthError('server_error', 'The server could not handle the request.', { detail: String((error as Error)?.message ?? error) });
+}
+
+function pageFor(error: OAuthError): ErrorPage {
+  if (error.status === 429) {
+    const minutes = Math.max(1, Math.ceil(Number(error.headers['retry-after'] ?? 60) / 60));
+    return { heading: 'Too many attempts', message: `Please wait ${minutes} minute${minutes === 1 ? '' : 's'} and try again.` };
+  }
+  if (error.status >= 500) return { heading: 'Something went wrong', message: 'We could not finish that. Please try again in a moment.' };
+  return { heading: 'That did not work', message: error.description };
+}
+
+function errorHandler(services: Services) {
+  return async function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
+    const oauthError = toOAuthError(error);
+    if (oauthError.status >= 500) request.log.error({ err: error }, 'request failed');
+    else request.log.info({ error: oauthError.code, detail: oauthError.detail }, 'request refused');
+
+    reply.headers(oauthError.headers).header('cache-control', 'no-store');
+    if (request.routeOptions.config?.page) {
+      return renderErrorPage(request, reply, services, pageFor(oauthError), oauthError.status);
+    }
+    return reply.code(oauthError.status).send(oauthError.toJSON());
+  };
+}

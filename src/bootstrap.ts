@@ -1,0 +1,53 @@
+/**
+ * What the server makes sure of at start: the built-in `latchkey-cli` client, and on a database
+ * with no users, a first user (LATCHKEY_BOOTSTRAP_USER, or `admin` with a random password that is
+ * shown once and never logged).
+ */
+import type { Clock } from './clock.js';
+import { epochSeconds } from './clock.js';
+import type { Config } from './config.js';
+import { hashPassword } from './crypto/password.js';
+import { randomId, randomString } from './crypto/secrets.js';
+import type { ClientRecord, Store } from './store/store.js';
+
+export const builtinCliClientId = 'latchkey-cli';
+
+export function builtinCliClient(now: number): ClientRecord {
+  return {
+    clientId: builtinCliClientId,
+    name: 'Latchkey CLI',
+    secretHash: undefined,
+    redirectUris: ['http://127.0.0.1/callback'],
+    grantTypes: ['authorization_code', 'device_code', 'refresh_token'],
+    requirePkce: true,
+    firstParty: true,
+    builtIn: true,
+    createdAt: now,
+  };
+}
+
+export interface BootstrapResult {
+  createdUser: string | undefined;
+  /** Set only when the password was generated here, so it can be shown once. */
+  generatedPassword: string | undefined;
+}
+
+const passwordAlphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
+
+export async function bootstrap(store: Store, config: Config, clock: Clock): Promise<BootstrapResult> {
+  const now = epochSeconds(clock);
+  await store.ensureClient(builtinCliClient(now));
+  if ((await store.countUsers()) > 0) return { createdUser: undefined, generatedPassword: undefined };
+  const username = config.bootstrapUser ?? 'admin';
+  const generated = config.bootstrapPassword === undefined ? randomString(passwordAlphabet, 20) : undefined;
+  await store.createUser({
+    id: randomId(),
+    username,
+    email: username.includes('@') ? username : `${username}@localhost`,
+    name: undefined,
+    passwordHash: await hashPassword(config.bootstrapPassword ?? generated ?? ''),
+    disabled: false,
+    createdAt: now,
+  });
+  return { createdUser: username, generatedPassword: generated };
+}

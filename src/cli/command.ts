@@ -1,0 +1,47 @@
+/** The shape of one `latchkey` subcommand and what it is given to run. */
+import type { ParseArgsConfig } from 'node:util';
+import type { Config } from '../config.js';
+import type { Store } from '../store/store.js';
+
+export interface CommandIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (mode: boolean) => unknown };
+  env: NodeJS.ProcessEnv;
+}
+
+export interface CommandContext extends CommandIo {
+  values: Record<string, string | boolean | string[] | boolean[] | undefined>;
+  positionals: string[];
+  config(): Config;
+  /** Opens LATCHKEY_DB (running migrations); closed by the dispatcher when the command ends. */
+  store(): Store;
+}
+
+export interface Command {
+  /** Words after `latchkey`, e.g. ['users', 'add']. */
+  path: string[];
+  summary: string;
+  usage: string;
+  /** How many positional arguments it takes. */
+  positionals: { min: number; max: number };
+  options: NonNullable<ParseArgsConfig['options']>;
+  /** Returns the exit code. */
+  run(context: CommandContext): Promise<number>;
+}
+
+export const exitCodes = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+} as const;
+
+export class CommandError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = exitCodes.failure,
+  ) {
+    super(message);
+    this.name = 'CommandError';
+  }
+}

@@ -1,0 +1,19 @@
+import type { Command } from '../command.js';
+import { isoTime, json, table } from '../output.js';
+
+export const apisListCommand: Command = {
+  path: ['apis', 'list'],
+  summary: 'List APIs',
+  usage: 'latchkey apis list [--json]',
+  positionals: { min: 0, max: 0 },
+  options: { json: { type: 'boolean' } },
+  async run(context) {
+    const apis = await context.store().listApis();
+    if (context.values.json) {
+      context.stdout.write(json(apis.map((a) => ({ identifier: a.identifier, name: a.name, created_at: isoTime(a.createdAt) }))));
+    } else {
+      context.stdout.write(table(apis.map((a) => [a.identifier, a.name, isoTime(a.createdAt)]), ['IDENTIFIER', 'NAME', 'CREATED']));
+    }
+    return 0;
+  },
+};

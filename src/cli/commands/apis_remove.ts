@@ -1,0 +1,15 @@
+import { CommandError, type Command } from '../command.js';
+
+export const apisRemoveCommand: Command = {
+  path: ['apis', 'remove'],
+  summary: 'Remove an API',
+  usage: 'latchkey apis remove <identifier>',
+  positionals: { min: 1, max: 1 },
+  options: {},
+  async run(context) {
+    const identifier = context.positionals[0] ?? '';
+    if (!(await context.store().removeApi(identifier))) throw new CommandError(`no API "${identifier}"`);
+    context.stderr.write(`Removed API ${identifier}\n`);
+    return 0;
+  },
+};

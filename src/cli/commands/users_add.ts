@@ -1,0 +1,40 @@
+import { randomId } from '../../crypto/secrets.js';
+import { hashPassword } from '../../crypto/password.js';
+import { validEmail, validName, validPassword, validUsername } from '../../admin/validation.js';
+import { DuplicateError } from '../../store/store.js';
+import { CommandError, type Command } from '../command.js';
+import { obtainPassword } from '../password_input.js';
+
+export const usersAddCommand: Command = {
+  path: ['users', 'add'],
+  summary: 'Create a user',
+  usage: 'latchkey users add <username> --email <email> [--name <full name>] [--password-stdin]',
+  positionals: { min: 1, max: 1 },
+  options: { email: { type: 'string' }, name: { type: 'string' }, 'password-stdin': { type: 'boolean' } },
+  async run(context) {
+    const username = validUsername(context.positionals[0] ?? '');
+    const email = validEmail(context.values.email as string | undefined);
+    const name = validName(context.values.name as string | undefined);
+    const store = context.store();
+    if (await store.findUserByUsername(username)) throw new CommandError(`user "${username}" already exists`);
+    const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
+    validPassword(password);
+    try {
+      await store.createUser({
+        id: randomId(),
+        username,
+        email,
+        name,
+        passwordHash: await hashPassword(password),
+        disabled: false,
+        createdAt: Math.floor(Date.now() / 1000),
+      });
+    } catch (err) {
+      if (err instanceof DuplicateError) throw new CommandError(`user "${username}" already exists`);
+      throw err;
+    }
+    context.stderr.write(`Created user ${username}\n`);
+    if (generated) context.stdout.write(`Password for ${username} (shown only once): ${password}\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,15 @@
+import { CommandError, type Command } from '../command.js';
+
+export const usersDisableCommand: Command = {
+  path: ['users', 'disable'],
+  summary: 'Disable a user: no more sign-ins, sessions ended, no more tokens',
+  usage: 'latchkey users disable <username>',
+  positionals: { min: 1, max: 1 },
+  options: {},
+  async run(context) {
+    const username = context.positionals[0] ?? '';
+    if (!(await context.store().setUserDisabled(username, true))) throw new CommandError(`no user "${username}"`);
+    context.stderr.write(`Disabled user ${username}\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,26 @@
+import type { Command } from '../command.js';
+import { isoTime, json, table } from '../output.js';
+
+export const usersListCommand: Command = {
+  path: ['users', 'list'],
+  summary: 'List users',
+  usage: 'latchkey users list [--json]',
+  positionals: { min: 0, max: 0 },
+  options: { json: { type: 'boolean' } },
+  async run(context) {
+    const users = await context.store().listUsers();
+    if (context.values.json) {
+      context.stdout.write(
+        json(users.map((u) => ({ id: u.id, username: u.username, email: u.email, name: u.name ?? null, disabled: u.disabled, created_at: isoTime(u.createdAt) }))),
+      );
+    } else {
+      context.stdout.write(
+        table(
+          users.map((u) => [u.username, u.email, u.name ?? '', u.disabled ? 'disabled' : 'active', isoTime(u.createdAt)]),
+          ['USERNAME', 'EMAIL', 'NAME', 'STATUS', 'CREATED'],
+        ),
+      );
+    }
+    return 0;
+  },
+};

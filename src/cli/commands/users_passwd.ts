@@ -1,0 +1,23 @@
+import { hashPassword } from '../../crypto/password.js';
+import { validPassword } from '../../admin/validation.js';
+import { CommandError, type Command } from '../command.js';
+import { obtainPassword } from '../password_input.js';
+
+export const usersPasswdCommand: Command = {
+  path: ['users', 'passwd'],
+  summary: "Set a user's password",
+  usage: 'latchkey users passwd <username> [--password-stdin]',
+  positionals: { min: 1, max: 1 },
+  options: { 'password-stdin': { type: 'boolean' } },
+  async run(context) {
+    const username = context.positionals[0] ?? '';
+    const store = context.store();
+    if (!(await store.findUserByUsername(username))) throw new CommandError(`no user "${username}"`);
+    const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
+    validPassword(password);
+    if (!(await store.setUserPassword(username, await hashPassword(password)))) throw new CommandError(`no user "${username}"`);
+    context.stderr.write(`Changed the password of ${username}\n`);
+    if (generated) context.stdout.write(`New password for ${username} (shown only once): ${password}\n`);
+    return 0;
+  },
+};

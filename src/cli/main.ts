@@ -1,0 +1,169 @@
+#!/usr/bin/env node
+/**
+ * The `latchkey` executable: finds the subcommand, parses its options, runs it, and turns
+ * every failure into one line on stderr and a documented exit code. Data goes to stdout,
+ * messages to stderr.
+ */
+import { parseArgs } from 'node:util';
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { AdminInputError } from '../admin/validation.js';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import { openStore } from '../store/sqlite/sqlite_store.js';
+import type { Store } from '../store/store.js';
+import { CommandError, exitCodes, type Command, type CommandIo } from './command.js';
+import { apisAddCommand } from './commands/apis_add.js';
+import { apisListCommand } from './commands/apis_list.js';
+import { apisRemoveCommand } from './commands/apis_remove.js';
+import { clientsAddCommand } from './commands/clients_add.js';
+import { clientsListCommand } from './commands/clients_list.js';
+import { clientsRemoveCommand } from './commands/clients_remove.js';
+import { serveCommand } from './commands/serve.js';
+import { usersAddCommand } from './commands/users_add.js';
+import { usersDisableCommand } from './commands/users_disable.js';
+import { usersListCommand } from './commands/users_list.js';
+import { usersPasswdCommand } from './commands/users_passwd.js';
+
+export const commands: Command[] = [
+  serveCommand,
+  usersAddCommand,
+  usersListCommand,
+  usersDisableCommand,
+  usersPasswdCommand,
+  clientsAddCommand,
+  clientsListCommand,
+  clientsRemoveCommand,
+  apisAddCommand,
+  apisListCommand,
+  apisRemoveCommand,
+];
+
+export const configExitCode = 3;
+
+function globalUsage(): string {
+  const width = Math.max(...commands.map((c) => c.path.join(' ').length));
+  return [
+    'latchkey — an OAuth 2.0 / OpenID Connect identity provider for CLIs, devices and browsers',
+    '',
+    'Usage: latchkey <command> [options]',
+    '',
+    'Commands:',
+    ...commands.map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
+    '',
+    'Run "latchkey <command> --help" for the options of a command.',
+    'Administration commands work on LATCHKEY_DB (default ./data/latchkey.db), also while the server runs.',
+    '',
+    'Exit codes: 0 success, 1 failure, 2 usage error, 3 bad configuration.',
+    '',
+  ].join('\n');
+}
+
+function commandUsage(command: Command): string {
+  return `${command.summary}\n\nUsage: ${command.usage}\n`;
+}
+
+function findCommand(args: string[]): { command: Command; rest: string[] } | undefined {
+  const words = args.filter((a) => !a.startsWith('-'));
+  const matches = commands
+    .filter((c) => c.path.every((word, i) => words[i] === word))
+    .sort((a, b) => b.path.length - a.path.length);
+  const command = matches[0];
+  if (!command) return undefined;
+  const rest = [...args];
+  for (const word of command.path) rest.splice(rest.indexOf(word), 1);
+  return { command, rest };
+}
+
+export async function main(args: string[], io: CommandIo): Promise<number> {
+  const wantsHelp = args.includes('--help') || args.includes('-h');
+  if (args.length === 0 || args[0] === 'help' || (wantsHelp && !findCommand(args))) {
+    (args.length === 0 ? io.stderr : io.stdout).write(globalUsage());
+    return args.length === 0 ? exitCodes.usage : exitCodes.ok;
+  }
+  const found = findCommand(args);
+  if (!found) {
+    io.stderr.write(`latchkey: unknown command "${args.filter((a) => !a.startsWith('-')).slice(0, 2).join(' ')}"\n\n${globalUsage()}`);
+    return exitCodes.usage;
+  }
+  const { command, rest } = found;
+  if (wantsHelp) {
+    io.stdout.write(commandUsage(command));
+    return exitCodes.ok;
+  }
+
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: rest, options: command.options, allowPositionals: true, strict: true });
+  } catch (err) {
+    io.stderr.write(`latchkey: ${(err as Error).message}\n\nUsage: ${command.usage}\n`);
+    return exitCodes.usage;
+  }
+  const { min, max } = command.positionals;
+  if (parsed.positionals.length < min || parsed.positionals.length > max) {
+    io.stderr.write(`latchkey: wrong number of arguments\n\nUsage: ${command.usage}\n`);
+    return exitCodes.usage;
+  }
+
+  let config: Config | undefined;
+  let store: Store | undefined;
+  try {
+    return await command.run({
+      ...io,
+      values: parsed.values as Record<string, string | boolean | string[] | undefined>,
+      positionals: parsed.positionals,
+      config: () => (config ??= loadConfig(io.env)),
+      store: () => {
+        if (store) return store;
+        const path = (config ??= loadConfig(io.env)).databasePath;
+        try {
+          store = openStore(path);
+        } catch (err) {
+          throw new CommandError(`LATCHKEY_DB: cannot open the database ${path}: ${(err as Error).message}`);
+        }
+        return store;
+      },
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      for (const problem of err.problems) io.stderr.write(`latchkey: ${problem}\n`);
+      return configExitCode;
+    }
+    if (err instanceof AdminInputError) {
+      io.stderr.write(`latchkey: ${err.message}\n`);
+      return exitCodes.usage;
+    }
+    if (err instanceof CommandError) {
+      io.stderr.write(`latchkey: ${err.message}\n`);
+      return err.exitCode;
+    }
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+      io.stderr.write(`latchkey: PORT/HOST: cannot listen: ${(err as Error).message}\n`);
+      return exitCodes.failure;
+    }
+    io.stderr.write(`latchkey: unexpected error: ${(err as Error).message}\n`);
+    return exitCodes.failure;
+  } finally {
+    await store?.close();
+  }
+}
+
+function isEntryPoint(): boolean {
+  try {
+    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env }).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`latchkey: unexpected error: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,129 @@
+/**
+ * The only reader of process.env. One zod schema over the environment gives one frozen Config;
+ * every problem is reported at once, one line per variable, so an operator fixes them in one go.
+ */
+import { z } from 'zod';
+
+const seconds = (name: string, fallback: number, min = 1, max = 10 * 365 * 86400) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, `${name} must be a whole number of seconds`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`))
+    .optional()
+    .transform((v) => v ?? fallback);
+
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const environmentSchema = z.object({
+  PORT: z
+    .string()
+    .trim()
+    .regex(/^\d+$/, 'PORT must be a port number')
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(65535, 'PORT must be at most 65535'))
+    .optional()
+    .transform((v) => v ?? 3000),
+  HOST: optionalText.transform((v) => v ?? '127.0.0.1'),
+  LATCHKEY_ISSUER: optionalText.pipe(
+    z
+      .string()
+      .refine(isIssuerUrl, 'LATCHKEY_ISSUER must be an http(s) URL with no query or fragment')
+      .optional(),
+  ),
+  LATCHKEY_DB: optionalText.transform((v) => v ?? './data/latchkey.db'),
+  LATCHKEY_BOOTSTRAP_USER: optionalText.pipe(
+    z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'LATCHKEY_BOOTSTRAP_USER must be 1-64 letters, digits or ._@-').optional(),
+  ),
+  LATCHKEY_BOOTSTRAP_PASSWORD: optionalText.pipe(
+    z.string().min(8, 'LATCHKEY_BOOTSTRAP_PASSWORD must be at least 8 characters').max(1024).optional(),
+  ),
+  LATCHKEY_LOG_LEVEL: optionalText.pipe(
+    z.enum(logLevels, { error: `LATCHKEY_LOG_LEVEL must be one of ${logLevels.join(', ')}` }).optional(),
+  ),
+  LATCHKEY_DEVICE_CODE_TTL: seconds('LATCHKEY_DEVICE_CODE_TTL', 900, 10, 86400),
+  LATCHKEY_DEVICE_INTERVAL: seconds('LATCHKEY_DEVICE_INTERVAL', 5, 1, 600),
+  LATCHKEY_ACCESS_TOKEN_TTL: seconds('LATCHKEY_ACCESS_TOKEN_TTL', 86400, 1, 365 * 86400),
+  LATCHKEY_REFRESH_TOKEN_TTL: seconds('LATCHKEY_REFRESH_TOKEN_TTL', 30 * 86400, 60, 10 * 365 * 86400),
+  LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
+  LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
+});
+
+export type LogLevel = (typeof logLevels)[number];
+
+export interface Config {
+  /** Public base URL, without a trailing slash. */
+  readonly issuer: string;
+  readonly port: number;
+  readonly host: string;
+  readonly databasePath: string;
+  readonly bootstrapUser: string | undefined;
+  readonly bootstrapPassword: string | undefined;
+  readonly logLevel: LogLevel;
+  readonly deviceCodeTtl: number;
+  readonly deviceInterval: number;
+  readonly accessTokenTtl: number;
+  readonly refreshTokenTtl: number;
+  readonly sessionTtl: number;
+  /** `aud` of access tokens requested without `audience`. */
+  readonly defaultAudience: string;
+  /** Cookies get `Secure` (and the `__Host-` prefix) when the issuer is https. */
+  readonly secureCookies: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+function isIssuerUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && !url.search && !url.hash && !value.includes('#');
+  } catch {
+    return false;
+  }
+}
+
+/** Reads the environment; throws ConfigError with one line per bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = environmentSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const variable = String(issue.path[0] ?? 'environment');
+      return issue.message.startsWith(variable) ? issue.message : `${variable}: ${issue.message}`;
+    });
+    throw new ConfigError([...new Set(problems)]);
+  }
+  const e = parsed.data;
+  const issuer = (e.LATCHKEY_ISSUER ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
+  return Object.freeze({
+    issuer,
+    port: e.PORT,
+    host: e.HOST,
+    databasePath: e.LATCHKEY_DB,
+    bootstrapUser: e.LATCHKEY_BOOTSTRAP_USER,
+    bootstrapPassword: e.LATCHKEY_BOOTSTRAP_PASSWORD,
+    logLevel: e.LATCHKEY_LOG_LEVEL ?? 'info',
+    deviceCodeTtl: e.LATCHKEY_DEVICE_CODE_TTL,
+    deviceInterval: e.LATCHKEY_DEVICE_INTERVAL,
+    accessTokenTtl: e.LATCHKEY_ACCESS_TOKEN_TTL,
+    refreshTokenTtl: e.LATCHKEY_REFRESH_TOKEN_TTL,
+    sessionTtl: e.LATCHKEY_SESSION_TTL,
+    defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
+    secureCookies: issuer.startsWith('https:'),
+  });
+}
+
+/** A config for tests and tools: defaults plus overrides, validated the same way. */
+export function configFrom(overrides: Record<string, string>): Config {
+  return loadConfig({ ...overrides });
+}

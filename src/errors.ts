@@ -1,0 +1,73 @@
+/**
+ * The one error type of the server. Code anywhere throws OAuthError; the error handler in app.ts
+ * turns it into the RFC 6749 §5.2 body (or a friendly page on browser routes). The description is
+ * public and generic; `detail` is for the log only and may say precisely what was wrong.
+ */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'invalid_scope'
+  | 'invalid_target'
+  | 'authorization_pending'
+  | 'slow_down'
+  | 'access_denied'
+  | 'expired_token'
+  | 'unsupported_response_type'
+  | 'login_required'
+  | 'consent_required'
+  | 'interaction_required'
+  | 'invalid_token'
+  | 'insufficient_scope'
+  | 'temporarily_unavailable'
+  | 'not_found'
+  | 'server_error';
+
+const defaultStatus: Partial<Record<OAuthErrorCode, number>> = {
+  invalid_client: 401,
+  invalid_token: 401,
+  insufficient_scope: 403,
+  not_found: 404,
+  temporarily_unavailable: 429,
+  server_error: 500,
+};
+
+export interface OAuthErrorOptions {
+  status?: number;
+  /** Internal reason, logged, never sent. */
+  detail?: string;
+  /** Extra response headers, e.g. WWW-Authenticate or Retry-After. */
+  headers?: Record<string, string>;
+}
+
+export class OAuthError extends Error {
+  readonly code: OAuthErrorCode;
+  readonly status: number;
+  readonly description: string;
+  readonly detail: string | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(code: OAuthErrorCode, description: string, options: OAuthErrorOptions = {}) {
+    super(`${code}: ${description}`);
+    this.name = 'OAuthError';
+    this.code = code;
+    this.description = description;
+    this.status = options.status ?? defaultStatus[code] ?? 400;
+    this.detail = options.detail;
+    this.headers = options.headers ?? {};
+  }
+
+  toJSON(): { error: OAuthErrorCode; error_description: string } {
+    return { error: this.code, error_description: this.description };
+  }
+}
+
+/** Thrown for refused requests that exceed a rate limit: 429 with Retry-After. */
+export function tooManyRequests(retryAfterSeconds: number, description: string): OAuthError {
+  return new OAuthError('temporarily_unavailable', description, {
+    status: 429,
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+  });
+}

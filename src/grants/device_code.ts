@@ -1,0 +1,74 @@
+/**
+ * grant_type=urn:ietf:params:oauth:grant-type:device_code (RFC 8628 §3.4, §3.5).
+ * Every poll is recorded; the answer comes from decidePoll. Handing out tokens is one atomic
+ * approved → consumed step in the store, so of many simultaneous polls exactly one gets tokens
+ * and the rest see a spent code (invalid_grant). Tokens already issued are left alone on such a
+ * replay: only the device holds the device code, and it racing itself is not theft.
+ */
+import { z } from 'zod';
+import { OAuthError, tooManyRequests } from '../errors.js';
+import { sha256 } from '../crypto/secrets.js';
+import { decidePoll } from '../oauth/device_poll.js';
+import { issueTokens } from '../oauth/token_response.js';
+import type { GrantContext, GrantHandler } from './types.js';
+
+const params = z.object({
+  device_code: z.string({ error: 'device_code is required.' }).min(1, 'device_code is required.').max(512),
+});
+
+function unknownDeviceCode(context: GrantContext): OAuthError {
+  const limit = context.services.rateLimits.unknownDeviceCode.hit(context.ip);
+  if (limit.limited) return tooManyRequests(limit.retryAfter, 'Too many unknown device codes. Try again later.');
+  return new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'unknown device code' });
+}
+
+export const deviceCodeGrant = {
+  grantType: 'urn:ietf:params:oauth:grant-type:device_code',
+  clientGrantType: 'device_code',
+  params,
+  async handle(context, { device_code }) {
+    const { store, clock, rateLimits } = context.services;
+    const blocked = rateLimits.unknownDeviceCode.check(context.ip);
+    if (blocked.limited) throw tooManyRequests(blocked.retryAfter, 'Too many unknown device codes. Try again later.');
+
+    const nowMs = Math.floor(clock() * 1000);
+    const grant = await store.recordDevicePoll(sha256(device_code), nowMs);
+    if (!grant) throw unknownDeviceCode(context);
+    if (grant.clientId !== context.client.clientId) {
+      throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'device code of another client' });
+    }
+
+    const decision = decidePoll(grant, nowMs);
+    switch (decision.kind) {
+      case 'spent':
+        throw new OAuthError('invalid_grant', 'The device code has already been used.');
+      case 'expired':
+        throw new OAuthError('expired_token', 'The device code has expired. Start over with a new one.');
+      case 'denied':
+        throw new OAuthError('access_denied', 'The user denied the request.');
+      case 'slow_down':
+        await store.setDeviceInterval(grant.id, decision.newInterval);
+        throw new OAuthError('slow_down', `Polling too fast. Wait at least ${decision.newInterval} seconds between polls.`);
+      case 'pending':
+        throw new OAuthError('authorization_pending', 'The user has not yet approved the request.');
+      case 'approved':
+        break;
+    }
+
+    const user = grant.userId === undefined ? undefined : await store.findUserById(grant.userId);
+    if (!user || user.disabled) {
+      throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'approving user missing or disabled' });
+    }
+    const consumed = await store.consumeDeviceGrant(grant.id, Math.floor(nowMs / 1000));
+    if (!consumed) throw new OAuthError('invalid_grant', 'The device code has already been used.');
+
+    context.log.info({ event: 'token.issued', grant: 'device_code', clientId: context.client.clientId, userId: user.id });
+    return issueTokens(context.services, {
+      client: context.client,
+      user,
+      scope: consumed.scope,
+      audience: consumed.audience,
+      authTime: consumed.authTime ?? consumed.decidedAt ?? Math.floor(nowMs / 1000),
+    });
+  },
+} satisfies GrantHandler<z.infer<typeof params>>;

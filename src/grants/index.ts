@@ -1,0 +1,9 @@
+/** Every grant type the token endpoint serves, by its wire `grant_type`. */
+import { deviceCodeGrant } from './device_code.js';
+import type { GrantHandler } from './types.js';
+
+const grants: GrantHandler<unknown>[] = [deviceCodeGrant];
+
+export const grantHandlers: ReadonlyMap<string, GrantHandler<unknown>> = new Map(grants.map((g) => [g.grantType, g]));
+
+export const supportedGrantTypes = grants.map((g) => g.grantType);

@@ -1,0 +1,47 @@
+/** Renders an Eta page with what every page shows (product name, who is signed in). */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Services } from '../services.js';
+import { currentSession } from './session.js';
+
+export const productName = 'Latchkey';
+
+export async function renderPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  services: Services,
+  view: string,
+  data: Record<string, unknown>,
+  status = 200,
+): Promise<FastifyReply> {
+  const signedIn = await currentSession(request, services);
+  const html = await reply.viewAsync(`${view}.eta`, {
+    productName,
+    signedInAs: signedIn?.user.username,
+    ...data,
+  });
+  return reply.code(status).type('text/html; charset=utf-8').send(html);
+}
+
+export interface ErrorPage {
+  heading: string;
+  message: string;
+  link?: { href: string; label: string };
+}
+
+export function renderErrorPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  services: Services,
+  page: ErrorPage,
+  status: number,
+): Promise<FastifyReply> {
+  return renderPage(request, reply, services, 'error', { title: page.heading, link: undefined, ...page }, status);
+}
+
+/** Only same-site paths are accepted as a place to return to after sign-in (no open redirect). */
+export function safeReturnTo(value: string | undefined, fallback = '/activate'): string {
+  if (!value || value.length > 2048) return fallback;
+  if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return fallback;
+  if (/[\u0000-\u001f\u007f\\]/.test(value)) return fallback;
+  return value;
+}

@@ -1,0 +1,64 @@
+/**
+ * The person's sign-in session: a random id in an HttpOnly cookie, stored only as its digest.
+ * A new id is issued at every sign-in (no session fixation). A session whose user was disabled or
+ * removed counts as signed out.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { epochSeconds } from '../clock.js';
+import { randomSecret, sha256 } from '../crypto/secrets.js';
+import type { Services } from '../services.js';
+import type { SessionRecord, UserRecord } from '../store/store.js';
+import { clearCookie, cookieNames, setCookie } from './cookies.js';
+
+export interface SignedIn {
+  session: SessionRecord;
+  user: UserRecord;
+}
+
+const loaded = new WeakMap<FastifyRequest, Promise<SignedIn | undefined>>();
+
+export function currentSession(request: FastifyRequest, services: Services): Promise<SignedIn | undefined> {
+  let result = loaded.get(request);
+  if (!result) {
+    result = load(request, services);
+    loaded.set(request, result);
+  }
+  return result;
+}
+
+async function load(request: FastifyRequest, services: Services): Promise<SignedIn | undefined> {
+  const id = request.cookies[cookieNames(services.config).session];
+  if (!id || id.length > 128) return undefined;
+  const session = await services.store.findSession(sha256(id), epochSeconds(services.clock));
+  if (!session) return undefined;
+  const user = await services.store.findUserById(session.userId);
+  if (!user || user.disabled) return undefined;
+  return { session, user };
+}
+
+export async function startSession(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  services: Services,
+  user: UserRecord,
+): Promise<SignedIn> {
+  const { config, store, clock } = services;
+  const previous = request.cookies[cookieNames(config).session];
+  if (previous && previous.length <= 128) await store.deleteSession(sha256(previous));
+  const id = randomSecret();
+  const now = epochSeconds(clock);
+  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime: now, createdAt: now, expiresAt: now + config.sessionTtl };
+  await store.createSession(session);
+  setCookie(reply, config, cookieNames(config).session, id, config.sessionTtl);
+  const signedIn = { session, user };
+  loaded.set(request, Promise.resolve(signedIn));
+  return signedIn;
+}
+
+export async function endSession(request: FastifyRequest, reply: FastifyReply, services: Services): Promise<void> {
+  const name = cookieNames(services.config).session;
+  const id = request.cookies[name];
+  if (id && id.length <= 128) await services.store.deleteSession(sha256(id));
+  clearCookie(reply, services.config, name);
+  loaded.set(request, Promise.resolve(undefined));
+}

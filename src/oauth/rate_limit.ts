@@ -1,0 +1,79 @@
+/**
+ * A fixed-window counter per key (for example "user-code:203.0.113.9"). Used to slow down
+ * guessing: wrong user codes at /activate and unknown device codes at the token endpoint
+ * (RFC 8628 §5.1, §5.2). Memory is bounded: when the table is full, finished windows are dropped,
+ * and if none are, the oldest entries go first.
+ */
+import type { Clock } from '../clock.js';
+
+export interface RateLimitRule {
+  /** How many counted events a key may have in one window. */
+  limit: number;
+  windowSeconds: number;
+}
+
+export interface RateLimitState {
+  limited: boolean;
+  /** Seconds until the window ends (meaningful when limited). */
+  retryAfter: number;
+}
+
+interface Window {
+  startedAt: number;
+  count: number;
+}
+
+export class RateLimiter {
+  private readonly windows = new Map<string, Window>();
+
+  constructor(
+    private readonly rule: RateLimitRule,
+    private readonly clock: Clock,
+    private readonly maxKeys = 100_000,
+  ) {}
+
+  private current(key: string): Window | undefined {
+    const window = this.windows.get(key);
+    if (window && this.clock() - window.startedAt >= this.rule.windowSeconds) {
+      this.windows.delete(key);
+      return undefined;
+    }
+    return window;
+  }
+
+  /** `pending` is 1 when asking whether one more event would be allowed, 0 after counting it. */
+  private state(window: Window | undefined, pending: 0 | 1): RateLimitState {
+    if (!window || window.count + pending <= this.rule.limit) return { limited: false, retryAfter: 0 };
+    return { limited: true, retryAfter: Math.ceil(window.startedAt + this.rule.windowSeconds - this.clock()) };
+  }
+
+  /** Whether one more event would exceed the limit, without counting anything. */
+  check(key: string): RateLimitState {
+    return this.state(this.current(key), 1);
+  }
+
+  /** Counts one event for the key; limited when this event went past the limit. */
+  hit(key: string): RateLimitState {
+    let window = this.current(key);
+    if (!window) {
+      this.makeRoom();
+      window = { startedAt: this.clock(), count: 0 };
+      this.windows.set(key, window);
+    }
+    window.count++;
+    return this.state(window, 0);
+  }
+
+  private makeRoom(): void {
+    if (this.windows.size < this.maxKeys) return;
+    const now = this.clock();
+    for (const [key, window] of this.windows) {
+      if (now - window.startedAt >= this.rule.windowSeconds) this.windows.delete(key);
+    }
+    // Map iteration follows insertion order, so the first keys are the oldest windows.
+    for (const key of this.windows.keys()) {
+      if (this.windows.size < this.maxKeys) break;
+      this.windows.delete(key);
+    }
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * User codes (RFC 8628 §6.1): 8 characters from 20 consonants (no vowels, so no words; no
+ * look-alike digits), about 34.5 bits, shown as XXXX-XXXX. Entry ignores case, dashes and spaces.
+ */
+import { randomString } from '../crypto/secrets.js';
+
+export const userCodeAlphabet = 'BCDFGHJKLMNPQRSTVWXZ';
+const userCodeLength = 8;
+const canonicalPattern = new RegExp(`^[${userCodeAlphabet}]{${userCodeLength}}$`);
+
+/** A fresh user code in display form, e.g. `WDJB-MJHT`. */
+export function generateUserCode(): string {
+  return formatUserCode(randomString(userCodeAlphabet, userCodeLength));
+}
+
+/** The canonical 8-letter form of what a person typed, or undefined if it cannot be a user code. */
+export function normalizeUserCode(input: string): string | undefined {
+  if (input.length > 64) return undefined;
+  const canonical = input.toUpperCase().replace(/[\s\-\u2010-\u2015]/g, '');
+  return canonicalPattern.test(canonical) ? canonical : undefined;
+}
+
+export function formatUserCode(canonical: string): string {
+  return `${canonical.slice(0, 4)}-${canonical.slice(4)}`;
+}

@@ -1,0 +1,86 @@
+/**
+ * POST /oauth/device/code — the device authorization request (RFC 8628 §3.1, §3.2).
+ * Creates a pending grant holding only digests of the device code and user code, and remembers
+ * the requester's address and user agent to show the person who approves (RFC 8628 §5.4).
+ */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { epochSeconds } from '../clock.js';
+import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { authenticateClient, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
+import { resolveAudience } from '../oauth/audience.js';
+import { grantableScope, parseScope } from '../oauth/scope.js';
+import { generateUserCode, normalizeUserCode } from '../oauth/user_code.js';
+import { DuplicateError } from '../store/store.js';
+import { parseFields } from '../http/form.js';
+
+const deviceAuthorizationParams = z.object({
+  client_id: z.string().max(256).optional(),
+  client_secret: z.string().max(512).optional(),
+  scope: z.string().max(1024).optional(),
+  audience: z.string().max(2048).optional(),
+});
+
+export interface DeviceAuthorizationResponse {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete: string;
+  expires_in: number;
+  interval: number;
+}
+
+const maxCollisionRetries = 5;
+
+export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<void> {
+  app.post('/oauth/device/code', async (request, reply) => {
+    const { store, config, clock } = app.services;
+    reply.header('cache-control', 'no-store');
+    const params = parseFields(deviceAuthorizationParams, request.body);
+    const client = await authenticateClient(store, readClientCredentials(request.headers.authorization, params));
+    requireGrantType(client, 'device_code');
+    const scope = grantableScope(parseScope(params.scope), client).join(' ');
+    const audience = await resolveAudience(store, config, params.audience);
+
+    const now = epochSeconds(clock);
+    const deviceCode = randomSecret(secretPrefix.deviceCode);
+    for (let attempt = 0; ; attempt++) {
+      const userCode = generateUserCode();
+      try {
+        await store.createDeviceGrant({
+          id: randomId(),
+          deviceCodeHash: sha256(deviceCode),
+          userCodeHash: sha256(normalizeUserCode(userCode) ?? userCode),
+          clientId: client.clientId,
+          scope,
+          audience: audience.identifier,
+          status: 'pending',
+          interval: config.deviceInterval,
+          lastPolledAtMs: undefined,
+          userId: undefined,
+          authTime: undefined,
+          requesterIp: request.ip,
+          requesterUserAgent: (request.headers['user-agent'] ?? 'unknown').slice(0, 256),
+          createdAt: now,
+          expiresAt: now + config.deviceCodeTtl,
+          decidedAt: undefined,
+          consumedAt: undefined,
+        });
+        const verificationUri = `${config.issuer}/activate`;
+        const body: DeviceAuthorizationResponse = {
+          device_code: deviceCode,
+          user_code: userCode,
+          verification_uri: verificationUri,
+          verification_uri_complete: `${verificationUri}?user_code=${userCode}`,
+          expires_in: config.deviceCodeTtl,
+          interval: config.deviceInterval,
+        };
+        request.log.info({ event: 'device.authorization_requested', clientId: client.clientId });
+        return body;
+      } catch (err) {
+        // A user code that collides with a stored one is drawn again (about 1 in 2.5e10 per code).
+        if (!(err instanceof DuplicateError) || attempt >= maxCollisionRetries) throw err;
+      }
+    }
+  });
+}

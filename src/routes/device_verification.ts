@@ -1,0 +1,165 @@
+/**
+ * The verification pages of the Device Code flow (RFC 8628 §3.3): enter the code (or arrive with
+ * it pre-filled from verification_uri_complete), sign in if needed, then confirm or deny on a page
+ * that shows the application, the access asked for in plain words, and where and when the request
+ * came from (RFC 8628 §5.4). Arriving with a code never approves anything by itself.
+ * Wrong codes are counted per source address (RFC 8628 §5.1); past the limit the answer is 429.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { epochSeconds } from '../clock.js';
+import { sha256 } from '../crypto/secrets.js';
+import { tooManyRequests } from '../errors.js';
+import { audienceName } from '../oauth/audience.js';
+import { describeScopes } from '../oauth/scope.js';
+import { formatUserCode, normalizeUserCode } from '../oauth/user_code.js';
+import { csrfToken, csrfTokenValid } from '../http/csrf.js';
+import { parseFields } from '../http/form.js';
+import { renderErrorPage, renderPage } from '../http/pages.js';
+import { currentSession } from '../http/session.js';
+import type { DeviceGrantRecord } from '../store/store.js';
+import { formExpiredPage } from './login.js';
+
+const activateQuery = z.object({ user_code: z.string().max(256).optional() });
+const activateForm = z.object({ user_code: z.string().max(256).default(''), csrf_token: z.string().max(256).optional() });
+const confirmQuery = z.object({ user_code: z.string().max(256).default('') });
+const decisionForm = z.object({
+  user_code: z.string().max(256).default(''),
+  decision: z.string().max(16).optional(),
+  csrf_token: z.string().max(256).optional(),
+});
+
+type Lookup = { grant: DeviceGrantRecord; userCode: string } | { error: string };
+
+const messages = {
+  malformed: 'That doesn’t look like a code. Codes have 8 letters, like BCDF-GHJK.',
+  unknown: 'That code isn’t right. Check the code on your device and try again.',
+  finished: 'That code has expired or has already been used. Start again on your device to get a new code.',
+};
+
+function describeAgo(seconds: number): string {
+  if (seconds < 60) return 'just now';
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} minute${minutes === 1 ? '' : 's'} ago`;
+  const hours = Math.floor(minutes / 60);
+  return `${hours} hour${hours === 1 ? '' : 's'} ago`;
+}
+
+export async function deviceVerificationRoutes(app: FastifyInstance): Promise<void> {
+  const services = app.services;
+  const { config, store, clock, csrfSecret, rateLimits } = services;
+  const page = { config: { page: true } };
+
+  /** Finds the pending grant for a typed code, counting wrong codes against the address. */
+  async function lookUp(request: FastifyRequest, typed: string): Promise<Lookup> {
+    const key = request.ip;
+    const blocked = rateLimits.userCodeEntry.check(key);
+    if (blocked.limited) throw tooManyRequests(blocked.retryAfter, 'Too many wrong codes. Wait a few minutes and try again.');
+    const canonical = normalizeUserCode(typed);
+    const grant = canonical === undefined ? undefined : await store.findDeviceGrantByUserCode(sha256(canonical));
+    if (!canonical || !grant) {
+      rateLimits.userCodeEntry.hit(key);
+      request.log.info({ event: 'device.user_code_rejected', reason: canonical ? 'unknown' : 'malformed' });
+      return { error: canonical ? messages.unknown : messages.malformed };
+    }
+    if (grant.status !== 'pending' || grant.expiresAt <= epochSeconds(clock)) return { error: messages.finished };
+    return { grant, userCode: formatUserCode(canonical) };
+  }
+
+  function showEntry(request: FastifyRequest, reply: FastifyReply, userCode: string, error: string | undefined, status = 200) {
+    return renderPage(
+      request,
+      reply,
+      services,
+      'activate',
+      { title: 'Connect a device', csrfToken: csrfToken(request, reply, config, csrfSecret, 'activate'), userCode, error },
+      status,
+    );
+  }
+
+  app.get('/activate', page, async (request, reply) => {
+    const { user_code } = parseFields(activateQuery, request.query);
+    const canonical = user_code === undefined ? undefined : normalizeUserCode(user_code);
+    // Pre-fill only: the person still presses Continue, then Allow or Deny.
+    const prefill = canonical ? formatUserCode(canonical) : (user_code ?? '').slice(0, 32);
+    return showEntry(request, reply, prefill, undefined);
+  });
+
+  app.post('/activate', page, async (request, reply) => {
+    const form = parseFields(activateForm, request.body);
+    if (!csrfTokenValid(request, config, csrfSecret, 'activate', form.csrf_token)) {
+      return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/activate', label: 'Enter your code' } }, 403);
+    }
+    const found = await lookUp(request, form.user_code);
+    if ('error' in found) return showEntry(request, reply, form.user_code.slice(0, 32), found.error, 400);
+    return reply.redirect(`/activate/confirm?user_code=${found.userCode}`, 303);
+  });
+
+  app.get('/activate/confirm', page, async (request, reply) => {
+    const { user_code } = parseFields(confirmQuery, request.query);
+    const signedIn = await currentSession(request, services);
+    if (!signedIn) {
+      const back = `/activate/confirm?user_code=${encodeURIComponent(user_code.slice(0, 32))}`;
+      return reply.redirect(`/login?return_to=${encodeURIComponent(back)}`, 303);
+    }
+    const found = await lookUp(request, user_code);
+    if ('error' in found) return showEntry(request, reply, user_code.slice(0, 32), found.error, 400);
+    const { grant, userCode } = found;
+    const client = await store.findClient(grant.clientId);
+    const now = epochSeconds(clock);
+    return renderPage(request, reply, services, 'device_confirm', {
+      title: 'Confirm access',
+      csrfToken: csrfToken(request, reply, config, csrfSecret, 'device_decision'),
+      userCode,
+      userCodeSpelled: userCode.replace('-', '').split('').join(' '),
+      clientName: client?.name ?? grant.clientId,
+      access: describeScopes(grant.scope),
+      audienceName: await audienceName(store, config, grant.audience),
+      requesterIp: grant.requesterIp,
+      requesterUserAgent: grant.requesterUserAgent,
+      requestedAtIso: new Date(grant.createdAt * 1000).toISOString(),
+      requestedAt: new Date(grant.createdAt * 1000).toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
+      requestedAgo: describeAgo(now - grant.createdAt),
+    });
+  });
+
+  app.post('/activate/confirm', page, async (request, reply) => {
+    const form = parseFields(decisionForm, request.body);
+    const signedIn = await currentSession(request, services);
+    if (!signedIn) {
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        {
+          heading: 'Please sign in again',
+          message: 'Your sign-in ended before you answered. Nothing was approved.',
+          link: { href: `/activate?user_code=${encodeURIComponent(form.user_code.slice(0, 32))}`, label: 'Start again' },
+        },
+        401,
+      );
+    }
+    if (!csrfTokenValid(request, config, csrfSecret, 'device_decision', form.csrf_token)) {
+      return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/activate', label: 'Enter your code' } }, 403);
+    }
+    if (form.decision !== 'allow' && form.decision !== 'deny') {
+      return renderErrorPage(request, reply, services, { heading: 'Choose Allow or Deny', message: 'The answer was missing. Go back and choose Allow or Deny.' }, 400);
+    }
+    const found = await lookUp(request, form.user_code);
+    if ('error' in found) return showEntry(request, reply, form.user_code.slice(0, 32), found.error, 400);
+    const { grant } = found;
+    const now = epochSeconds(clock);
+    const done =
+      form.decision === 'allow'
+        ? await store.approveDeviceGrant(grant.id, signedIn.user.id, signedIn.session.authTime, now)
+        : await store.denyDeviceGrant(grant.id, now);
+    if (!done) return showEntry(request, reply, found.userCode, messages.finished, 409);
+    request.log.info({ event: form.decision === 'allow' ? 'device.approved' : 'device.denied', clientId: grant.clientId, userId: signedIn.user.id });
+    const client = await store.findClient(grant.clientId);
+    return renderPage(request, reply, services, 'device_result', {
+      title: form.decision === 'allow' ? 'Device connected' : 'Request denied',
+      approved: form.decision === 'allow',
+      clientName: client?.name ?? grant.clientId,
+    });
+  });
+}

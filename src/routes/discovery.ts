@@ -1,0 +1,30 @@
+/** OpenID Provider metadata (OIDC Discovery 1.0 §3, RFC 8414) and the signing keys (JWKS). */
+import type { FastifyInstance } from 'fastify';
+import { supportedGrantTypes } from '../grants/index.js';
+import { supportedScopes } from '../oauth/scope.js';
+
+export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
+  const { issuer } = app.services.config;
+  const metadata = {
+    issuer,
+    device_authorization_endpoint: `${issuer}/oauth/device/code`,
+    token_endpoint: `${issuer}/oauth/token`,
+    jwks_uri: `${issuer}/.well-known/jwks.json`,
+    grant_types_supported: supportedGrantTypes,
+    scopes_supported: [...supportedScopes],
+    token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: ['RS256'],
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'email', 'email_verified', 'name', 'preferred_username'],
+  };
+
+  app.get('/.well-known/openid-configuration', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return metadata;
+  });
+
+  app.get('/.well-known/jwks.json', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return app.services.signer.jwks();
+  });
+}

@@ -1,0 +1,30 @@
+/**
+ * POST /oauth/token (RFC 6749 §3.2). Owns every step all grants share — no-store, the grant
+ * lookup, client authentication, "may this client use this grant" — and only then hands the
+ * grant's own parameters to its handler. There is no switch on grant_type.
+ */
+import type { FastifyInstance } from 'fastify';
+import { OAuthError } from '../errors.js';
+import { grantHandlers } from '../grants/index.js';
+import { authenticateClient, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
+import { parseFields, singleValued } from '../http/form.js';
+
+export async function tokenRoutes(app: FastifyInstance): Promise<void> {
+  app.post('/oauth/token', async (request, reply) => {
+    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    const fields = singleValued(request.body);
+    const grantType = fields.grant_type;
+    if (grantType === undefined || grantType === '') throw new OAuthError('invalid_request', 'grant_type is required.');
+    const grant = grantHandlers.get(grantType);
+    if (!grant) throw new OAuthError('unsupported_grant_type', 'This grant_type is not supported.');
+
+    const credentials = readClientCredentials(request.headers.authorization, {
+      client_id: fields.client_id,
+      client_secret: fields.client_secret,
+    });
+    const client = await authenticateClient(app.services.store, credentials);
+    requireGrantType(client, grant.clientGrantType);
+    const params = parseFields(grant.params, fields);
+    return grant.handle({ services: app.services, client, ip: request.ip, log: request.log }, params);
+  });
+}

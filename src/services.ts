@@ -1,0 +1,23 @@
+/** The shared services every route and grant works with; decorated on the Fastify root once. */
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { Signer } from './crypto/signer.js';
+import type { RateLimiter } from './oauth/rate_limit.js';
+import type { Store } from './store/store.js';
+
+export interface RateLimiters {
+  /** Wrong user codes entered at /activate, per source address (RFC 8628 §5.1). */
+  userCodeEntry: RateLimiter;
+  /** Unknown device codes presented at the token endpoint, per source address (RFC 8628 §5.2). */
+  unknownDeviceCode: RateLimiter;
+}
+
+export interface Services {
+  config: Config;
+  store: Store;
+  signer: Signer;
+  clock: Clock;
+  rateLimits: RateLimiters;
+  /** Key of the anti-CSRF HMAC, shared by every process on the store. */
+  csrfSecret: string;
+}

@@ -1,0 +1,455 @@
+/**
+ * The embedded Store on better-sqlite3: WAL (readers never wait for the writer, and the admin
+ * CLI can work while the server runs), foreign keys, a busy timeout for the moments two processes
+ * write at once. Statements are prepared once. Every method is synchronous inside, so each one is
+ * atomic on its own; multi-statement verbs run in one transaction that never spans an await.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { migrationsDir } from '../../paths.js';
+import { migrate, readMigrations } from './migrate.js';
+import {
+  DuplicateError,
+  type ApiRecord,
+  type ClientRecord,
+  type DeviceGrantRecord,
+  type DeviceGrantStatus,
+  type GrantTypeName,
+  type RefreshTokenRecord,
+  type SessionRecord,
+  type SigningKeyRecord,
+  type Store,
+  type UserRecord,
+} from '../store.js';
+import type { SigningAlgorithm } from '../../crypto/keys.js';
+
+type Row = Record<string, unknown>;
+
+const text = (v: unknown): string => String(v);
+const optionalText = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
+const optionalNumber = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : Number(v));
+
+function toUser(r: Row): UserRecord {
+  return {
+    id: text(r.id),
+    username: text(r.username),
+    email: text(r.email),
+    name: optionalText(r.name),
+    passwordHash: text(r.password_hash),
+    disabled: r.disabled === 1,
+    createdAt: Number(r.created_at),
+  };
+}
+
+function toClient(r: Row): ClientRecord {
+  return {
+    clientId: text(r.client_id),
+    name: text(r.name),
+    secretHash: optionalText(r.secret_hash),
+    redirectUris: JSON.parse(text(r.redirect_uris)) as string[],
+    grantTypes: JSON.parse(text(r.grant_types)) as GrantTypeName[],
+    requirePkce: r.require_pkce === 1,
+    firstParty: r.first_party === 1,
+    builtIn: r.built_in === 1,
+    createdAt: Number(r.created_at),
+  };
+}
+
+function toApi(r: Row): ApiRecord {
+  return { identifier: text(r.identifier), name: text(r.name), createdAt: Number(r.created_at) };
+}
+
+function toSigningKey(r: Row): SigningKeyRecord {
+  return {
+    kid: text(r.kid),
+    alg: text(r.alg) as SigningAlgorithm,
+    privateKeyPem: text(r.private_key_pem),
+    publicJwk: JSON.parse(text(r.public_jwk)),
+    createdAt: Number(r.created_at),
+    retiredAt: optionalNumber(r.retired_at),
+  };
+}
+
+function toSession(r: Row): SessionRecord {
+  return {
+    idHash: text(r.id_hash),
+    userId: text(r.user_id),
+    authTime: Number(r.auth_time),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+  };
+}
+
+function toDeviceGrant(r: Row): DeviceGrantRecord {
+  return {
+    id: text(r.id),
+    deviceCodeHash: text(r.device_code_hash),
+    userCodeHash: text(r.user_code_hash),
+    clientId: text(r.client_id),
+    scope: text(r.scope),
+    audience: text(r.audience),
+    status: text(r.status) as DeviceGrantStatus,
+    interval: Number(r.poll_interval),
+    lastPolledAtMs: optionalNumber(r.last_polled_at_ms),
+    userId: optionalText(r.user_id),
+    authTime: optionalNumber(r.auth_time),
+    requesterIp: text(r.requester_ip),
+    requesterUserAgent: text(r.requester_user_agent),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+    decidedAt: optionalNumber(r.decided_at),
+    consumedAt: optionalNumber(r.consumed_at),
+  };
+}
+
+function toRefreshToken(r: Row): RefreshTokenRecord {
+  return {
+    id: text(r.id),
+    tokenHash: text(r.token_hash),
+    familyId: text(r.family_id),
+    clientId: text(r.client_id),
+    userId: text(r.user_id),
+    scope: text(r.scope),
+    audience: text(r.audience),
+    authTime: Number(r.auth_time),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+  };
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    'code' in err &&
+    (err.code === 'SQLITE_CONSTRAINT_UNIQUE' || err.code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
+  );
+}
+
+export interface SqliteStoreOptions {
+  /** File path, or ':memory:' for tests. */
+  path: string;
+  now?: number;
+}
+
+export class SqliteStore implements Store {
+  readonly db: Database.Database;
+  readonly appliedMigrations: string[];
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(options: SqliteStoreOptions) {
+    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
+    this.db = new Database(options.path);
+    this.db.pragma('busy_timeout = 5000');
+    if (options.path !== ':memory:') {
+      this.db.pragma('journal_mode = WAL');
+      // NORMAL in WAL mode survives a killed process; only a power cut can lose the last commits.
+      this.db.pragma('synchronous = NORMAL');
+    }
+    this.db.pragma('foreign_keys = ON');
+    this.appliedMigrations = migrate(this.db, readMigrations(migrationsDir), options.now ?? Math.floor(Date.now() / 1000));
+  }
+
+  /** Statements are compiled on first use and kept for the life of the connection. */
+  private sql(source: string): Database.Statement {
+    let statement = this.statements.get(source);
+    if (!statement) {
+      statement = this.db.prepare(source);
+      this.statements.set(source, statement);
+    }
+    return statement;
+  }
+
+  private get(source: string, ...params: unknown[]): Row | undefined {
+    return this.sql(source).get(...params) as Row | undefined;
+  }
+
+  private all(source: string, ...params: unknown[]): Row[] {
+    return this.sql(source).all(...params) as Row[];
+  }
+
+  private run(source: string, ...params: unknown[]): number {
+    return this.sql(source).run(...params).changes;
+  }
+
+  private insert(what: string, source: string, ...params: unknown[]): void {
+    try {
+      this.run(source, ...params);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateError(what);
+      throw err;
+    }
+  }
+
+  async ping(): Promise<boolean> {
+    return this.get('SELECT 1 AS ok')?.ok === 1;
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  async countUsers(): Promise<number> {
+    return Number(this.get('SELECT count(*) AS n FROM users')?.n ?? 0);
+  }
+
+  async createUser(u: UserRecord): Promise<void> {
+    this.insert(
+      `user ${u.username}`,
+      'INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      u.id,
+      u.username,
+      u.email,
+      u.name ?? null,
+      u.passwordHash,
+      u.disabled ? 1 : 0,
+      u.createdAt,
+    );
+  }
+
+  async findUserById(id: string): Promise<UserRecord | undefined> {
+    const row = this.get('SELECT * FROM users WHERE id = ?', id);
+    return row && toUser(row);
+  }
+
+  async findUserByUsername(username: string): Promise<UserRecord | undefined> {
+    const row = this.get('SELECT * FROM users WHERE username = ?', username);
+    return row && toUser(row);
+  }
+
+  async listUsers(): Promise<UserRecord[]> {
+    return this.all('SELECT * FROM users ORDER BY username').map(toUser);
+  }
+
+  async setUserDisabled(username: string, disabled: boolean): Promise<boolean> {
+    return this.db.transaction(() => {
+      const changed = this.run('UPDATE users SET disabled = ? WHERE username = ?', disabled ? 1 : 0, username) === 1;
+      // A disabled account keeps no browser sessions.
+      if (changed && disabled) {
+        this.run('DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE username = ?)', username);
+      }
+      return changed;
+    })();
+  }
+
+  async setUserPassword(username: string, passwordHash: string): Promise<boolean> {
+    return this.run('UPDATE users SET password_hash = ? WHERE username = ?', passwordHash, username) === 1;
+  }
+
+  private clientParams(c: ClientRecord): unknown[] {
+    return [
+      c.clientId,
+      c.name,
+      c.secretHash ?? null,
+      JSON.stringify(c.redirectUris),
+      JSON.stringify(c.grantTypes),
+      c.requirePkce ? 1 : 0,
+      c.firstParty ? 1 : 0,
+      c.builtIn ? 1 : 0,
+      c.createdAt,
+    ];
+  }
+
+  async createClient(c: ClientRecord): Promise<void> {
+    this.insert(
+      `client ${c.clientId}`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ...this.clientParams(c),
+    );
+  }
+
+  async ensureClient(c: ClientRecord): Promise<void> {
+    this.run(
+      `INSERT OR IGNORE INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ...this.clientParams(c),
+    );
+  }
+
+  async findClient(clientId: string): Promise<ClientRecord | undefined> {
+    const row = this.get('SELECT * FROM clients WHERE client_id = ?', clientId);
+    return row && toClient(row);
+  }
+
+  async listClients(): Promise<ClientRecord[]> {
+    return this.all('SELECT * FROM clients ORDER BY client_id').map(toClient);
+  }
+
+  async removeClient(clientId: string): Promise<boolean> {
+    return this.run('DELETE FROM clients WHERE client_id = ?', clientId) === 1;
+  }
+
+  async createApi(a: ApiRecord): Promise<void> {
+    this.insert(`API ${a.identifier}`, 'INSERT INTO apis (identifier, name, created_at) VALUES (?, ?, ?)', a.identifier, a.name, a.createdAt);
+  }
+
+  async findApi(identifier: string): Promise<ApiRecord | undefined> {
+    const row = this.get('SELECT * FROM apis WHERE identifier = ?', identifier);
+    return row && toApi(row);
+  }
+
+  async listApis(): Promise<ApiRecord[]> {
+    return this.all('SELECT * FROM apis ORDER BY identifier').map(toApi);
+  }
+
+  async removeApi(identifier: string): Promise<boolean> {
+    return this.run('DELETE FROM apis WHERE identifier = ?', identifier) === 1;
+  }
+
+  async listSigningKeys(): Promise<SigningKeyRecord[]> {
+    return this.all('SELECT * FROM signing_keys ORDER BY created_at, kid').map(toSigningKey);
+  }
+
+  async ensureSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>): Promise<void> {
+    this.db
+      .transaction(() => {
+        if (this.get('SELECT 1 FROM signing_keys WHERE retired_at IS NULL')) return;
+        this.run(
+          'INSERT INTO signing_keys (kid, alg, private_key_pem, public_jwk, created_at) VALUES (?, ?, ?, ?, ?)',
+          key.kid,
+          key.alg,
+          key.privateKeyPem,
+          JSON.stringify(key.publicJwk),
+          key.createdAt,
+        );
+      })
+      .immediate();
+  }
+
+  async serverSecret(name: string, generate: () => string): Promise<string> {
+    this.run('INSERT OR IGNORE INTO server_secrets (name, value) VALUES (?, ?)', name, generate());
+    return text(this.get('SELECT value FROM server_secrets WHERE name = ?', name)?.value);
+  }
+
+  async createSession(s: SessionRecord): Promise<void> {
+    this.run(
+      'INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+      s.idHash,
+      s.userId,
+      s.authTime,
+      s.createdAt,
+      s.expiresAt,
+    );
+  }
+
+  async findSession(idHash: string, now: number): Promise<SessionRecord | undefined> {
+    const row = this.get('SELECT * FROM sessions WHERE id_hash = ? AND expires_at > ?', idHash, now);
+    return row && toSession(row);
+  }
+
+  async deleteSession(idHash: string): Promise<void> {
+    this.run('DELETE FROM sessions WHERE id_hash = ?', idHash);
+  }
+
+  async createDeviceGrant(g: DeviceGrantRecord): Promise<void> {
+    this.insert(
+      'device code or user code',
+      `INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval,
+         last_polled_at_ms, user_id, auth_time, requester_ip, requester_user_agent, created_at, expires_at, decided_at, consumed_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      g.id,
+      g.deviceCodeHash,
+      g.userCodeHash,
+      g.clientId,
+      g.scope,
+      g.audience,
+      g.status,
+      g.interval,
+      g.lastPolledAtMs ?? null,
+      g.userId ?? null,
+      g.authTime ?? null,
+      g.requesterIp,
+      g.requesterUserAgent,
+      g.createdAt,
+      g.expiresAt,
+      g.decidedAt ?? null,
+      g.consumedAt ?? null,
+    );
+  }
+
+  async findDeviceGrantByDeviceCode(deviceCodeHash: string): Promise<DeviceGrantRecord | undefined> {
+    const row = this.get('SELECT * FROM device_grants WHERE device_code_hash = ?', deviceCodeHash);
+    return row && toDeviceGrant(row);
+  }
+
+  async findDeviceGrantByUserCode(userCodeHash: string): Promise<DeviceGrantRecord | undefined> {
+    const row = this.get('SELECT * FROM device_grants WHERE user_code_hash = ?', userCodeHash);
+    return row && toDeviceGrant(row);
+  }
+
+  async recordDevicePoll(deviceCodeHash: string, polledAtMs: number): Promise<DeviceGrantRecord | undefined> {
+    return this.db.transaction(() => {
+      const row = this.get('SELECT * FROM device_grants WHERE device_code_hash = ?', deviceCodeHash);
+      if (!row) return undefined;
+      this.run('UPDATE device_grants SET last_polled_at_ms = ? WHERE id = ?', polledAtMs, row.id);
+      return toDeviceGrant(row);
+    })();
+  }
+
+  async setDeviceInterval(id: string, interval: number): Promise<void> {
+    this.run("UPDATE device_grants SET poll_interval = ? WHERE id = ? AND status = 'pending'", interval, id);
+  }
+
+  async approveDeviceGrant(id: string, userId: string, authTime: number, now: number): Promise<boolean> {
+    return (
+      this.run(
+        `UPDATE device_grants SET status = 'approved', user_id = ?, auth_time = ?, decided_at = ?
+         WHERE id = ? AND status = 'pending' AND expires_at > ?`,
+        userId,
+        authTime,
+        now,
+        id,
+        now,
+      ) === 1
+    );
+  }
+
+  async denyDeviceGrant(id: string, now: number): Promise<boolean> {
+    return (
+      this.run(
+        `UPDATE device_grants SET status = 'denied', decided_at = ? WHERE id = ? AND status = 'pending' AND expires_at > ?`,
+        now,
+        id,
+        now,
+      ) === 1
+    );
+  }
+
+  async consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined> {
+    const row = this.get(
+      `UPDATE device_grants SET status = 'consumed', consumed_at = ?
+       WHERE id = ? AND status = 'approved' AND expires_at > ? RETURNING *`,
+      now,
+      id,
+      now,
+    );
+    return row && toDeviceGrant(row);
+  }
+
+  async createRefreshToken(t: RefreshTokenRecord): Promise<void> {
+    this.run(
+      `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      t.id,
+      t.tokenHash,
+      t.familyId,
+      t.clientId,
+      t.userId,
+      t.scope,
+      t.audience,
+      t.authTime,
+      t.createdAt,
+      t.expiresAt,
+    );
+  }
+
+  async findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
+    const row = this.get('SELECT * FROM refresh_tokens WHERE token_hash = ?', tokenHash);
+    return row && toRefreshToken(row);
+  }
+}
+
+export function openStore(path: string): SqliteStore {
+  return new SqliteStore({ path });
+}

@@ -1,0 +1,166 @@
+/**
+ * The built executable, run as an operator and a device would: admin commands on a real
+ * database file, `latchkey serve` as a child process, the device flow over HTTP with real
+ * polling at the advertised interval, and clean shutdown.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { deviceGrantType } from '../helpers/app.js';
+import { actOnDeviceCode, Browser, fetchTransport } from '../helpers/browser.js';
+import { runCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
+
+let dir: string;
+let env: Record<string, string>;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'latchkey-proc-'));
+  env = { LATCHKEY_DB: join(dir, 'nested', 'latchkey.db') };
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('latchkey administration commands', () => {
+  it('--help lists the commands; no command is a usage error', async () => {
+    const help = await runCli(['--help'], env);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('users add');
+    expect(help.stdout).toContain('clients add');
+    expect(help.stdout).toContain('apis add');
+    const none = await runCli([], env);
+    expect(none.code).toBe(2);
+    const unknown = await runCli(['frobnicate'], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown command "frobnicate"');
+    const sub = await runCli(['clients', 'add', '--help'], env);
+    expect(sub.stdout).toContain('latchkey clients add <client_id>');
+  });
+
+  it('users add / list / disable / passwd on the database file (created with its folder)', async () => {
+    const add = await runCli(['users', 'add', 'bob', '--email', 'bob@example.com', '--name', 'Bob Builder', '--password-stdin'], env, 'bob-password\n');
+    expect(add.stderr).toContain('Created user bob');
+    expect(add.code).toBe(0);
+    expect(existsSync(env.LATCHKEY_DB!)).toBe(true);
+    const dup = await runCli(['users', 'add', 'BOB', '--email', 'b@example.com', '--password-stdin'], env, 'whatever-pass');
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toBe('latchkey: user "BOB" already exists\n');
+    const short = await runCli(['users', 'add', 'carol', '--email', 'c@example.com', '--password-stdin'], env, 'short');
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain('at least 8 characters');
+    const noEmail = await runCli(['users', 'add', 'dave', '--password-stdin'], env, 'dave-password');
+    expect(noEmail.code).toBe(2);
+    expect(noEmail.stderr).toContain('--email is required');
+
+    const generated = await runCli(['users', 'add', 'erin', '--email', 'erin@example.com'], env);
+    expect(generated.code).toBe(0);
+    expect(generated.stdout).toMatch(/^Password for erin \(shown only once\): [A-Za-z0-9]{20}\n$/);
+
+    const list = JSON.parse((await runCli(['users', 'list', '--json'], env)).stdout);
+    expect(list.map((u: { username: string }) => u.username)).toEqual(['bob', 'erin']);
+    expect(list[0]).toMatchObject({ username: 'bob', email: 'bob@example.com', name: 'Bob Builder', disabled: false });
+    expect(list[0].id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(JSON.stringify(list)).not.toContain('scrypt');
+
+    expect((await runCli(['users', 'passwd', 'erin', '--password-stdin'], env, 'erin-new-password\n')).code).toBe(0);
+    expect((await runCli(['users', 'disable', 'erin'], env)).code).toBe(0);
+    expect((await runCli(['users', 'disable', 'nobody'], env)).code).toBe(1);
+    const table = (await runCli(['users', 'list'], env)).stdout;
+    expect(table.split('\n')[0]).toMatch(/^USERNAME\s+EMAIL\s+NAME\s+STATUS\s+CREATED$/);
+    expect(table).toMatch(/erin\s+erin@example.com\s+disabled/);
+  });
+
+  it('clients add (public, confidential), list, remove; apis add, list, remove', async () => {
+    const tv = await runCli(['clients', 'add', 'tv', '--name', 'Living Room TV', '--grant-type', 'device_code', '--grant-type', 'refresh_token'], env);
+    expect(tv.code).toBe(0);
+    expect(tv.stdout).toBe('');
+    const web = await runCli(['clients', 'add', 'web', '--confidential', '--redirect-uri', 'https://app.example.com/cb', '--first-party'], env);
+    expect(web.code).toBe(0);
+    expect(web.stdout).toMatch(/^client_secret \(shown only once\): lk_cs_[A-Za-z0-9_-]{43}\n$/);
+    const bad = await runCli(['clients', 'add', 'x', '--redirect-uri', 'javascript:alert(1)'], env);
+    expect(bad.code).toBe(2);
+    const badGrant = await runCli(['clients', 'add', 'y', '--grant-type', 'password'], env);
+    expect(badGrant.code).toBe(2);
+    expect(badGrant.stderr).toContain('unknown grant type "password"');
+    const dup = await runCli(['clients', 'add', 'tv'], env);
+    expect(dup.code).toBe(1);
+
+    const clients = JSON.parse((await runCli(['clients', 'list', '--json'], env)).stdout);
+    expect(clients.find((c: { client_id: string }) => c.client_id === 'web')).toMatchObject({
+      type: 'confidential',
+      redirect_uris: ['https://app.example.com/cb'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      require_pkce: true,
+      first_party: true,
+    });
+    expect(clients.find((c: { client_id: string }) => c.client_id === 'tv')).toMatchObject({ type: 'public', grant_types: ['device_code', 'refresh_token'] });
+    expect(JSON.stringify(clients)).not.toContain('lk_cs_');
+    expect((await runCli(['clients', 'remove', 'web'], env)).code).toBe(0);
+    expect((await runCli(['clients', 'remove', 'web'], env)).code).toBe(1);
+
+    expect((await runCli(['apis', 'add', 'https://api.example.com', '--name', 'Example API'], env)).code).toBe(0);
+    expect(JSON.parse((await runCli(['apis', 'list', '--json'], env)).stdout)).toMatchObject([{ identifier: 'https://api.example.com', name: 'Example API' }]);
+    expect((await runCli(['apis', 'add', 'temp'], env)).code).toBe(0);
+    expect((await runCli(['apis', 'remove', 'temp'], env)).code).toBe(0);
+  });
+
+  it('bad configuration stops with one line naming the variable', async () => {
+    const res = await runCli(['serve'], { ...env, PORT: 'eighty', LATCHKEY_DEVICE_INTERVAL: '0' });
+    expect(res.code).toBe(3);
+    expect(res.stderr.trim().split('\n')).toEqual(['latchkey: PORT must be a port number', 'latchkey: LATCHKEY_DEVICE_INTERVAL must be at least 1']);
+  });
+});
+
+describe('latchkey serve', () => {
+  let server: ServerProcess;
+
+  it('creates the first user on an empty database and shows the generated password once', async () => {
+    const fresh = { LATCHKEY_DB: join(dir, 'fresh', 'latchkey.db') };
+    const first = await startServerProcess(fresh);
+    expect(first.output()).toMatch(/Created the first user "admin" with password: [A-Za-z0-9]{20} {2}\(shown only once\)/);
+    expect(statSync(fresh.LATCHKEY_DB).isFile()).toBe(true);
+    expect(await first.stop()).toBe(0);
+    const second = await startServerProcess(fresh);
+    expect(second.output()).not.toContain('password');
+    expect(await second.stop()).toBe(0);
+    const users = JSON.parse((await runCli(['users', 'list', '--json'], fresh)).stdout);
+    expect(users.map((u: { username: string }) => u.username)).toEqual(['admin']);
+  });
+
+  it('runs the device flow with real polling, while admin commands work on the same database', async () => {
+    server = await startServerProcess({ ...env, LATCHKEY_DEVICE_INTERVAL: '1' });
+    // Registered while the server runs, used at once.
+    expect((await runCli(['clients', 'add', 'kiosk', '--name', 'Lobby Kiosk', '--grant-type', 'device_code'], env)).code).toBe(0);
+
+    const post = async (path: string, fields: Record<string, string>) => {
+      const res = await fetch(server.base + path, { method: 'POST', body: new URLSearchParams(fields) });
+      return { status: res.status, body: (await res.json()) as Record<string, string | number> };
+    };
+    const device = await post('/oauth/device/code', { client_id: 'kiosk', scope: 'openid profile' });
+    expect(device.status).toBe(200);
+    expect(device.body.verification_uri).toBe(`${server.base}/activate`);
+
+    const browser = new Browser(fetchTransport(server.base));
+    const approval = actOnDeviceCode(browser, `/activate?user_code=${device.body.user_code}`, { username: 'bob', password: 'bob-password' }, 'allow');
+
+    // The device polls at the advertised interval, as RFC 8628 §3.5 asks.
+    const answers: string[] = [];
+    let tokens: Record<string, string | number> | undefined;
+    for (let i = 0; i < 20 && !tokens; i++) {
+      const res = await post('/oauth/token', { grant_type: deviceGrantType, device_code: String(device.body.device_code), client_id: 'kiosk' });
+      if (res.status === 200) tokens = res.body;
+      else answers.push(String(res.body.error));
+      if (!tokens) await new Promise((r) => setTimeout(r, Number(device.body.interval) * 1000 + 50));
+    }
+    expect((await approval).status).toBe(200);
+    expect(tokens).toMatchObject({ token_type: 'Bearer', scope: 'openid profile' });
+    expect(tokens!.refresh_token).toBeUndefined(); // kiosk has no refresh_token grant
+    expect(new Set(answers)).toEqual(new Set(['authorization_pending']));
+
+    const ready = await fetch(`${server.base}/readyz`);
+    expect(ready.status).toBe(200);
+  });
+
+  it('stops cleanly on SIGTERM', async () => {
+    expect(await server.stop('SIGTERM')).toBe(0);
+  });
+});

@@ -1,0 +1,91 @@
+/**
+ * A fresh app per test: its own :memory: SQLite store, a manual clock, logs off. Seeding helpers
+ * create users, clients and APIs through the Store, the way the admin commands do.
+ */
+import type { FastifyInstance } from 'fastify';
+import { buildApp, defaultRateLimits } from '../../src/app.js';
+import { bootstrap } from '../../src/bootstrap.js';
+import { manualClock, type ManualClock } from '../../src/clock.js';
+import { configFrom, type Config } from '../../src/config.js';
+import { hashPassword } from '../../src/crypto/password.js';
+import { randomId, randomSecret, secretPrefix, sha256 } from '../../src/crypto/secrets.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
+import type { ClientRecord, GrantTypeName, UserRecord } from '../../src/store/store.js';
+
+export interface TestApp {
+  app: FastifyInstance;
+  store: SqliteStore;
+  clock: ManualClock;
+  config: Config;
+  close(): Promise<void>;
+}
+
+export async function testApp(env: Record<string, string> = {}, options: { path?: string } = {}): Promise<TestApp> {
+  const clock = manualClock();
+  const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', ...env });
+  const store = new SqliteStore({ path: options.path ?? ':memory:', now: Math.floor(clock()) });
+  await bootstrap(store, config, clock);
+  const app = await buildApp({ config, store, clock, logger: false, rateLimits: defaultRateLimits(clock) });
+  await app.ready();
+  return {
+    app,
+    store,
+    clock,
+    config,
+    async close() {
+      await app.close();
+      await store.close();
+    },
+  };
+}
+
+export async function addUser(
+  store: SqliteStore,
+  username = 'alice',
+  password = 'correct horse battery',
+  extra: Partial<UserRecord> = {},
+): Promise<UserRecord> {
+  const user: UserRecord = {
+    id: randomId(),
+    username,
+    email: `${username}@example.com`,
+    name: `${username[0]?.toUpperCase()}${username.slice(1)} Example`,
+    passwordHash: await hashPassword(password),
+    disabled: false,
+    createdAt: 1_800_000_000,
+    ...extra,
+  };
+  await store.createUser(user);
+  return user;
+}
+
+export async function addClient(
+  store: SqliteStore,
+  clientId: string,
+  options: { grantTypes?: GrantTypeName[]; confidential?: boolean; name?: string; redirectUris?: string[] } = {},
+): Promise<{ client: ClientRecord; secret: string | undefined }> {
+  const secret = options.confidential ? randomSecret(secretPrefix.clientSecret) : undefined;
+  const client: ClientRecord = {
+    clientId,
+    name: options.name ?? `App ${clientId}`,
+    secretHash: secret === undefined ? undefined : sha256(secret),
+    redirectUris: options.redirectUris ?? [],
+    grantTypes: options.grantTypes ?? ['device_code', 'refresh_token'],
+    requirePkce: true,
+    firstParty: false,
+    builtIn: false,
+    createdAt: 1_800_000_000,
+  };
+  await store.createClient(client);
+  return { client, secret };
+}
+
+export async function addApi(store: SqliteStore, identifier: string, name = 'Example API'): Promise<void> {
+  await store.createApi({ identifier, name, createdAt: 1_800_000_000 });
+}
+
+export const deviceGrantType = 'urn:ietf:params:oauth:grant-type:device_code';
+
+export function form(fields: Record<string, string>): { payload: string; headers: Record<string, string> } {
+  return { payload: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+}

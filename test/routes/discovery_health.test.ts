@@ -1,0 +1,80 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { testApp, type TestApp } from '../helpers/app.js';
+
+let t: TestApp;
+beforeEach(async () => {
+  t = await testApp();
+});
+afterEach(() => t.close());
+
+describe('GET /.well-known/openid-configuration', () => {
+  it('publishes the endpoints that exist, under the issuer', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.json()).toMatchObject({
+      issuer: 'http://latchkey.test',
+      device_authorization_endpoint: 'http://latchkey.test/oauth/device/code',
+      token_endpoint: 'http://latchkey.test/oauth/token',
+      jwks_uri: 'http://latchkey.test/.well-known/jwks.json',
+      grant_types_supported: ['urn:ietf:params:oauth:grant-type:device_code'],
+      scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
+      token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+    });
+  });
+});
+
+describe('GET /.well-known/jwks.json', () => {
+  it('publishes the RS256 public key created on first start, and no private part', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' });
+    expect(res.statusCode).toBe(200);
+    const { keys } = res.json();
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig', e: 'AQAB' });
+    expect(keys[0].kid).toBe(t.app.services.signer.activeKid());
+    for (const privatePart of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(keys[0]).not.toHaveProperty(privatePart);
+  });
+
+  it('keeps the same key across restarts on the same database', async () => {
+    const before = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
+    const { buildApp } = await import('../../src/app.js');
+    const again = await buildApp({ config: t.config, store: t.store, clock: t.clock, logger: false });
+    const after = (await again.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
+    await again.close();
+    expect(after).toEqual(before);
+  });
+});
+
+describe('health', () => {
+  it('GET /healthz → 200', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/healthz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('GET /readyz → 200 while the database answers, 503 when it does not', async () => {
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ok' });
+    t.store.db.close();
+    const res = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({ status: 'unavailable' });
+  });
+});
+
+describe('unknown addresses', () => {
+  it('an API client gets a JSON 404, a browser a page', async () => {
+    const api = await t.app.inject({ method: 'GET', url: '/nope' });
+    expect(api.statusCode).toBe(404);
+    expect(api.json()).toEqual({ error: 'not_found', error_description: 'There is nothing at this address.' });
+    const page = await t.app.inject({ method: 'GET', url: '/nope', headers: { accept: 'text/html' } });
+    expect(page.statusCode).toBe(404);
+    expect(page.body).toContain('Page not found');
+  });
+
+  it('the stylesheet is served from this server', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/assets/latchkey.css' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/css; charset=utf-8');
+    expect(res.body).toContain('prefers-color-scheme: dark');
+  });
+});

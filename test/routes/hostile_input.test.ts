@@ -1,0 +1,100 @@
+/**
+ * Malformed and hostile requests: every one gets a 4xx with an OAuth error body (API) or a page
+ * (browser routes), never a 5xx or a stack trace, and the server keeps serving.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { addClient, testApp, type TestApp } from '../helpers/app.js';
+
+let t: TestApp;
+beforeEach(async () => {
+  t = await testApp();
+  await addClient(t.store, 'tv');
+});
+afterEach(() => t.close());
+
+const apiEndpoints = ['/oauth/token', '/oauth/device/code'];
+
+type Case = { name: string; headers: Record<string, string>; payload: string | Buffer; status?: number };
+
+const megabyte = 'a'.repeat(1024 * 1024);
+const cases: Case[] = [
+  { name: 'a JSON body', headers: { 'content-type': 'application/json' }, payload: '{"grant_type":"x","client_id":"tv"}' },
+  { name: 'a text/plain body', headers: { 'content-type': 'text/plain' }, payload: 'client_id=tv' },
+  { name: 'no content type', headers: {}, payload: 'client_id=tv' },
+  { name: 'multipart', headers: { 'content-type': 'multipart/form-data; boundary=x' }, payload: '--x\r\n\r\n--x--' },
+  { name: 'a 1 MB field', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `client_id=${megabyte}`, status: 413 },
+  { name: 'garbage bytes', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: Buffer.from([0xff, 0xfe, 0x25, 0x25, 0x00, 0x3d, 0xc3, 0x28]) },
+  { name: 'broken percent-encoding', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_id=%E0%A4%A&grant_type=%' },
+  { name: 'repeated parameters', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_id=tv&client_id=tv' },
+  { name: 'an empty body', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: '' },
+  { name: 'a huge client_id', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `client_id=${'x'.repeat(5000)}&grant_type=urn:ietf:params:oauth:grant-type:device_code&device_code=x` },
+  { name: 'a key with no value', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_id&grant_type' },
+];
+
+describe('hostile bodies at the API endpoints', () => {
+  for (const url of apiEndpoints) {
+    for (const c of cases) {
+      it(`${url}: ${c.name} → 4xx with an OAuth error body`, async () => {
+        const res = await t.app.inject({ method: 'POST', url, headers: c.headers, payload: c.payload });
+        expect(res.statusCode).toBeGreaterThanOrEqual(400);
+        expect(res.statusCode).toBeLessThan(500);
+        if (c.status) expect(res.statusCode).toBe(c.status);
+        const body = res.json();
+        expect(typeof body.error).toBe('string');
+        expect(typeof body.error_description).toBe('string');
+        expect(res.body).not.toMatch(/at .*\.(ts|js):\d+/); // no stack trace
+        expect(res.headers['cache-control']).toBe('no-store');
+      });
+    }
+  }
+
+  it('__proto__ and constructor parameters are ignored like any unknown parameter (RFC 6749 §3.1), polluting nothing', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/device/code',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: '__proto__=polluted&constructor=y&toString=z&client_id=tv',
+    });
+    expect(res.statusCode).toBe(200);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.prototype.toString.call([])).toBe('[object Array]');
+  });
+
+  it('a JSON body is refused with invalid_request, not parsed', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', headers: { 'content-type': 'application/json' }, payload: '{"client_id":"tv"}' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ error: 'invalid_request', error_description: 'The request body must be application/x-www-form-urlencoded.' });
+  });
+
+  it('the server keeps serving afterwards', async () => {
+    for (const c of cases) await t.app.inject({ method: 'POST', url: '/oauth/token', headers: c.headers, payload: c.payload });
+    const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_id=tv' });
+    expect(res.statusCode).toBe(200);
+  });
+});
+
+describe('hostile requests to the pages', () => {
+  const pages = ['/activate', '/activate/confirm', '/login', '/logout'];
+  for (const url of pages) {
+    for (const c of cases) {
+      it(`POST ${url}: ${c.name} → 4xx page`, async () => {
+        const res = await t.app.inject({ method: 'POST', url, headers: { ...c.headers, accept: 'text/html' }, payload: c.payload });
+        expect(res.statusCode).toBeGreaterThanOrEqual(400);
+        expect(res.statusCode).toBeLessThan(500);
+        expect(res.headers['content-type']).toMatch(/^text\/html/);
+        expect(res.body).not.toMatch(/at .*\.(ts|js):\d+/);
+      });
+    }
+  }
+
+  for (const query of ['user_code=%', 'user_code[]=x', 'user_code=a&user_code=b', `user_code=${'A'.repeat(5000)}`, 'return_to=%00']) {
+    it(`GET /activate?${query.slice(0, 30)} never fails with 5xx`, async () => {
+      const res = await t.app.inject({ method: 'GET', url: `/activate?${query}` });
+      expect(res.statusCode).toBeLessThan(500);
+    });
+    it(`GET /login?${query.slice(0, 30)} never fails with 5xx`, async () => {
+      const res = await t.app.inject({ method: 'GET', url: `/login?${query}` });
+      expect(res.statusCode).toBeLessThan(500);
+    });
+  }
+});

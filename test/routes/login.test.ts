@@ -1,0 +1,162 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sha256 } from '../../src/crypto/secrets.js';
+import { addUser, testApp, type TestApp } from '../helpers/app.js';
+import { Browser, injectTransport, inputValue, signIn } from '../helpers/browser.js';
+
+let t: TestApp;
+let browser: Browser;
+
+beforeEach(async () => {
+  t = await testApp();
+  await addUser(t.store, 'alice', 'alice-password');
+  browser = new Browser(injectTransport(t.app));
+});
+afterEach(() => t.close());
+
+describe('GET /login', () => {
+  it('renders labelled username and password fields, a CSRF token and the place to return to', async () => {
+    const res = await browser.get('/login?return_to=%2Factivate%2Fconfirm%3Fuser_code%3DBCDF-GHJK');
+    expect(res.status).toBe(200);
+    expect(res.body).toContain('<label for="username">');
+    expect(res.body).toContain('<label for="password">');
+    expect(res.body).toMatch(/name="password" type="password" autocomplete="current-password"/);
+    expect(inputValue(res.body, 'return_to')).toBe('/activate/confirm?user_code=BCDF-GHJK');
+    expect(res.headers['set-cookie']).toMatch(/latchkey_csrf=[^;]+; Path=\/; HttpOnly; SameSite=Lax/);
+  });
+
+  it('never offers to return to another site', async () => {
+    for (const target of ['https://evil.example/', '//evil.example', '/\\evil.example', 'javascript:alert(1)']) {
+      const res = await browser.get(`/login?return_to=${encodeURIComponent(target)}`);
+      expect(inputValue(res.body, 'return_to')).toBe('/activate');
+    }
+  });
+});
+
+describe('POST /login', () => {
+  async function attempt(username: string, password: string, returnTo?: string) {
+    const page = await browser.get(returnTo ? `/login?return_to=${encodeURIComponent(returnTo)}` : '/login');
+    return signIn(browser, page, username, password);
+  }
+
+  it('right credentials → a new HttpOnly SameSite session cookie, stored hashed, and a redirect back', async () => {
+    const res = await attempt('alice', 'alice-password', '/activate?x=1');
+    expect(res.status).toBe(303);
+    expect(res.location).toBe('/activate?x=1');
+    const cookie = res.headers['set-cookie']!.split('\n').find((c) => c.startsWith('latchkey_session='))!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).not.toMatch(/Secure/); // the test issuer is http
+    const id = browser.cookies.get('latchkey_session')!;
+    expect(await t.store.findSession(sha256(id), Math.floor(t.clock()))).toBeDefined();
+    expect(JSON.stringify(t.store.db.prepare('SELECT * FROM sessions').all())).not.toContain(id);
+    const page = await browser.get('/activate');
+    expect(page.body).toContain('Signed in as <strong>alice</strong>');
+  });
+
+  it('the username is case-insensitive', async () => {
+    expect((await attempt('ALICE', 'alice-password')).status).toBe(303);
+  });
+
+  it('a sign-in replaces any session id the browser already had (no fixation)', async () => {
+    const page = await browser.get('/login');
+    await signIn(browser, page, 'alice', 'alice-password');
+    const first = browser.cookies.get('latchkey_session')!;
+    expect((await browser.get('/login')).status).toBe(303); // already signed in: nothing to show
+    expect((await signIn(browser, page, 'alice', 'alice-password')).status).toBe(303);
+    const second = browser.cookies.get('latchkey_session')!;
+    expect(second).not.toBe(first);
+    expect(await t.store.findSession(sha256(first), Math.floor(t.clock()))).toBeUndefined();
+  });
+
+  it('a wrong password and an unknown user get the same 401 answer', async () => {
+    const wrong = await attempt('alice', 'nope-nope');
+    const unknown = await attempt('mallory', 'nope-nope');
+    for (const res of [wrong, unknown]) {
+      expect(res.status).toBe(401);
+      expect(res.body).toContain('Wrong username or password.');
+      expect(res.headers['set-cookie'] ?? '').not.toContain('latchkey_session=');
+    }
+  });
+
+  it('empty fields → 400 asking for both', async () => {
+    const res = await attempt('', '');
+    expect(res.status).toBe(400);
+    expect(res.body).toContain('Enter your username and password.');
+  });
+
+  it('a disabled account cannot sign in', async () => {
+    await t.store.setUserDisabled('alice', true);
+    const res = await attempt('alice', 'alice-password');
+    expect(res.status).toBe(403);
+    expect(browser.cookies.has('latchkey_session')).toBe(false);
+  });
+
+  it('without CSRF token → 403 and no session', async () => {
+    const res = await browser.post('/login', { username: 'alice', password: 'alice-password' });
+    expect(res.status).toBe(403);
+    expect(browser.cookies.has('latchkey_session')).toBe(false);
+  });
+
+  it('a return_to to another site is replaced by a local page', async () => {
+    const page = await browser.get('/login');
+    const res = await browser.post('/login', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      username: 'alice',
+      password: 'alice-password',
+      return_to: '//evil.example/steal',
+    });
+    expect(res.status).toBe(303);
+    expect(res.location).toBe('/activate');
+  });
+
+  it('sessions end after LATCHKEY_SESSION_TTL', async () => {
+    await attempt('alice', 'alice-password');
+    t.clock.advance(12 * 3600 + 1);
+    const page = await browser.get('/activate');
+    expect(page.body).not.toContain('Signed in as');
+  });
+
+  it('disabling the user ends the session', async () => {
+    await attempt('alice', 'alice-password');
+    await t.store.setUserDisabled('alice', true);
+    expect((await browser.get('/activate')).body).not.toContain('Signed in as');
+  });
+});
+
+describe('logout', () => {
+  it('GET shows a form; POST with its CSRF token ends the session', async () => {
+    const login = await browser.get('/login');
+    await signIn(browser, login, 'alice', 'alice-password');
+    const id = browser.cookies.get('latchkey_session')!;
+    const page = await browser.get('/logout');
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('Sign out?');
+    const res = await browser.post('/logout', { csrf_token: inputValue(page.body, 'csrf_token')! });
+    expect(res.status).toBe(200);
+    expect(res.body).toContain('You’re signed out'.replace('’', "'"));
+    expect(browser.cookies.has('latchkey_session')).toBe(false);
+    expect(await t.store.findSession(sha256(id), Math.floor(t.clock()))).toBeUndefined();
+  });
+
+  it('POST without CSRF token does not sign anyone out', async () => {
+    const login = await browser.get('/login');
+    await signIn(browser, login, 'alice', 'alice-password');
+    const res = await browser.post('/logout', {});
+    expect(res.status).toBe(403);
+    expect((await browser.get('/activate')).body).toContain('Signed in as');
+  });
+});
+
+describe('cookies over https', () => {
+  it('are Secure and use the __Host- prefix', async () => {
+    await t.close();
+    t = await testApp({ LATCHKEY_ISSUER: 'https://id.example.com' });
+    await addUser(t.store, 'alice', 'alice-password');
+    browser = new Browser(injectTransport(t.app));
+    const page = await browser.get('/login');
+    expect(page.headers['set-cookie']).toMatch(/^__Host-latchkey_csrf=[^;]+; Path=\/; HttpOnly; Secure; SameSite=Lax/);
+    expect(page.headers['strict-transport-security']).toBe('max-age=31536000');
+    const res = await signIn(browser, page, 'alice', 'alice-password');
+    expect(res.headers['set-cookie']).toMatch(/__Host-latchkey_session=[^;]+; Max-Age=43200; Path=\/; HttpOnly; Secure; SameSite=Lax/);
+  });
+});

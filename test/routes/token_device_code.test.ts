@@ -1,0 +1,235 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLocalJWKSet, jwtVerify, decodeProtectedHeader } from 'jose';
+import { sha256 } from '../../src/crypto/secrets.js';
+import { normalizeUserCode } from '../../src/oauth/user_code.js';
+import type { UserRecord } from '../../src/store/store.js';
+import { addApi, addClient, addUser, deviceGrantType, form, testApp, type TestApp } from '../helpers/app.js';
+
+let t: TestApp;
+let alice: UserRecord;
+
+beforeEach(async () => {
+  t = await testApp();
+  await addClient(t.store, 'tv', { name: 'Living Room TV' });
+  await addApi(t.store, 'https://api.example.com');
+  alice = await addUser(t.store, 'alice');
+});
+afterEach(() => t.close());
+
+async function startDeviceFlow(fields: Record<string, string> = {}) {
+  const f = form({ client_id: 'tv', scope: 'openid email offline_access', audience: 'https://api.example.com', ...fields });
+  const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...f });
+  expect(res.statusCode).toBe(200);
+  return res.json() as { device_code: string; user_code: string; interval: number; expires_in: number };
+}
+
+async function grantOf(userCode: string) {
+  return (await t.store.findDeviceGrantByUserCode(sha256(normalizeUserCode(userCode)!)))!;
+}
+
+async function approve(userCode: string, user = alice) {
+  const grant = await grantOf(userCode);
+  expect(await t.store.approveDeviceGrant(grant.id, user.id, Math.floor(t.clock()), Math.floor(t.clock()))).toBe(true);
+}
+
+function poll(deviceCode: string, fields: Record<string, string> = {}) {
+  const f = form({ grant_type: deviceGrantType, device_code: deviceCode, client_id: 'tv', ...fields });
+  return t.app.inject({ method: 'POST', url: '/oauth/token', ...f });
+}
+
+async function expectError(res: Awaited<ReturnType<typeof poll>>, status: number, error: string) {
+  expect(res.statusCode).toBe(status);
+  expect(res.headers['cache-control']).toBe('no-store');
+  expect(Object.keys(res.json()).sort()).toEqual(['error', 'error_description']);
+  expect(res.json().error).toBe(error);
+}
+
+describe('POST /oauth/token grant_type=device_code', () => {
+  describe('authorization_pending', () => {
+    it('while the person has not acted, polls at the interval stay pending', async () => {
+      const { device_code } = await startDeviceFlow();
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+      t.clock.advance(5);
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+      t.clock.advance(4.2); // 0.8 s early: clock jitter, not impatience
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+    });
+  });
+
+  describe('slow_down', () => {
+    it('a poll sooner than the interval gets slow_down and the interval grows by 5 s each time', async () => {
+      const { device_code, user_code } = await startDeviceFlow();
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+      t.clock.advance(2);
+      await expectError(await poll(device_code), 400, 'slow_down');
+      expect((await grantOf(user_code)).interval).toBe(10);
+      t.clock.advance(6); // enough for the old 5 s, not for the new 10 s
+      await expectError(await poll(device_code), 400, 'slow_down');
+      expect((await grantOf(user_code)).interval).toBe(15);
+      t.clock.advance(15);
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+      expect((await grantOf(user_code)).interval).toBe(15);
+    });
+
+    it('an approved grant is handed out even to an impatient poll', async () => {
+      const { device_code, user_code } = await startDeviceFlow();
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+      await approve(user_code);
+      t.clock.advance(0.5);
+      expect((await poll(device_code)).statusCode).toBe(200);
+    });
+  });
+
+  describe('tokens', () => {
+    it('approved → the token response once, with a verifiable RFC 9068 access token', async () => {
+      const { device_code, user_code } = await startDeviceFlow();
+      await approve(user_code);
+      const res = await poll(device_code);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers.pragma).toBe('no-cache');
+      const body = res.json();
+      expect(Object.keys(body).sort()).toEqual(['access_token', 'expires_in', 'refresh_token', 'scope', 'token_type']);
+      expect(body).toMatchObject({ token_type: 'Bearer', expires_in: 86400, scope: 'openid email offline_access' });
+      expect(body.refresh_token).toMatch(/^lk_rt_[A-Za-z0-9_-]{43}$/);
+      expect(body.id_token).toBeUndefined();
+
+      const jwks = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
+      const header = decodeProtectedHeader(body.access_token);
+      expect(header).toMatchObject({ alg: 'RS256', typ: 'at+jwt' });
+      expect(jwks.keys.map((k: { kid: string }) => k.kid)).toContain(header.kid);
+      const now = Math.floor(t.clock());
+      const { payload } = await jwtVerify(body.access_token, createLocalJWKSet(jwks), {
+        issuer: 'http://latchkey.test',
+        audience: 'https://api.example.com',
+        typ: 'at+jwt',
+        currentDate: new Date(now * 1000),
+      });
+      expect(payload).toMatchObject({
+        iss: 'http://latchkey.test',
+        sub: alice.id,
+        aud: 'https://api.example.com',
+        client_id: 'tv',
+        scope: 'openid email offline_access',
+        iat: now,
+        exp: now + 86400,
+      });
+      expect(payload.sub).not.toBe('alice');
+      expect(payload.jti).toMatch(/^[0-9a-f-]{36}$/);
+
+      // The refresh token is stored only as its digest.
+      const stored = await t.store.findRefreshToken(sha256(body.refresh_token));
+      expect(stored).toMatchObject({ clientId: 'tv', userId: alice.id, scope: 'openid email offline_access' });
+      expect(JSON.stringify(t.store.db.prepare('SELECT * FROM refresh_tokens').all())).not.toContain(body.refresh_token);
+
+      await expectError(await poll(device_code), 400, 'invalid_grant');
+    });
+
+    it('no refresh token without offline_access; the access token lifetime follows LATCHKEY_ACCESS_TOKEN_TTL', async () => {
+      await t.close();
+      t = await testApp({ LATCHKEY_ACCESS_TOKEN_TTL: '600' });
+      await addClient(t.store, 'tv');
+      alice = await addUser(t.store, 'alice');
+      const { device_code, user_code } = await startDeviceFlow({ scope: 'openid', audience: '' });
+      await approve(user_code);
+      const body = (await poll(device_code)).json();
+      expect(body.refresh_token).toBeUndefined();
+      expect(body).toMatchObject({ expires_in: 600, scope: 'openid' });
+      const claims = JSON.parse(Buffer.from(body.access_token.split('.')[1], 'base64url').toString());
+      expect(claims.aud).toBe('http://latchkey.test/userinfo');
+      expect(claims.exp - claims.iat).toBe(600);
+    });
+  });
+
+  describe('access_denied', () => {
+    it('denied → access_denied on every later poll', async () => {
+      const { device_code, user_code } = await startDeviceFlow();
+      expect(await t.store.denyDeviceGrant((await grantOf(user_code)).id, Math.floor(t.clock()))).toBe(true);
+      await expectError(await poll(device_code), 400, 'access_denied');
+      t.clock.advance(5);
+      await expectError(await poll(device_code), 400, 'access_denied');
+    });
+  });
+
+  describe('expired_token', () => {
+    it('past expires_in → expired_token, pending or approved', async () => {
+      const pending = await startDeviceFlow();
+      const approved = await startDeviceFlow();
+      await approve(approved.user_code);
+      t.clock.advance(900);
+      await expectError(await poll(pending.device_code), 400, 'expired_token');
+      await expectError(await poll(approved.device_code), 400, 'expired_token');
+    });
+  });
+
+  describe('invalid_grant', () => {
+    it('an unknown device code', async () => {
+      await expectError(await poll('lk_dc_unknown'), 400, 'invalid_grant');
+    });
+
+    it('a device code of another client', async () => {
+      await addClient(t.store, 'other');
+      const { device_code, user_code } = await startDeviceFlow();
+      await approve(user_code);
+      await expectError(await poll(device_code, { client_id: 'other' }), 400, 'invalid_grant');
+      // The rightful client still gets its tokens.
+      expect((await poll(device_code)).statusCode).toBe(200);
+    });
+
+    it('the approving user disabled meanwhile', async () => {
+      const { device_code, user_code } = await startDeviceFlow();
+      await approve(user_code);
+      await t.store.setUserDisabled('alice', true);
+      await expectError(await poll(device_code), 400, 'invalid_grant');
+    });
+
+    it('a missing device_code → invalid_request', async () => {
+      const f = form({ grant_type: deviceGrantType, client_id: 'tv' });
+      await expectError(await t.app.inject({ method: 'POST', url: '/oauth/token', ...f }), 400, 'invalid_request');
+    });
+  });
+
+  describe('the token endpoint itself', () => {
+    it('an unknown grant_type → unsupported_grant_type', async () => {
+      const f = form({ grant_type: 'password', client_id: 'tv', username: 'a', password: 'b' });
+      await expectError(await t.app.inject({ method: 'POST', url: '/oauth/token', ...f }), 400, 'unsupported_grant_type');
+    });
+
+    it('a missing grant_type → invalid_request', async () => {
+      const f = form({ client_id: 'tv' });
+      await expectError(await t.app.inject({ method: 'POST', url: '/oauth/token', ...f }), 400, 'invalid_request');
+    });
+
+    it('a client without the device_code grant → unauthorized_client', async () => {
+      await addClient(t.store, 'web', { grantTypes: ['authorization_code'] });
+      await expectError(await poll('lk_dc_x', { client_id: 'web' }), 400, 'unauthorized_client');
+    });
+
+    it('an unknown client → 401 invalid_client', async () => {
+      const res = await poll('lk_dc_x', { client_id: 'ghost' });
+      await expectError(res, 401, 'invalid_client');
+      expect(res.headers['www-authenticate']).toMatch(/^Basic /);
+    });
+  });
+
+  describe('rate limit on unknown device codes (RFC 8628 §5.2)', () => {
+    it('past the limit an address gets 429 with Retry-After, and known codes from it wait too', async () => {
+      const { device_code } = await startDeviceFlow();
+      for (let i = 0; i < 30; i++) await expectError(await poll(`lk_dc_guess${i}`), 400, 'invalid_grant');
+      const limited = await poll('lk_dc_guess-more');
+      await expectError(limited, 429, 'temporarily_unavailable');
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+      await expectError(await poll(device_code), 429, 'temporarily_unavailable');
+      t.clock.advance(301);
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+    });
+
+    it('legitimate polling at the interval is never limited', async () => {
+      const { device_code } = await startDeviceFlow();
+      for (let i = 0; i < 100; i++) {
+        await expectError(await poll(device_code), 400, 'authorization_pending');
+        t.clock.advance(5);
+      }
+    });
+  });
+});

@@ -8,7 +8,7 @@ const seconds = (name: string, fallback: number, min = 1, max = 10 * 365 * 86400
   z
     .string()
     .trim()
-    .regex(/^\d+$/, `${name} must be a whole number of seconds`)
+    .regex(/^\d{1,12}$/, `${name} must be a whole number of seconds`)
     .transform(Number)
     .pipe(z.number().int().min(min, `${name} must be at least ${min}`).max(max, `${name} must be at most ${max}`))
     .optional()
@@ -25,7 +25,7 @@ const environmentSchema = z.object({
   PORT: z
     .string()
     .trim()
-    .regex(/^\d+$/, 'PORT must be a port number')
+    .regex(/^\d{1,5}$/, 'PORT must be a port number')
     .transform(Number)
     .pipe(z.number().int().min(0).max(65535, 'PORT must be at most 65535'))
     .optional()
@@ -87,7 +87,8 @@ export class ConfigError extends Error {
 function isIssuerUrl(value: string): boolean {
   try {
     const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && !url.search && !url.hash && !value.includes('#');
+    // URL drops an empty "?" or "#", so the raw text is checked too: the issuer is a prefix of every address.
+    return (url.protocol === 'http:' || url.protocol === 'https:') && !/[?#]/.test(value);
   } catch {
     return false;
   }
@@ -95,13 +96,17 @@ function isIssuerUrl(value: string): boolean {
 
 /** Reads the environment; throws ConfigError with one line per bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = environmentSchema.safeParse(env);
+  // A variable set to nothing (FOO= in a unit file or compose file) means "use the default".
+  const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ''));
+  const parsed = environmentSchema.safeParse(given);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
+    // One line per variable: the first problem found with it.
+    const problems = new Map<string, string>();
+    for (const issue of parsed.error.issues) {
       const variable = String(issue.path[0] ?? 'environment');
-      return issue.message.startsWith(variable) ? issue.message : `${variable}: ${issue.message}`;
-    });
-    throw new ConfigError([...new Set(problems)]);
+      if (!problems.has(variable)) problems.set(variable, issue.message.startsWith(variable) ? issue.message : `${variable}: ${issue.message}`);
+    }
+    throw new ConfigError([...problems.values()]);
   }
   const e = parsed.data;
   const issuer = (e.LATCHKEY_ISSUER ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');

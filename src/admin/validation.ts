@@ -93,7 +93,7 @@ export function validGrantTypes(values: string[] | undefined): GrantTypeName[] {
   if (!values || values.length === 0) return ['authorization_code', 'refresh_token'];
   const result: GrantTypeName[] = [];
   for (const value of values) {
-    const grant = grantTypeAliases[value];
+    const grant = Object.hasOwn(grantTypeAliases, value) ? grantTypeAliases[value] : undefined;
     if (!grant) throw new AdminInputError(`unknown grant type "${value.slice(0, 80)}": use authorization_code, device_code or refresh_token`);
     if (!result.includes(grant)) result.push(grant);
   }

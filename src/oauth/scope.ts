@@ -46,6 +46,6 @@ export const scopeDescriptions: Record<ScopeValue, string> = {
 export function describeScopes(scope: string): string[] {
   return scope
     .split(' ')
-    .filter((s): s is ScopeValue => s in scopeDescriptions)
+    .filter((s): s is ScopeValue => Object.hasOwn(scopeDescriptions, s))
     .map((s) => scopeDescriptions[s]);
 }

@@ -1,0 +1,103 @@
+/**
+ * Plain domain records for tests, with defaults that override per case. Shared by the store
+ * conformance suite and the unit tests so that a new field is added in one place.
+ */
+import type {
+  ApiRecord,
+  ClientRecord,
+  DeviceGrantRecord,
+  RefreshTokenRecord,
+  SessionRecord,
+  SigningKeyRecord,
+  UserRecord,
+} from '../../src/store/store.js';
+
+/** The fixed "now" of record fixtures (epoch seconds). */
+export const t0 = 1_800_000_000;
+
+export function user(overrides: Partial<UserRecord> = {}): UserRecord {
+  const username = overrides.username ?? 'alice';
+  return {
+    id: `user-${username.toLowerCase()}`,
+    username,
+    email: `${username.toLowerCase()}@example.com`,
+    name: 'Alice Example',
+    passwordHash: 'scrypt$32768$8$1$salt$hash',
+    disabled: false,
+    createdAt: t0,
+    ...overrides,
+  };
+}
+
+export function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
+  return {
+    clientId: 'cli',
+    name: 'Command line',
+    secretHash: undefined,
+    redirectUris: [],
+    grantTypes: ['device_code', 'refresh_token'],
+    requirePkce: true,
+    firstParty: false,
+    builtIn: false,
+    createdAt: t0,
+    ...overrides,
+  };
+}
+
+export function api(overrides: Partial<ApiRecord> = {}): ApiRecord {
+  return { identifier: 'https://api.example.com', name: 'Example API', createdAt: t0, ...overrides };
+}
+
+export function signingKey(kid: string, createdAt = t0): Omit<SigningKeyRecord, 'retiredAt'> {
+  return {
+    kid,
+    alg: 'RS256',
+    privateKeyPem: `-----BEGIN PRIVATE KEY-----\n${kid}\n-----END PRIVATE KEY-----\n`,
+    publicJwk: { kty: 'RSA', kid, alg: 'RS256', use: 'sig', n: `n-of-${kid}`, e: 'AQAB' },
+    createdAt,
+  };
+}
+
+export function session(overrides: Partial<SessionRecord> = {}): SessionRecord {
+  return { idHash: 'session-hash-1', userId: 'user-alice', authTime: t0, createdAt: t0, expiresAt: t0 + 3600, ...overrides };
+}
+
+export function deviceGrant(overrides: Partial<DeviceGrantRecord> = {}): DeviceGrantRecord {
+  const id = overrides.id ?? 'grant-1';
+  return {
+    id,
+    deviceCodeHash: `device-${id}`,
+    userCodeHash: `user-${id}`,
+    clientId: 'cli',
+    scope: 'openid offline_access',
+    audience: 'https://api.example.com',
+    status: 'pending',
+    interval: 5,
+    lastPolledAtMs: undefined,
+    userId: undefined,
+    authTime: undefined,
+    requesterIp: '203.0.113.9',
+    requesterUserAgent: 'latchkey-cli/0.1',
+    createdAt: t0,
+    expiresAt: t0 + 900,
+    decidedAt: undefined,
+    consumedAt: undefined,
+    ...overrides,
+  };
+}
+
+export function refreshToken(overrides: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord {
+  return {
+    id: 'rt-1',
+    tokenHash: 'refresh-hash-1',
+    familyId: 'family-1',
+    clientId: 'cli',
+    userId: 'user-alice',
+    scope: 'openid offline_access',
+    audience: 'https://api.example.com',
+    authTime: t0,
+    createdAt: t0,
+    expiresAt: t0 + 30 * 86400,
+    ...overrides,
+  };
+}

@@ -1,0 +1,537 @@
+/**
+ * One conformance suite for every Store (habit 7; dex storage/conformance). `storeConformance`
+ * speaks only the Store interface, so a PostgreSQL store runs the very same cases by calling it
+ * from its own test file. Each test opens its own store through `makeStore` and closes it.
+ * This module registers nothing by itself: importing it does not run the SQLite cases.
+ */
+import { describe, it, expect } from 'vitest';
+import { DuplicateError, type DeviceGrantRecord, type Store } from '../../src/store/store.js';
+import { api, client, deviceGrant, refreshToken, session, signingKey, t0, user } from '../helpers/records.js';
+
+export { t0, user };
+
+// ─── The suite ──────────────────────────────────────────────────────────────────────────────
+
+export function storeConformance(name: string, makeStore: () => Promise<Store>): void {
+  /** Opens a fresh store for one test and always closes it. */
+  async function withStore(fn: (store: Store) => Promise<void>): Promise<void> {
+    const store = await makeStore();
+    try {
+      await fn(store);
+    } finally {
+      await store.close();
+    }
+  }
+
+  /** A store holding user alice and public client cli, which device grants and tokens refer to. */
+  async function withSeededStore(fn: (store: Store) => Promise<void>): Promise<void> {
+    await withStore(async (store) => {
+      await store.createUser(user());
+      await store.createClient(client());
+      await fn(store);
+    });
+  }
+
+  describe(`Store conformance: ${name}`, () => {
+    it('ping', async () => {
+      await withStore(async (store) => {
+        expect(await store.ping()).toBe(true);
+      });
+    });
+
+    describe('users', () => {
+      it('creates and finds a user by id and by username, with every field intact', async () => {
+        await withStore(async (store) => {
+          const alice = user();
+          await store.createUser(alice);
+          expect(await store.findUserById('user-alice')).toEqual(alice);
+          expect(await store.findUserByUsername('alice')).toEqual(alice);
+        });
+      });
+
+      it('keeps an absent name absent and a disabled flag set', async () => {
+        await withStore(async (store) => {
+          const bob = user({ username: 'bob', name: undefined, disabled: true });
+          await store.createUser(bob);
+          const found = await store.findUserById('user-bob');
+          expect(found).toEqual(bob);
+          expect(found?.name).toBeUndefined();
+          expect(found?.disabled).toBe(true);
+        });
+      });
+
+      it('returns undefined for an unknown user', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user());
+          expect(await store.findUserById('nobody')).toBeUndefined();
+          expect(await store.findUserByUsername('nobody')).toBeUndefined();
+        });
+      });
+
+      it('refuses a username that differs only in case with DuplicateError', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ username: 'alice' }));
+          const dup = store.createUser(user({ id: 'user-2', username: 'ALICE' }));
+          await expect(dup).rejects.toBeInstanceOf(DuplicateError);
+          await expect(store.createUser(user({ id: 'user-3', username: 'alice' }))).rejects.toBeInstanceOf(DuplicateError);
+          expect(await store.countUsers()).toBe(1);
+          expect(await store.findUserById('user-2')).toBeUndefined();
+        });
+      });
+
+      it('counts and lists users sorted by username', async () => {
+        await withStore(async (store) => {
+          expect(await store.countUsers()).toBe(0);
+          expect(await store.listUsers()).toEqual([]);
+          for (const username of ['carol', 'alice', 'bob']) await store.createUser(user({ username }));
+          expect(await store.countUsers()).toBe(3);
+          expect((await store.listUsers()).map((u) => u.username)).toEqual(['alice', 'bob', 'carol']);
+          expect((await store.listUsers())[1]).toEqual(user({ username: 'bob' }));
+        });
+      });
+
+      it('disables and re-enables a user; false for an unknown user', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user());
+          expect(await store.setUserDisabled('alice', true)).toBe(true);
+          expect((await store.findUserById('user-alice'))?.disabled).toBe(true);
+          expect(await store.setUserDisabled('alice', false)).toBe(true);
+          expect((await store.findUserById('user-alice'))?.disabled).toBe(false);
+          expect(await store.setUserDisabled('nobody', true)).toBe(false);
+          expect(await store.countUsers()).toBe(1);
+        });
+      });
+
+      it("disabling a user deletes that user's sessions and no one else's", async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ username: 'alice' }));
+          await store.createUser(user({ username: 'bob' }));
+          await store.createSession(session({ idHash: 'a1', userId: 'user-alice' }));
+          await store.createSession(session({ idHash: 'a2', userId: 'user-alice' }));
+          await store.createSession(session({ idHash: 'b1', userId: 'user-bob' }));
+          expect(await store.setUserDisabled('alice', true)).toBe(true);
+          expect(await store.findSession('a1', t0)).toBeUndefined();
+          expect(await store.findSession('a2', t0)).toBeUndefined();
+          expect(await store.findSession('b1', t0)).toEqual(session({ idHash: 'b1', userId: 'user-bob' }));
+        });
+      });
+
+      it('re-enabling a user does not touch sessions', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user());
+          await store.createSession(session());
+          expect(await store.setUserDisabled('alice', false)).toBe(true);
+          expect(await store.findSession('session-hash-1', t0)).toEqual(session());
+        });
+      });
+
+      it('sets a password hash; false for an unknown user', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ username: 'alice' }));
+          await store.createUser(user({ username: 'bob' }));
+          expect(await store.setUserPassword('alice', 'scrypt$new')).toBe(true);
+          expect((await store.findUserById('user-alice'))?.passwordHash).toBe('scrypt$new');
+          expect((await store.findUserById('user-bob'))?.passwordHash).toBe('scrypt$32768$8$1$salt$hash');
+          expect(await store.setUserPassword('nobody', 'scrypt$x')).toBe(false);
+        });
+      });
+    });
+
+    describe('clients', () => {
+      it('creates and finds a public client with every field intact', async () => {
+        await withStore(async (store) => {
+          const cli = client({ redirectUris: ['http://127.0.0.1/cb', 'com.example.app:/cb'], firstParty: true, builtIn: true });
+          await store.createClient(cli);
+          const found = await store.findClient('cli');
+          expect(found).toEqual(cli);
+          expect(found?.secretHash).toBeUndefined();
+        });
+      });
+
+      it('keeps a confidential client secret hash and its flags', async () => {
+        await withStore(async (store) => {
+          const svc = client({ clientId: 'svc', secretHash: 'sha256-of-secret', grantTypes: ['authorization_code'], requirePkce: false });
+          await store.createClient(svc);
+          expect(await store.findClient('svc')).toEqual(svc);
+        });
+      });
+
+      it('refuses a duplicate client_id with DuplicateError and keeps the first', async () => {
+        await withStore(async (store) => {
+          await store.createClient(client({ name: 'First' }));
+          await expect(store.createClient(client({ name: 'Second' }))).rejects.toBeInstanceOf(DuplicateError);
+          expect((await store.findClient('cli'))?.name).toBe('First');
+        });
+      });
+
+      it('ensureClient inserts a missing client and never overwrites an existing one', async () => {
+        await withStore(async (store) => {
+          await store.ensureClient(client({ name: 'Built in', builtIn: true }));
+          expect(await store.findClient('cli')).toEqual(client({ name: 'Built in', builtIn: true }));
+          await store.ensureClient(client({ name: 'Changed', grantTypes: ['authorization_code'], builtIn: true }));
+          expect(await store.findClient('cli')).toEqual(client({ name: 'Built in', builtIn: true }));
+          expect(await store.listClients()).toHaveLength(1);
+        });
+      });
+
+      it('lists clients sorted by client_id; undefined for an unknown one', async () => {
+        await withStore(async (store) => {
+          expect(await store.listClients()).toEqual([]);
+          for (const clientId of ['zeta', 'alpha', 'mid']) await store.createClient(client({ clientId }));
+          expect((await store.listClients()).map((c) => c.clientId)).toEqual(['alpha', 'mid', 'zeta']);
+          expect(await store.findClient('nope')).toBeUndefined();
+        });
+      });
+
+      it('removes a client: true once, then false', async () => {
+        await withStore(async (store) => {
+          await store.createClient(client({ clientId: 'a' }));
+          await store.createClient(client({ clientId: 'b' }));
+          expect(await store.removeClient('a')).toBe(true);
+          expect(await store.findClient('a')).toBeUndefined();
+          expect(await store.removeClient('a')).toBe(false);
+          expect(await store.removeClient('never')).toBe(false);
+          expect((await store.listClients()).map((c) => c.clientId)).toEqual(['b']);
+        });
+      });
+
+      it("removing a client removes its device grants and refresh tokens, not other clients'", async () => {
+        await withSeededStore(async (store) => {
+          await store.createClient(client({ clientId: 'other' }));
+          await store.createDeviceGrant(deviceGrant({ id: 'mine' }));
+          await store.createDeviceGrant(deviceGrant({ id: 'theirs', clientId: 'other' }));
+          await store.createRefreshToken(refreshToken({ id: 'rt-mine', tokenHash: 'rt-mine' }));
+          await store.createRefreshToken(refreshToken({ id: 'rt-theirs', tokenHash: 'rt-theirs', clientId: 'other' }));
+          expect(await store.removeClient('cli')).toBe(true);
+          expect(await store.findDeviceGrantByDeviceCode('device-mine')).toBeUndefined();
+          expect(await store.findDeviceGrantByUserCode('user-mine')).toBeUndefined();
+          expect(await store.findRefreshToken('rt-mine')).toBeUndefined();
+          expect(await store.findDeviceGrantByDeviceCode('device-theirs')).toEqual(deviceGrant({ id: 'theirs', clientId: 'other' }));
+          expect(await store.findRefreshToken('rt-theirs')).toEqual(refreshToken({ id: 'rt-theirs', tokenHash: 'rt-theirs', clientId: 'other' }));
+        });
+      });
+    });
+
+    describe('apis', () => {
+      it('creates, finds, lists sorted and removes APIs', async () => {
+        await withStore(async (store) => {
+          expect(await store.listApis()).toEqual([]);
+          await store.createApi(api({ identifier: 'https://b.example.com', name: 'B' }));
+          await store.createApi(api({ identifier: 'https://a.example.com', name: 'A' }));
+          expect(await store.findApi('https://a.example.com')).toEqual(api({ identifier: 'https://a.example.com', name: 'A' }));
+          expect(await store.findApi('https://c.example.com')).toBeUndefined();
+          expect((await store.listApis()).map((a) => a.identifier)).toEqual(['https://a.example.com', 'https://b.example.com']);
+          expect(await store.removeApi('https://a.example.com')).toBe(true);
+          expect(await store.removeApi('https://a.example.com')).toBe(false);
+          expect(await store.findApi('https://a.example.com')).toBeUndefined();
+          expect(await store.listApis()).toEqual([api({ identifier: 'https://b.example.com', name: 'B' })]);
+        });
+      });
+
+      it('refuses a duplicate identifier with DuplicateError', async () => {
+        await withStore(async (store) => {
+          await store.createApi(api({ name: 'First' }));
+          await expect(store.createApi(api({ name: 'Second' }))).rejects.toBeInstanceOf(DuplicateError);
+          expect((await store.findApi('https://api.example.com'))?.name).toBe('First');
+        });
+      });
+    });
+
+    describe('signing keys', () => {
+      it('starts with none', async () => {
+        await withStore(async (store) => {
+          expect(await store.listSigningKeys()).toEqual([]);
+        });
+      });
+
+      it('ensureSigningKey inserts only once when called twice', async () => {
+        await withStore(async (store) => {
+          await store.ensureSigningKey(signingKey('k1'));
+          await store.ensureSigningKey(signingKey('k2', t0 + 1));
+          const keys = await store.listSigningKeys();
+          expect(keys).toEqual([{ ...signingKey('k1'), retiredAt: undefined }]);
+          expect(keys[0]?.retiredAt).toBeUndefined();
+        });
+      });
+    });
+
+    describe('server secrets', () => {
+      it('returns the first generated value, even when later calls bring another generator', async () => {
+        await withStore(async (store) => {
+          expect(await store.serverSecret('csrf', () => 'first-value')).toBe('first-value');
+          expect(await store.serverSecret('csrf', () => 'second-value')).toBe('first-value');
+        });
+      });
+
+      it('keeps secrets of different names apart', async () => {
+        await withStore(async (store) => {
+          expect(await store.serverSecret('a', () => 'value-a')).toBe('value-a');
+          expect(await store.serverSecret('b', () => 'value-b')).toBe('value-b');
+          expect(await store.serverSecret('a', () => 'other')).toBe('value-a');
+        });
+      });
+    });
+
+    describe('sessions', () => {
+      it('finds a session only before it expires', async () => {
+        await withSeededStore(async (store) => {
+          const s = session({ expiresAt: t0 + 100 });
+          await store.createSession(s);
+          expect(await store.findSession('session-hash-1', t0)).toEqual(s);
+          expect(await store.findSession('session-hash-1', t0 + 99)).toEqual(s);
+          expect(await store.findSession('session-hash-1', t0 + 100)).toBeUndefined();
+          expect(await store.findSession('session-hash-1', t0 + 5000)).toBeUndefined();
+        });
+      });
+
+      it('returns undefined for an unknown session and after deleteSession', async () => {
+        await withSeededStore(async (store) => {
+          await store.createSession(session());
+          expect(await store.findSession('other', t0)).toBeUndefined();
+          await store.deleteSession('session-hash-1');
+          expect(await store.findSession('session-hash-1', t0)).toBeUndefined();
+          await store.deleteSession('session-hash-1'); // deleting again is harmless
+        });
+      });
+    });
+
+    describe('device grants', () => {
+      it('creates a grant and finds it by device code hash and by user code hash', async () => {
+        await withSeededStore(async (store) => {
+          const g = deviceGrant();
+          await store.createDeviceGrant(g);
+          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toEqual(g);
+          expect(await store.findDeviceGrantByUserCode('user-grant-1')).toEqual(g);
+          const found = await store.findDeviceGrantByUserCode('user-grant-1');
+          expect(found?.lastPolledAtMs).toBeUndefined();
+          expect(found?.userId).toBeUndefined();
+          expect(found?.decidedAt).toBeUndefined();
+          expect(found?.consumedAt).toBeUndefined();
+        });
+      });
+
+      it('returns undefined for unknown codes', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.findDeviceGrantByDeviceCode('user-grant-1')).toBeUndefined();
+          expect(await store.findDeviceGrantByUserCode('device-grant-1')).toBeUndefined();
+          expect(await store.findDeviceGrantByDeviceCode('nope')).toBeUndefined();
+        });
+      });
+
+      it('refuses a duplicate user code hash with DuplicateError', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant({ id: 'g1', userCodeHash: 'same-user-code' }));
+          const dup = store.createDeviceGrant(deviceGrant({ id: 'g2', userCodeHash: 'same-user-code' }));
+          await expect(dup).rejects.toBeInstanceOf(DuplicateError);
+          expect(await store.findDeviceGrantByDeviceCode('device-g2')).toBeUndefined();
+          expect((await store.findDeviceGrantByUserCode('same-user-code'))?.id).toBe('g1');
+        });
+      });
+
+      it('refuses a duplicate device code hash with DuplicateError', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant({ id: 'g1', deviceCodeHash: 'same-device-code' }));
+          await expect(store.createDeviceGrant(deviceGrant({ id: 'g2', deviceCodeHash: 'same-device-code' }))).rejects.toBeInstanceOf(
+            DuplicateError,
+          );
+          expect(await store.findDeviceGrantByUserCode('user-g2')).toBeUndefined();
+        });
+      });
+
+      it('recordDevicePoll returns the grant as it was BEFORE and stores the new poll time', async () => {
+        await withSeededStore(async (store) => {
+          const g = deviceGrant();
+          await store.createDeviceGrant(g);
+          const firstMs = t0 * 1000 + 5_123;
+          const secondMs = t0 * 1000 + 10_456;
+
+          const beforeFirst = await store.recordDevicePoll('device-grant-1', firstMs);
+          expect(beforeFirst).toEqual(g);
+          expect(beforeFirst?.lastPolledAtMs).toBeUndefined();
+          expect((await store.findDeviceGrantByDeviceCode('device-grant-1'))?.lastPolledAtMs).toBe(firstMs);
+
+          const beforeSecond = await store.recordDevicePoll('device-grant-1', secondMs);
+          expect(beforeSecond).toEqual({ ...g, lastPolledAtMs: firstMs });
+          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toEqual({ ...g, lastPolledAtMs: secondMs });
+        });
+      });
+
+      it('recordDevicePoll of an unknown device code is undefined and changes nothing', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.recordDevicePoll('nope', t0 * 1000)).toBeUndefined();
+          expect((await store.findDeviceGrantByDeviceCode('device-grant-1'))?.lastPolledAtMs).toBeUndefined();
+        });
+      });
+
+      it('setDeviceInterval changes a pending grant only', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant({ id: 'pending' }));
+          await store.createDeviceGrant(deviceGrant({ id: 'approved' }));
+          await store.createDeviceGrant(deviceGrant({ id: 'denied' }));
+          expect(await store.approveDeviceGrant('approved', 'user-alice', t0 + 5, t0 + 10)).toBe(true);
+          expect(await store.denyDeviceGrant('denied', t0 + 10)).toBe(true);
+
+          await store.setDeviceInterval('pending', 10);
+          await store.setDeviceInterval('approved', 10);
+          await store.setDeviceInterval('denied', 10);
+          await store.setDeviceInterval('missing', 10); // no error
+
+          expect((await store.findDeviceGrantByDeviceCode('device-pending'))?.interval).toBe(10);
+          expect((await store.findDeviceGrantByDeviceCode('device-approved'))?.interval).toBe(5);
+          expect((await store.findDeviceGrantByDeviceCode('device-denied'))?.interval).toBe(5);
+        });
+      });
+
+      it('approve: pending → approved with user, auth time and decision time', async () => {
+        await withSeededStore(async (store) => {
+          const g = deviceGrant();
+          await store.createDeviceGrant(g);
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, t0 + 60)).toBe(true);
+          expect(await store.findDeviceGrantByUserCode('user-grant-1')).toEqual({
+            ...g,
+            status: 'approved',
+            userId: 'user-alice',
+            authTime: t0 + 30,
+            decidedAt: t0 + 60,
+          });
+        });
+      });
+
+      it('approve only while pending: a second approval and approving a denied grant fail', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ username: 'alice' }));
+          await store.createUser(user({ username: 'bob' }));
+          await store.createClient(client());
+          await store.createDeviceGrant(deviceGrant({ id: 'g1' }));
+          await store.createDeviceGrant(deviceGrant({ id: 'g2' }));
+          expect(await store.approveDeviceGrant('g1', 'user-alice', t0, t0 + 10)).toBe(true);
+          expect(await store.approveDeviceGrant('g1', 'user-bob', t0, t0 + 20)).toBe(false);
+          const g1 = await store.findDeviceGrantByDeviceCode('device-g1');
+          expect(g1?.userId).toBe('user-alice');
+          expect(g1?.decidedAt).toBe(t0 + 10);
+
+          expect(await store.denyDeviceGrant('g2', t0 + 10)).toBe(true);
+          expect(await store.approveDeviceGrant('g2', 'user-alice', t0, t0 + 20)).toBe(false);
+          const g2 = await store.findDeviceGrantByDeviceCode('device-g2');
+          expect(g2?.status).toBe('denied');
+          expect(g2?.userId).toBeUndefined();
+        });
+      });
+
+      it('approve only while unexpired (expiresAt is the first instant of expiry)', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant({ id: 'late', expiresAt: t0 + 900 }));
+          await store.createDeviceGrant(deviceGrant({ id: 'edge', expiresAt: t0 + 900 }));
+          expect(await store.approveDeviceGrant('late', 'user-alice', t0, t0 + 901)).toBe(false);
+          expect(await store.approveDeviceGrant('edge', 'user-alice', t0, t0 + 900)).toBe(false);
+          expect((await store.findDeviceGrantByDeviceCode('device-late'))?.status).toBe('pending');
+          expect((await store.findDeviceGrantByDeviceCode('device-edge'))?.status).toBe('pending');
+          expect(await store.approveDeviceGrant('edge', 'user-alice', t0, t0 + 899)).toBe(true);
+        });
+      });
+
+      it('approve/deny of a missing grant is false', async () => {
+        await withSeededStore(async (store) => {
+          expect(await store.approveDeviceGrant('missing', 'user-alice', t0, t0)).toBe(false);
+          expect(await store.denyDeviceGrant('missing', t0)).toBe(false);
+        });
+      });
+
+      it('deny: pending → denied with decision time, and only while pending', async () => {
+        await withSeededStore(async (store) => {
+          const g = deviceGrant({ id: 'g1' });
+          await store.createDeviceGrant(g);
+          await store.createDeviceGrant(deviceGrant({ id: 'g2' }));
+          expect(await store.denyDeviceGrant('g1', t0 + 40)).toBe(true);
+          expect(await store.findDeviceGrantByDeviceCode('device-g1')).toEqual({ ...g, status: 'denied', decidedAt: t0 + 40 });
+          expect(await store.denyDeviceGrant('g1', t0 + 50)).toBe(false);
+          expect((await store.findDeviceGrantByDeviceCode('device-g1'))?.decidedAt).toBe(t0 + 40);
+
+          expect(await store.approveDeviceGrant('g2', 'user-alice', t0, t0 + 10)).toBe(true);
+          expect(await store.denyDeviceGrant('g2', t0 + 20)).toBe(false);
+          expect((await store.findDeviceGrantByDeviceCode('device-g2'))?.status).toBe('approved');
+        });
+      });
+
+      it('deny only while unexpired', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant({ expiresAt: t0 + 900 }));
+          expect(await store.denyDeviceGrant('grant-1', t0 + 900)).toBe(false);
+          expect((await store.findDeviceGrantByDeviceCode('device-grant-1'))?.status).toBe('pending');
+        });
+      });
+
+      it('consumeDeviceGrant succeeds exactly once and returns the consumed record', async () => {
+        await withSeededStore(async (store) => {
+          const g = deviceGrant();
+          await store.createDeviceGrant(g);
+          await store.recordDevicePoll('device-grant-1', t0 * 1000 + 20_000);
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, t0 + 60)).toBe(true);
+          const expected: DeviceGrantRecord = {
+            ...g,
+            status: 'consumed',
+            lastPolledAtMs: t0 * 1000 + 20_000,
+            userId: 'user-alice',
+            authTime: t0 + 30,
+            decidedAt: t0 + 60,
+            consumedAt: t0 + 65,
+          };
+          expect(await store.consumeDeviceGrant('grant-1', t0 + 65)).toEqual(expected);
+          expect(await store.consumeDeviceGrant('grant-1', t0 + 66)).toBeUndefined();
+          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toEqual(expected);
+        });
+      });
+
+      it('concurrent consumes: exactly one wins', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0, t0 + 10)).toBe(true);
+          const results = await Promise.all(Array.from({ length: 8 }, () => store.consumeDeviceGrant('grant-1', t0 + 20)));
+          expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+          expect(results.find((r) => r !== undefined)?.status).toBe('consumed');
+        });
+      });
+
+      it('consume of a pending, denied or expired grant is undefined and changes nothing', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant({ id: 'pending' }));
+          await store.createDeviceGrant(deviceGrant({ id: 'denied' }));
+          await store.createDeviceGrant(deviceGrant({ id: 'expired', expiresAt: t0 + 900 }));
+          expect(await store.denyDeviceGrant('denied', t0 + 10)).toBe(true);
+          expect(await store.approveDeviceGrant('expired', 'user-alice', t0, t0 + 10)).toBe(true);
+
+          expect(await store.consumeDeviceGrant('pending', t0 + 20)).toBeUndefined();
+          expect(await store.consumeDeviceGrant('denied', t0 + 20)).toBeUndefined();
+          expect(await store.consumeDeviceGrant('expired', t0 + 900)).toBeUndefined();
+          expect(await store.consumeDeviceGrant('expired', t0 + 5000)).toBeUndefined();
+
+          expect((await store.findDeviceGrantByDeviceCode('device-pending'))?.status).toBe('pending');
+          expect((await store.findDeviceGrantByDeviceCode('device-denied'))?.status).toBe('denied');
+          const expired = await store.findDeviceGrantByDeviceCode('device-expired');
+          expect(expired?.status).toBe('approved');
+          expect(expired?.consumedAt).toBeUndefined();
+        });
+      });
+
+      it('consume of a missing grant is undefined', async () => {
+        await withSeededStore(async (store) => {
+          expect(await store.consumeDeviceGrant('missing', t0)).toBeUndefined();
+        });
+      });
+    });
+
+    describe('refresh tokens', () => {
+      it('creates and finds a refresh token by hash', async () => {
+        await withSeededStore(async (store) => {
+          const rt = refreshToken();
+          await store.createRefreshToken(rt);
+          expect(await store.findRefreshToken('refresh-hash-1')).toEqual(rt);
+          expect(await store.findRefreshToken('rt-1')).toBeUndefined();
+          expect(await store.findRefreshToken('nope')).toBeUndefined();
+        });
+      });
+    });
+  });
+}

@@ -1,0 +1,189 @@
+import { describe, it, expect } from 'vitest';
+import { ConfigError, configFrom, loadConfig } from '../../src/config.js';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      expect(err.name).toBe('ConfigError');
+      expect(err.message).toBe(err.problems.join('\n'));
+      return err.problems;
+    }
+    throw err;
+  }
+  throw new Error(`loadConfig(${JSON.stringify(env)}) did not throw`);
+}
+
+describe('loadConfig defaults', () => {
+  it('gives the documented defaults for an empty environment', () => {
+    expect(loadConfig({})).toEqual({
+      issuer: 'http://localhost:3000',
+      port: 3000,
+      host: '127.0.0.1',
+      databasePath: './data/latchkey.db',
+      bootstrapUser: undefined,
+      bootstrapPassword: undefined,
+      logLevel: 'info',
+      deviceCodeTtl: 900,
+      deviceInterval: 5,
+      accessTokenTtl: 86400,
+      refreshTokenTtl: 30 * 86400,
+      sessionTtl: 12 * 3600,
+      defaultAudience: 'http://localhost:3000/userinfo',
+      secureCookies: false,
+    });
+  });
+
+  it('returns a frozen object', () => {
+    expect(Object.isFrozen(loadConfig({}))).toBe(true);
+  });
+
+  it('treats empty or blank values of optional text variables as unset', () => {
+    const config = loadConfig({ HOST: '', LATCHKEY_DB: '  ', LATCHKEY_ISSUER: '', LATCHKEY_LOG_LEVEL: '' });
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.databasePath).toBe('./data/latchkey.db');
+    expect(config.issuer).toBe('http://localhost:3000');
+    expect(config.logLevel).toBe('info');
+  });
+
+  it('treats blank numeric variables as unset too (FOO= in a unit file means the default)', () => {
+    const config = loadConfig({ PORT: '', LATCHKEY_DEVICE_INTERVAL: ' ', LATCHKEY_DEVICE_CODE_TTL: '', LATCHKEY_ACCESS_TOKEN_TTL: '' });
+    expect(config.port).toBe(3000);
+    expect(config.deviceInterval).toBe(5);
+    expect(config.deviceCodeTtl).toBe(900);
+    expect(config.accessTokenTtl).toBe(86400);
+  });
+
+  it('derives the default issuer from PORT', () => {
+    const config = loadConfig({ PORT: '8080' });
+    expect(config.port).toBe(8080);
+    expect(config.issuer).toBe('http://localhost:8080');
+    expect(config.defaultAudience).toBe('http://localhost:8080/userinfo');
+  });
+
+  it('reads every variable', () => {
+    expect(
+      loadConfig({
+        PORT: '4000',
+        HOST: '0.0.0.0',
+        LATCHKEY_ISSUER: 'https://id.example.com',
+        LATCHKEY_DB: '/var/lib/latchkey/db.sqlite',
+        LATCHKEY_BOOTSTRAP_USER: 'admin@example.com',
+        LATCHKEY_BOOTSTRAP_PASSWORD: 'long enough',
+        LATCHKEY_LOG_LEVEL: 'debug',
+        LATCHKEY_DEVICE_CODE_TTL: '600',
+        LATCHKEY_DEVICE_INTERVAL: '3',
+        LATCHKEY_ACCESS_TOKEN_TTL: '3600',
+        LATCHKEY_REFRESH_TOKEN_TTL: '86400',
+        LATCHKEY_SESSION_TTL: '7200',
+        LATCHKEY_DEFAULT_AUDIENCE: 'https://api.example.com',
+      }),
+    ).toEqual({
+      issuer: 'https://id.example.com',
+      port: 4000,
+      host: '0.0.0.0',
+      databasePath: '/var/lib/latchkey/db.sqlite',
+      bootstrapUser: 'admin@example.com',
+      bootstrapPassword: 'long enough',
+      logLevel: 'debug',
+      deviceCodeTtl: 600,
+      deviceInterval: 3,
+      accessTokenTtl: 3600,
+      refreshTokenTtl: 86400,
+      sessionTtl: 7200,
+      defaultAudience: 'https://api.example.com',
+      secureCookies: true,
+    });
+  });
+
+  it('configFrom validates overrides the same way', () => {
+    expect(configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test' }).issuer).toBe('http://latchkey.test');
+    expect(() => configFrom({ PORT: 'abc' })).toThrow(ConfigError);
+  });
+});
+
+describe('LATCHKEY_ISSUER', () => {
+  it('strips a trailing slash', () => {
+    const config = loadConfig({ LATCHKEY_ISSUER: 'https://id.example.com/' });
+    expect(config.issuer).toBe('https://id.example.com');
+    expect(config.defaultAudience).toBe('https://id.example.com/userinfo');
+  });
+
+  it('strips several trailing slashes and keeps a path', () => {
+    expect(loadConfig({ LATCHKEY_ISSUER: 'https://example.com/auth///' }).issuer).toBe('https://example.com/auth');
+  });
+
+  it('turns on secure cookies for an https issuer', () => {
+    expect(loadConfig({ LATCHKEY_ISSUER: 'https://id.example.com' }).secureCookies).toBe(true);
+  });
+
+  it('keeps secure cookies off for an http issuer', () => {
+    expect(loadConfig({ LATCHKEY_ISSUER: 'http://id.example.com' }).secureCookies).toBe(false);
+  });
+
+  it('rejects an issuer with an empty query ("?" alone is still a query component)', () => {
+    const problems = problemsOf({ LATCHKEY_ISSUER: 'https://id.example.com/?' });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain('LATCHKEY_ISSUER');
+  });
+
+  it('rejects an issuer with an empty fragment', () => {
+    const problems = problemsOf({ LATCHKEY_ISSUER: 'https://id.example.com/#' });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain('LATCHKEY_ISSUER');
+  });
+});
+
+describe('LATCHKEY_DEFAULT_AUDIENCE', () => {
+  it('is honoured instead of <issuer>/userinfo', () => {
+    const config = loadConfig({ LATCHKEY_ISSUER: 'https://id.example.com', LATCHKEY_DEFAULT_AUDIENCE: 'https://api.example.com' });
+    expect(config.defaultAudience).toBe('https://api.example.com');
+    expect(config.issuer).toBe('https://id.example.com');
+  });
+});
+
+describe('ConfigError: one line per bad variable', () => {
+  const single: Array<[string, string, string]> = [
+    ['PORT', 'abc', 'not a number'],
+    ['PORT', '70000', 'above 65535'],
+    ['PORT', '-1', 'negative'],
+    ['PORT', '99999999999999999999', 'beyond the safe integer range'],
+    ['LATCHKEY_DEVICE_INTERVAL', '0', 'below the minimum'],
+    ['LATCHKEY_DEVICE_INTERVAL', '601', 'above the maximum'],
+    ['LATCHKEY_ACCESS_TOKEN_TTL', '1.5', 'fractional'],
+    ['LATCHKEY_ACCESS_TOKEN_TTL', '1h', 'with a unit'],
+    ['LATCHKEY_DEVICE_CODE_TTL', '99999999999999999999', 'beyond the safe integer range'],
+    ['LATCHKEY_ISSUER', 'ftp://x', 'a non-http scheme'],
+    ['LATCHKEY_ISSUER', 'http://x/?a=1', 'a query'],
+    ['LATCHKEY_ISSUER', 'https://x/#frag', 'a fragment'],
+    ['LATCHKEY_ISSUER', 'not a url', 'not a URL'],
+    ['LATCHKEY_LOG_LEVEL', 'loud', 'an unknown level'],
+    ['LATCHKEY_BOOTSTRAP_PASSWORD', 'short', 'too short'],
+    ['LATCHKEY_BOOTSTRAP_USER', 'has space', 'bad characters'],
+  ];
+  for (const [variable, value, why] of single) {
+    it(`${variable}=${value} (${why})`, () => {
+      const problems = problemsOf({ [variable]: value });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toContain(variable);
+    });
+  }
+
+  it('reports several bad variables at once, one line each', () => {
+    const variables = ['PORT', 'LATCHKEY_DEVICE_INTERVAL', 'LATCHKEY_LOG_LEVEL', 'LATCHKEY_ISSUER', 'LATCHKEY_BOOTSTRAP_PASSWORD'];
+    const problems = problemsOf({
+      PORT: 'abc',
+      LATCHKEY_DEVICE_INTERVAL: '0',
+      LATCHKEY_LOG_LEVEL: 'loud',
+      LATCHKEY_ISSUER: 'ftp://x',
+      LATCHKEY_BOOTSTRAP_PASSWORD: 'short',
+      HOST: '0.0.0.0',
+    });
+    expect(problems).toHaveLength(variables.length);
+    const named = problems.map((line) => variables.filter((v) => line.includes(v)));
+    // LATCHKEY_ISSUER lines do not mention other variables, and so on: each line names exactly one.
+    expect(named.map((v) => v.length)).toEqual(variables.map(() => 1));
+    expect(named.map((v) => v[0]).sort()).toEqual([...variables].sort());
+  });
+});

@@ -1,0 +1,143 @@
+import { describe, it, expect } from 'vitest';
+import { manualClock } from '../../src/clock.js';
+import { RateLimiter } from '../../src/oauth/rate_limit.js';
+
+const open = { limited: false, retryAfter: 0 };
+
+/** The private table, read only to show that memory stays bounded. */
+function tableSize(limiter: RateLimiter): number {
+  return (limiter as unknown as { windows: Map<string, unknown> }).windows.size;
+}
+function tableKeys(limiter: RateLimiter): string[] {
+  return [...(limiter as unknown as { windows: Map<string, unknown> }).windows.keys()];
+}
+
+describe('RateLimiter', () => {
+  it('allows `limit` hits, then limits with retryAfter = seconds to the window end', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 3, windowSeconds: 60 }, clock);
+    expect(limiter.hit('ip:a')).toEqual(open);
+    expect(limiter.hit('ip:a')).toEqual(open);
+    expect(limiter.hit('ip:a')).toEqual(open);
+    expect(limiter.hit('ip:a')).toEqual({ limited: true, retryAfter: 60 });
+    clock.advance(15);
+    expect(limiter.hit('ip:a')).toEqual({ limited: true, retryAfter: 45 });
+  });
+
+  it('check() tells whether one more event would be refused', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 3, windowSeconds: 60 }, clock);
+    expect(limiter.check('k')).toEqual(open);
+    limiter.hit('k');
+    limiter.hit('k');
+    expect(limiter.check('k')).toEqual(open);
+    limiter.hit('k');
+    expect(limiter.check('k')).toEqual({ limited: true, retryAfter: 60 });
+  });
+
+  it('check() does not count', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 2, windowSeconds: 60 }, clock);
+    for (let i = 0; i < 10; i++) expect(limiter.check('k')).toEqual(open);
+    expect(limiter.hit('k')).toEqual(open);
+    for (let i = 0; i < 10; i++) expect(limiter.check('k')).toEqual(open);
+    expect(limiter.hit('k')).toEqual(open);
+    for (let i = 0; i < 10; i++) expect(limiter.check('k')).toEqual({ limited: true, retryAfter: 60 });
+    expect(limiter.hit('k')).toEqual({ limited: true, retryAfter: 60 });
+  });
+
+  it('check() creates no entry for an unknown key', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 2, windowSeconds: 60 }, clock);
+    for (let i = 0; i < 50; i++) limiter.check(`k${i}`);
+    expect(tableSize(limiter)).toBe(0);
+  });
+
+  it('rounds retryAfter up to whole seconds', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 1, windowSeconds: 60 }, clock);
+    limiter.hit('k');
+    clock.advance(10.5);
+    expect(limiter.hit('k')).toEqual({ limited: true, retryAfter: 50 });
+    clock.advance(49.4);
+    expect(limiter.check('k')).toEqual({ limited: true, retryAfter: 1 });
+  });
+
+  it('starts a fresh window once windowSeconds have passed since the first hit', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 2, windowSeconds: 60 }, clock);
+    limiter.hit('k');
+    limiter.hit('k');
+    expect(limiter.hit('k')).toEqual({ limited: true, retryAfter: 60 });
+    clock.advance(59.9);
+    expect(limiter.check('k')).toEqual({ limited: true, retryAfter: 1 });
+    clock.advance(0.1);
+    expect(limiter.check('k')).toEqual(open);
+    expect(limiter.hit('k')).toEqual(open);
+    expect(limiter.hit('k')).toEqual(open);
+    expect(limiter.hit('k')).toEqual({ limited: true, retryAfter: 60 });
+  });
+
+  it('the window starts at the first hit, not at later ones (fixed window)', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 2, windowSeconds: 60 }, clock);
+    limiter.hit('k');
+    clock.advance(40);
+    expect(limiter.hit('k')).toEqual(open);
+    expect(limiter.hit('k')).toEqual({ limited: true, retryAfter: 20 });
+    clock.advance(20);
+    expect(limiter.hit('k')).toEqual(open);
+  });
+
+  it('keeps keys independent', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 1, windowSeconds: 60 }, clock);
+    expect(limiter.hit('user-code:203.0.113.9')).toEqual(open);
+    expect(limiter.hit('user-code:203.0.113.9')).toEqual({ limited: true, retryAfter: 60 });
+    expect(limiter.check('user-code:203.0.113.10')).toEqual(open);
+    expect(limiter.check('device-code:203.0.113.9')).toEqual(open);
+    clock.advance(30);
+    expect(limiter.hit('user-code:203.0.113.10')).toEqual(open);
+    expect(limiter.check('user-code:203.0.113.10')).toEqual({ limited: true, retryAfter: 60 });
+    expect(limiter.check('user-code:203.0.113.9')).toEqual({ limited: true, retryAfter: 30 });
+  });
+
+  it('with maxKeys 3, keeps only the three newest keys and stays correct for the newest', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 2, windowSeconds: 60 }, clock, 3);
+    for (let i = 0; i < 10; i++) {
+      limiter.hit(`k${i}`);
+      limiter.hit(`k${i}`);
+      clock.advance(1);
+      expect(tableSize(limiter)).toBeLessThanOrEqual(3);
+    }
+    expect(tableKeys(limiter)).toEqual(['k7', 'k8', 'k9']);
+    // k7, k8 and k9 are remembered (and at their limit); the seven older ones were evicted.
+    const limited = Array.from({ length: 10 }, (_, i) => limiter.check(`k${i}`).limited);
+    expect(limited).toEqual([false, false, false, false, false, false, false, true, true, true]);
+    expect(limiter.check('k9')).toEqual({ limited: true, retryAfter: 59 });
+    expect(limiter.check('k7')).toEqual({ limited: true, retryAfter: 57 });
+
+    // The newest key still counts correctly, and the oldest remaining one makes room for it.
+    expect(limiter.hit('k10')).toEqual(open);
+    expect(limiter.hit('k10')).toEqual(open);
+    expect(limiter.hit('k10')).toEqual({ limited: true, retryAfter: 60 });
+    expect(tableKeys(limiter)).toEqual(['k8', 'k9', 'k10']);
+    expect(limiter.check('k7')).toEqual(open);
+    expect(limiter.check('k9')).toEqual({ limited: true, retryAfter: 59 });
+  });
+
+  it('when the table is full, finished windows are dropped and live ones kept', () => {
+    const clock = manualClock();
+    const limiter = new RateLimiter({ limit: 1, windowSeconds: 60 }, clock, 3);
+    limiter.hit('old1');
+    limiter.hit('old2');
+    clock.advance(30);
+    limiter.hit('live');
+    clock.advance(30); // old1 and old2 have finished their windows; 'live' has 30 s left
+    limiter.hit('new');
+    expect(tableKeys(limiter)).toEqual(['live', 'new']);
+    expect(limiter.hit('live')).toEqual({ limited: true, retryAfter: 30 });
+    expect(limiter.check('new')).toEqual({ limited: true, retryAfter: 60 });
+  });
+});

@@ -1,0 +1,129 @@
+import { describe, it, expect, beforeAll } from 'vitest';
+import { hashPassword, verifyPassword } from '../../src/crypto/password.js';
+import { constantTimeEqual, randomSecret, randomString, secretPrefix, sha256 } from '../../src/crypto/secrets.js';
+
+describe('randomSecret', () => {
+  it('is 32 random bytes in base64url (43 characters) without a prefix', () => {
+    expect(randomSecret()).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('starts with the given prefix', () => {
+    const secret = randomSecret(secretPrefix.deviceCode);
+    expect(secret.startsWith('lk_dc_')).toBe(true);
+    expect(secret).toHaveLength('lk_dc_'.length + 43);
+    expect(secret.slice(6)).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('has the documented prefixes', () => {
+    expect(secretPrefix).toEqual({ deviceCode: 'lk_dc_', authorizationCode: 'lk_ac_', refreshToken: 'lk_rt_', clientSecret: 'lk_cs_' });
+  });
+
+  it('never repeats', () => {
+    const secrets = new Set(Array.from({ length: 1000 }, () => randomSecret('lk_rt_')));
+    expect(secrets.size).toBe(1000);
+  });
+});
+
+describe('sha256', () => {
+  it('is the base64url SHA-256 digest (FIPS 180-2 test vectors)', () => {
+    expect(sha256('abc')).toBe('ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0');
+    expect(sha256('')).toBe('47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU');
+  });
+
+  it('is deterministic and distinguishes inputs', () => {
+    expect(sha256('lk_dc_example')).toBe(sha256('lk_dc_example'));
+    expect(sha256('lk_dc_example')).not.toBe(sha256('lk_dc_examplE'));
+    expect(sha256('x')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('hashes UTF-8', () => {
+    expect(sha256('é')).toBe(sha256('\u00e9'));
+    expect(sha256('é')).not.toBe(sha256('e\u0301'));
+  });
+});
+
+describe('constantTimeEqual', () => {
+  const rows: Array<[string, string, boolean]> = [
+    ['abc', 'abc', true],
+    ['', '', true],
+    ['abc', 'abd', false],
+    ['abc', 'ABC', false],
+    ['abc', 'abcd', false],
+    ['abcd', 'abc', false],
+    ['', 'a', false],
+    ['é', 'e\u0301', false],
+  ];
+  for (const [a, b, equal] of rows) {
+    it(`${JSON.stringify(a)} vs ${JSON.stringify(b)} → ${equal}`, () => {
+      expect(constantTimeEqual(a, b)).toBe(equal);
+    });
+  }
+});
+
+describe('randomString', () => {
+  it('has the requested length and uses only the alphabet', () => {
+    const value = randomString('BCD', 500);
+    expect(value).toHaveLength(500);
+    expect(value).toMatch(/^[BCD]{500}$/);
+    expect(new Set(value).size).toBe(3);
+  });
+
+  it('with a one-letter alphabet repeats that letter', () => {
+    expect(randomString('Q', 6)).toBe('QQQQQQ');
+  });
+
+  it('length 0 is empty', () => {
+    expect(randomString('ABC', 0)).toBe('');
+  });
+});
+
+describe('password hashing (scrypt)', () => {
+  const password = 'correct horse battery staple';
+  let stored = '';
+  beforeAll(async () => {
+    stored = await hashPassword(password);
+  });
+
+  it('stores scrypt$N$r$p$salt$hash', () => {
+    expect(stored).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('verifies the right password and refuses wrong ones', async () => {
+    expect(await verifyPassword(password, stored)).toBe(true);
+    expect(await verifyPassword('correct horse battery stapl', stored)).toBe(false);
+    expect(await verifyPassword('Correct horse battery staple', stored)).toBe(false);
+    expect(await verifyPassword('', stored)).toBe(false);
+  });
+
+  it('two hashes of the same password differ (random salt)', async () => {
+    const again = await hashPassword(password);
+    expect(again).not.toBe(stored);
+    expect(again.split('$')[4]).not.toBe(stored.split('$')[4]);
+    expect(await verifyPassword(password, again)).toBe(true);
+  });
+
+  it('a malformed stored hash is simply false', async () => {
+    const parts = stored.split('$');
+    const malformed = [
+      '',
+      'plain-text-password',
+      password,
+      `bcrypt$${parts.slice(1).join('$')}`,
+      parts.slice(0, 5).join('$'),
+      'scrypt$$$$$',
+      // Right shape but a truncated hash: lengths differ, so no match.
+      `${parts.slice(0, 5).join('$')}$${(parts[5] ?? '').slice(0, 20)}`,
+    ];
+    for (const value of malformed) {
+      expect(await verifyPassword(password, value), JSON.stringify(value)).toBe(false);
+    }
+  });
+
+  it('a stored hash with unusable scrypt parameters is false, not an exception', async () => {
+    const [, , , , salt, hash] = stored.split('$');
+    for (const params of ['abc$8$1', '3$8$1', '32768$x$1']) {
+      const value = `scrypt$${params}$${salt}$${hash}`;
+      await expect(verifyPassword(password, value), value).resolves.toBe(false);
+    }
+  });
+});

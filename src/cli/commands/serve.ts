@@ -8,14 +8,24 @@ export const serveCommand: Command = {
   positionals: { min: 0, max: 0 },
   options: {},
   async run(context) {
+    // Handlers go in before anything starts: a SIGTERM that arrives while the server is still
+    // starting must also end in a clean close, not in the default "die at once".
+    let stopSignal: NodeJS.Signals | undefined;
+    let stop: (() => void) | undefined;
+    const onSignal = (signal: NodeJS.Signals) => {
+      stopSignal ??= signal;
+      stop?.();
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+
     const server = await startServer(context.config(), context.stdout);
     await new Promise<void>((resolve) => {
-      const stop = (signal: string) => {
-        server.app.log.info({ signal }, 'shutting down');
+      stop = () => {
+        server.app.log.info({ signal: stopSignal }, 'shutting down');
         server.close().then(resolve, resolve);
       };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+      if (stopSignal) stop();
     });
     return 0;
   },

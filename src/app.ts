@@ -9,7 +9,8 @@ import view from '@fastify/view';
 import { Eta } from 'eta';
 import { ZodError } from 'zod';
 import { systemClock, type Clock } from './clock.js';
-import type { Config } from './config.js';
+import type { Config, TrustProxy } from './config.js';
+import type { Socket } from 'node:net';
 import { createSigner, type Signer } from './crypto/signer.js';
 import { randomSecret } from './crypto/secrets.js';
 import { OAuthError } from './errors.js';
@@ -21,6 +22,7 @@ import { viewsDir } from './paths.js';
 import type { RateLimiters, Services } from './services.js';
 import type { Store } from './store/store.js';
 import { assetRoutes } from './routes/assets.js';
+import { authorizeRoutes } from './routes/authorize.js';
 import { deviceAuthorizationRoutes } from './routes/device_authorization.js';
 import { deviceVerificationRoutes } from './routes/device_verification.js';
 import { discoveryRoutes } from './routes/discovery.js';
@@ -64,9 +66,25 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const app = Fastify({
     logger: deps.logger === false ? false : loggerOptions(config.logLevel),
     bodyLimit: bodyLimitBytes,
-    trustProxy: false,
+    trustProxy: trustProxyOption(config.trustProxy),
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    // Requests Fastify refuses before routing (a malformed URL) still get an OAuth error body.
+    frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+      const oauthError = toOAuthError(error);
+      void reply.code(oauthError.status).header('cache-control', 'no-store').send(oauthError.toJSON());
+    },
+    // Requests Node's HTTP parser refuses (huge headers, bad bytes) get one too, then the socket closes.
+    clientErrorHandler: (error: Error, socket: Socket) => {
+      if (!socket.writable) return;
+      const code = (error as NodeJS.ErrnoException).code;
+      const [status, reason] = code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+      const body = JSON.stringify({ error: 'invalid_request', error_description: 'The request could not be parsed.' });
+      socket.end(
+        `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncache-control: no-store\r\n` +
+          `x-content-type-options: nosniff\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    },
   });
 
   const services: Services = {
@@ -76,6 +94,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     signer: deps.signer ?? (await createSigner(store, clock)),
     rateLimits: deps.rateLimits ?? defaultRateLimits(clock),
     csrfSecret: await store.serverSecret('csrf', () => randomSecret()),
+    userCodeKey: await store.serverSecret('user_code', () => randomSecret()),
   };
   app.decorate('services', services);
 
@@ -106,7 +125,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(tokenRoutes);
   await app.register(loginRoutes);
   await app.register(deviceVerificationRoutes);
+  await app.register(authorizeRoutes);
   return app;
+}
+
+/** Fastify takes a hop count as a function of the hop index. */
+function trustProxyOption(trust: TrustProxy): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust === 'number') return (_address, hop) => hop < trust;
+  return trust;
 }
 
 /** Turns anything thrown into an OAuthError: ours as is, framework 4xx and zod as invalid_request. */

@@ -2,6 +2,7 @@
  * The only reader of process.env. One zod schema over the environment gives one frozen Config;
  * every problem is reported at once, one line per variable, so an operator fixes them in one go.
  */
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const seconds = (name: string, fallback: number, min = 1, max = 10 * 365 * 86400) =>
@@ -18,6 +19,33 @@ const optionalText = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+/** A proxy address or CIDR block, e.g. 10.0.0.1 or 10.0.0.0/8 or fd00::/8. */
+function isAddressOrCidr(value: string): boolean {
+  const [address = '', bits, extra] = value.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+export type TrustProxy = false | number | string[];
+
+const trustProxySchema = z
+  .string()
+  .trim()
+  .transform((value, ctx): TrustProxy => {
+    if (value === 'false' || value === '0') return false;
+    if (/^\d{1,2}$/.test(value)) return Number(value);
+    const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
+    if (entries.length > 0 && entries.every(isAddressOrCidr)) return entries;
+    ctx.addIssue({
+      code: 'custom',
+      message: 'LATCHKEY_TRUST_PROXY must be false, a number of proxy hops, or a comma-separated list of proxy addresses/CIDRs',
+    });
+    return z.NEVER;
+  })
+  .optional();
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -53,6 +81,7 @@ const environmentSchema = z.object({
   LATCHKEY_REFRESH_TOKEN_TTL: seconds('LATCHKEY_REFRESH_TOKEN_TTL', 30 * 86400, 60, 10 * 365 * 86400),
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
+  LATCHKEY_TRUST_PROXY: trustProxySchema,
 });
 
 export type LogLevel = (typeof logLevels)[number];
@@ -73,6 +102,11 @@ export interface Config {
   readonly sessionTtl: number;
   /** `aud` of access tokens requested without `audience`. */
   readonly defaultAudience: string;
+  /**
+   * Which peers may set X-Forwarded-For: false (none; the socket address is the client), the
+   * number of proxy hops in front, or the proxies' addresses/CIDRs.
+   */
+  readonly trustProxy: TrustProxy;
   /** Cookies get `Secure` (and the `__Host-` prefix) when the issuer is https. */
   readonly secureCookies: boolean;
 }
@@ -124,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     refreshTokenTtl: e.LATCHKEY_REFRESH_TOKEN_TTL,
     sessionTtl: e.LATCHKEY_SESSION_TTL,
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
+    trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
     secureCookies: issuer.startsWith('https:'),
   });
 }

@@ -7,7 +7,7 @@ import { buildApp } from './app.js';
 import { bootstrap } from './bootstrap.js';
 import { systemClock } from './clock.js';
 import type { Config } from './config.js';
-import { openStore } from './store/sqlite/sqlite_store.js';
+import { openConfiguredStore } from './store/open.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -16,7 +16,7 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningServer> {
-  const store = openStore(config.databasePath);
+  const store = openConfiguredStore(config);
   const result = await bootstrap(store, config, systemClock);
   const app = await buildApp({ config, store });
   const address = await app.listen({ port: config.port, host: config.host });

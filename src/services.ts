@@ -20,4 +20,6 @@ export interface Services {
   rateLimits: RateLimiters;
   /** Key of the anti-CSRF HMAC, shared by every process on the store. */
   csrfSecret: string;
+  /** Key of the user-code HMAC (see userCodeDigest). */
+  userCodeKey: string;
 }

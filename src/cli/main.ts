@@ -9,7 +9,7 @@ import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { AdminInputError } from '../admin/validation.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import { openStore } from '../store/sqlite/sqlite_store.js';
+import { openConfiguredStore } from '../store/open.js';
 import type { Store } from '../store/store.js';
 import { CommandError, exitCodes, type Command, type CommandIo } from './command.js';
 import { apisAddCommand } from './commands/apis_add.js';
@@ -112,16 +112,7 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
       values: parsed.values as Record<string, string | boolean | string[] | undefined>,
       positionals: parsed.positionals,
       config: () => (config ??= loadConfig(io.env)),
-      store: () => {
-        if (store) return store;
-        const path = (config ??= loadConfig(io.env)).databasePath;
-        try {
-          store = openStore(path);
-        } catch (err) {
-          throw new CommandError(`LATCHKEY_DB: cannot open the database ${path}: ${(err as Error).message}`);
-        }
-        return store;
-      },
+      store: () => (store ??= openConfiguredStore((config ??= loadConfig(io.env)))),
     });
   } catch (err) {
     if (err instanceof ConfigError) {

@@ -33,6 +33,15 @@ export function sha256(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('base64url');
 }
 
+/**
+ * OIDC Core §3.1.3.6 at_hash / c_hash: base64url of the left half of the SHA-256 of the value
+ * (for RS256/ES256/PS256, whose hash is SHA-256).
+ */
+export function leftHalfSha256(value: string): string {
+  const digest = createHash('sha256').update(value, 'ascii').digest();
+  return digest.subarray(0, digest.length / 2).toString('base64url');
+}
+
 export function hmacSha256(key: string, value: string): string {
   return createHmac('sha256', key).update(value, 'utf8').digest('base64url');
 }

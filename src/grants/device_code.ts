@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { OAuthError, tooManyRequests } from '../errors.js';
 import { sha256 } from '../crypto/secrets.js';
 import { decidePoll } from '../oauth/device_poll.js';
+import { rateLimitKey } from '../oauth/rate_limit.js';
 import { issueTokens } from '../oauth/token_response.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
@@ -16,9 +17,16 @@ const params = z.object({
   device_code: z.string({ error: 'device_code is required.' }).min(1, 'device_code is required.').max(512),
 });
 
+/**
+ * Only unknown codes are counted and limited: a real device code is 256 random bits, so the limit
+ * is about load from guessing, and must never hold up a device polling its own code.
+ */
 function unknownDeviceCode(context: GrantContext): OAuthError {
-  const limit = context.services.rateLimits.unknownDeviceCode.hit(context.ip);
-  if (limit.limited) return tooManyRequests(limit.retryAfter, 'Too many unknown device codes. Try again later.');
+  const limiter = context.services.rateLimits.unknownDeviceCode;
+  const key = rateLimitKey(context.ip);
+  const blocked = limiter.check(key);
+  if (blocked.limited) return tooManyRequests(blocked.retryAfter, 'Too many unknown device codes. Try again later.');
+  limiter.hit(key);
   return new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'unknown device code' });
 }
 
@@ -27,12 +35,12 @@ export const deviceCodeGrant = {
   clientGrantType: 'device_code',
   params,
   async handle(context, { device_code }) {
-    const { store, clock, rateLimits } = context.services;
-    const blocked = rateLimits.unknownDeviceCode.check(context.ip);
-    if (blocked.limited) throw tooManyRequests(blocked.retryAfter, 'Too many unknown device codes. Try again later.');
-
+    const { store, clock } = context.services;
     const nowMs = Math.floor(clock() * 1000);
-    const grant = await store.recordDevicePoll(sha256(device_code), nowMs);
+    const grant = await store.pollDeviceGrant(sha256(device_code), context.client.clientId, nowMs, (before) => {
+      const decision = decidePoll(before, nowMs);
+      return decision.kind === 'slow_down' ? decision.newInterval : before.interval;
+    });
     if (!grant) throw unknownDeviceCode(context);
     if (grant.clientId !== context.client.clientId) {
       throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'device code of another client' });
@@ -47,7 +55,6 @@ export const deviceCodeGrant = {
       case 'denied':
         throw new OAuthError('access_denied', 'The user denied the request.');
       case 'slow_down':
-        await store.setDeviceInterval(grant.id, decision.newInterval);
         throw new OAuthError('slow_down', `Polling too fast. Wait at least ${decision.newInterval} seconds between polls.`);
       case 'pending':
         throw new OAuthError('authorization_pending', 'The user has not yet approved the request.');

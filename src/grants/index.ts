@@ -1,8 +1,9 @@
 /** Every grant type the token endpoint serves, by its wire `grant_type`. */
+import { authorizationCodeGrant } from './authorization_code.js';
 import { deviceCodeGrant } from './device_code.js';
 import type { GrantHandler } from './types.js';
 
-const grants: GrantHandler<unknown>[] = [deviceCodeGrant];
+const grants: GrantHandler<unknown>[] = [authorizationCodeGrant, deviceCodeGrant];
 
 export const grantHandlers: ReadonlyMap<string, GrantHandler<unknown>> = new Map(grants.map((g) => [g.grantType, g]));
 

@@ -1,16 +1,19 @@
 /**
- * Anti-CSRF tokens. Each browser gets a random HttpOnly cookie; the token in a form is an HMAC,
- * under a server secret, of that cookie and the form's name. So a token works only in its own form,
- * only for the browser it was made for, and cannot be forged without the server secret (a
- * sibling subdomain that plants a cookie still cannot mint a matching token). SameSite=Lax on
- * every cookie is the second line of defence.
+ * Anti-CSRF tokens. Each browser gets a random HttpOnly cookie; the token in a form is
+ * `issuedAt.HMAC(server secret, form name, that cookie, the sign-in session, issuedAt)`. So a
+ * token works only in its own form, only in the browser and the session it was made for (not for
+ * the next person on a shared computer), only for two hours, and cannot be forged without the
+ * server secret. SameSite=Lax on every cookie is the second line of defence.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { constantTimeEqual, hmacSha256, randomSecret } from '../crypto/secrets.js';
+import { constantTimeEqual, hmacSha256, randomSecret, sha256 } from '../crypto/secrets.js';
 import type { Config } from '../config.js';
+import type { Services } from '../services.js';
+import { epochSeconds } from '../clock.js';
+import { currentSession } from './session.js';
 import { cookieNames, setCookie } from './cookies.js';
 
-export type FormName = 'login' | 'activate' | 'device_decision' | 'logout';
+export type FormName = 'login' | 'activate' | 'device_decision' | 'authorize_decision';
 
 export const csrfFieldName = 'csrf_token';
 
@@ -30,12 +33,34 @@ function browserKey(request: FastifyRequest, reply: FastifyReply, config: Config
   return value;
 }
 
-export function csrfToken(request: FastifyRequest, reply: FastifyReply, config: Config, secret: string, form: FormName): string {
-  return hmacSha256(secret, `${form}:${browserKey(request, reply, config)}`);
+/** How long a rendered form stays usable. */
+export const csrfTokenLifetime = 2 * 3600;
+
+async function mac(request: FastifyRequest, services: Services, form: FormName, browser: string, issuedAt: number): Promise<string> {
+  const signedIn = await currentSession(request, services);
+  return hmacSha256(services.csrfSecret, `${form}:${browser}:${signedIn?.session.idHash ?? '-'}:${issuedAt}`);
 }
 
-export function csrfTokenValid(request: FastifyRequest, config: Config, secret: string, form: FormName, token: string | undefined): boolean {
-  const cookie = request.cookies[cookieNames(config).csrf];
+export async function csrfToken(request: FastifyRequest, reply: FastifyReply, services: Services, form: FormName): Promise<string> {
+  const issuedAt = epochSeconds(services.clock);
+  return `${issuedAt}.${await mac(request, services, form, browserKey(request, reply, services.config), issuedAt)}`;
+}
+
+export async function csrfTokenValid(request: FastifyRequest, services: Services, form: FormName, token: string | undefined): Promise<boolean> {
+  const cookie = request.cookies[cookieNames(services.config).csrf];
   if (!token || !cookie || cookie.length > 128) return false;
-  return constantTimeEqual(hmacSha256(secret, `${form}:${cookie}`), token);
+  const match = /^(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token);
+  if (!match) return false;
+  const issuedAt = Number(match[1]);
+  const age = epochSeconds(services.clock) - issuedAt;
+  if (age < 0 || age > csrfTokenLifetime) return false;
+  return constantTimeEqual(await mac(request, services, form, cookie, issuedAt), match[2]!);
+}
+
+/**
+ * A digest that identifies this browser (through its CSRF cookie), to bind server-side state
+ * such as a pending authorization request to the browser that started it.
+ */
+export function browserBinding(request: FastifyRequest, reply: FastifyReply, config: Config): string {
+  return sha256(`browser:${browserKey(request, reply, config)}`);
 }

@@ -22,6 +22,11 @@ export async function renderPage(
   return reply.code(status).type('text/html; charset=utf-8').send(html);
 }
 
+export const formExpiredPage = {
+  heading: 'This form has expired',
+  message: 'For your security the form could not be accepted. Go back, reload the page and try again.',
+};
+
 export interface ErrorPage {
   heading: string;
   message: string;
@@ -38,10 +43,22 @@ export function renderErrorPage(
   return renderPage(request, reply, services, 'error', { title: page.heading, link: undefined, ...page }, status);
 }
 
-/** Only same-site paths are accepted as a place to return to after sign-in (no open redirect). */
+/**
+ * Only paths on this server are accepted as a place to return to after sign-in (no open
+ * redirect). The result is re-serialised by URL, so it is percent-encoded ASCII and always fits
+ * in a Location header.
+ */
 export function safeReturnTo(value: string | undefined, fallback = '/activate'): string {
   if (!value || value.length > 2048) return fallback;
   if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return fallback;
   if (/[\u0000-\u001f\u007f\\]/.test(value)) return fallback;
-  return value;
+  const base = 'http://return-to.invalid';
+  let url: URL;
+  try {
+    url = new URL(value, base);
+  } catch {
+    return fallback;
+  }
+  if (url.origin !== base) return fallback;
+  return url.pathname + url.search;
 }

@@ -15,6 +15,15 @@ export const contentSecurityPolicy = [
   "base-uri 'none'",
 ].join('; ');
 
+/**
+ * Browsers apply form-action to the redirects that follow a form post too, so a page whose form
+ * ends in a redirect to the client (sign-in, consent) must name the client's origin as well.
+ */
+export function allowFormActionTo(reply: FastifyReply, source: string | undefined): void {
+  if (source === undefined || !/^[A-Za-z][A-Za-z0-9+.-]*:(\/\/[^\s;,']+)?$/.test(source)) return;
+  reply.header('content-security-policy', contentSecurityPolicy.replace("form-action 'self'", `form-action 'self' ${source}`));
+}
+
 export function securityHeaders(config: Config) {
   const https = config.issuer.startsWith('https:');
   return async function addSecurityHeaders(_request: FastifyRequest, reply: FastifyReply): Promise<void> {

@@ -70,7 +70,8 @@ export async function authenticateClient(store: Store, credentials: ClientCreden
   const client = await store.findClient(credentials.clientId);
   if (!client) throw invalidClient(`unknown client ${credentials.clientId.slice(0, 128)}`);
   if (client.secretHash === undefined) {
-    if (credentials.clientSecret !== undefined) throw invalidClient('secret presented by a public client');
+    // Some client libraries send an empty secret for public clients: that is no secret at all.
+    if (credentials.clientSecret !== undefined && credentials.clientSecret !== '') throw invalidClient('secret presented by a public client');
     return client;
   }
   if (credentials.clientSecret === undefined) throw invalidClient('confidential client sent no secret');

@@ -77,3 +77,17 @@ export class RateLimiter {
     }
   }
 }
+
+/**
+ * The key a source address is counted under: an IPv4 address as is, an IPv6 address by its /64,
+ * because one host or home network usually holds a whole /64 and could otherwise rotate through it.
+ */
+export function rateLimitKey(ip: string): string {
+  const address = ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
+  if (!address.includes(':')) return address;
+  const [head = '', tail = ''] = address.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => (g === '' ? '0' : g.toLowerCase().replace(/^0+(?=.)/, ''))).join(':')}::/64`;
+}

@@ -40,7 +40,7 @@ export const scopeDescriptions: Record<ScopeValue, string> = {
   openid: 'Confirm who you are (your account ID)',
   email: 'See your email address',
   profile: 'See your name and username',
-  offline_access: 'Stay signed in and keep access until you sign out',
+  offline_access: 'Keep access when you are not using it, until the access is revoked or expires',
 };
 
 export function describeScopes(scope: string): string[] {

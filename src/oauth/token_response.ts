@@ -1,12 +1,14 @@
 /**
  * Builds the token response (RFC 6749 §5.1) shared by every grant: a JWT access token
- * (RFC 9068: typ at+jwt, iss, sub, aud, client_id, scope, iat, exp, jti) and, when offline_access
- * was granted, an opaque refresh token stored only as its digest.
+ * (RFC 9068: typ at+jwt, iss, sub, aud, client_id, scope, iat, exp, jti), an opaque refresh token
+ * stored only as its digest when offline_access was granted, and for the Authorization Code flow
+ * with `openid` an id_token (OIDC Core §2, §3.1.3.6).
  */
 import { epochSeconds } from '../clock.js';
-import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { leftHalfSha256, randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import type { Services } from '../services.js';
 import type { ClientRecord, UserRecord } from '../store/store.js';
+import { claimsForScope } from './claims.js';
 
 export interface TokenResponse {
   access_token: string;
@@ -17,17 +19,26 @@ export interface TokenResponse {
   id_token?: string;
 }
 
+/** id_tokens are for the client's sign-in moment, not for API calls: one hour at most. */
+const maxIdTokenLifetime = 3600;
+
 export interface IssueTokensInput {
   client: ClientRecord;
   user: UserRecord;
   scope: string;
   audience: string;
   authTime: number;
+  /** Chosen in advance when the caller records them before issuing (authorization codes). */
+  jti?: string;
+  refreshFamilyId?: string;
+  /** Present for the Authorization Code flow: an id_token is issued when `openid` was granted. */
+  idToken?: { nonce: string | undefined };
 }
 
 export async function issueTokens(services: Services, input: IssueTokensInput): Promise<TokenResponse> {
   const { config, signer, store, clock } = services;
   const now = epochSeconds(clock);
+  const scopes = input.scope.split(' ');
   const accessToken = await signer.sign(
     {
       iss: config.issuer,
@@ -38,7 +49,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       auth_time: input.authTime,
       iat: now,
       exp: now + config.accessTokenTtl,
-      jti: randomId(),
+      jti: input.jti ?? randomId(),
     },
     'at+jwt',
   );
@@ -48,12 +59,12 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     expires_in: config.accessTokenTtl,
     scope: input.scope,
   };
-  if (input.scope.split(' ').includes('offline_access')) {
+  if (scopes.includes('offline_access')) {
     const refreshToken = randomSecret(secretPrefix.refreshToken);
     await store.createRefreshToken({
       id: randomId(),
       tokenHash: sha256(refreshToken),
-      familyId: randomId(),
+      familyId: input.refreshFamilyId ?? randomId(),
       clientId: input.client.clientId,
       userId: input.user.id,
       scope: input.scope,
@@ -63,6 +74,22 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       expiresAt: now + config.refreshTokenTtl,
     });
     response.refresh_token = refreshToken;
+  }
+  if (input.idToken && scopes.includes('openid')) {
+    response.id_token = await signer.sign(
+      {
+        iss: config.issuer,
+        sub: input.user.id,
+        aud: input.client.clientId,
+        iat: now,
+        exp: now + Math.min(maxIdTokenLifetime, config.accessTokenTtl),
+        auth_time: input.authTime,
+        ...(input.idToken.nonce === undefined ? {} : { nonce: input.idToken.nonce }),
+        at_hash: leftHalfSha256(accessToken),
+        ...claimsForScope(input.user, input.scope),
+      },
+      'JWT',
+    );
   }
   return response;
 }

@@ -2,7 +2,7 @@
  * User codes (RFC 8628 §6.1): 8 characters from 20 consonants (no vowels, so no words; no
  * look-alike digits), about 34.5 bits, shown as XXXX-XXXX. Entry ignores case, dashes and spaces.
  */
-import { randomString } from '../crypto/secrets.js';
+import { hmacSha256, randomString } from '../crypto/secrets.js';
 
 export const userCodeAlphabet = 'BCDFGHJKLMNPQRSTVWXZ';
 const userCodeLength = 8;
@@ -22,4 +22,12 @@ export function normalizeUserCode(input: string): string | undefined {
 
 export function formatUserCode(canonical: string): string {
   return `${canonical.slice(0, 4)}-${canonical.slice(4)}`;
+}
+
+/**
+ * What the store keeps of a user code. With only ~2.6e10 possible codes a plain hash could be
+ * reversed by trying them all, so it is an HMAC under a server secret that is never logged.
+ */
+export function userCodeDigest(key: string, canonical: string): string {
+  return hmacSha256(key, `user_code:${canonical}`);
 }

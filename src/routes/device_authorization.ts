@@ -10,9 +10,10 @@ import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.
 import { authenticateClient, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
 import { resolveAudience } from '../oauth/audience.js';
 import { grantableScope, parseScope } from '../oauth/scope.js';
-import { generateUserCode, normalizeUserCode } from '../oauth/user_code.js';
+import { generateUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { DuplicateError } from '../store/store.js';
 import { parseFields } from '../http/form.js';
+import { postOnly } from './method_not_allowed.js';
 
 const deviceAuthorizationParams = z.object({
   client_id: z.string().max(256).optional(),
@@ -33,6 +34,7 @@ export interface DeviceAuthorizationResponse {
 const maxCollisionRetries = 5;
 
 export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<void> {
+  postOnly(app, '/oauth/device/code');
   app.post('/oauth/device/code', async (request, reply) => {
     const { store, config, clock } = app.services;
     reply.header('cache-control', 'no-store');
@@ -50,7 +52,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
         await store.createDeviceGrant({
           id: randomId(),
           deviceCodeHash: sha256(deviceCode),
-          userCodeHash: sha256(normalizeUserCode(userCode) ?? userCode),
+          userCodeHash: userCodeDigest(app.services.userCodeKey, normalizeUserCode(userCode) ?? userCode),
           clientId: client.clientId,
           scope,
           audience: audience.identifier,

@@ -8,17 +8,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
-import { sha256 } from '../crypto/secrets.js';
 import { tooManyRequests } from '../errors.js';
 import { audienceName } from '../oauth/audience.js';
 import { describeScopes } from '../oauth/scope.js';
-import { formatUserCode, normalizeUserCode } from '../oauth/user_code.js';
+import { rateLimitKey } from '../oauth/rate_limit.js';
+import { formatUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
-import { renderErrorPage, renderPage } from '../http/pages.js';
+import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
 import { currentSession } from '../http/session.js';
 import type { DeviceGrantRecord } from '../store/store.js';
-import { formExpiredPage } from './login.js';
 
 const activateQuery = z.object({ user_code: z.string().max(256).optional() });
 const activateForm = z.object({ user_code: z.string().max(256).default(''), csrf_token: z.string().max(256).optional() });
@@ -47,16 +46,16 @@ function describeAgo(seconds: number): string {
 
 export async function deviceVerificationRoutes(app: FastifyInstance): Promise<void> {
   const services = app.services;
-  const { config, store, clock, csrfSecret, rateLimits } = services;
+  const { config, store, clock, rateLimits } = services;
   const page = { config: { page: true } };
 
   /** Finds the pending grant for a typed code, counting wrong codes against the address. */
   async function lookUp(request: FastifyRequest, typed: string): Promise<Lookup> {
-    const key = request.ip;
+    const key = rateLimitKey(request.ip);
     const blocked = rateLimits.userCodeEntry.check(key);
     if (blocked.limited) throw tooManyRequests(blocked.retryAfter, 'Too many wrong codes. Wait a few minutes and try again.');
     const canonical = normalizeUserCode(typed);
-    const grant = canonical === undefined ? undefined : await store.findDeviceGrantByUserCode(sha256(canonical));
+    const grant = canonical === undefined ? undefined : await store.findDeviceGrantByUserCode(userCodeDigest(services.userCodeKey, canonical));
     if (!canonical || !grant) {
       rateLimits.userCodeEntry.hit(key);
       request.log.info({ event: 'device.user_code_rejected', reason: canonical ? 'unknown' : 'malformed' });
@@ -66,13 +65,13 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
     return { grant, userCode: formatUserCode(canonical) };
   }
 
-  function showEntry(request: FastifyRequest, reply: FastifyReply, userCode: string, error: string | undefined, status = 200) {
+  async function showEntry(request: FastifyRequest, reply: FastifyReply, userCode: string, error: string | undefined, status = 200) {
     return renderPage(
       request,
       reply,
       services,
       'activate',
-      { title: 'Connect a device', csrfToken: csrfToken(request, reply, config, csrfSecret, 'activate'), userCode, error },
+      { title: 'Connect a device', csrfToken: await csrfToken(request, reply, services, 'activate'), userCode, error },
       status,
     );
   }
@@ -87,7 +86,7 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
 
   app.post('/activate', page, async (request, reply) => {
     const form = parseFields(activateForm, request.body);
-    if (!csrfTokenValid(request, config, csrfSecret, 'activate', form.csrf_token)) {
+    if (!(await csrfTokenValid(request, services, 'activate', form.csrf_token))) {
       return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/activate', label: 'Enter your code' } }, 403);
     }
     const found = await lookUp(request, form.user_code);
@@ -109,7 +108,7 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
     const now = epochSeconds(clock);
     return renderPage(request, reply, services, 'device_confirm', {
       title: 'Confirm access',
-      csrfToken: csrfToken(request, reply, config, csrfSecret, 'device_decision'),
+      csrfToken: await csrfToken(request, reply, services, 'device_decision'),
       userCode,
       userCodeSpelled: userCode.replace('-', '').split('').join(' '),
       clientName: client?.name ?? grant.clientId,
@@ -139,7 +138,7 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
         401,
       );
     }
-    if (!csrfTokenValid(request, config, csrfSecret, 'device_decision', form.csrf_token)) {
+    if (!(await csrfTokenValid(request, services, 'device_decision', form.csrf_token))) {
       return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/activate', label: 'Enter your code' } }, 403);
     }
     if (form.decision !== 'allow' && form.decision !== 'deny') {

@@ -7,15 +7,24 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { issuer } = app.services.config;
   const metadata = {
     issuer,
+    authorization_endpoint: `${issuer}/authorize`,
     device_authorization_endpoint: `${issuer}/oauth/device/code`,
     token_endpoint: `${issuer}/oauth/token`,
     jwks_uri: `${issuer}/.well-known/jwks.json`,
     grant_types_supported: supportedGrantTypes,
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    code_challenge_methods_supported: ['S256'],
+    prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
+    authorization_response_iss_parameter_supported: true,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+    claims_parameter_supported: false,
     scopes_supported: [...supportedScopes],
     token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
-    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'email', 'email_verified', 'name', 'preferred_username'],
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'email', 'email_verified', 'name', 'preferred_username'],
   };
 
   app.get('/.well-known/openid-configuration', async (_request, reply) => {

@@ -1,18 +1,25 @@
 /**
  * Sign-in and sign-out for people. A sign-in always issues a fresh session id (no fixation); an
  * unknown username costs the same scrypt time as a wrong password; the place to return to after
- * sign-in must be a path on this server (no open redirect). Logout is a POST with a CSRF token,
- * so no other site can sign a person out.
+ * sign-in must be a path on this server (no open redirect).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decoyPasswordHash, verifyPassword } from '../crypto/password.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
-import { renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
+import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
+import { allowFormActionTo } from '../http/security_headers.js';
+import { epochSeconds } from '../clock.js';
+import { formActionSource } from '../oauth/redirect.js';
+import { interactionIdOf } from './authorize.js';
 import { currentSession, endSession, startSession } from '../http/session.js';
 
-const loginQuery = z.object({ return_to: z.string().max(2048).optional() });
+const loginQuery = z.object({
+  return_to: z.string().max(2048).optional(),
+  /** 1 when a fresh sign-in is required although the person is signed in (prompt=login, max_age). */
+  fresh: z.string().max(1).optional(),
+});
 
 const loginForm = z.object({
   username: z.string().max(256).default(''),
@@ -21,27 +28,34 @@ const loginForm = z.object({
   return_to: z.string().max(2048).optional(),
 });
 
-const logoutForm = z.object({ csrf_token: z.string().max(256).optional() });
-
-export const formExpiredPage = {
-  heading: 'This form has expired',
-  message: 'For your security the form could not be accepted. Go back, reload the page and try again.',
-};
-
 export async function loginRoutes(app: FastifyInstance): Promise<void> {
   const services = app.services;
-  const { config, store, csrfSecret } = services;
+  const { store } = services;
   const page = { config: { page: true } };
 
+  /**
+   * When the sign-in continues an authorization request, the page names the application, and its
+   * CSP lets the form's redirect chain end at the client (browsers check form-action on redirects).
+   */
+  async function authorizationContext(reply: FastifyReply, returnTo: string): Promise<string | undefined> {
+    const id = interactionIdOf(returnTo);
+    const interaction = id === undefined ? undefined : await store.findInteraction(id, epochSeconds(services.clock));
+    if (!interaction) return undefined;
+    allowFormActionTo(reply, formActionSource(interaction.request.redirectUri));
+    return (await store.findClient(interaction.clientId))?.name;
+  }
+
   app.get('/login', page, async (request, reply) => {
-    const { return_to } = parseFields(loginQuery, request.query);
+    const { return_to, fresh } = parseFields(loginQuery, request.query);
     const returnTo = safeReturnTo(return_to);
-    if (await currentSession(request, services)) return reply.redirect(returnTo, 303);
+    const signedIn = await currentSession(request, services);
+    if (signedIn && fresh !== '1') return reply.redirect(returnTo, 303);
     return renderPage(request, reply, services, 'login', {
       title: 'Sign in',
-      csrfToken: csrfToken(request, reply, config, csrfSecret, 'login'),
+      csrfToken: await csrfToken(request, reply, services, 'login'),
       returnTo,
-      username: '',
+      username: signedIn?.user.username ?? '',
+      clientName: await authorizationContext(reply, returnTo),
       error: undefined,
     });
   });
@@ -49,16 +63,23 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
   app.post('/login', page, async (request, reply) => {
     const form = parseFields(loginForm, request.body);
     const returnTo = safeReturnTo(form.return_to);
-    if (!csrfTokenValid(request, config, csrfSecret, 'login', form.csrf_token)) {
+    if (!(await csrfTokenValid(request, services, 'login', form.csrf_token))) {
       return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Sign in' } }, 403);
     }
-    const again = (error: string, status: number) =>
+    const again = async (error: string, status: number) =>
       renderPage(
         request,
         reply,
         services,
         'login',
-        { title: 'Sign in', csrfToken: csrfToken(request, reply, config, csrfSecret, 'login'), returnTo, username: form.username, error },
+        {
+          title: 'Sign in',
+          csrfToken: await csrfToken(request, reply, services, 'login'),
+          returnTo,
+          username: form.username,
+          clientName: await authorizationContext(reply, returnTo),
+          error,
+        },
         status,
       );
     if (form.username === '' || form.password === '') return again('Enter your username and password.', 400);
@@ -78,26 +99,15 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     return reply.redirect(returnTo, 303);
   });
 
-  app.get('/logout', page, async (request, reply) => {
-    const signedIn = await currentSession(request, services);
-    return renderPage(request, reply, services, 'logout', {
-      title: 'Sign out',
-      signedOut: !signedIn,
-      username: signedIn?.user.username,
-      csrfToken: signedIn ? csrfToken(request, reply, config, csrfSecret, 'logout') : undefined,
-    });
-  });
-
-  app.post('/logout', page, async (request, reply) => {
-    const form = parseFields(logoutForm, request.body);
-    if (!csrfTokenValid(request, config, csrfSecret, 'logout', form.csrf_token)) {
-      return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/logout', label: 'Sign out' } }, 403);
-    }
+  // The contract: GET and POST /logout both end the session (so a plain link signs out).
+  const signOut = async (request: FastifyRequest, reply: FastifyReply) => {
     const signedIn = await currentSession(request, services);
     await endSession(request, reply, services);
     if (signedIn) request.log.info({ event: 'signout', userId: signedIn.user.id });
-    return renderPage(request, reply, services, 'logout', { title: 'Signed out', signedOut: true });
-  });
+    return renderPage(request, reply, services, 'logout', { title: 'Signed out' });
+  };
+  app.get('/logout', page, signOut);
+  app.post('/logout', page, signOut);
 
   app.get('/', page, async (_request, reply) => reply.redirect('/activate', 303));
 }

@@ -8,8 +8,10 @@ import { OAuthError } from '../errors.js';
 import { grantHandlers } from '../grants/index.js';
 import { authenticateClient, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
 import { parseFields, singleValued } from '../http/form.js';
+import { postOnly } from './method_not_allowed.js';
 
 export async function tokenRoutes(app: FastifyInstance): Promise<void> {
+  postOnly(app, '/oauth/token');
   app.post('/oauth/token', async (request, reply) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
     const fields = singleValued(request.body);

@@ -90,6 +90,58 @@ export interface RefreshTokenRecord {
   expiresAt: number;
 }
 
+export type PromptValue = 'none' | 'login' | 'consent';
+
+/** A validated authorization request (RFC 6749 §4.1.1, OIDC Core §3.1.2.1), kept while the person acts. */
+export interface AuthorizationRequest {
+  clientId: string;
+  redirectUri: string;
+  scope: string;
+  audience: string;
+  state: string;
+  nonce: string | undefined;
+  codeChallenge: string | undefined;
+  prompt: PromptValue[];
+}
+
+export interface InteractionRecord {
+  id: string;
+  /** Digest of the browser's CSRF cookie: only the browser that started it may continue it. */
+  browserHash: string;
+  clientId: string;
+  request: AuthorizationRequest;
+  /** The sign-in must have happened at or after this time (prompt=login, max_age). */
+  minAuthTime: number | undefined;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface ConsentRecord {
+  userId: string;
+  clientId: string;
+  audience: string;
+  scope: string;
+  grantedAt: number;
+}
+
+export interface AuthorizationCodeRecord {
+  codeHash: string;
+  clientId: string;
+  userId: string;
+  redirectUri: string;
+  scope: string;
+  audience: string;
+  nonce: string | undefined;
+  codeChallenge: string | undefined;
+  authTime: number;
+  createdAt: number;
+  expiresAt: number;
+  consumedAt: number | undefined;
+  /** What the redemption issued, so that a replay can revoke it. */
+  accessTokenJti: string | undefined;
+  refreshFamilyId: string | undefined;
+}
+
 /** A unique key (username, client_id, user code …) already exists. */
 export class DuplicateError extends Error {
   constructor(what: string) {
@@ -110,6 +162,7 @@ export interface Store {
   listUsers(): Promise<UserRecord[]>;
   /** Returns false when there is no such user. */
   setUserDisabled(username: string, disabled: boolean): Promise<boolean>;
+  /** Also ends the user's browser sessions. Returns false when there is no such user. */
   setUserPassword(username: string, passwordHash: string): Promise<boolean>;
 
   /** Throws DuplicateError when the client_id is taken. */
@@ -143,12 +196,17 @@ export interface Store {
   findDeviceGrantByDeviceCode(deviceCodeHash: string): Promise<DeviceGrantRecord | undefined>;
   findDeviceGrantByUserCode(userCodeHash: string): Promise<DeviceGrantRecord | undefined>;
   /**
-   * Records a poll at `polledAtMs` and returns the grant as it was just before (so the caller sees
-   * the previous poll time), or undefined for an unknown device code.
+   * One poll of a device code by `clientId` at `polledAtMs`, as one atomic step: the poll time and
+   * the interval it leads to (`nextInterval` is given the grant as it was before this poll) are
+   * stored together. Returns the grant as it was before the poll; a code of another client is
+   * returned untouched, and an unknown code is undefined.
    */
-  recordDevicePoll(deviceCodeHash: string, polledAtMs: number): Promise<DeviceGrantRecord | undefined>;
-  /** Sets the poll interval of a still-pending grant. */
-  setDeviceInterval(id: string, interval: number): Promise<void>;
+  pollDeviceGrant(
+    deviceCodeHash: string,
+    clientId: string,
+    polledAtMs: number,
+    nextInterval: (before: DeviceGrantRecord) => number,
+  ): Promise<DeviceGrantRecord | undefined>;
   /** pending → approved, only while pending and unexpired at `now`. Returns whether it happened. */
   approveDeviceGrant(id: string, userId: string, authTime: number, now: number): Promise<boolean>;
   /** pending → denied, only while pending and unexpired at `now`. */
@@ -157,5 +215,33 @@ export interface Store {
   consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined>;
 
   createRefreshToken(token: RefreshTokenRecord): Promise<void>;
+  /** The token if it exists and is not revoked. */
   findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
+  /** Revokes every refresh token of a family (RFC 9700 §4.14, RFC 6749 §4.1.2). */
+  revokeRefreshFamily(familyId: string, now: number): Promise<void>;
+
+  /** Remembers a revoked access token's jti until the token would have expired. */
+  revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
+  isAccessTokenRevoked(jti: string): Promise<boolean>;
+
+  createInteraction(interaction: InteractionRecord): Promise<void>;
+  /** The interaction if it exists and has not expired at `now`. */
+  findInteraction(id: string, now: number): Promise<InteractionRecord | undefined>;
+  deleteInteraction(id: string): Promise<void>;
+
+  findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined>;
+  /** Inserts or replaces the consent of (user, client, audience). */
+  saveConsent(consent: ConsentRecord): Promise<void>;
+
+  createAuthorizationCode(code: AuthorizationCodeRecord): Promise<void>;
+  findAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | undefined>;
+  /**
+   * Marks the code used, atomically, recording what its redemption issues; the code for the
+   * single caller that won, or undefined when it was already used or has expired.
+   */
+  consumeAuthorizationCode(
+    codeHash: string,
+    now: number,
+    issued: { accessTokenJti: string; refreshFamilyId: string },
+  ): Promise<AuthorizationCodeRecord | undefined>;
 }

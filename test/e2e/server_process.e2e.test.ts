@@ -103,6 +103,13 @@ describe('latchkey administration commands', () => {
     expect((await runCli(['apis', 'remove', 'temp'], env)).code).toBe(0);
   });
 
+  it('a database that cannot be opened stops serve with one line naming LATCHKEY_DB', async () => {
+    const res = await runCli(['serve'], { LATCHKEY_DB: dir });
+    expect(res.code).toBe(3);
+    expect(res.stderr.trim().split('\n')).toHaveLength(1);
+    expect(res.stderr).toMatch(/^latchkey: LATCHKEY_DB: cannot open the database /);
+  });
+
   it('bad configuration stops with one line naming the variable', async () => {
     const res = await runCli(['serve'], { ...env, PORT: 'eighty', LATCHKEY_DEVICE_INTERVAL: '0' });
     expect(res.code).toBe(3);
@@ -158,6 +165,27 @@ describe('latchkey serve', () => {
 
     const ready = await fetch(`${server.base}/readyz`);
     expect(ready.status).toBe(200);
+  });
+
+  it('answers requests the HTTP parser refuses with an OAuth error body, and keeps serving', async () => {
+    const { request } = await import('node:http');
+    const raw = (headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request(`${server.base}/healthz`, { headers }, (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const huge = await raw({ 'x-filler': 'a'.repeat(20_000) });
+    expect(huge.status).toBe(431);
+    expect(JSON.parse(huge.body)).toEqual({ error: 'invalid_request', error_description: 'The request could not be parsed.' });
+    const badUrl = await fetch(`${server.base}/%`);
+    expect(badUrl.status).toBe(400);
+    expect(((await badUrl.json()) as { error: string }).error).toBe('invalid_request');
+    expect((await fetch(`${server.base}/healthz`)).status).toBe(200);
   });
 
   it('stops cleanly on SIGTERM', async () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/crypto/secrets.js';
-import { normalizeUserCode } from '../../src/oauth/user_code.js';
+import { normalizeUserCode, userCodeDigest } from '../../src/oauth/user_code.js';
 import { addApi, addClient, form, testApp, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;
@@ -46,7 +46,7 @@ describe('POST /oauth/device/code', () => {
       requesterUserAgent: 'tv-firmware/1.2',
       expiresAt: Math.floor(t.clock()) + 900,
     });
-    expect(grant!.userCodeHash).toBe(sha256(normalizeUserCode(body.user_code)!));
+    expect(grant!.userCodeHash).toBe(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(body.user_code)!));
     const raw = t.store.db.prepare('SELECT * FROM device_grants').all();
     expect(JSON.stringify(raw)).not.toContain(body.device_code);
     expect(JSON.stringify(raw)).not.toContain(body.user_code);

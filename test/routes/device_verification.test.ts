@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sha256 } from '../../src/crypto/secrets.js';
-import { normalizeUserCode } from '../../src/oauth/user_code.js';
+import { normalizeUserCode, userCodeDigest } from '../../src/oauth/user_code.js';
 import type { UserRecord } from '../../src/store/store.js';
 import { addApi, addClient, addUser, form, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, injectTransport, inputValue, signIn } from '../helpers/browser.js';
@@ -24,7 +23,7 @@ async function startDeviceFlow(userAgent = 'tv-firmware/1.2') {
   return res.json() as { device_code: string; user_code: string; verification_uri_complete: string };
 }
 
-const grantOf = async (userCode: string) => (await t.store.findDeviceGrantByUserCode(sha256(normalizeUserCode(userCode)!)))!;
+const grantOf = async (userCode: string) => (await t.store.findDeviceGrantByUserCode(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(userCode)!)))!;
 
 async function enterCode(typed: string) {
   const entry = await browser.get('/activate');
@@ -44,7 +43,7 @@ describe('GET /activate', () => {
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(res.body).toContain('<label for="user_code">');
     expect(res.body).toMatch(/<input id="user_code" name="user_code"/);
-    expect(inputValue(res.body, 'csrf_token')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(inputValue(res.body, 'csrf_token')).toMatch(/^\d+\.[A-Za-z0-9_-]{43}$/);
     expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
     expect(res.headers['content-security-policy']).toContain("default-src 'none'");
     expect(res.headers['content-security-policy']).not.toContain('unsafe-inline');
@@ -159,7 +158,7 @@ describe('GET /activate/confirm', () => {
     expect(res.body).toContain(`<p class="user-code"`);
     expect(res.body).toContain(user_code);
     expect(res.body).toContain('See your email address');
-    expect(res.body).toContain('Stay signed in');
+    expect(res.body).toContain('Keep access when you are not using it');
     expect(res.body).toContain('Photo Library API');
     expect(res.body).toContain('127.0.0.1');
     expect(res.body).toContain('curl/8.4.0');

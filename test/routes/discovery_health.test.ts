@@ -14,10 +14,17 @@ describe('GET /.well-known/openid-configuration', () => {
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.json()).toMatchObject({
       issuer: 'http://latchkey.test',
+      authorization_endpoint: 'http://latchkey.test/authorize',
       device_authorization_endpoint: 'http://latchkey.test/oauth/device/code',
       token_endpoint: 'http://latchkey.test/oauth/token',
       jwks_uri: 'http://latchkey.test/.well-known/jwks.json',
-      grant_types_supported: ['urn:ietf:params:oauth:grant-type:device_code'],
+      grant_types_supported: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code'],
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      code_challenge_methods_supported: ['S256'],
+      authorization_response_iss_parameter_supported: true,
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: ['RS256'],
       scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
       token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
     });

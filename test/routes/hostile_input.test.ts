@@ -66,6 +66,24 @@ describe('hostile bodies at the API endpoints', () => {
     expect(res.json()).toEqual({ error: 'invalid_request', error_description: 'The request body must be application/x-www-form-urlencoded.' });
   });
 
+  for (const url of apiEndpoints) {
+    for (const method of ['GET', 'PUT', 'DELETE', 'PATCH'] as const) {
+      it(`${method} ${url} → 405 with Allow: POST and an OAuth error body`, async () => {
+        const res = await t.app.inject({ method, url });
+        expect(res.statusCode).toBe(405);
+        expect(res.headers.allow).toBe('POST');
+        expect(res.json()).toEqual({ error: 'invalid_request', error_description: `Use POST for ${url}.` });
+      });
+    }
+  }
+
+  it('a malformed URL → 400 with an OAuth error body', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/%' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toBe('invalid_request');
+    expect(res.headers['cache-control']).toBe('no-store');
+  });
+
   it('the server keeps serving afterwards', async () => {
     for (const c of cases) await t.app.inject({ method: 'POST', url: '/oauth/token', headers: c.headers, payload: c.payload });
     const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_id=tv' });
@@ -74,7 +92,7 @@ describe('hostile bodies at the API endpoints', () => {
 });
 
 describe('hostile requests to the pages', () => {
-  const pages = ['/activate', '/activate/confirm', '/login', '/logout'];
+  const pages = ['/activate', '/activate/confirm', '/login'];
   for (const url of pages) {
     for (const c of cases) {
       it(`POST ${url}: ${c.name} → 4xx page`, async () => {
@@ -86,6 +104,13 @@ describe('hostile requests to the pages', () => {
       });
     }
   }
+
+  it('POST /logout never fails, whatever the body', async () => {
+    for (const c of cases) {
+      const res = await t.app.inject({ method: 'POST', url: '/logout', headers: { ...c.headers, accept: 'text/html' }, payload: c.payload });
+      expect(res.statusCode).toBeLessThan(500);
+    }
+  });
 
   for (const query of ['user_code=%', 'user_code[]=x', 'user_code=a&user_code=b', `user_code=${'A'.repeat(5000)}`, 'return_to=%00']) {
     it(`GET /activate?${query.slice(0, 30)} never fails with 5xx`, async () => {

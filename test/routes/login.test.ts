@@ -58,11 +58,14 @@ describe('POST /login', () => {
   });
 
   it('a sign-in replaces any session id the browser already had (no fixation)', async () => {
-    const page = await browser.get('/login');
-    await signIn(browser, page, 'alice', 'alice-password');
+    await signIn(browser, await browser.get('/login'), 'alice', 'alice-password');
     const first = browser.cookies.get('latchkey_session')!;
     expect((await browser.get('/login')).status).toBe(303); // already signed in: nothing to show
-    expect((await signIn(browser, page, 'alice', 'alice-password')).status).toBe(303);
+    // A fresh sign-in (as prompt=login asks) shows the form to a signed-in person.
+    const again = await browser.get('/login?fresh=1');
+    expect(again.status).toBe(200);
+    expect(inputValue(again.body, 'username')).toBe('alice');
+    expect((await signIn(browser, again, 'alice', 'alice-password')).status).toBe(303);
     const second = browser.cookies.get('latchkey_session')!;
     expect(second).not.toBe(first);
     expect(await t.store.findSession(sha256(first), Math.floor(t.clock()))).toBeUndefined();
@@ -124,26 +127,66 @@ describe('POST /login', () => {
 });
 
 describe('logout', () => {
-  it('GET shows a form; POST with its CSRF token ends the session', async () => {
-    const login = await browser.get('/login');
-    await signIn(browser, login, 'alice', 'alice-password');
-    const id = browser.cookies.get('latchkey_session')!;
-    const page = await browser.get('/logout');
-    expect(page.status).toBe(200);
-    expect(page.body).toContain('Sign out?');
-    const res = await browser.post('/logout', { csrf_token: inputValue(page.body, 'csrf_token')! });
-    expect(res.status).toBe(200);
-    expect(res.body).toContain('You’re signed out'.replace('’', "'"));
-    expect(browser.cookies.has('latchkey_session')).toBe(false);
-    expect(await t.store.findSession(sha256(id), Math.floor(t.clock()))).toBeUndefined();
+  for (const method of ['GET', 'POST'] as const) {
+    it(`${method} /logout ends the session (the contract), with no form to fill`, async () => {
+      await signIn(browser, await browser.get('/login'), 'alice', 'alice-password');
+      const id = browser.cookies.get('latchkey_session')!;
+      const res = method === 'GET' ? await browser.get('/logout') : await browser.post('/logout', {});
+      expect(res.status).toBe(200);
+      expect(res.body).toContain('You’re signed out'.replace('’', "'"));
+      expect(browser.cookies.has('latchkey_session')).toBe(false);
+      expect(await t.store.findSession(sha256(id), Math.floor(t.clock()))).toBeUndefined();
+      expect((await browser.get('/activate')).body).not.toContain('Signed in as');
+    });
+  }
+
+  it('a form rendered before signing out no longer works after it (CSRF tokens are bound to the session)', async () => {
+    await signIn(browser, await browser.get('/login'), 'alice', 'alice-password');
+    const entry = await browser.get('/activate');
+    await browser.get('/logout');
+    const res = await browser.post('/activate', { csrf_token: inputValue(entry.body, 'csrf_token')!, user_code: 'BCDF-GHJK' });
+    expect(res.status).toBe(403);
+  });
+});
+
+describe('CSRF tokens', () => {
+  it('expire after two hours', async () => {
+    const entry = await browser.get('/activate');
+    t.clock.advance(2 * 3600 + 1);
+    const res = await browser.post('/activate', { csrf_token: inputValue(entry.body, 'csrf_token')!, user_code: 'BCDF-GHJK' });
+    expect(res.status).toBe(403);
   });
 
-  it('POST without CSRF token does not sign anyone out', async () => {
-    const login = await browser.get('/login');
-    await signIn(browser, login, 'alice', 'alice-password');
-    const res = await browser.post('/logout', {});
+  it('from another browser are refused', async () => {
+    const entry = await browser.get('/activate');
+    const other = new Browser(injectTransport(t.app));
+    await other.get('/activate');
+    const res = await other.post('/activate', { csrf_token: inputValue(entry.body, 'csrf_token')!, user_code: 'BCDF-GHJK' });
     expect(res.status).toBe(403);
-    expect((await browser.get('/activate')).body).toContain('Signed in as');
+  });
+
+  it('with a forged issue time are refused', async () => {
+    const entry = await browser.get('/activate');
+    const [, mac] = inputValue(entry.body, 'csrf_token')!.split('.');
+    const res = await browser.post('/activate', { csrf_token: `${Math.floor(t.clock()) + 100}.${mac}`, user_code: 'BCDF-GHJK' });
+    expect(res.status).toBe(403);
+  });
+});
+
+describe('return_to that a Location header cannot carry', () => {
+  it('is percent-encoded instead of failing with 500', async () => {
+    const page = await browser.get('/login?return_to=%2F%E2%98%83');
+    expect(page.status).toBe(200);
+    expect(inputValue(page.body, 'return_to')).toBe('/%E2%98%83');
+    const res = await browser.post('/login', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      username: 'alice',
+      password: 'alice-password',
+      return_to: '/☃',
+    });
+    expect(res.status).toBe(303);
+    expect(res.location).toBe('/%E2%98%83');
+    expect(browser.cookies.has('latchkey_session')).toBe(true);
   });
 });
 

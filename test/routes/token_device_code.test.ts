@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalJWKSet, jwtVerify, decodeProtectedHeader } from 'jose';
 import { sha256 } from '../../src/crypto/secrets.js';
-import { normalizeUserCode } from '../../src/oauth/user_code.js';
+import { normalizeUserCode, userCodeDigest } from '../../src/oauth/user_code.js';
 import type { UserRecord } from '../../src/store/store.js';
 import { addApi, addClient, addUser, deviceGrantType, form, testApp, type TestApp } from '../helpers/app.js';
 
@@ -24,7 +24,7 @@ async function startDeviceFlow(fields: Record<string, string> = {}) {
 }
 
 async function grantOf(userCode: string) {
-  return (await t.store.findDeviceGrantByUserCode(sha256(normalizeUserCode(userCode)!)))!;
+  return (await t.store.findDeviceGrantByUserCode(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(userCode)!)))!;
 }
 
 async function approve(userCode: string, user = alice) {
@@ -213,14 +213,26 @@ describe('POST /oauth/token grant_type=device_code', () => {
   });
 
   describe('rate limit on unknown device codes (RFC 8628 §5.2)', () => {
-    it('past the limit an address gets 429 with Retry-After, and known codes from it wait too', async () => {
-      const { device_code } = await startDeviceFlow();
+    it('past the limit an address gets 429 with Retry-After for unknown codes, while known codes keep working', async () => {
+      const { device_code, user_code } = await startDeviceFlow();
       for (let i = 0; i < 30; i++) await expectError(await poll(`lk_dc_guess${i}`), 400, 'invalid_grant');
       const limited = await poll('lk_dc_guess-more');
       await expectError(limited, 429, 'temporarily_unavailable');
       expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-      await expectError(await poll(device_code), 429, 'temporarily_unavailable');
+      // A device polling its own code from the same address (same NAT, same proxy) is never held up.
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+      await approve(user_code);
+      expect((await poll(device_code)).statusCode).toBe(200);
       t.clock.advance(301);
+      await expectError(await poll('lk_dc_guess-after-window'), 400, 'invalid_grant');
+    });
+
+    it('a poll by another client does not touch the grant (no slow_down for the rightful device)', async () => {
+      await addClient(t.store, 'other');
+      const { device_code } = await startDeviceFlow();
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+      t.clock.advance(5);
+      await expectError(await poll(device_code, { client_id: 'other' }), 400, 'invalid_grant');
       await expectError(await poll(device_code), 400, 'authorization_pending');
     });
 

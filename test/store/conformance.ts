@@ -135,6 +135,18 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.setUserPassword('nobody', 'scrypt$x')).toBe(false);
         });
       });
+
+      it("a new password ends that user's sessions only", async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ username: 'alice' }));
+          await store.createUser(user({ username: 'bob' }));
+          await store.createSession(session({ idHash: 'alice-session', userId: 'user-alice' }));
+          await store.createSession(session({ idHash: 'bob-session', userId: 'user-bob' }));
+          expect(await store.setUserPassword('alice', 'scrypt$new')).toBe(true);
+          expect(await store.findSession('alice-session', t0)).toBeUndefined();
+          expect(await store.findSession('bob-session', t0)).toBeDefined();
+        });
+      });
     });
 
     describe('clients', () => {
@@ -339,48 +351,48 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('recordDevicePoll returns the grant as it was BEFORE and stores the new poll time', async () => {
+      it('pollDeviceGrant returns the grant as it was BEFORE and stores the poll time and interval together', async () => {
         await withSeededStore(async (store) => {
           const g = deviceGrant();
           await store.createDeviceGrant(g);
           const firstMs = t0 * 1000 + 5_123;
           const secondMs = t0 * 1000 + 10_456;
+          const seen: DeviceGrantRecord[] = [];
 
-          const beforeFirst = await store.recordDevicePoll('device-grant-1', firstMs);
+          const beforeFirst = await store.pollDeviceGrant('device-grant-1', 'cli', firstMs, (before) => {
+            seen.push(before);
+            return before.interval;
+          });
           expect(beforeFirst).toEqual(g);
-          expect(beforeFirst?.lastPolledAtMs).toBeUndefined();
+          expect(seen).toEqual([g]);
           expect((await store.findDeviceGrantByDeviceCode('device-grant-1'))?.lastPolledAtMs).toBe(firstMs);
 
-          const beforeSecond = await store.recordDevicePoll('device-grant-1', secondMs);
+          const beforeSecond = await store.pollDeviceGrant('device-grant-1', 'cli', secondMs, (before) => before.interval + 5);
           expect(beforeSecond).toEqual({ ...g, lastPolledAtMs: firstMs });
-          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toEqual({ ...g, lastPolledAtMs: secondMs });
+          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toEqual({ ...g, lastPolledAtMs: secondMs, interval: 10 });
         });
       });
 
-      it('recordDevicePoll of an unknown device code is undefined and changes nothing', async () => {
+      it('pollDeviceGrant by another client returns the grant and changes nothing', async () => {
+        await withSeededStore(async (store) => {
+          const g = deviceGrant();
+          await store.createDeviceGrant(g);
+          let called = false;
+          const seen = await store.pollDeviceGrant('device-grant-1', 'someone-else', t0 * 1000 + 1_000, () => {
+            called = true;
+            return 99;
+          });
+          expect(seen).toEqual(g);
+          expect(called).toBe(false);
+          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toEqual(g);
+        });
+      });
+
+      it('pollDeviceGrant of an unknown device code is undefined and changes nothing', async () => {
         await withSeededStore(async (store) => {
           await store.createDeviceGrant(deviceGrant());
-          expect(await store.recordDevicePoll('nope', t0 * 1000)).toBeUndefined();
+          expect(await store.pollDeviceGrant('nope', 'cli', t0 * 1000, (before) => before.interval)).toBeUndefined();
           expect((await store.findDeviceGrantByDeviceCode('device-grant-1'))?.lastPolledAtMs).toBeUndefined();
-        });
-      });
-
-      it('setDeviceInterval changes a pending grant only', async () => {
-        await withSeededStore(async (store) => {
-          await store.createDeviceGrant(deviceGrant({ id: 'pending' }));
-          await store.createDeviceGrant(deviceGrant({ id: 'approved' }));
-          await store.createDeviceGrant(deviceGrant({ id: 'denied' }));
-          expect(await store.approveDeviceGrant('approved', 'user-alice', t0 + 5, t0 + 10)).toBe(true);
-          expect(await store.denyDeviceGrant('denied', t0 + 10)).toBe(true);
-
-          await store.setDeviceInterval('pending', 10);
-          await store.setDeviceInterval('approved', 10);
-          await store.setDeviceInterval('denied', 10);
-          await store.setDeviceInterval('missing', 10); // no error
-
-          expect((await store.findDeviceGrantByDeviceCode('device-pending'))?.interval).toBe(10);
-          expect((await store.findDeviceGrantByDeviceCode('device-approved'))?.interval).toBe(5);
-          expect((await store.findDeviceGrantByDeviceCode('device-denied'))?.interval).toBe(5);
         });
       });
 
@@ -467,7 +479,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         await withSeededStore(async (store) => {
           const g = deviceGrant();
           await store.createDeviceGrant(g);
-          await store.recordDevicePoll('device-grant-1', t0 * 1000 + 20_000);
+          await store.pollDeviceGrant('device-grant-1', 'cli', t0 * 1000 + 20_000, (before) => before.interval);
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, t0 + 60)).toBe(true);
           const expected: DeviceGrantRecord = {
             ...g,

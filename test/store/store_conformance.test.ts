@@ -3,7 +3,7 @@
  * real file, then checks what only SQLite has: the migration runner and the connection pragmas.
  */
 import { describe, it, expect, afterAll } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
@@ -99,5 +99,21 @@ describe('SqliteStore specifics', () => {
     const store = new SqliteStore({ path: ':memory:', now: t0 });
     await store.close();
     await expect(store.close()).resolves.toBeUndefined();
+  });
+});
+
+describe('SqliteStore file permissions', () => {
+  it('creates the folder 0700 and the database, WAL and shared-memory files 0600 (they hold the signing keys)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'latchkey-perm-'));
+    tempDirs.push(dir);
+    const path = join(dir, 'nested', 'latchkey.db');
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      await store.createUser(user());
+      expect(statSync(join(dir, 'nested')).mode & 0o777).toBe(0o700);
+      for (const file of [path, `${path}-wal`, `${path}-shm`]) expect(statSync(file).mode & 0o777).toBe(0o600);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -167,7 +167,17 @@ describe('authenticateClient', () => {
     try {
       await addClient(store, 'cli');
       expectInvalidClient(await rejected(authenticateClient(store, { clientId: 'cli', clientSecret: 'anything', method: 'client_secret_post' })));
-      expectInvalidClient(await rejected(authenticateClient(store, { clientId: 'cli', clientSecret: '', method: 'client_secret_basic' })));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a public client sending an empty secret (as some libraries do) is just a public client', async () => {
+    const store = new SqliteStore({ path: ':memory:', now: 1_800_000_000 });
+    try {
+      await addClient(store, 'cli');
+      expect((await authenticateClient(store, { clientId: 'cli', clientSecret: '', method: 'client_secret_basic' })).clientId).toBe('cli');
+      expect((await authenticateClient(store, { clientId: 'cli', clientSecret: '', method: 'client_secret_post' })).clientId).toBe('cli');
     } finally {
       await store.close();
     }

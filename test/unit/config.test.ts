@@ -31,6 +31,7 @@ describe('loadConfig defaults', () => {
       refreshTokenTtl: 30 * 86400,
       sessionTtl: 12 * 3600,
       defaultAudience: 'http://localhost:3000/userinfo',
+      trustProxy: false,
       secureCookies: false,
     });
   });
@@ -93,6 +94,7 @@ describe('loadConfig defaults', () => {
       refreshTokenTtl: 86400,
       sessionTtl: 7200,
       defaultAudience: 'https://api.example.com',
+      trustProxy: false,
       secureCookies: true,
     });
   });
@@ -133,6 +135,25 @@ describe('LATCHKEY_ISSUER', () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]).toContain('LATCHKEY_ISSUER');
   });
+});
+
+describe('LATCHKEY_TRUST_PROXY', () => {
+  it('is off by default and with false or 0', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ LATCHKEY_TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ LATCHKEY_TRUST_PROXY: '0' }).trustProxy).toBe(false);
+  });
+
+  it('takes a number of hops or a list of addresses and CIDR blocks', () => {
+    expect(loadConfig({ LATCHKEY_TRUST_PROXY: '1' }).trustProxy).toBe(1);
+    expect(loadConfig({ LATCHKEY_TRUST_PROXY: '10.0.0.0/8, 127.0.0.1,fd00::/8' }).trustProxy).toEqual(['10.0.0.0/8', '127.0.0.1', 'fd00::/8']);
+  });
+
+  for (const bad of ['true', 'yes', '10.0.0.0/33', '999.1.1.1', 'fd00::/129', '10.0.0.1/8/9', '100']) {
+    it(`refuses ${bad}`, () => {
+      expect(() => loadConfig({ LATCHKEY_TRUST_PROXY: bad })).toThrow(/LATCHKEY_TRUST_PROXY/);
+    });
+  }
 });
 
 describe('LATCHKEY_DEFAULT_AUDIENCE', () => {

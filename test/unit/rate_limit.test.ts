@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { manualClock } from '../../src/clock.js';
-import { RateLimiter } from '../../src/oauth/rate_limit.js';
+import { RateLimiter, rateLimitKey } from '../../src/oauth/rate_limit.js';
 
 const open = { limited: false, retryAfter: 0 };
 
@@ -139,5 +139,28 @@ describe('RateLimiter', () => {
     expect(tableKeys(limiter)).toEqual(['live', 'new']);
     expect(limiter.hit('live')).toEqual({ limited: true, retryAfter: 30 });
     expect(limiter.check('new')).toEqual({ limited: true, retryAfter: 60 });
+  });
+});
+
+describe('rateLimitKey', () => {
+  const cases: Array<[string, string]> = [
+    ['203.0.113.9', '203.0.113.9'],
+    ['::ffff:203.0.113.9', '203.0.113.9'],
+    ['2001:db8:1:2:3:4:5:6', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2::9', '2001:db8:1:2::/64'],
+    ['2001:DB8:0001:0002:ffff::1', '2001:db8:1:2::/64'],
+    ['2001:db8::1', '2001:db8:0:0::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['fe80::1:2:3:4', 'fe80:0:0:0::/64'],
+  ];
+  for (const [ip, key] of cases) {
+    it(`${ip} → ${key}`, () => {
+      expect(rateLimitKey(ip)).toBe(key);
+    });
+  }
+
+  it('puts every address of one /64 under one key', () => {
+    expect(rateLimitKey('2001:db8:aa:bb::1')).toBe(rateLimitKey('2001:db8:aa:bb:ffff:ffff:ffff:ffff'));
+    expect(rateLimitKey('2001:db8:aa:bb::1')).not.toBe(rateLimitKey('2001:db8:aa:bc::1'));
   });
 });

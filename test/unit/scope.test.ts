@@ -119,7 +119,7 @@ describe('describeScopes', () => {
       'Confirm who you are (your account ID)',
       'See your email address',
       'See your name and username',
-      'Stay signed in and keep access until you sign out',
+      'Keep access when you are not using it, until the access is revoked or expires',
     ]);
   });
 

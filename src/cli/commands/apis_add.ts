@@ -1,3 +1,4 @@
+import { epochSeconds, systemClock } from '../../clock.js';
 import { validApiIdentifier, validName } from '../../admin/validation.js';
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, type Command } from '../command.js';
@@ -14,7 +15,7 @@ export const apisAddCommand: Command = {
       await context.store().createApi({
         identifier,
         name: validName(context.values.name as string | undefined) ?? identifier,
-        createdAt: Math.floor(Date.now() / 1000),
+        createdAt: epochSeconds(systemClock),
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`API "${identifier}" already exists`);

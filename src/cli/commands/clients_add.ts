@@ -1,3 +1,4 @@
+import { epochSeconds, systemClock } from '../../clock.js';
 import { randomSecret, secretPrefix, sha256 } from '../../crypto/secrets.js';
 import { validClientId, validGrantTypes, validName, validRedirectUri } from '../../admin/validation.js';
 import { DuplicateError } from '../../store/store.js';
@@ -38,7 +39,7 @@ export const clientsAddCommand: Command = {
         requirePkce: context.values['no-pkce'] !== true,
         firstParty: context.values['first-party'] === true,
         builtIn: false,
-        createdAt: Math.floor(Date.now() / 1000),
+        createdAt: epochSeconds(systemClock),
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`client "${clientId}" already exists`);

@@ -1,3 +1,4 @@
+import { epochSeconds, systemClock } from '../../clock.js';
 import { randomId } from '../../crypto/secrets.js';
 import { hashPassword } from '../../crypto/password.js';
 import { validEmail, validName, validPassword, validUsername } from '../../admin/validation.js';
@@ -27,7 +28,7 @@ export const usersAddCommand: Command = {
         name,
         passwordHash: await hashPassword(password),
         disabled: false,
-        createdAt: Math.floor(Date.now() / 1000),
+        createdAt: epochSeconds(systemClock),
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`user "${username}" already exists`);

@@ -5,17 +5,21 @@
  * atomic on its own; multi-statement verbs run in one transaction that never spans an await.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { epochSeconds, systemClock } from '../../clock.js';
 import { migrationsDir } from '../../paths.js';
 import { migrate, readMigrations } from './migrate.js';
 import {
   DuplicateError,
   type ApiRecord,
+  type AuthorizationCodeRecord,
   type ClientRecord,
+  type ConsentRecord,
   type DeviceGrantRecord,
   type DeviceGrantStatus,
   type GrantTypeName,
+  type InteractionRecord,
   type RefreshTokenRecord,
   type SessionRecord,
   type SigningKeyRecord,
@@ -118,6 +122,47 @@ function toRefreshToken(r: Row): RefreshTokenRecord {
   };
 }
 
+function toInteraction(r: Row): InteractionRecord {
+  return {
+    id: text(r.id),
+    browserHash: text(r.browser_hash),
+    clientId: text(r.client_id),
+    request: JSON.parse(text(r.request)),
+    minAuthTime: optionalNumber(r.min_auth_time),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+  };
+}
+
+function toConsent(r: Row): ConsentRecord {
+  return {
+    userId: text(r.user_id),
+    clientId: text(r.client_id),
+    audience: text(r.audience),
+    scope: text(r.scope),
+    grantedAt: Number(r.granted_at),
+  };
+}
+
+function toAuthorizationCode(r: Row): AuthorizationCodeRecord {
+  return {
+    codeHash: text(r.code_hash),
+    clientId: text(r.client_id),
+    userId: text(r.user_id),
+    redirectUri: text(r.redirect_uri),
+    scope: text(r.scope),
+    audience: text(r.audience),
+    nonce: optionalText(r.nonce),
+    codeChallenge: optionalText(r.code_challenge),
+    authTime: Number(r.auth_time),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+    consumedAt: optionalNumber(r.consumed_at),
+    accessTokenJti: optionalText(r.access_token_jti),
+    refreshFamilyId: optionalText(r.refresh_family_id),
+  };
+}
+
 function isUniqueViolation(err: unknown): boolean {
   return (
     err instanceof Error &&
@@ -138,7 +183,12 @@ export class SqliteStore implements Store {
   private readonly statements = new Map<string, Database.Statement>();
 
   constructor(options: SqliteStoreOptions) {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
+    if (options.path !== ':memory:') {
+      // The file holds the private signing keys: only the server's user may read it. SQLite gives
+      // the -wal and -shm files the same permissions as the database file.
+      mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
+      closeSync(openSync(options.path, 'a', 0o600));
+    }
     this.db = new Database(options.path);
     this.db.pragma('busy_timeout = 5000');
     if (options.path !== ':memory:') {
@@ -147,7 +197,7 @@ export class SqliteStore implements Store {
       this.db.pragma('synchronous = NORMAL');
     }
     this.db.pragma('foreign_keys = ON');
-    this.appliedMigrations = migrate(this.db, readMigrations(migrationsDir), options.now ?? Math.floor(Date.now() / 1000));
+    this.appliedMigrations = migrate(this.db, readMigrations(migrationsDir), options.now ?? epochSeconds(systemClock));
   }
 
   /** Statements are compiled on first use and kept for the life of the connection. */
@@ -233,7 +283,12 @@ export class SqliteStore implements Store {
   }
 
   async setUserPassword(username: string, passwordHash: string): Promise<boolean> {
-    return this.run('UPDATE users SET password_hash = ? WHERE username = ?', passwordHash, username) === 1;
+    return this.db.transaction(() => {
+      const changed = this.run('UPDATE users SET password_hash = ? WHERE username = ?', passwordHash, username) === 1;
+      // A new password ends every browser session: whoever knew the old one is signed out.
+      if (changed) this.run('DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE username = ?)', username);
+      return changed;
+    })();
   }
 
   private clientParams(c: ClientRecord): unknown[] {
@@ -378,17 +433,20 @@ export class SqliteStore implements Store {
     return row && toDeviceGrant(row);
   }
 
-  async recordDevicePoll(deviceCodeHash: string, polledAtMs: number): Promise<DeviceGrantRecord | undefined> {
+  async pollDeviceGrant(
+    deviceCodeHash: string,
+    clientId: string,
+    polledAtMs: number,
+    nextInterval: (before: DeviceGrantRecord) => number,
+  ): Promise<DeviceGrantRecord | undefined> {
     return this.db.transaction(() => {
       const row = this.get('SELECT * FROM device_grants WHERE device_code_hash = ?', deviceCodeHash);
       if (!row) return undefined;
-      this.run('UPDATE device_grants SET last_polled_at_ms = ? WHERE id = ?', polledAtMs, row.id);
-      return toDeviceGrant(row);
+      const before = toDeviceGrant(row);
+      if (before.clientId !== clientId) return before;
+      this.run('UPDATE device_grants SET last_polled_at_ms = ?, poll_interval = ? WHERE id = ?', polledAtMs, nextInterval(before), before.id);
+      return before;
     })();
-  }
-
-  async setDeviceInterval(id: string, interval: number): Promise<void> {
-    this.run("UPDATE device_grants SET poll_interval = ? WHERE id = ? AND status = 'pending'", interval, id);
   }
 
   async approveDeviceGrant(id: string, userId: string, authTime: number, now: number): Promise<boolean> {
@@ -445,8 +503,104 @@ export class SqliteStore implements Store {
   }
 
   async findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
-    const row = this.get('SELECT * FROM refresh_tokens WHERE token_hash = ?', tokenHash);
+    const row = this.get('SELECT * FROM refresh_tokens WHERE token_hash = ? AND revoked_at IS NULL', tokenHash);
     return row && toRefreshToken(row);
+  }
+
+  async revokeRefreshFamily(familyId: string, now: number): Promise<void> {
+    this.run('UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL', now, familyId);
+  }
+
+  async revokeAccessToken(jti: string, expiresAt: number): Promise<void> {
+    this.run('INSERT OR IGNORE INTO revoked_access_tokens (jti, expires_at) VALUES (?, ?)', jti, expiresAt);
+  }
+
+  async isAccessTokenRevoked(jti: string): Promise<boolean> {
+    return this.get('SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = ?', jti) !== undefined;
+  }
+
+  async createInteraction(i: InteractionRecord): Promise<void> {
+    this.run(
+      `INSERT INTO interactions (id, browser_hash, client_id, request, min_auth_time, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      i.id,
+      i.browserHash,
+      i.clientId,
+      JSON.stringify(i.request),
+      i.minAuthTime ?? null,
+      i.createdAt,
+      i.expiresAt,
+    );
+  }
+
+  async findInteraction(id: string, now: number): Promise<InteractionRecord | undefined> {
+    const row = this.get('SELECT * FROM interactions WHERE id = ? AND expires_at > ?', id, now);
+    return row && toInteraction(row);
+  }
+
+  async deleteInteraction(id: string): Promise<void> {
+    this.run('DELETE FROM interactions WHERE id = ?', id);
+  }
+
+  async findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined> {
+    const row = this.get('SELECT * FROM consents WHERE user_id = ? AND client_id = ? AND audience = ?', userId, clientId, audience);
+    return row && toConsent(row);
+  }
+
+  async saveConsent(c: ConsentRecord): Promise<void> {
+    this.run(
+      `INSERT INTO consents (user_id, client_id, audience, scope, granted_at) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (user_id, client_id, audience) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at`,
+      c.userId,
+      c.clientId,
+      c.audience,
+      c.scope,
+      c.grantedAt,
+    );
+  }
+
+  async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
+    this.run(
+      `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
+         auth_time, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      c.codeHash,
+      c.clientId,
+      c.userId,
+      c.redirectUri,
+      c.scope,
+      c.audience,
+      c.nonce ?? null,
+      c.codeChallenge ?? null,
+      c.authTime,
+      c.createdAt,
+      c.expiresAt,
+      c.consumedAt ?? null,
+      c.accessTokenJti ?? null,
+      c.refreshFamilyId ?? null,
+    );
+  }
+
+  async findAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | undefined> {
+    const row = this.get('SELECT * FROM authorization_codes WHERE code_hash = ?', codeHash);
+    return row && toAuthorizationCode(row);
+  }
+
+  async consumeAuthorizationCode(
+    codeHash: string,
+    now: number,
+    issued: { accessTokenJti: string; refreshFamilyId: string },
+  ): Promise<AuthorizationCodeRecord | undefined> {
+    const row = this.get(
+      `UPDATE authorization_codes SET consumed_at = ?, access_token_jti = ?, refresh_family_id = ?
+       WHERE code_hash = ? AND consumed_at IS NULL AND expires_at > ? RETURNING *`,
+      now,
+      issued.accessTokenJti,
+      issued.refreshFamilyId,
+      codeHash,
+      now,
+    );
+    return row && toAuthorizationCode(row);
   }
 }
 

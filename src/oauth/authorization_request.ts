@@ -1,0 +1,121 @@
+/**
+ * Validation of an authorization request (RFC 6749 §4.1.1, §4.1.2.1; OIDC Core §3.1.2.1;
+ * RFC 7636; RFC 9700 §2.1.1). Until the client and its redirect_uri are both verified, every
+ * problem is shown on an error page and never redirected (RFC 6749 §4.1.2.1, RFC 9700 §4.1);
+ * after that, problems go back to the client as error redirects carrying `state`.
+ */
+import { OAuthError } from '../errors.js';
+import type { Config } from '../config.js';
+import type { AuthorizationRequest, ClientRecord, PromptValue, Store } from '../store/store.js';
+import { resolveAudience } from './audience.js';
+import { isValidCodeChallenge } from './pkce.js';
+import { redirectUriAllowed } from './redirect.js';
+import { grantableScope, parseScope } from './scope.js';
+
+export type ParsedAuthorizationRequest =
+  | { kind: 'invalid_page'; message: string }
+  | { kind: 'invalid_redirect'; redirectUri: string; state: string | undefined; error: OAuthError }
+  | { kind: 'valid'; client: ClientRecord; request: AuthorizationRequest; maxAge: number | undefined };
+
+const promptValues: readonly string[] = ['none', 'login', 'consent', 'select_account'];
+
+function single(query: Record<string, unknown>, name: string): string | undefined | 'repeated' {
+  const value = query[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') return 'repeated';
+  return value;
+}
+
+export async function parseAuthorizationRequest(
+  store: Store,
+  config: Config,
+  query: unknown,
+): Promise<ParsedAuthorizationRequest> {
+  const q = (query && typeof query === 'object' ? query : {}) as Record<string, unknown>;
+
+  // 1. The client and its redirect_uri: nothing is sent anywhere before both are verified.
+  const clientId = single(q, 'client_id');
+  if (clientId === undefined || clientId === '') return { kind: 'invalid_page', message: 'The request names no application (client_id is missing).' };
+  if (clientId === 'repeated' || clientId.length > 256) return { kind: 'invalid_page', message: 'The request’s client_id is malformed.' };
+  const client = await store.findClient(clientId);
+  if (!client) return { kind: 'invalid_page', message: 'The application that sent you here is not registered.' };
+  const redirectUri = single(q, 'redirect_uri');
+  if (redirectUri === undefined || redirectUri === '') return { kind: 'invalid_page', message: 'The request has no redirect_uri.' };
+  if (redirectUri === 'repeated' || redirectUri.length > 2048 || !redirectUriAllowed(redirectUri, client.redirectUris)) {
+    return { kind: 'invalid_page', message: 'The address this application asked to return to is not registered for it.' };
+  }
+
+  // 2. Everything else is answered to the client.
+  const rawState = single(q, 'state');
+  const state = typeof rawState === 'string' && rawState !== 'repeated' && rawState.length <= 2048 ? rawState : undefined;
+  const fail = (error: OAuthError): ParsedAuthorizationRequest => ({ kind: 'invalid_redirect', redirectUri, state, error });
+  const invalid = (description: string) => fail(new OAuthError('invalid_request', description));
+
+  for (const [name, value] of Object.entries(q)) {
+    if (typeof value !== 'string') return invalid(`The parameter ${name.slice(0, 64)} is repeated.`);
+  }
+  const p = q as Record<string, string | undefined>;
+
+  if (p.request !== undefined) return fail(new OAuthError('request_not_supported', 'Request objects are not supported.'));
+  if (p.request_uri !== undefined) return fail(new OAuthError('request_uri_not_supported', 'request_uri is not supported.'));
+  if (p.registration !== undefined) return fail(new OAuthError('registration_not_supported', 'The registration parameter is not supported.'));
+  if (p.response_type === undefined || p.response_type === '') return invalid('response_type is required.');
+  if (p.response_type !== 'code') return fail(new OAuthError('unsupported_response_type', 'Only response_type=code is supported.'));
+  if (p.response_mode !== undefined && p.response_mode !== 'query') return invalid('Only response_mode=query is supported.');
+  if (state === undefined || state === '') return invalid(rawState === undefined || rawState === '' ? 'state is required.' : 'state is malformed.');
+  if (!client.grantTypes.includes('authorization_code')) {
+    return fail(new OAuthError('unauthorized_client', 'This client is not allowed to use the authorization_code grant.'));
+  }
+
+  let scope: string;
+  let audience: string;
+  try {
+    if ((p.scope ?? '').length > 1024) return invalid('The scope is too long.');
+    scope = grantableScope(parseScope(p.scope), client).join(' ');
+    if ((p.audience ?? '').length > 2048) return invalid('The audience is too long.');
+    audience = (await resolveAudience(store, config, p.audience)).identifier;
+  } catch (err) {
+    if (err instanceof OAuthError) return fail(err);
+    throw err;
+  }
+
+  const challenge = p.code_challenge;
+  const method = p.code_challenge_method;
+  if (method !== undefined && method !== 'S256') return invalid('code_challenge_method must be S256.');
+  if (challenge !== undefined) {
+    if (method === undefined) return invalid('code_challenge_method=S256 is required with a code_challenge.');
+    if (!isValidCodeChallenge(challenge)) return invalid('The code_challenge is malformed.');
+  } else if (method !== undefined) {
+    return invalid('code_challenge_method was sent without a code_challenge.');
+  } else if (client.requirePkce) {
+    return invalid('PKCE is required: send code_challenge with code_challenge_method=S256.');
+  }
+
+  if (p.nonce !== undefined && (p.nonce === '' || p.nonce.length > 512)) return invalid('The nonce is malformed.');
+
+  const prompt = (p.prompt ?? '').split(' ').filter((v) => v !== '');
+  if (prompt.some((v) => !promptValues.includes(v))) return invalid('The prompt value is not supported.');
+  if (prompt.includes('none') && prompt.length > 1) return invalid('prompt=none cannot be combined with other values.');
+
+  let maxAge: number | undefined;
+  if (p.max_age !== undefined) {
+    if (!/^\d{1,9}$/.test(p.max_age)) return invalid('max_age must be a whole number of seconds.');
+    maxAge = Number(p.max_age);
+  }
+
+  return {
+    kind: 'valid',
+    client,
+    maxAge,
+    request: {
+      clientId: client.clientId,
+      redirectUri,
+      scope,
+      audience,
+      state,
+      nonce: p.nonce,
+      codeChallenge: challenge,
+      prompt: prompt.filter((v): v is PromptValue => v === 'none' || v === 'login' || v === 'consent'),
+    },
+  };
+}

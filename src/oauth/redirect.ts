@@ -1,0 +1,54 @@
+/**
+ * Redirect URI rules. A requested redirect_uri must equal a registered one exactly (RFC 9700
+ * §4.1.3), except that for loopback registrations any port is accepted (RFC 8252 §7.3), because
+ * a native app listens on whatever port is free. Responses are appended to the query (RFC 6749
+ * §4.1.2) together with `iss` (RFC 9207).
+ */
+import { isLoopbackHost } from '../admin/validation.js';
+
+function parse(uri: string): URL | undefined {
+  try {
+    return new URL(uri);
+  } catch {
+    return undefined;
+  }
+}
+
+export function isLoopbackRedirect(uri: string): boolean {
+  const url = parse(uri);
+  return url !== undefined && url.protocol === 'http:' && isLoopbackHost(url.hostname);
+}
+
+/** Whether `requested` is allowed by the registered redirect URIs. */
+export function redirectUriAllowed(requested: string, registered: readonly string[]): boolean {
+  if (registered.includes(requested)) return true;
+  const asked = parse(requested);
+  if (!asked || asked.protocol !== 'http:' || !isLoopbackHost(asked.hostname) || requested.includes('#')) return false;
+  return registered.some((candidate) => {
+    const known = parse(candidate);
+    return (
+      known !== undefined &&
+      known.protocol === 'http:' &&
+      known.hostname === asked.hostname &&
+      known.pathname === asked.pathname &&
+      known.search === asked.search &&
+      known.username === asked.username &&
+      known.password === asked.password
+    );
+  });
+}
+
+/** The redirect_uri with response parameters added to its query. */
+export function withResponseParams(redirectUri: string, params: Record<string, string | undefined>): string {
+  const url = new URL(redirectUri);
+  for (const [key, value] of Object.entries(params)) if (value !== undefined) url.searchParams.append(key, value);
+  return url.toString();
+}
+
+/** The origin a browser form may post towards when its answer redirects to `redirectUri` (CSP form-action). */
+export function formActionSource(redirectUri: string): string | undefined {
+  const url = parse(redirectUri);
+  if (!url) return undefined;
+  if (url.protocol === 'http:' || url.protocol === 'https:') return url.origin;
+  return url.protocol; // a private-use scheme such as com.example.app:
+}

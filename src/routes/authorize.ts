@@ -1,0 +1,196 @@
+/**
+ * The Authorization Code flow in the browser (RFC 6749 §4.1, OIDC Core §3.1.2, RFC 8252).
+ * GET /authorize validates the request and keeps it as an interaction bound to this browser;
+ * the person then signs in if needed (prompt=login and max_age ask for a fresh sign-in), gives
+ * consent unless it was given before or the client is first-party, and for loopback redirects
+ * with no page shown on the way confirms with one click (RFC 8252 §8.6), since any program on the
+ * machine could be listening there. prompt=none answers login_required or consent_required instead
+ * of showing anything. Success redirects with code, state and iss (RFC 9207).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { epochSeconds } from '../clock.js';
+import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { OAuthError } from '../errors.js';
+import { audienceName } from '../oauth/audience.js';
+import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
+import { formActionSource, isLoopbackRedirect, withResponseParams } from '../oauth/redirect.js';
+import { describeScopes } from '../oauth/scope.js';
+import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
+import { parseFields } from '../http/form.js';
+import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
+import { allowFormActionTo } from '../http/security_headers.js';
+import { currentSession, type SignedIn } from '../http/session.js';
+import type { InteractionRecord } from '../store/store.js';
+
+/** How long a person has to sign in and answer before the request must start over. */
+const interactionLifetime = 600;
+/** RFC 6749 §4.1.2 recommends at most 10 minutes; one is plenty for a client to redeem. */
+export const authorizationCodeLifetime = 60;
+
+const continueQuery = z.object({ interaction: z.string().max(128).default('') });
+const decisionForm = z.object({
+  interaction: z.string().max(128).default(''),
+  decision: z.string().max(16).optional(),
+  csrf_token: z.string().max(256).optional(),
+});
+
+export function continuePath(interactionId: string): string {
+  return `/authorize/continue?interaction=${encodeURIComponent(interactionId)}`;
+}
+
+/** The interaction behind a return_to of the sign-in page, if it is one (to widen its form-action). */
+export function interactionIdOf(returnTo: string): string | undefined {
+  const match = /^\/authorize\/continue\?interaction=([A-Za-z0-9_-]{1,128})$/.exec(returnTo);
+  return match?.[1];
+}
+
+export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
+  const services = app.services;
+  const { config, store, clock } = services;
+  const page = { config: { page: true } };
+
+  const expiredPage = {
+    heading: 'This sign-in has expired',
+    message: 'Go back to the application and start again.',
+  };
+
+  function redirectWith(reply: FastifyReply, redirectUri: string, params: Record<string, string | undefined>, status: 302 | 303) {
+    return reply.redirect(withResponseParams(redirectUri, { ...params, iss: config.issuer }), status);
+  }
+
+  function redirectError(reply: FastifyReply, interaction: InteractionRecord, error: OAuthError, status: 302 | 303) {
+    return redirectWith(reply, interaction.request.redirectUri, { error: error.code, error_description: error.description, state: interaction.request.state }, status);
+  }
+
+  async function issueCode(request: FastifyRequest, reply: FastifyReply, interaction: InteractionRecord, signedIn: SignedIn, status: 302 | 303) {
+    const now = epochSeconds(clock);
+    const code = randomSecret(secretPrefix.authorizationCode);
+    const r = interaction.request;
+    await store.createAuthorizationCode({
+      codeHash: sha256(code),
+      clientId: r.clientId,
+      userId: signedIn.user.id,
+      redirectUri: r.redirectUri,
+      scope: r.scope,
+      audience: r.audience,
+      nonce: r.nonce,
+      codeChallenge: r.codeChallenge,
+      authTime: signedIn.session.authTime,
+      createdAt: now,
+      expiresAt: now + authorizationCodeLifetime,
+      consumedAt: undefined,
+      accessTokenJti: undefined,
+      refreshFamilyId: undefined,
+    });
+    await store.deleteInteraction(interaction.id);
+    request.log.info({ event: 'authorization.code_issued', clientId: r.clientId, userId: signedIn.user.id });
+    return redirectWith(reply, r.redirectUri, { code, state: r.state }, status);
+  }
+
+  /** Decides the next step of an interaction: sign in, consent, loopback confirmation, or the code. */
+  async function proceed(request: FastifyRequest, reply: FastifyReply, interaction: InteractionRecord, status: 302 | 303) {
+    const r = interaction.request;
+    const signedIn = await currentSession(request, services);
+    const fresh = signedIn && (interaction.minAuthTime === undefined || signedIn.session.authTime >= interaction.minAuthTime);
+    if (!signedIn || !fresh) {
+      if (r.prompt.includes('none')) return redirectError(reply, interaction, new OAuthError('login_required', 'The user must sign in.'), status);
+      return reply.redirect(`/login?return_to=${encodeURIComponent(continuePath(interaction.id))}&fresh=${signedIn ? '1' : '0'}`, 303);
+    }
+    const client = await store.findClient(r.clientId);
+    if (!client) return renderErrorPage(request, reply, services, { heading: 'Unknown application', message: 'This application is no longer registered.' }, 400);
+
+    const consent = await store.findConsent(signedIn.user.id, client.clientId, r.audience);
+    const granted = new Set(consent?.scope.split(' ') ?? []);
+    const consentNeeded = r.prompt.includes('consent') || (!client.firstParty && !r.scope.split(' ').every((s) => granted.has(s)));
+    // A sign-in during this interaction already had the person act on this very request.
+    const personActed = signedIn.session.authTime >= interaction.createdAt;
+    const confirmNeeded = !consentNeeded && isLoopbackRedirect(r.redirectUri) && !personActed;
+
+    if (consentNeeded || confirmNeeded) {
+      if (r.prompt.includes('none')) {
+        return redirectError(reply, interaction, new OAuthError('consent_required', 'The user must approve this application.'), status);
+      }
+      allowFormActionTo(reply, formActionSource(r.redirectUri));
+      return renderPage(request, reply, services, 'consent', {
+        title: consentNeeded ? 'Allow access' : 'Continue',
+        mode: consentNeeded ? 'consent' : 'confirm',
+        clientName: client.name,
+        access: describeScopes(r.scope),
+        audienceName: await audienceName(store, config, r.audience),
+        redirectHost: new URL(r.redirectUri).host || r.redirectUri,
+        interaction: interaction.id,
+        csrfToken: await csrfToken(request, reply, services, 'authorize_decision'),
+      });
+    }
+    return issueCode(request, reply, interaction, signedIn, status);
+  }
+
+  async function loadInteraction(request: FastifyRequest, reply: FastifyReply, id: string): Promise<InteractionRecord | undefined> {
+    if (id === '') return undefined;
+    const interaction = await store.findInteraction(id, epochSeconds(clock));
+    if (!interaction || interaction.browserHash !== browserBinding(request, reply, config)) return undefined;
+    return interaction;
+  }
+
+  app.get('/authorize', page, async (request, reply) => {
+    const parsed = await parseAuthorizationRequest(store, config, request.query);
+    if (parsed.kind === 'invalid_page') {
+      request.log.info({ event: 'authorization.refused', reason: parsed.message });
+      return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: parsed.message }, 400);
+    }
+    if (parsed.kind === 'invalid_redirect') {
+      request.log.info({ event: 'authorization.refused', error: parsed.error.code });
+      return redirectWith(reply, parsed.redirectUri, { error: parsed.error.code, error_description: parsed.error.description, state: parsed.state }, 302);
+    }
+    const now = epochSeconds(clock);
+    const { request: authorizationRequest, maxAge } = parsed;
+    const minAuthTime = authorizationRequest.prompt.includes('login') ? now : maxAge === undefined ? undefined : now - maxAge;
+    const interaction: InteractionRecord = {
+      id: randomSecret(),
+      browserHash: browserBinding(request, reply, config),
+      clientId: parsed.client.clientId,
+      request: authorizationRequest,
+      minAuthTime,
+      createdAt: now,
+      expiresAt: now + interactionLifetime,
+    };
+    await store.createInteraction(interaction);
+    return proceed(request, reply, interaction, 302);
+  });
+
+  app.get('/authorize/continue', page, async (request, reply) => {
+    const { interaction: id } = parseFields(continueQuery, request.query);
+    const interaction = await loadInteraction(request, reply, id);
+    if (!interaction) return renderErrorPage(request, reply, services, expiredPage, 400);
+    return proceed(request, reply, interaction, 302);
+  });
+
+  app.post('/authorize/decision', page, async (request, reply) => {
+    const form = parseFields(decisionForm, request.body);
+    if (!(await csrfTokenValid(request, services, 'authorize_decision', form.csrf_token))) {
+      return renderErrorPage(request, reply, services, formExpiredPage, 403);
+    }
+    const interaction = await loadInteraction(request, reply, form.interaction);
+    if (!interaction) return renderErrorPage(request, reply, services, expiredPage, 400);
+    const signedIn = await currentSession(request, services);
+    if (!signedIn) return proceed(request, reply, interaction, 303);
+    if (form.decision !== 'allow' && form.decision !== 'deny') {
+      return renderErrorPage(request, reply, services, { heading: 'Choose Allow or Deny', message: 'The answer was missing. Go back and choose again.' }, 400);
+    }
+    if (form.decision === 'deny') {
+      await store.deleteInteraction(interaction.id);
+      request.log.info({ event: 'authorization.denied', clientId: interaction.clientId, userId: signedIn.user.id });
+      return redirectError(reply, interaction, new OAuthError('access_denied', 'The user denied the request.'), 303);
+    }
+    const r = interaction.request;
+    const client = await store.findClient(r.clientId);
+    if (client && !client.firstParty) {
+      const previous = await store.findConsent(signedIn.user.id, r.clientId, r.audience);
+      const scope = [...new Set([...(previous?.scope.split(' ') ?? []), ...r.scope.split(' ')])].join(' ');
+      await store.saveConsent({ userId: signedIn.user.id, clientId: r.clientId, audience: r.audience, scope, grantedAt: epochSeconds(clock) });
+      request.log.info({ event: 'consent.granted', clientId: r.clientId, userId: signedIn.user.id, scope: r.scope });
+    }
+    return issueCode(request, reply, interaction, signedIn, 303);
+  });
+}

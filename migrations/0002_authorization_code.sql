@@ -6,7 +6,8 @@ CREATE TABLE interactions (
   browser_hash    TEXT NOT NULL,        -- SHA-256 of the browser's CSRF cookie: the request is bound to the browser that made it
   client_id       TEXT NOT NULL REFERENCES clients(client_id) ON DELETE CASCADE,
   request         TEXT NOT NULL,        -- JSON of the validated authorization request
-  min_auth_time   INTEGER,              -- prompt=login / max_age: the sign-in must be this recent
+  session_at_start TEXT,                -- digest of the session present at the start: a different one later means a sign-in happened here
+  min_auth_time   INTEGER,              -- max_age: the sign-in must be this recent
   created_at      INTEGER NOT NULL,
   expires_at      INTEGER NOT NULL
 ) STRICT;

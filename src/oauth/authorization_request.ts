@@ -19,10 +19,13 @@ export type ParsedAuthorizationRequest =
 
 const promptValues: readonly string[] = ['none', 'login', 'consent', 'select_account'];
 
-function single(query: Record<string, unknown>, name: string): string | undefined | 'repeated' {
+/** Marks a parameter sent more than once (a symbol, so no real value can be mistaken for it). */
+const repeated = Symbol('repeated');
+
+function single(query: Record<string, unknown>, name: string): string | undefined | typeof repeated {
   const value = query[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') return 'repeated';
+  if (typeof value !== 'string') return repeated;
   return value;
 }
 
@@ -36,18 +39,18 @@ export async function parseAuthorizationRequest(
   // 1. The client and its redirect_uri: nothing is sent anywhere before both are verified.
   const clientId = single(q, 'client_id');
   if (clientId === undefined || clientId === '') return { kind: 'invalid_page', message: 'The request names no application (client_id is missing).' };
-  if (clientId === 'repeated' || clientId.length > 256) return { kind: 'invalid_page', message: 'The request’s client_id is malformed.' };
+  if (clientId === repeated || clientId.length > 256) return { kind: 'invalid_page', message: 'The request’s client_id is malformed.' };
   const client = await store.findClient(clientId);
   if (!client) return { kind: 'invalid_page', message: 'The application that sent you here is not registered.' };
   const redirectUri = single(q, 'redirect_uri');
   if (redirectUri === undefined || redirectUri === '') return { kind: 'invalid_page', message: 'The request has no redirect_uri.' };
-  if (redirectUri === 'repeated' || redirectUri.length > 2048 || !redirectUriAllowed(redirectUri, client.redirectUris)) {
+  if (redirectUri === repeated || redirectUri.length > 2048 || !redirectUriAllowed(redirectUri, client.redirectUris)) {
     return { kind: 'invalid_page', message: 'The address this application asked to return to is not registered for it.' };
   }
 
   // 2. Everything else is answered to the client.
   const rawState = single(q, 'state');
-  const state = typeof rawState === 'string' && rawState !== 'repeated' && rawState.length <= 2048 ? rawState : undefined;
+  const state = typeof rawState === 'string' && rawState.length <= 2048 ? rawState : undefined;
   const fail = (error: OAuthError): ParsedAuthorizationRequest => ({ kind: 'invalid_redirect', redirectUri, state, error });
   const invalid = (description: string) => fail(new OAuthError('invalid_request', description));
 
@@ -73,7 +76,7 @@ export async function parseAuthorizationRequest(
     if ((p.scope ?? '').length > 1024) return invalid('The scope is too long.');
     scope = grantableScope(parseScope(p.scope), client).join(' ');
     if ((p.audience ?? '').length > 2048) return invalid('The audience is too long.');
-    audience = (await resolveAudience(store, config, p.audience)).identifier;
+    audience = await resolveAudience(store, config, p.audience);
   } catch (err) {
     if (err instanceof OAuthError) return fail(err);
     throw err;

@@ -38,17 +38,24 @@ export function redirectUriAllowed(requested: string, registered: readonly strin
   });
 }
 
-/** The redirect_uri with response parameters added to its query. */
+/**
+ * The redirect_uri with response parameters added to its query. The registered URI's own query is
+ * kept byte for byte (RFC 6749 §3.1.2: it MUST be retained); ours are appended after it.
+ */
 export function withResponseParams(redirectUri: string, params: Record<string, string | undefined>): string {
-  const url = new URL(redirectUri);
-  for (const [key, value] of Object.entries(params)) if (value !== undefined) url.searchParams.append(key, value);
-  return url.toString();
+  const added = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined)).toString();
+  if (added === '') return redirectUri;
+  const separator = !redirectUri.includes('?') ? '?' : redirectUri.endsWith('?') || redirectUri.endsWith('&') ? '' : '&';
+  return `${redirectUri}${separator}${added}`;
 }
 
 /** The origin a browser form may post towards when its answer redirects to `redirectUri` (CSP form-action). */
 export function formActionSource(redirectUri: string): string | undefined {
   const url = parse(redirectUri);
   if (!url) return undefined;
+  // CSP source expressions cannot name a bracketed IPv6 host; the scheme alone is the narrowest
+  // source browsers accept for http://[::1]:port (w3c/webappsec-csp#224).
+  if (url.hostname.startsWith('[')) return url.protocol;
   if (url.protocol === 'http:' || url.protocol === 'https:') return url.origin;
   return url.protocol; // a private-use scheme such as com.example.app:
 }

@@ -92,7 +92,12 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   async function proceed(request: FastifyRequest, reply: FastifyReply, interaction: InteractionRecord, status: 302 | 303) {
     const r = interaction.request;
     const signedIn = await currentSession(request, services);
-    const fresh = signedIn && (interaction.minAuthTime === undefined || signedIn.session.authTime >= interaction.minAuthTime);
+    // A session other than the one present at the start means the person signed in during this request.
+    const signedInHere = signedIn !== undefined && signedIn.session.idHash !== interaction.sessionAtStart;
+    const fresh =
+      signedIn !== undefined &&
+      (!r.prompt.includes('login') || signedInHere) &&
+      (interaction.minAuthTime === undefined || signedIn.session.authTime >= interaction.minAuthTime);
     if (!signedIn || !fresh) {
       if (r.prompt.includes('none')) return redirectError(reply, interaction, new OAuthError('login_required', 'The user must sign in.'), status);
       return reply.redirect(`/login?return_to=${encodeURIComponent(continuePath(interaction.id))}&fresh=${signedIn ? '1' : '0'}`, 303);
@@ -103,9 +108,8 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const consent = await store.findConsent(signedIn.user.id, client.clientId, r.audience);
     const granted = new Set(consent?.scope.split(' ') ?? []);
     const consentNeeded = r.prompt.includes('consent') || (!client.firstParty && !r.scope.split(' ').every((s) => granted.has(s)));
-    // A sign-in during this interaction already had the person act on this very request.
-    const personActed = signedIn.session.authTime >= interaction.createdAt;
-    const confirmNeeded = !consentNeeded && isLoopbackRedirect(r.redirectUri) && !personActed;
+    // A sign-in during this request already had the person act on it: no extra confirmation.
+    const confirmNeeded = !consentNeeded && isLoopbackRedirect(r.redirectUri) && !signedInHere;
 
     if (consentNeeded || confirmNeeded) {
       if (r.prompt.includes('none')) {
@@ -145,13 +149,13 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     const now = epochSeconds(clock);
     const { request: authorizationRequest, maxAge } = parsed;
-    const minAuthTime = authorizationRequest.prompt.includes('login') ? now : maxAge === undefined ? undefined : now - maxAge;
     const interaction: InteractionRecord = {
       id: randomSecret(),
       browserHash: browserBinding(request, reply, config),
       clientId: parsed.client.clientId,
       request: authorizationRequest,
-      minAuthTime,
+      sessionAtStart: (await currentSession(request, services))?.session.idHash,
+      minAuthTime: maxAge === undefined ? undefined : now - maxAge,
       createdAt: now,
       expiresAt: now + interactionLifetime,
     };

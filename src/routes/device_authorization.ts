@@ -55,7 +55,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
           userCodeHash: userCodeDigest(app.services.userCodeKey, normalizeUserCode(userCode) ?? userCode),
           clientId: client.clientId,
           scope,
-          audience: audience.identifier,
+          audience,
           status: 'pending',
           interval: config.deviceInterval,
           lastPolledAtMs: undefined,

@@ -110,7 +110,13 @@ export interface InteractionRecord {
   browserHash: string;
   clientId: string;
   request: AuthorizationRequest;
-  /** The sign-in must have happened at or after this time (prompt=login, max_age). */
+  /**
+   * The session (id digest) the browser had when the request arrived. A different session later
+   * means the person signed in during this request (what prompt=login asks for, and what makes a
+   * loopback confirmation unnecessary).
+   */
+  sessionAtStart: string | undefined;
+  /** The sign-in must have happened at or after this time (max_age). */
   minAuthTime: number | undefined;
   createdAt: number;
   expiresAt: number;

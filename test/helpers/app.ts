@@ -3,6 +3,7 @@
  * create users, clients and APIs through the Store, the way the admin commands do.
  */
 import type { FastifyInstance } from 'fastify';
+import { createHash } from 'node:crypto';
 import { buildApp, defaultRateLimits } from '../../src/app.js';
 import { bootstrap } from '../../src/bootstrap.js';
 import { manualClock, type ManualClock } from '../../src/clock.js';
@@ -62,7 +63,14 @@ export async function addUser(
 export async function addClient(
   store: SqliteStore,
   clientId: string,
-  options: { grantTypes?: GrantTypeName[]; confidential?: boolean; name?: string; redirectUris?: string[] } = {},
+  options: {
+    grantTypes?: GrantTypeName[];
+    confidential?: boolean;
+    name?: string;
+    redirectUris?: string[];
+    firstParty?: boolean;
+    requirePkce?: boolean;
+  } = {},
 ): Promise<{ client: ClientRecord; secret: string | undefined }> {
   const secret = options.confidential ? randomSecret(secretPrefix.clientSecret) : undefined;
   const client: ClientRecord = {
@@ -71,8 +79,8 @@ export async function addClient(
     secretHash: secret === undefined ? undefined : sha256(secret),
     redirectUris: options.redirectUris ?? [],
     grantTypes: options.grantTypes ?? ['device_code', 'refresh_token'],
-    requirePkce: true,
-    firstParty: false,
+    requirePkce: options.requirePkce ?? true,
+    firstParty: options.firstParty ?? false,
     builtIn: false,
     createdAt: 1_800_000_000,
   };
@@ -88,4 +96,10 @@ export const deviceGrantType = 'urn:ietf:params:oauth:grant-type:device_code';
 
 export function form(fields: Record<string, string>): { payload: string; headers: Record<string, string> } {
   return { payload: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } };
+}
+
+/** A PKCE pair (RFC 7636): a random verifier and its S256 challenge. */
+export function pkcePair(): { verifier: string; challenge: string } {
+  const verifier = randomSecret();
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
 }

@@ -4,8 +4,12 @@
  */
 import type {
   ApiRecord,
+  AuthorizationCodeRecord,
+  AuthorizationRequest,
   ClientRecord,
+  ConsentRecord,
   DeviceGrantRecord,
+  InteractionRecord,
   RefreshTokenRecord,
   SessionRecord,
   SigningKeyRecord,
@@ -98,6 +102,67 @@ export function refreshToken(overrides: Partial<RefreshTokenRecord> = {}): Refre
     authTime: t0,
     createdAt: t0,
     expiresAt: t0 + 30 * 86400,
+    ...overrides,
+  };
+}
+
+// ─── Authorization Code flow ────────────────────────────────────────────────────────────────
+
+export function authorizationRequest(overrides: Partial<AuthorizationRequest> = {}): AuthorizationRequest {
+  return {
+    clientId: 'cli',
+    redirectUri: 'http://127.0.0.1:53682/callback',
+    scope: 'openid email offline_access',
+    audience: 'https://api.example.com',
+    state: 'state-xyz',
+    nonce: 'nonce-123',
+    codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    prompt: [],
+    ...overrides,
+  };
+}
+
+export function interaction(overrides: Partial<InteractionRecord> = {}): InteractionRecord {
+  return {
+    id: 'interaction-1',
+    browserHash: 'browser-hash-1',
+    clientId: 'cli',
+    request: authorizationRequest(),
+    sessionAtStart: undefined,
+    minAuthTime: undefined,
+    createdAt: t0,
+    expiresAt: t0 + 600,
+    ...overrides,
+  };
+}
+
+export function consent(overrides: Partial<ConsentRecord> = {}): ConsentRecord {
+  return {
+    userId: 'user-alice',
+    clientId: 'cli',
+    audience: 'https://api.example.com',
+    scope: 'openid email',
+    grantedAt: t0,
+    ...overrides,
+  };
+}
+
+export function authorizationCode(overrides: Partial<AuthorizationCodeRecord> = {}): AuthorizationCodeRecord {
+  return {
+    codeHash: 'code-hash-1',
+    clientId: 'cli',
+    userId: 'user-alice',
+    redirectUri: 'http://127.0.0.1:53682/callback',
+    scope: 'openid email offline_access',
+    audience: 'https://api.example.com',
+    nonce: 'nonce-123',
+    codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    authTime: t0 - 30,
+    createdAt: t0,
+    expiresAt: t0 + 60,
+    consumedAt: undefined,
+    accessTokenJti: undefined,
+    refreshFamilyId: undefined,
     ...overrides,
   };
 }

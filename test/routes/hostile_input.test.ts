@@ -92,7 +92,7 @@ describe('hostile bodies at the API endpoints', () => {
 });
 
 describe('hostile requests to the pages', () => {
-  const pages = ['/activate', '/activate/confirm', '/login'];
+  const pages = ['/activate', '/activate/confirm', '/login', '/authorize/decision'];
   for (const url of pages) {
     for (const c of cases) {
       it(`POST ${url}: ${c.name} → 4xx page`, async () => {
@@ -103,6 +103,32 @@ describe('hostile requests to the pages', () => {
         expect(res.body).not.toMatch(/at .*\.(ts|js):\d+/);
       });
     }
+  }
+
+  const authorizeQueries = [
+    '',
+    'client_id=%',
+    'client_id[]=a&client_id[]=b',
+    'client_id=latchkey-cli&redirect_uri=%FF%FE',
+    'client_id=latchkey-cli&redirect_uri=http%3A%2F%2F127.0.0.1%3A99999%2Fcallback',
+    'client_id=latchkey-cli&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcallback&state=%00&response_type=code',
+    `client_id=latchkey-cli&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcallback&state=${'s'.repeat(5000)}`,
+    'client_id=latchkey-cli&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcallback&response_type=code&state=x&code_challenge=%00&code_challenge_method=S256',
+    'client_id=latchkey-cli&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcallback&response_type=code&state=x&max_age=99999999999999999999',
+    'client_id=latchkey-cli&redirect_uri=http%3A%2F%2F127.0.0.1%2Fcallback&response_type=code&state=x&scope=%E2%98%83',
+    '__proto__[x]=1&client_id=latchkey-cli',
+  ];
+  for (const query of authorizeQueries) {
+    it(`GET /authorize?${query.slice(0, 60)} → a page or a redirect, never 5xx`, async () => {
+      const res = await t.app.inject({ method: 'GET', url: `/authorize?${query}` });
+      expect(res.statusCode).toBeLessThan(500);
+      if (res.statusCode >= 300 && res.statusCode < 400) {
+        expect(res.headers.location).toMatch(/^http:\/\/127\.0\.0\.1(:\d+)?\/callback\?/);
+      } else {
+        expect(res.statusCode).toBe(400);
+        expect(res.headers['content-type']).toMatch(/^text\/html/);
+      }
+    });
   }
 
   it('POST /logout never fails, whatever the body', async () => {

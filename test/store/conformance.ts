@@ -5,8 +5,21 @@
  * This module registers nothing by itself: importing it does not run the SQLite cases.
  */
 import { describe, it, expect } from 'vitest';
-import { DuplicateError, type DeviceGrantRecord, type Store } from '../../src/store/store.js';
-import { api, client, deviceGrant, refreshToken, session, signingKey, t0, user } from '../helpers/records.js';
+import { DuplicateError, type AuthorizationCodeRecord, type DeviceGrantRecord, type Store } from '../../src/store/store.js';
+import {
+  api,
+  authorizationCode,
+  authorizationRequest,
+  client,
+  consent,
+  deviceGrant,
+  interaction,
+  refreshToken,
+  session,
+  signingKey,
+  t0,
+  user,
+} from '../helpers/records.js';
 
 export { t0, user };
 
@@ -542,6 +555,321 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.findRefreshToken('refresh-hash-1')).toEqual(rt);
           expect(await store.findRefreshToken('rt-1')).toBeUndefined();
           expect(await store.findRefreshToken('nope')).toBeUndefined();
+        });
+      });
+    });
+
+    describe('interactions', () => {
+      it('creates and finds an interaction with every field intact', async () => {
+        await withSeededStore(async (store) => {
+          const i = interaction({ sessionAtStart: 'session-digest-1', minAuthTime: t0 - 5 });
+          await store.createInteraction(i);
+          const found = await store.findInteraction('interaction-1', t0);
+          expect(found).toStrictEqual(i);
+          expect(found?.sessionAtStart).toBe('session-digest-1');
+          expect(found?.minAuthTime).toBe(t0 - 5);
+        });
+      });
+
+      it('keeps an absent sessionAtStart and minAuthTime absent', async () => {
+        await withSeededStore(async (store) => {
+          await store.createInteraction(interaction());
+          const found = await store.findInteraction('interaction-1', t0);
+          expect(found).toStrictEqual(interaction());
+          expect(found?.sessionAtStart).toBeUndefined();
+          expect(found?.minAuthTime).toBeUndefined();
+        });
+      });
+
+      it('the request round-trips exactly, including characters that need escaping', async () => {
+        await withSeededStore(async (store) => {
+          const request = authorizationRequest({
+            redirectUri: 'com.example.app:/cb?x=1&y=%20',
+            scope: 'openid profile email offline_access',
+            state: 'ünïcödé "quoted" \\ back\\slash \n newline \u2028 😀',
+            nonce: "n'once<>&",
+            prompt: ['login', 'consent'],
+          });
+          await store.createInteraction(interaction({ request }));
+          const found = await store.findInteraction('interaction-1', t0);
+          expect(found?.request).toStrictEqual(request);
+        });
+      });
+
+      it('a request without nonce and code challenge comes back without them', async () => {
+        await withSeededStore(async (store) => {
+          const request = authorizationRequest({ nonce: undefined, codeChallenge: undefined, prompt: ['none'] });
+          await store.createInteraction(interaction({ request }));
+          const found = await store.findInteraction('interaction-1', t0);
+          expect(found?.request).toEqual(request);
+          expect(found?.request.nonce).toBeUndefined();
+          expect(found?.request.codeChallenge).toBeUndefined();
+          expect(found?.request.prompt).toStrictEqual(['none']);
+        });
+      });
+
+      it('finds an interaction only before it expires (expiresAt is the first instant of expiry)', async () => {
+        await withSeededStore(async (store) => {
+          const i = interaction({ expiresAt: t0 + 600 });
+          await store.createInteraction(i);
+          expect(await store.findInteraction('interaction-1', t0 + 599)).toStrictEqual(i);
+          expect(await store.findInteraction('interaction-1', t0 + 600)).toBeUndefined();
+          expect(await store.findInteraction('interaction-1', t0 + 5000)).toBeUndefined();
+        });
+      });
+
+      it('returns undefined for an unknown id', async () => {
+        await withSeededStore(async (store) => {
+          await store.createInteraction(interaction());
+          expect(await store.findInteraction('interaction-2', t0)).toBeUndefined();
+          expect(await store.findInteraction('browser-hash-1', t0)).toBeUndefined();
+        });
+      });
+
+      it('deleteInteraction removes that interaction only, and deleting again is harmless', async () => {
+        await withSeededStore(async (store) => {
+          await store.createInteraction(interaction({ id: 'i1' }));
+          await store.createInteraction(interaction({ id: 'i2' }));
+          await store.deleteInteraction('i1');
+          expect(await store.findInteraction('i1', t0)).toBeUndefined();
+          expect(await store.findInteraction('i2', t0)).toStrictEqual(interaction({ id: 'i2' }));
+          await store.deleteInteraction('i1');
+          await store.deleteInteraction('never');
+          expect(await store.findInteraction('i2', t0)).toStrictEqual(interaction({ id: 'i2' }));
+        });
+      });
+    });
+
+    describe('consents', () => {
+      it('findConsent is undefined before any consent', async () => {
+        await withSeededStore(async (store) => {
+          expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toBeUndefined();
+        });
+      });
+
+      it('saveConsent inserts a consent that findConsent returns intact', async () => {
+        await withSeededStore(async (store) => {
+          const c = consent();
+          await store.saveConsent(c);
+          expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toStrictEqual(c);
+        });
+      });
+
+      it('saveConsent for the same user, client and audience replaces scope and grantedAt', async () => {
+        await withSeededStore(async (store) => {
+          await store.saveConsent(consent({ scope: 'openid', grantedAt: t0 }));
+          await store.saveConsent(consent({ scope: 'openid email profile', grantedAt: t0 + 50 }));
+          expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toStrictEqual(
+            consent({ scope: 'openid email profile', grantedAt: t0 + 50 }),
+          );
+          // A narrower later consent replaces too: the store keeps what it is given.
+          await store.saveConsent(consent({ scope: 'openid', grantedAt: t0 + 90 }));
+          expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toStrictEqual(
+            consent({ scope: 'openid', grantedAt: t0 + 90 }),
+          );
+        });
+      });
+
+      it('consents of another audience, client or user are kept apart', async () => {
+        await withSeededStore(async (store) => {
+          await store.createUser(user({ username: 'bob' }));
+          await store.createClient(client({ clientId: 'other' }));
+          const mine = consent({ scope: 'openid email' });
+          const otherAudience = consent({ audience: 'https://other-api.example.com', scope: 'openid profile', grantedAt: t0 + 1 });
+          const otherClient = consent({ clientId: 'other', scope: 'openid offline_access', grantedAt: t0 + 2 });
+          const otherUser = consent({ userId: 'user-bob', scope: 'openid', grantedAt: t0 + 3 });
+          for (const c of [mine, otherAudience, otherClient, otherUser]) await store.saveConsent(c);
+
+          await store.saveConsent(consent({ scope: 'openid email profile', grantedAt: t0 + 10 }));
+
+          expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toStrictEqual(
+            consent({ scope: 'openid email profile', grantedAt: t0 + 10 }),
+          );
+          expect(await store.findConsent('user-alice', 'cli', 'https://other-api.example.com')).toStrictEqual(otherAudience);
+          expect(await store.findConsent('user-alice', 'other', 'https://api.example.com')).toStrictEqual(otherClient);
+          expect(await store.findConsent('user-bob', 'cli', 'https://api.example.com')).toStrictEqual(otherUser);
+          expect(await store.findConsent('user-bob', 'other', 'https://api.example.com')).toBeUndefined();
+        });
+      });
+    });
+
+    describe('authorization codes', () => {
+      const issued = { accessTokenJti: 'jti-first', refreshFamilyId: 'family-first' };
+
+      it('creates and finds a code with every field intact', async () => {
+        await withSeededStore(async (store) => {
+          const c = authorizationCode();
+          await store.createAuthorizationCode(c);
+          expect(await store.findAuthorizationCode('code-hash-1')).toStrictEqual(c);
+        });
+      });
+
+      it('optional fields left undefined come back undefined', async () => {
+        await withSeededStore(async (store) => {
+          const c = authorizationCode({ nonce: undefined, codeChallenge: undefined });
+          await store.createAuthorizationCode(c);
+          const found = await store.findAuthorizationCode('code-hash-1');
+          expect(found).toStrictEqual(c);
+          expect(found?.nonce).toBeUndefined();
+          expect(found?.codeChallenge).toBeUndefined();
+          expect(found?.consumedAt).toBeUndefined();
+          expect(found?.accessTokenJti).toBeUndefined();
+          expect(found?.refreshFamilyId).toBeUndefined();
+        });
+      });
+
+      it('returns undefined for an unknown code', async () => {
+        await withSeededStore(async (store) => {
+          await store.createAuthorizationCode(authorizationCode());
+          expect(await store.findAuthorizationCode('code-hash-2')).toBeUndefined();
+          expect(await store.consumeAuthorizationCode('code-hash-2', t0, issued)).toBeUndefined();
+        });
+      });
+
+      it('consumeAuthorizationCode succeeds exactly once, recording consumedAt and what it issued', async () => {
+        await withSeededStore(async (store) => {
+          const c = authorizationCode();
+          await store.createAuthorizationCode(c);
+          const expected: AuthorizationCodeRecord = {
+            ...c,
+            consumedAt: t0 + 10,
+            accessTokenJti: 'jti-first',
+            refreshFamilyId: 'family-first',
+          };
+          expect(await store.consumeAuthorizationCode('code-hash-1', t0 + 10, issued)).toStrictEqual(expected);
+          expect(await store.findAuthorizationCode('code-hash-1')).toStrictEqual(expected);
+
+          // A replay is refused and does not overwrite what the first redemption issued.
+          expect(
+            await store.consumeAuthorizationCode('code-hash-1', t0 + 11, { accessTokenJti: 'jti-second', refreshFamilyId: 'family-second' }),
+          ).toBeUndefined();
+          expect(await store.findAuthorizationCode('code-hash-1')).toStrictEqual(expected);
+        });
+      });
+
+      it('concurrent consumes: exactly one wins, and its ids are the ones stored', async () => {
+        await withSeededStore(async (store) => {
+          await store.createAuthorizationCode(authorizationCode());
+          const results = await Promise.all(
+            Array.from({ length: 8 }, (_, n) =>
+              store.consumeAuthorizationCode('code-hash-1', t0 + 5, { accessTokenJti: `jti-${n}`, refreshFamilyId: `family-${n}` }),
+            ),
+          );
+          const winners = results.filter((r) => r !== undefined);
+          expect(winners).toHaveLength(1);
+          const found = await store.findAuthorizationCode('code-hash-1');
+          expect(found?.accessTokenJti).toBe(winners[0]?.accessTokenJti);
+          expect(found?.refreshFamilyId).toBe(winners[0]?.refreshFamilyId);
+          expect(found?.consumedAt).toBe(t0 + 5);
+        });
+      });
+
+      it('refuses an expired code (now >= expiresAt) and leaves it unconsumed', async () => {
+        await withSeededStore(async (store) => {
+          const edge = authorizationCode({ codeHash: 'edge', expiresAt: t0 + 60 });
+          const late = authorizationCode({ codeHash: 'late', expiresAt: t0 + 60 });
+          await store.createAuthorizationCode(edge);
+          await store.createAuthorizationCode(late);
+          expect(await store.consumeAuthorizationCode('edge', t0 + 60, issued)).toBeUndefined();
+          expect(await store.consumeAuthorizationCode('late', t0 + 61, issued)).toBeUndefined();
+          expect(await store.findAuthorizationCode('edge')).toStrictEqual(edge);
+          expect(await store.findAuthorizationCode('late')).toStrictEqual(late);
+        });
+      });
+
+      it('accepts a code in the last second before expiresAt', async () => {
+        await withSeededStore(async (store) => {
+          const c = authorizationCode({ expiresAt: t0 + 60 });
+          await store.createAuthorizationCode(c);
+          expect(await store.consumeAuthorizationCode('code-hash-1', t0 + 59, issued)).toStrictEqual({
+            ...c,
+            consumedAt: t0 + 59,
+            accessTokenJti: 'jti-first',
+            refreshFamilyId: 'family-first',
+          });
+        });
+      });
+
+      it('consuming one code leaves another untouched', async () => {
+        await withSeededStore(async (store) => {
+          const other = authorizationCode({ codeHash: 'code-hash-2' });
+          await store.createAuthorizationCode(authorizationCode());
+          await store.createAuthorizationCode(other);
+          expect(await store.consumeAuthorizationCode('code-hash-1', t0 + 1, issued)).toBeDefined();
+          expect(await store.findAuthorizationCode('code-hash-2')).toStrictEqual(other);
+        });
+      });
+    });
+
+    describe('refresh token families', () => {
+      it('revokeRefreshFamily revokes every token of that family and no other', async () => {
+        await withSeededStore(async (store) => {
+          const a1 = refreshToken({ id: 'a1', tokenHash: 'a1', familyId: 'family-a' });
+          const a2 = refreshToken({ id: 'a2', tokenHash: 'a2', familyId: 'family-a', createdAt: t0 + 10 });
+          const b1 = refreshToken({ id: 'b1', tokenHash: 'b1', familyId: 'family-b' });
+          for (const t of [a1, a2, b1]) await store.createRefreshToken(t);
+          await store.revokeRefreshFamily('family-a', t0 + 20);
+          expect(await store.findRefreshToken('a1')).toBeUndefined();
+          expect(await store.findRefreshToken('a2')).toBeUndefined();
+          expect(await store.findRefreshToken('b1')).toStrictEqual(b1);
+        });
+      });
+
+      it('revoking again, or revoking an unknown family, is harmless', async () => {
+        await withSeededStore(async (store) => {
+          const b1 = refreshToken({ id: 'b1', tokenHash: 'b1', familyId: 'family-b' });
+          await store.createRefreshToken(refreshToken({ id: 'a1', tokenHash: 'a1', familyId: 'family-a' }));
+          await store.createRefreshToken(b1);
+          await store.revokeRefreshFamily('family-a', t0 + 1);
+          await store.revokeRefreshFamily('family-a', t0 + 2);
+          await store.revokeRefreshFamily('no-such-family', t0 + 3);
+          expect(await store.findRefreshToken('a1')).toBeUndefined();
+          expect(await store.findRefreshToken('b1')).toStrictEqual(b1);
+        });
+      });
+    });
+
+    describe('revoked access tokens', () => {
+      it('a jti is not revoked until revokeAccessToken, then it is; others stay unrevoked', async () => {
+        await withStore(async (store) => {
+          expect(await store.isAccessTokenRevoked('jti-1')).toBe(false);
+          await store.revokeAccessToken('jti-1', t0 + 86400);
+          expect(await store.isAccessTokenRevoked('jti-1')).toBe(true);
+          expect(await store.isAccessTokenRevoked('jti-2')).toBe(false);
+        });
+      });
+
+      it('revoking the same jti twice is harmless', async () => {
+        await withStore(async (store) => {
+          await store.revokeAccessToken('jti-1', t0 + 86400);
+          await expect(store.revokeAccessToken('jti-1', t0 + 90000)).resolves.toBeUndefined();
+          expect(await store.isAccessTokenRevoked('jti-1')).toBe(true);
+        });
+      });
+    });
+
+    describe('removing a client (Authorization Code flow records)', () => {
+      it("removes its authorization codes, interactions and consents, not other clients'", async () => {
+        await withSeededStore(async (store) => {
+          await store.createClient(client({ clientId: 'other' }));
+          const theirCode = authorizationCode({ codeHash: 'code-theirs', clientId: 'other' });
+          const theirInteraction = interaction({ id: 'i-theirs', clientId: 'other', request: authorizationRequest({ clientId: 'other' }) });
+          const theirConsent = consent({ clientId: 'other' });
+          await store.createAuthorizationCode(authorizationCode({ codeHash: 'code-mine' }));
+          await store.createAuthorizationCode(theirCode);
+          await store.createInteraction(interaction({ id: 'i-mine' }));
+          await store.createInteraction(theirInteraction);
+          await store.saveConsent(consent());
+          await store.saveConsent(theirConsent);
+
+          expect(await store.removeClient('cli')).toBe(true);
+
+          expect(await store.findAuthorizationCode('code-mine')).toBeUndefined();
+          expect(await store.findInteraction('i-mine', t0)).toBeUndefined();
+          expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toBeUndefined();
+          expect(await store.findAuthorizationCode('code-theirs')).toStrictEqual(theirCode);
+          expect(await store.findInteraction('i-theirs', t0)).toStrictEqual(theirInteraction);
+          expect(await store.findConsent('user-alice', 'other', 'https://api.example.com')).toStrictEqual(theirConsent);
         });
       });
     });

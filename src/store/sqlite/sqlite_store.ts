@@ -14,6 +14,7 @@ import {
   DuplicateError,
   type ApiRecord,
   type AuthorizationCodeRecord,
+  type AuthorizationRequest,
   type ClientRecord,
   type ConsentRecord,
   type DeviceGrantRecord,
@@ -122,12 +123,28 @@ function toRefreshToken(r: Row): RefreshTokenRecord {
   };
 }
 
+function toAuthorizationRequest(json: string): AuthorizationRequest {
+  const r = JSON.parse(json) as Partial<AuthorizationRequest>;
+  // JSON drops undefined members; records always carry every field.
+  return {
+    clientId: String(r.clientId),
+    redirectUri: String(r.redirectUri),
+    scope: String(r.scope),
+    audience: String(r.audience),
+    state: String(r.state),
+    nonce: r.nonce ?? undefined,
+    codeChallenge: r.codeChallenge ?? undefined,
+    prompt: r.prompt ?? [],
+  };
+}
+
 function toInteraction(r: Row): InteractionRecord {
   return {
     id: text(r.id),
     browserHash: text(r.browser_hash),
     clientId: text(r.client_id),
-    request: JSON.parse(text(r.request)),
+    request: toAuthorizationRequest(text(r.request)),
+    sessionAtStart: optionalText(r.session_at_start),
     minAuthTime: optionalNumber(r.min_auth_time),
     createdAt: Number(r.created_at),
     expiresAt: Number(r.expires_at),
@@ -521,12 +538,13 @@ export class SqliteStore implements Store {
 
   async createInteraction(i: InteractionRecord): Promise<void> {
     this.run(
-      `INSERT INTO interactions (id, browser_hash, client_id, request, min_auth_time, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO interactions (id, browser_hash, client_id, request, session_at_start, min_auth_time, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       i.id,
       i.browserHash,
       i.clientId,
       JSON.stringify(i.request),
+      i.sessionAtStart ?? null,
       i.minAuthTime ?? null,
       i.createdAt,
       i.expiresAt,

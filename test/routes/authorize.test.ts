@@ -1,0 +1,326 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sha256 } from '../../src/crypto/secrets.js';
+import type { UserRecord } from '../../src/store/store.js';
+import { addApi, addClient, addUser, pkcePair, testApp, type TestApp } from '../helpers/app.js';
+import { Browser, inputValue, injectTransport, signIn, type BrowserResponse } from '../helpers/browser.js';
+
+let t: TestApp;
+let alice: UserRecord;
+let browser: Browser;
+const web = 'https://app.example.com/cb';
+
+beforeEach(async () => {
+  t = await testApp();
+  alice = await addUser(t.store, 'alice', 'alice-password');
+  await addApi(t.store, 'https://api.example.com', 'Photo Library API');
+  const grants = ['authorization_code', 'refresh_token'] as const;
+  await addClient(t.store, 'web', { name: 'Photo Editor', redirectUris: [web], grantTypes: [...grants] });
+  await addClient(t.store, 'first', { name: 'Company Portal', redirectUris: [web], grantTypes: [...grants], firstParty: true });
+  await addClient(t.store, 'native', { name: 'Desktop App', redirectUris: ['http://127.0.0.1/callback'], grantTypes: [...grants] });
+  await addClient(t.store, 'tv', { grantTypes: ['device_code'], redirectUris: [web] });
+  browser = new Browser(injectTransport(t.app));
+});
+afterEach(() => t.close());
+
+function authorizeUrl(params: Record<string, string | undefined>): string {
+  const { challenge } = pkcePair();
+  const defaults: Record<string, string> = {
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: web,
+    scope: 'openid email profile',
+    state: 'state-123',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  };
+  const merged = { ...defaults, ...params };
+  const query = new URLSearchParams(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined));
+  return `/authorize?${query}`;
+}
+
+function redirectParams(res: BrowserResponse): URLSearchParams {
+  expect(res.location).toBeDefined();
+  return new URL(res.location!).searchParams;
+}
+
+async function signInFirst() {
+  expect((await signIn(browser, await browser.get('/login'), 'alice', 'alice-password')).status).toBe(303);
+}
+
+/** Follows the redirect to sign-in and signs in; returns what the flow answers next. */
+async function signInThrough(res: BrowserResponse) {
+  expect(res.status).toBe(303);
+  expect(res.location).toMatch(/^\/login\?return_to=%2Fauthorize%2Fcontinue%3Finteraction%3D/);
+  const login = await browser.get(res.location!);
+  expect(login.status).toBe(200);
+  const after = await signIn(browser, login, 'alice', 'alice-password');
+  expect(after.status).toBe(303);
+  return browser.get(after.location!);
+}
+
+async function decide(page: BrowserResponse, decision: 'allow' | 'deny') {
+  return browser.post('/authorize/decision', {
+    csrf_token: inputValue(page.body, 'csrf_token')!,
+    interaction: inputValue(page.body, 'interaction')!,
+    decision,
+  });
+}
+
+describe('GET /authorize: requests that cannot be answered to the client', () => {
+  const cases: Array<[string, Record<string, string | undefined>]> = [
+    ['no client_id', { client_id: undefined }],
+    ['an unknown client_id', { client_id: 'nobody' }],
+    ['no redirect_uri', { redirect_uri: undefined }],
+    ['an unregistered redirect_uri', { redirect_uri: 'https://evil.example/cb' }],
+    ['a redirect_uri differing by a trailing slash', { redirect_uri: `${web}/` }],
+    ['a redirect_uri with another port', { redirect_uri: 'https://app.example.com:8443/cb' }],
+  ];
+  for (const [name, params] of cases) {
+    it(`${name} → an error page, never a redirect`, async () => {
+      const res = await browser.get(authorizeUrl(params));
+      expect(res.status).toBe(400);
+      expect(res.location).toBeUndefined();
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.body).toContain('This sign-in link is not valid');
+    });
+  }
+
+  it('a repeated redirect_uri → an error page', async () => {
+    const res = await browser.get(`${authorizeUrl({})}&redirect_uri=${encodeURIComponent('https://evil.example/cb')}`);
+    expect(res.status).toBe(400);
+    expect(res.location).toBeUndefined();
+  });
+});
+
+describe('GET /authorize: errors redirected to the client with error, error_description, state and iss', () => {
+  const cases: Array<[string, Record<string, string | undefined>, string]> = [
+    ['a bad response_type', { response_type: 'token' }, 'unsupported_response_type'],
+    ['no response_type', { response_type: undefined }, 'invalid_request'],
+    ['an unknown scope', { scope: 'openid admin' }, 'invalid_scope'],
+    ['an unknown audience', { audience: 'https://nope.example' }, 'invalid_target'],
+    ['no PKCE from a public client', { code_challenge: undefined, code_challenge_method: undefined }, 'invalid_request'],
+    ['code_challenge_method=plain', { code_challenge_method: 'plain' }, 'invalid_request'],
+    ['a code_challenge without method', { code_challenge_method: undefined }, 'invalid_request'],
+    ['a malformed code_challenge', { code_challenge: 'short' }, 'invalid_request'],
+    ['prompt=none combined with login', { prompt: 'none login' }, 'invalid_request'],
+    ['a request object', { request: 'eyJ...' }, 'request_not_supported'],
+  ];
+  for (const [name, params, error] of cases) {
+    it(`${name} → ${error}`, async () => {
+      const res = await browser.get(authorizeUrl(params));
+      expect(res.status).toBe(302);
+      expect(res.location!.startsWith(`${web}?`)).toBe(true);
+      const q = redirectParams(res);
+      expect(q.get('error')).toBe(error);
+      expect(q.get('error_description')).toBeTruthy();
+      expect(q.get('state')).toBe('state-123');
+      expect(q.get('iss')).toBe('http://latchkey.test');
+      expect(q.get('code')).toBeNull();
+    });
+  }
+
+  it('no state → invalid_request, without state', async () => {
+    const res = await browser.get(authorizeUrl({ state: undefined }));
+    const q = redirectParams(res);
+    expect(q.get('error')).toBe('invalid_request');
+    expect(q.get('error_description')).toBe('state is required.');
+    expect(q.has('state')).toBe(false);
+  });
+
+  it('a client without the authorization_code grant → unauthorized_client', async () => {
+    const res = await browser.get(authorizeUrl({ client_id: 'tv' }));
+    expect(redirectParams(res).get('error')).toBe('unauthorized_client');
+  });
+});
+
+describe('GET /authorize: sign-in, consent, code', () => {
+  it('an anonymous person signs in, sees the consent page, allows, and is sent back with code, state and iss', async () => {
+    const { challenge } = pkcePair();
+    const start = await browser.get(authorizeUrl({ code_challenge: challenge, nonce: 'n-1', audience: 'https://api.example.com', scope: 'openid email offline_access' }));
+    const consent = await signInThrough(start);
+    expect(consent.status).toBe(200);
+    expect(consent.body).toContain('Allow Photo Editor to access your account?');
+    expect(consent.body).toContain('See your email address');
+    expect(consent.body).toContain('Photo Library API');
+    expect(consent.body).toContain('app.example.com');
+    expect(consent.body).toMatch(/<button type="submit" name="decision" value="allow"/);
+    expect(consent.body).toMatch(/<button type="submit" name="decision" value="deny"/);
+    // The form's answer redirects to the client, so the page's CSP must allow that origin.
+    expect(consent.headers['content-security-policy']).toContain("form-action 'self' https://app.example.com");
+
+    const done = await decide(consent, 'allow');
+    expect(done.status).toBe(303);
+    const q = redirectParams(done);
+    expect(done.location!.startsWith(`${web}?`)).toBe(true);
+    expect(q.get('code')).toMatch(/^lk_ac_[A-Za-z0-9_-]{43}$/);
+    expect(q.get('state')).toBe('state-123');
+    expect(q.get('iss')).toBe('http://latchkey.test');
+
+    // Bound to everything the contract names; stored only as its digest.
+    const code = await t.store.findAuthorizationCode(sha256(q.get('code')!));
+    expect(code).toMatchObject({
+      clientId: 'web',
+      userId: alice.id,
+      redirectUri: web,
+      scope: 'openid email offline_access',
+      audience: 'https://api.example.com',
+      nonce: 'n-1',
+      codeChallenge: challenge,
+      expiresAt: Math.floor(t.clock()) + 60,
+    });
+    expect(JSON.stringify(t.store.db.prepare('SELECT * FROM authorization_codes').all())).not.toContain(q.get('code'));
+  });
+
+  it('the sign-in page names the application and lets its form redirect there', async () => {
+    const start = await browser.get(authorizeUrl({}));
+    const login = await browser.get(start.location!);
+    expect(login.body).toContain('Sign in to continue to <strong>Photo Editor</strong>');
+    expect(login.headers['content-security-policy']).toContain("form-action 'self' https://app.example.com");
+  });
+
+  it('Deny → access_denied with state', async () => {
+    const consent = await signInThrough(await browser.get(authorizeUrl({})));
+    const res = await decide(consent, 'deny');
+    expect(res.status).toBe(303);
+    const q = redirectParams(res);
+    expect(q.get('error')).toBe('access_denied');
+    expect(q.get('state')).toBe('state-123');
+    expect(q.get('code')).toBeNull();
+  });
+
+  it('consent is remembered per user, client and scopes; wider scopes ask again', async () => {
+    const consent = await signInThrough(await browser.get(authorizeUrl({ scope: 'openid email' })));
+    await decide(consent, 'allow');
+    const again = await browser.get(authorizeUrl({ scope: 'openid' }));
+    expect(again.status).toBe(302);
+    expect(redirectParams(again).get('code')).toMatch(/^lk_ac_/);
+    const wider = await browser.get(authorizeUrl({ scope: 'openid email profile' }));
+    expect(wider.status).toBe(200);
+    expect(wider.body).toContain('See your name and username');
+  });
+
+  it('prompt=consent asks again even when remembered', async () => {
+    await decide(await signInThrough(await browser.get(authorizeUrl({}))), 'allow');
+    const res = await browser.get(authorizeUrl({ prompt: 'consent' }));
+    expect(res.status).toBe(200);
+    expect(res.body).toContain('Allow Photo Editor');
+  });
+
+  it('a first-party client skips consent', async () => {
+    await signInFirst();
+    const res = await browser.get(authorizeUrl({ client_id: 'first' }));
+    expect(res.status).toBe(302);
+    expect(redirectParams(res).get('code')).toMatch(/^lk_ac_/);
+  });
+
+  it('a decision without its CSRF token is refused', async () => {
+    const consent = await signInThrough(await browser.get(authorizeUrl({})));
+    const res = await browser.post('/authorize/decision', { interaction: inputValue(consent.body, 'interaction')!, decision: 'allow' });
+    expect(res.status).toBe(403);
+    expect(res.location).toBeUndefined();
+  });
+
+  it('an interaction cannot be continued from another browser', async () => {
+    const start = await browser.get(authorizeUrl({}));
+    const other = new Browser(injectTransport(t.app));
+    await signIn(other, await other.get('/login'), 'alice', 'alice-password');
+    const res = await other.get(decodeURIComponent(start.location!.split('return_to=')[1]!));
+    expect(res.status).toBe(400);
+    expect(res.body).toContain('This sign-in has expired');
+  });
+
+  it('an interaction expires after 10 minutes', async () => {
+    const start = await browser.get(authorizeUrl({}));
+    t.clock.advance(601);
+    const login = await browser.get(start.location!);
+    const after = await signIn(browser, login, 'alice', 'alice-password');
+    const res = await browser.get(after.location!);
+    expect(res.status).toBe(400);
+    expect(res.body).toContain('This sign-in has expired');
+  });
+});
+
+describe('prompt and max_age', () => {
+  it('prompt=none without a session → login_required', async () => {
+    const q = redirectParams(await browser.get(authorizeUrl({ prompt: 'none' })));
+    expect(q.get('error')).toBe('login_required');
+    expect(q.get('state')).toBe('state-123');
+  });
+
+  it('prompt=none signed in but without consent → consent_required', async () => {
+    await signInFirst();
+    expect(redirectParams(await browser.get(authorizeUrl({ prompt: 'none' }))).get('error')).toBe('consent_required');
+  });
+
+  it('prompt=none signed in with consent → a code, no page', async () => {
+    await signInFirst();
+    const res = await browser.get(authorizeUrl({ prompt: 'none', client_id: 'first' }));
+    expect(res.status).toBe(302);
+    expect(redirectParams(res).get('code')).toMatch(/^lk_ac_/);
+  });
+
+  it('prompt=login makes a signed-in person sign in again, and the code carries the new auth_time', async () => {
+    await signInFirst();
+    t.clock.advance(100);
+    const res = await browser.get(authorizeUrl({ prompt: 'login', client_id: 'first' }));
+    expect(res.status).toBe(303);
+    expect(res.location).toContain('fresh=1');
+    const login = await browser.get(res.location!);
+    expect(login.status).toBe(200);
+    const after = await signIn(browser, login, 'alice', 'alice-password');
+    const done = await browser.get(after.location!);
+    expect(done.status).toBe(302);
+    const code = await t.store.findAuthorizationCode(sha256(redirectParams(done).get('code')!));
+    expect(code!.authTime).toBe(Math.floor(t.clock()));
+  });
+
+  it('max_age asks for a new sign-in when the last one is older', async () => {
+    await signInFirst();
+    t.clock.advance(120);
+    const stale = await browser.get(authorizeUrl({ max_age: '60', client_id: 'first' }));
+    expect(stale.status).toBe(303);
+    expect(stale.location).toMatch(/^\/login\?/);
+    const recent = await browser.get(authorizeUrl({ max_age: '600', client_id: 'first' }));
+    expect(recent.status).toBe(302);
+  });
+});
+
+describe('loopback redirects (RFC 8252)', () => {
+  it('accept any port of a registered loopback redirect', async () => {
+    await signInFirst();
+    const res = await browser.get(authorizeUrl({ client_id: 'native', redirect_uri: 'http://127.0.0.1:53682/callback' }));
+    expect(res.status).toBe(200); // consent for a third-party native app
+    const done = await decide(res, 'allow');
+    expect(done.location!.startsWith('http://127.0.0.1:53682/callback?code=lk_ac_')).toBe(true);
+  });
+
+  it('with no page shown on the way, a one-click confirmation comes first (RFC 8252 §8.6)', async () => {
+    await signInFirst();
+    const cli = await browser.get(authorizeUrl({ client_id: 'latchkey-cli', redirect_uri: 'http://127.0.0.1:40111/callback' }));
+    expect(cli.status).toBe(200);
+    expect(cli.body).toContain('Continue to Latchkey CLI?');
+    expect(cli.headers['content-security-policy']).toContain("form-action 'self' http://127.0.0.1:40111");
+    const done = await decide(cli, 'allow');
+    expect(done.status).toBe(303);
+    expect(done.location!.startsWith('http://127.0.0.1:40111/callback?code=lk_ac_')).toBe(true);
+  });
+
+  it('after a sign-in in the same request, no extra confirmation', async () => {
+    const start = await browser.get(authorizeUrl({ client_id: 'latchkey-cli', redirect_uri: 'http://127.0.0.1:40111/callback' }));
+    const done = await signInThrough(start);
+    expect(done.status).toBe(302);
+    expect(done.location!.startsWith('http://127.0.0.1:40111/callback?code=lk_ac_')).toBe(true);
+  });
+
+  it('prompt=none to a loopback redirect with no page shown → consent_required', async () => {
+    await signInFirst();
+    const res = await browser.get(authorizeUrl({ client_id: 'latchkey-cli', redirect_uri: 'http://127.0.0.1:40111/callback', prompt: 'none' }));
+    expect(redirectParams(res).get('error')).toBe('consent_required');
+  });
+
+  it('a loopback host other than the registered one is refused with a page', async () => {
+    const res = await browser.get(authorizeUrl({ client_id: 'latchkey-cli', redirect_uri: 'http://localhost:40111/callback' }));
+    expect(res.status).toBe(400);
+    expect(res.location).toBeUndefined();
+  });
+});

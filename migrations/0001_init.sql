@@ -74,17 +74,28 @@ CREATE TABLE device_grants (
 ) STRICT;
 CREATE INDEX device_grants_expires_at ON device_grants(expires_at);
 
+-- Refresh tokens rotate on every use; all tokens descending from one sign-in form a family.
 CREATE TABLE refresh_tokens (
-  id         TEXT PRIMARY KEY,
-  token_hash TEXT NOT NULL UNIQUE,
-  family_id  TEXT NOT NULL,
-  client_id  TEXT NOT NULL REFERENCES clients(client_id) ON DELETE CASCADE,
-  user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-  scope      TEXT NOT NULL,
-  audience   TEXT NOT NULL,
-  auth_time  INTEGER NOT NULL,
-  created_at INTEGER NOT NULL,
-  expires_at INTEGER NOT NULL
+  id                TEXT PRIMARY KEY,
+  token_hash        TEXT NOT NULL UNIQUE,
+  family_id         TEXT NOT NULL,
+  client_id         TEXT NOT NULL REFERENCES clients(client_id) ON DELETE CASCADE,
+  user_id           TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  scope             TEXT NOT NULL,
+  audience          TEXT NOT NULL,
+  auth_time         INTEGER NOT NULL,
+  created_at        INTEGER NOT NULL,
+  expires_at        INTEGER NOT NULL,   -- min(family end, created_at + idle timeout)
+  family_expires_at INTEGER NOT NULL,   -- absolute end of the family: rotation never extends it
+  rotated_at        INTEGER,            -- replaced by a successor at this time
+  revoked_at        INTEGER
 ) STRICT;
 CREATE INDEX refresh_tokens_family ON refresh_tokens(family_id);
+
+-- A revoked family stays revoked: a token inserted into it later (a redemption racing its own
+-- replay, a grace-window refresh racing a theft) is born revoked.
+CREATE TABLE revoked_refresh_families (
+  family_id  TEXT PRIMARY KEY,
+  revoked_at INTEGER NOT NULL
+) STRICT;
 CREATE INDEX refresh_tokens_expires_at ON refresh_tokens(expires_at);

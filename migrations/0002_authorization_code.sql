@@ -1,13 +1,13 @@
 -- The Authorization Code flow: pending authorization requests (interactions), remembered consents,
--- authorization codes (stored as digests), and revocation of what a replayed code had issued.
+-- authorization codes (stored as digests), and revoked access tokens.
 
 CREATE TABLE interactions (
   id              TEXT PRIMARY KEY,
   browser_hash    TEXT NOT NULL,        -- SHA-256 of the browser's CSRF cookie: the request is bound to the browser that made it
   client_id       TEXT NOT NULL REFERENCES clients(client_id) ON DELETE CASCADE,
   request         TEXT NOT NULL,        -- JSON of the validated authorization request
-  session_at_start TEXT,                -- digest of the session present at the start: a different one later means a sign-in happened here
-  min_auth_time   INTEGER,              -- max_age: the sign-in must be this recent
+  signed_in_session TEXT,               -- digest of the session created by a sign-in done for this request
+  max_age         INTEGER,              -- OIDC max_age: the sign-in must be at most this old when the code is issued
   created_at      INTEGER NOT NULL,
   expires_at      INTEGER NOT NULL
 ) STRICT;
@@ -39,8 +39,6 @@ CREATE TABLE authorization_codes (
   refresh_family_id TEXT
 ) STRICT;
 CREATE INDEX authorization_codes_expires_at ON authorization_codes(expires_at);
-
-ALTER TABLE refresh_tokens ADD COLUMN revoked_at INTEGER;
 
 CREATE TABLE revoked_access_tokens (
   jti        TEXT PRIMARY KEY,

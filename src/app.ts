@@ -9,13 +9,13 @@ import view from '@fastify/view';
 import { Eta } from 'eta';
 import { ZodError } from 'zod';
 import { systemClock, type Clock } from './clock.js';
-import type { Config, TrustProxy } from './config.js';
+import { retiredKeyRetention, type Config, type TrustProxy } from './config.js';
 import type { Socket } from 'node:net';
 import { createSigner, type Signer } from './crypto/signer.js';
 import { randomSecret } from './crypto/secrets.js';
 import { OAuthError } from './errors.js';
 import { renderErrorPage, type ErrorPage } from './http/pages.js';
-import { securityHeaders } from './http/security_headers.js';
+import { baseSecurityHeaders, securityHeaders } from './http/security_headers.js';
 import { loggerOptions } from './logging.js';
 import { RateLimiter } from './oauth/rate_limit.js';
 import { viewsDir } from './paths.js';
@@ -27,6 +27,9 @@ import { deviceAuthorizationRoutes } from './routes/device_authorization.js';
 import { deviceVerificationRoutes } from './routes/device_verification.js';
 import { discoveryRoutes } from './routes/discovery.js';
 import { healthRoutes } from './routes/health.js';
+import { introspectionRoutes } from './routes/introspection.js';
+import { revocationRoutes } from './routes/revocation.js';
+import { userinfoRoutes } from './routes/userinfo.js';
 import { loginRoutes } from './routes/login.js';
 import { tokenRoutes } from './routes/token.js';
 
@@ -72,7 +75,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // Requests Fastify refuses before routing (a malformed URL) still get an OAuth error body.
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
       const oauthError = toOAuthError(error);
-      void reply.code(oauthError.status).header('cache-control', 'no-store').send(oauthError.toJSON());
+      void reply.code(oauthError.status).headers(baseSecurityHeaders(config)).header('cache-control', 'no-store').send(oauthError.toJSON());
     },
     // Requests Node's HTTP parser refuses (huge headers, bad bytes) get one too, then the socket closes.
     clientErrorHandler: (error: Error, socket: Socket) => {
@@ -80,10 +83,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       const code = (error as NodeJS.ErrnoException).code;
       const [status, reason] = code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
       const body = JSON.stringify({ error: 'invalid_request', error_description: 'The request could not be parsed.' });
-      socket.end(
-        `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncache-control: no-store\r\n` +
-          `x-content-type-options: nosniff\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-      );
+      const headers = Object.entries({ ...baseSecurityHeaders(config), 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('');
+      socket.end(`HTTP/1.1 ${status} ${reason}\r\n${headers}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
     },
   });
 
@@ -91,7 +94,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     config,
     store,
     clock,
-    signer: deps.signer ?? (await createSigner(store, clock)),
+    signer: deps.signer ?? (await createSigner(store, clock, { issuer: config.issuer, retiredKeyRetention: retiredKeyRetention(config) })),
     rateLimits: deps.rateLimits ?? defaultRateLimits(clock),
     csrfSecret: await store.serverSecret('csrf', () => randomSecret()),
     userCodeKey: await store.serverSecret('user_code', () => randomSecret()),
@@ -123,6 +126,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(discoveryRoutes);
   await app.register(deviceAuthorizationRoutes);
   await app.register(tokenRoutes);
+  await app.register(revocationRoutes);
+  await app.register(introspectionRoutes);
+  await app.register(userinfoRoutes);
   await app.register(loginRoutes);
   await app.register(deviceVerificationRoutes);
   await app.register(authorizeRoutes);

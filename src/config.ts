@@ -79,6 +79,8 @@ const environmentSchema = z.object({
   LATCHKEY_DEVICE_INTERVAL: seconds('LATCHKEY_DEVICE_INTERVAL', 5, 1, 600),
   LATCHKEY_ACCESS_TOKEN_TTL: seconds('LATCHKEY_ACCESS_TOKEN_TTL', 86400, 1, 365 * 86400),
   LATCHKEY_REFRESH_TOKEN_TTL: seconds('LATCHKEY_REFRESH_TOKEN_TTL', 30 * 86400, 60, 10 * 365 * 86400),
+  LATCHKEY_REFRESH_TOKEN_IDLE_TTL: seconds('LATCHKEY_REFRESH_TOKEN_IDLE_TTL', 14 * 86400, 60, 10 * 365 * 86400),
+  LATCHKEY_REFRESH_REUSE_GRACE: seconds('LATCHKEY_REFRESH_REUSE_GRACE', 5, 0, 300),
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
   LATCHKEY_TRUST_PROXY: trustProxySchema,
@@ -98,7 +100,12 @@ export interface Config {
   readonly deviceCodeTtl: number;
   readonly deviceInterval: number;
   readonly accessTokenTtl: number;
+  /** Absolute lifetime of a refresh-token family, from the sign-in. */
   readonly refreshTokenTtl: number;
+  /** A refresh token unused this long expires (each rotation starts a new idle period). */
+  readonly refreshTokenIdleTtl: number;
+  /** Seconds after a rotation in which reusing the old token gets a fresh pair instead of revoking the family; 0 = off. */
+  readonly refreshReuseGrace: number;
   readonly sessionTtl: number;
   /** `aud` of access tokens requested without `audience`. */
   readonly defaultAudience: string;
@@ -156,6 +163,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deviceInterval: e.LATCHKEY_DEVICE_INTERVAL,
     accessTokenTtl: e.LATCHKEY_ACCESS_TOKEN_TTL,
     refreshTokenTtl: e.LATCHKEY_REFRESH_TOKEN_TTL,
+    refreshTokenIdleTtl: e.LATCHKEY_REFRESH_TOKEN_IDLE_TTL,
+    refreshReuseGrace: e.LATCHKEY_REFRESH_REUSE_GRACE,
     sessionTtl: e.LATCHKEY_SESSION_TTL,
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
     trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
@@ -166,4 +175,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 /** A config for tests and tools: defaults plus overrides, validated the same way. */
 export function configFrom(overrides: Record<string, string>): Config {
   return loadConfig({ ...overrides });
+}
+
+/**
+ * How long a retired signing key stays published: the longest lifetime of anything it signed
+ * (access tokens; id_tokens live at most an hour).
+ */
+export function retiredKeyRetention(config: Config): number {
+  return Math.max(config.accessTokenTtl, 3600);
 }

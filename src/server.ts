@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { bootstrap } from './bootstrap.js';
-import { systemClock } from './clock.js';
+import { epochSeconds, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './store/open.js';
 
@@ -32,8 +32,18 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   }
   out.write(lines.join('\n') + '\n');
 
+  // Housekeeping: expired rows go once a minute, in one short transaction.
+  const purge = setInterval(() => {
+    store.purgeExpired(epochSeconds(systemClock)).then(
+      (counts) => app.log.debug({ event: 'housekeeping.purged', ...counts }),
+      (err: unknown) => app.log.error({ err }, 'housekeeping failed'),
+    );
+  }, 60_000);
+  purge.unref();
+
   let closing: Promise<void> | undefined;
   const close = () => {
+    clearInterval(purge);
     closing ??= app.close().then(() => store.close());
     return closing;
   };

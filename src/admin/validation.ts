@@ -60,6 +60,8 @@ export interface RedirectUriCheck {
 }
 
 export function validRedirectUri(value: string): RedirectUriCheck {
+  // What is registered is compared byte for byte and sent in Location headers: printable ASCII only.
+  if (value !== '' && !/^[\x21-\x7e]+$/.test(value)) throw new AdminInputError(`redirect URI "${value.slice(0, 200)}" must be printable ASCII with no spaces (percent-encode anything else)`);
   let url: URL;
   try {
     url = new URL(value);

@@ -18,6 +18,8 @@ import { apisRemoveCommand } from './commands/apis_remove.js';
 import { clientsAddCommand } from './commands/clients_add.js';
 import { clientsListCommand } from './commands/clients_list.js';
 import { clientsRemoveCommand } from './commands/clients_remove.js';
+import { keysListCommand } from './commands/keys_list.js';
+import { keysRotateCommand } from './commands/keys_rotate.js';
 import { serveCommand } from './commands/serve.js';
 import { usersAddCommand } from './commands/users_add.js';
 import { usersDisableCommand } from './commands/users_disable.js';
@@ -36,6 +38,8 @@ export const commands: Command[] = [
   apisAddCommand,
   apisListCommand,
   apisRemoveCommand,
+  keysListCommand,
+  keysRotateCommand,
 ];
 
 export const configExitCode = 3;

@@ -1,9 +1,10 @@
 /** Every grant type the token endpoint serves, by its wire `grant_type`. */
 import { authorizationCodeGrant } from './authorization_code.js';
 import { deviceCodeGrant } from './device_code.js';
+import { refreshTokenGrant } from './refresh_token.js';
 import type { GrantHandler } from './types.js';
 
-const grants: GrantHandler<unknown>[] = [authorizationCodeGrant, deviceCodeGrant];
+const grants: GrantHandler<unknown>[] = [authorizationCodeGrant, deviceCodeGrant, refreshTokenGrant];
 
 export const grantHandlers: ReadonlyMap<string, GrantHandler<unknown>> = new Map(grants.map((g) => [g.grantType, g]));
 

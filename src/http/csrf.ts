@@ -36,17 +36,24 @@ function browserKey(request: FastifyRequest, reply: FastifyReply, config: Config
 /** How long a rendered form stays usable. */
 export const csrfTokenLifetime = 2 * 3600;
 
-async function mac(request: FastifyRequest, services: Services, form: FormName, browser: string, issuedAt: number): Promise<string> {
+/** `bound` ties a token to one thing as well, e.g. the one authorization request a decision answers. */
+async function mac(request: FastifyRequest, services: Services, form: FormName, browser: string, issuedAt: number, bound: string): Promise<string> {
   const signedIn = await currentSession(request, services);
-  return hmacSha256(services.csrfSecret, `${form}:${browser}:${signedIn?.session.idHash ?? '-'}:${issuedAt}`);
+  return hmacSha256(services.csrfSecret, `${form}:${browser}:${signedIn?.session.idHash ?? '-'}:${issuedAt}:${bound}`);
 }
 
-export async function csrfToken(request: FastifyRequest, reply: FastifyReply, services: Services, form: FormName): Promise<string> {
+export async function csrfToken(request: FastifyRequest, reply: FastifyReply, services: Services, form: FormName, bound = ''): Promise<string> {
   const issuedAt = epochSeconds(services.clock);
-  return `${issuedAt}.${await mac(request, services, form, browserKey(request, reply, services.config), issuedAt)}`;
+  return `${issuedAt}.${await mac(request, services, form, browserKey(request, reply, services.config), issuedAt, bound)}`;
 }
 
-export async function csrfTokenValid(request: FastifyRequest, services: Services, form: FormName, token: string | undefined): Promise<boolean> {
+export async function csrfTokenValid(
+  request: FastifyRequest,
+  services: Services,
+  form: FormName,
+  token: string | undefined,
+  bound = '',
+): Promise<boolean> {
   const cookie = request.cookies[cookieNames(services.config).csrf];
   if (!token || !cookie || cookie.length > 128) return false;
   const match = /^(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token);
@@ -54,7 +61,7 @@ export async function csrfTokenValid(request: FastifyRequest, services: Services
   const issuedAt = Number(match[1]);
   const age = epochSeconds(services.clock) - issuedAt;
   if (age < 0 || age > csrfTokenLifetime) return false;
-  return constantTimeEqual(await mac(request, services, form, cookie, issuedAt), match[2]!);
+  return constantTimeEqual(await mac(request, services, form, cookie, issuedAt, bound), match[2]!);
 }
 
 /**

@@ -60,5 +60,8 @@ export function safeReturnTo(value: string | undefined, fallback = '/activate'):
     return fallback;
   }
   if (url.origin !== base) return fallback;
-  return url.pathname + url.search;
+  const path = url.pathname + url.search;
+  // Normalising can itself produce a network-path reference: "/.//evil" becomes "//evil".
+  if (path.startsWith('//') || path.startsWith('/\\')) return fallback;
+  return path;
 }

@@ -24,15 +24,22 @@ export function allowFormActionTo(reply: FastifyReply, source: string | undefine
   reply.header('content-security-policy', contentSecurityPolicy.replace("form-action 'self'", `form-action 'self' ${source}`));
 }
 
+/** The headers every response carries, also those written outside Fastify's hooks. */
+export function baseSecurityHeaders(config: Config): Record<string, string> {
+  return {
+    'content-security-policy': contentSecurityPolicy,
+    'referrer-policy': 'no-referrer',
+    'x-content-type-options': 'nosniff',
+    'x-frame-options': 'DENY',
+    'cross-origin-opener-policy': 'same-origin',
+    ...(config.issuer.startsWith('https:') ? { 'strict-transport-security': 'max-age=31536000' } : {}),
+  };
+}
+
 export function securityHeaders(config: Config) {
-  const https = config.issuer.startsWith('https:');
+  const headers = baseSecurityHeaders(config);
   return async function addSecurityHeaders(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', contentSecurityPolicy);
-    reply.header('referrer-policy', 'no-referrer');
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('x-frame-options', 'DENY');
-    reply.header('cross-origin-opener-policy', 'same-origin');
-    if (https) reply.header('strict-transport-security', 'max-age=31536000');
+    for (const [name, value] of Object.entries(headers)) if (!reply.hasHeader(name)) reply.header(name, value);
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
   };
 }

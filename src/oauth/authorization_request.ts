@@ -90,7 +90,7 @@ export async function parseAuthorizationRequest(
     if (!isValidCodeChallenge(challenge)) return invalid('The code_challenge is malformed.');
   } else if (method !== undefined) {
     return invalid('code_challenge_method was sent without a code_challenge.');
-  } else if (client.requirePkce) {
+  } else if (client.requirePkce && client.secretHash === undefined) {
     return invalid('PKCE is required: send code_challenge with code_challenge_method=S256.');
   }
 

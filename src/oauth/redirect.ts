@@ -19,23 +19,38 @@ export function isLoopbackRedirect(uri: string): boolean {
   return url !== undefined && url.protocol === 'http:' && isLoopbackHost(url.hostname);
 }
 
-/** Whether `requested` is allowed by the registered redirect URIs. */
+const loopbackPattern = /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d{1,5})?(?=[/?]|$)/;
+
+/** A loopback URI with its port taken out of the raw text (nothing else is normalised). */
+function withoutLoopbackPort(uri: string): string | undefined {
+  const match = loopbackPattern.exec(uri);
+  if (!match) return undefined;
+  const port = match[2];
+  if (port !== undefined && (Number(port.slice(1)) < 1 || Number(port.slice(1)) > 65535)) return undefined;
+  return `http://${match[1]}${uri.slice(match[0].length)}`;
+}
+
+/** URIs are printable ASCII without spaces (RFC 3986); anything else is refused, never cleaned up. */
+export function isCleanUri(uri: string): boolean {
+  return /^[\x21-\x7e]+$/.test(uri) && !uri.includes('#');
+}
+
+/**
+ * Whether `requested` is allowed by the registered redirect URIs: the same string byte for byte,
+ * except that for loopback registrations the port may differ. No parsing or normalisation is
+ * applied, because what is compared must be exactly what the browser is sent to.
+ */
 export function redirectUriAllowed(requested: string, registered: readonly string[]): boolean {
+  if (!isCleanUri(requested)) return false;
   if (registered.includes(requested)) return true;
-  const asked = parse(requested);
-  if (!asked || asked.protocol !== 'http:' || !isLoopbackHost(asked.hostname) || requested.includes('#')) return false;
-  return registered.some((candidate) => {
-    const known = parse(candidate);
-    return (
-      known !== undefined &&
-      known.protocol === 'http:' &&
-      known.hostname === asked.hostname &&
-      known.pathname === asked.pathname &&
-      known.search === asked.search &&
-      known.username === asked.username &&
-      known.password === asked.password
-    );
-  });
+  const asked = withoutLoopbackPort(requested);
+  if (asked === undefined) return false;
+  return registered.some((candidate) => withoutLoopbackPort(candidate) === asked);
+}
+
+/** A private-use URI scheme (RFC 8252 §7.1), such as com.example.app:/callback. */
+export function isPrivateUseRedirect(uri: string): boolean {
+  return /^[a-z][a-z0-9+.-]*\.[a-z0-9+.-]*:/i.test(uri) && !/^https?:/i.test(uri);
 }
 
 /**

@@ -33,7 +33,9 @@ export function parseScope(raw: string | undefined): ScopeValue[] {
  * refresh_token grant. The token response's `scope` then tells the client what it got.
  */
 export function grantableScope(requested: ScopeValue[], client: ClientRecord): ScopeValue[] {
-  return requested.filter((s) => s !== 'offline_access' || client.grantTypes.includes('refresh_token'));
+  const granted = requested.filter((s) => s !== 'offline_access' || client.grantTypes.includes('refresh_token'));
+  if (granted.length === 0) throw new OAuthError('invalid_scope', 'None of the requested scopes can be granted to this client.');
+  return granted;
 }
 
 export const scopeDescriptions: Record<ScopeValue, string> = {

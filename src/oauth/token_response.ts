@@ -5,10 +5,11 @@
  * with `openid` an id_token (OIDC Core §2, §3.1.3.6).
  */
 import { epochSeconds } from '../clock.js';
-import { leftHalfSha256, randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { leftHalfSha256, randomId } from '../crypto/secrets.js';
 import type { Services } from '../services.js';
 import type { ClientRecord, UserRecord } from '../store/store.js';
 import { claimsForScope } from './claims.js';
+import { newRefreshToken } from './refresh_tokens.js';
 
 export interface TokenResponse {
   access_token: string;
@@ -33,6 +34,8 @@ export interface IssueTokensInput {
   refreshFamilyId?: string;
   /** Present for the Authorization Code flow: an id_token is issued when `openid` was granted. */
   idToken?: { nonce: string | undefined };
+  /** A refresh token the caller has already stored (rotation); otherwise offline_access starts a new family. */
+  refreshToken?: string;
 }
 
 export async function issueTokens(services: Services, input: IssueTokensInput): Promise<TokenResponse> {
@@ -59,21 +62,19 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     expires_in: config.accessTokenTtl,
     scope: input.scope,
   };
-  if (scopes.includes('offline_access')) {
-    const refreshToken = randomSecret(secretPrefix.refreshToken);
-    await store.createRefreshToken({
-      id: randomId(),
-      tokenHash: sha256(refreshToken),
+  if (input.refreshToken !== undefined) {
+    response.refresh_token = input.refreshToken;
+  } else if (scopes.includes('offline_access')) {
+    const refresh = newRefreshToken(config, now, {
       familyId: input.refreshFamilyId ?? randomId(),
       clientId: input.client.clientId,
       userId: input.user.id,
       scope: input.scope,
       audience: input.audience,
       authTime: input.authTime,
-      createdAt: now,
-      expiresAt: now + config.refreshTokenTtl,
     });
-    response.refresh_token = refreshToken;
+    await store.createRefreshToken(refresh.record);
+    response.refresh_token = refresh.value;
   }
   if (input.idToken && scopes.includes('openid')) {
     response.id_token = await signer.sign(

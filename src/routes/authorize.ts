@@ -14,7 +14,7 @@ import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
 import { audienceName } from '../oauth/audience.js';
 import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
-import { formActionSource, isLoopbackRedirect, withResponseParams } from '../oauth/redirect.js';
+import { formActionSource, isLoopbackRedirect, isPrivateUseRedirect, withResponseParams } from '../oauth/redirect.js';
 import { describeScopes } from '../oauth/scope.js';
 import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
@@ -59,8 +59,23 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     return reply.redirect(withResponseParams(redirectUri, { ...params, iss: config.issuer }), status);
   }
 
-  function redirectError(reply: FastifyReply, interaction: InteractionRecord, error: OAuthError, status: 302 | 303) {
+  /** A final answer: the interaction is over. */
+  async function redirectError(reply: FastifyReply, interaction: InteractionRecord, error: OAuthError, status: 302 | 303) {
+    await store.deleteInteraction(interaction.id);
     return redirectWith(reply, interaction.request.redirectUri, { error: error.code, error_description: error.description, state: interaction.request.state }, status);
+  }
+
+  /**
+   * Whether the sign-in is good enough for this request: prompt=login needs a sign-in done for
+   * this very request, max_age one recent enough. Checked again when a decision is posted.
+   */
+  function signInState(interaction: InteractionRecord, signedIn: SignedIn | undefined) {
+    const signedInHere = signedIn !== undefined && signedIn.session.idHash === interaction.signedInSession;
+    const fresh =
+      signedIn !== undefined &&
+      (!interaction.request.prompt.includes('login') || signedInHere) &&
+      (interaction.maxAge === undefined || epochSeconds(clock) - signedIn.session.authTime <= interaction.maxAge);
+    return { signedInHere, fresh };
   }
 
   async function issueCode(request: FastifyRequest, reply: FastifyReply, interaction: InteractionRecord, signedIn: SignedIn, status: 302 | 303) {
@@ -92,12 +107,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   async function proceed(request: FastifyRequest, reply: FastifyReply, interaction: InteractionRecord, status: 302 | 303) {
     const r = interaction.request;
     const signedIn = await currentSession(request, services);
-    // A session other than the one present at the start means the person signed in during this request.
-    const signedInHere = signedIn !== undefined && signedIn.session.idHash !== interaction.sessionAtStart;
-    const fresh =
-      signedIn !== undefined &&
-      (!r.prompt.includes('login') || signedInHere) &&
-      (interaction.minAuthTime === undefined || signedIn.session.authTime >= interaction.minAuthTime);
+    const { signedInHere, fresh } = signInState(interaction, signedIn);
     if (!signedIn || !fresh) {
       if (r.prompt.includes('none')) return redirectError(reply, interaction, new OAuthError('login_required', 'The user must sign in.'), status);
       return reply.redirect(`/login?return_to=${encodeURIComponent(continuePath(interaction.id))}&fresh=${signedIn ? '1' : '0'}`, 303);
@@ -108,8 +118,10 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const consent = await store.findConsent(signedIn.user.id, client.clientId, r.audience);
     const granted = new Set(consent?.scope.split(' ') ?? []);
     const consentNeeded = r.prompt.includes('consent') || (!client.firstParty && !r.scope.split(' ').every((s) => granted.has(s)));
-    // A sign-in during this request already had the person act on it: no extra confirmation.
-    const confirmNeeded = !consentNeeded && isLoopbackRedirect(r.redirectUri) && !signedInHere;
+    // Any program on the machine can listen on a loopback port or claim a private-use scheme, so
+    // such a redirect needs the person to have acted on this request: a sign-in for it, or a click.
+    const interceptable = isLoopbackRedirect(r.redirectUri) || isPrivateUseRedirect(r.redirectUri);
+    const confirmNeeded = !consentNeeded && interceptable && !signedInHere;
 
     if (consentNeeded || confirmNeeded) {
       if (r.prompt.includes('none')) {
@@ -124,7 +136,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
         audienceName: await audienceName(store, config, r.audience),
         redirectHost: new URL(r.redirectUri).host || r.redirectUri,
         interaction: interaction.id,
-        csrfToken: await csrfToken(request, reply, services, 'authorize_decision'),
+        csrfToken: await csrfToken(request, reply, services, 'authorize_decision', interaction.id),
       });
     }
     return issueCode(request, reply, interaction, signedIn, status);
@@ -154,8 +166,8 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       browserHash: browserBinding(request, reply, config),
       clientId: parsed.client.clientId,
       request: authorizationRequest,
-      sessionAtStart: (await currentSession(request, services))?.session.idHash,
-      minAuthTime: maxAge === undefined ? undefined : now - maxAge,
+      signedInSession: undefined,
+      maxAge,
       createdAt: now,
       expiresAt: now + interactionLifetime,
     };
@@ -172,13 +184,14 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
 
   app.post('/authorize/decision', page, async (request, reply) => {
     const form = parseFields(decisionForm, request.body);
-    if (!(await csrfTokenValid(request, services, 'authorize_decision', form.csrf_token))) {
+    // The token is bound to the one request its page was shown for.
+    if (!(await csrfTokenValid(request, services, 'authorize_decision', form.csrf_token, form.interaction))) {
       return renderErrorPage(request, reply, services, formExpiredPage, 403);
     }
     const interaction = await loadInteraction(request, reply, form.interaction);
     if (!interaction) return renderErrorPage(request, reply, services, expiredPage, 400);
     const signedIn = await currentSession(request, services);
-    if (!signedIn) return proceed(request, reply, interaction, 303);
+    if (!signedIn || !signInState(interaction, signedIn).fresh) return proceed(request, reply, interaction, 303);
     if (form.decision !== 'allow' && form.decision !== 'deny') {
       return renderErrorPage(request, reply, services, { heading: 'Choose Allow or Deny', message: 'The answer was missing. Go back and choose again.' }, 400);
     }

@@ -10,6 +10,9 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     authorization_endpoint: `${issuer}/authorize`,
     device_authorization_endpoint: `${issuer}/oauth/device/code`,
     token_endpoint: `${issuer}/oauth/token`,
+    userinfo_endpoint: `${issuer}/userinfo`,
+    revocation_endpoint: `${issuer}/oauth/revoke`,
+    introspection_endpoint: `${issuer}/oauth/introspect`,
     jwks_uri: `${issuer}/.well-known/jwks.json`,
     grant_types_supported: supportedGrantTypes,
     response_types_supported: ['code'],
@@ -22,6 +25,8 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     claims_parameter_supported: false,
     scopes_supported: [...supportedScopes],
     token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+    revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
     claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'email', 'email_verified', 'name', 'preferred_username'],
@@ -34,6 +39,6 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/.well-known/jwks.json', async (_request, reply) => {
     reply.header('cache-control', 'no-store');
-    return app.services.signer.jwks();
+    return await app.services.signer.jwks();
   });
 }

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decoyPasswordHash, verifyPassword } from '../crypto/password.js';
-import { csrfToken, csrfTokenValid } from '../http/csrf.js';
+import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
 import { allowFormActionTo } from '../http/security_headers.js';
@@ -94,7 +94,15 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       request.log.info({ event: 'signin.failure', userId: user.id, reason: 'disabled' });
       return again('This account is disabled. Ask your administrator.', 403);
     }
-    await startSession(request, reply, services, user);
+    const { session } = await startSession(request, reply, services, user);
+    // A sign-in done for an authorization request counts as acting on that request.
+    const interactionId = interactionIdOf(returnTo);
+    if (interactionId !== undefined) {
+      const interaction = await store.findInteraction(interactionId, epochSeconds(services.clock));
+      if (interaction && interaction.browserHash === browserBinding(request, reply, services.config)) {
+        await store.markInteractionSignedIn(interaction.id, session.idHash);
+      }
+    }
     request.log.info({ event: 'signin.success', userId: user.id });
     return reply.redirect(returnTo, 303);
   });

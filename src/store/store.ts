@@ -87,7 +87,13 @@ export interface RefreshTokenRecord {
   audience: string;
   authTime: number;
   createdAt: number;
+  /** min(familyExpiresAt, createdAt + idle timeout). */
   expiresAt: number;
+  /** Absolute end of the family (first sign-in + LATCHKEY_REFRESH_TOKEN_TTL); rotation never extends it. */
+  familyExpiresAt: number;
+  /** When it was replaced by a successor. */
+  rotatedAt: number | undefined;
+  revokedAt: number | undefined;
 }
 
 export type PromptValue = 'none' | 'login' | 'consent';
@@ -111,13 +117,12 @@ export interface InteractionRecord {
   clientId: string;
   request: AuthorizationRequest;
   /**
-   * The session (id digest) the browser had when the request arrived. A different session later
-   * means the person signed in during this request (what prompt=login asks for, and what makes a
-   * loopback confirmation unnecessary).
+   * The session (id digest) created by a sign-in done for this very request: what prompt=login
+   * asks for, and what makes a loopback confirmation unnecessary.
    */
-  sessionAtStart: string | undefined;
-  /** The sign-in must have happened at or after this time (max_age). */
-  minAuthTime: number | undefined;
+  signedInSession: string | undefined;
+  /** OIDC max_age: the sign-in may be at most this many seconds old when the code is issued. */
+  maxAge: number | undefined;
   createdAt: number;
   expiresAt: number;
 }
@@ -156,8 +161,17 @@ export class DuplicateError extends Error {
   }
 }
 
+/** How many rows of each kind purgeExpired removed. */
+export type PurgeCounts = Record<'interactions' | 'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens', number>;
+
 export interface Store {
   ping(): Promise<boolean>;
+  /**
+   * Removes what can no longer matter at `now`: expired sessions, interactions and revoked-token
+   * entries at once; codes, device grants and refresh tokens a day after they expired (so that for
+   * a while a late poll still hears expired_token and a replay is still recognised).
+   */
+  purgeExpired(now: number): Promise<PurgeCounts>;
   close(): Promise<void>;
 
   countUsers(): Promise<number>;
@@ -188,6 +202,10 @@ export interface Store {
   listSigningKeys(): Promise<SigningKeyRecord[]>;
   /** Inserts `key` only if no active (unretired) key exists: safe when two processes start at once. */
   ensureSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>): Promise<void>;
+  /** Retires every active key at `now` and makes `key` the active one, in one step. */
+  rotateSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>, now: number): Promise<void>;
+  /** A value that changes whenever a key is added or retired (cheap: for noticing rotations). */
+  signingKeysFingerprint(): Promise<string>;
 
   /** A server-wide random secret by name, created by `generate` on first use (shared by all processes). */
   serverSecret(name: string, generate: () => string): Promise<string>;
@@ -221,9 +239,18 @@ export interface Store {
   consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined>;
 
   createRefreshToken(token: RefreshTokenRecord): Promise<void>;
-  /** The token if it exists and is not revoked. */
+  /** The token in whatever state it is (live, rotated, revoked, expired), or undefined. */
   findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
-  /** Revokes every refresh token of a family (RFC 9700 §4.14, RFC 6749 §4.1.2). */
+  /**
+   * Rotation as one conditional step: marks token `id` rotated at `now` only if it is neither
+   * rotated nor revoked, and then inserts `successor`. Returns false (and inserts nothing) when
+   * another rotation or a revocation got there first.
+   */
+  rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean>;
+  /**
+   * Revokes every refresh token of a family (RFC 9700 §4.14, RFC 6749 §4.1.2), and remembers it:
+   * a token created in the family afterwards is born revoked.
+   */
   revokeRefreshFamily(familyId: string, now: number): Promise<void>;
 
   /** Remembers a revoked access token's jti until the token would have expired. */
@@ -234,6 +261,8 @@ export interface Store {
   /** The interaction if it exists and has not expired at `now`. */
   findInteraction(id: string, now: number): Promise<InteractionRecord | undefined>;
   deleteInteraction(id: string): Promise<void>;
+  /** Records that the person signed in for this interaction, creating session `sessionIdHash`. */
+  markInteractionSignedIn(id: string, sessionIdHash: string): Promise<void>;
 
   findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined>;
   /** Inserts or replaces the consent of (user, client, audience). */

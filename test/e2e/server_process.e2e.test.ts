@@ -89,10 +89,10 @@ describe('latchkey administration commands', () => {
       type: 'confidential',
       redirect_uris: ['https://app.example.com/cb'],
       grant_types: ['authorization_code', 'refresh_token'],
-      require_pkce: true,
+      require_pkce: false, // PKCE is required of public clients; confidential ones may send it
       first_party: true,
     });
-    expect(clients.find((c: { client_id: string }) => c.client_id === 'tv')).toMatchObject({ type: 'public', grant_types: ['device_code', 'refresh_token'] });
+    expect(clients.find((c: { client_id: string }) => c.client_id === 'tv')).toMatchObject({ type: 'public', grant_types: ['device_code', 'refresh_token'], require_pkce: true });
     expect(JSON.stringify(clients)).not.toContain('lk_cs_');
     expect((await runCli(['clients', 'remove', 'web'], env)).code).toBe(0);
     expect((await runCli(['clients', 'remove', 'web'], env)).code).toBe(1);
@@ -134,7 +134,7 @@ describe('latchkey serve', () => {
   });
 
   it('runs the device flow with real polling, while admin commands work on the same database', async () => {
-    server = await startServerProcess({ ...env, LATCHKEY_DEVICE_INTERVAL: '1' });
+    server = await startServerProcess({ ...env, LATCHKEY_DEVICE_INTERVAL: '1', LATCHKEY_REFRESH_REUSE_GRACE: '1' });
     // Registered while the server runs, used at once.
     expect((await runCli(['clients', 'add', 'kiosk', '--name', 'Lobby Kiosk', '--grant-type', 'device_code'], env)).code).toBe(0);
 
@@ -167,14 +167,64 @@ describe('latchkey serve', () => {
     expect(ready.status).toBe(200);
   });
 
+  it('token lifecycle end to end: refresh, theft detection, key rotation by the CLI mid-flow, revocation', async () => {
+    const post = async (path: string, fields: Record<string, string>) => {
+      const res = await fetch(server.base + path, { method: 'POST', body: new URLSearchParams(fields) });
+      return { status: res.status, body: (await res.json()) as Record<string, string> };
+    };
+    const signInWithDevice = async () => {
+      const device = await post('/oauth/device/code', { client_id: 'latchkey-cli', scope: 'openid profile offline_access' });
+      const browser = new Browser(fetchTransport(server.base));
+      await actOnDeviceCode(browser, `/activate?user_code=${device.body.user_code}`, { username: 'bob', password: 'bob-password' }, 'allow');
+      const tokens = await post('/oauth/token', { grant_type: deviceGrantType, device_code: device.body.device_code!, client_id: 'latchkey-cli' });
+      expect(tokens.status).toBe(200);
+      return tokens.body;
+    };
+    const refreshWith = (token: string) => post('/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: token });
+    const userinfo = async (token: string) => (await fetch(`${server.base}/userinfo`, { headers: { authorization: `Bearer ${token}` } })).status;
+    const kidOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split('.')[0]!, 'base64url').toString()).kid as string;
+
+    // Theft: a rotated token presented after the grace window revokes the family, newest token included.
+    const stolen = await signInWithDevice();
+    const rotated = await refreshWith(stolen.refresh_token!);
+    expect(rotated.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 2100)); // past LATCHKEY_REFRESH_REUSE_GRACE=1
+    expect((await refreshWith(stolen.refresh_token!)).body.error).toBe('invalid_grant');
+    expect((await refreshWith(rotated.body.refresh_token!)).body.error).toBe('invalid_grant');
+
+    // Rotation in the middle of a session: the CLI rotates the key while the server runs.
+    const before = await signInWithDevice();
+    const rotate = await runCli(['keys', 'rotate'], env);
+    expect(rotate.code).toBe(0);
+    const newKid = rotate.stdout.trim();
+    expect(kidOf(before.access_token!)).not.toBe(newKid);
+    await new Promise((r) => setTimeout(r, 1100)); // the server notices within a second
+    const after = await refreshWith(before.refresh_token!);
+    expect(after.status).toBe(200);
+    expect(kidOf(after.body.access_token!)).toBe(newKid);
+    const jwks = (await (await fetch(`${server.base}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
+    expect(jwks.keys.map((k) => k.kid)).toEqual([newKid, kidOf(before.access_token!)]);
+    expect(await userinfo(before.access_token!)).toBe(200); // signed before the rotation, still good
+    expect(await userinfo(after.body.access_token!)).toBe(200);
+    const keys = JSON.parse((await runCli(['keys', 'list', '--json'], env)).stdout) as { kid: string; status: string }[];
+    expect(keys.map((k) => [k.kid, k.status]).slice(0, 2)).toEqual([
+      [newKid, 'active'],
+      [kidOf(before.access_token!), 'retired'],
+    ]);
+
+    // Sign-out from the CLI's point of view: revoke the refresh token; the family is dead.
+    expect((await post('/oauth/revoke', { client_id: 'latchkey-cli', token: after.body.refresh_token! })).status).toBe(200);
+    expect((await refreshWith(after.body.refresh_token!)).body.error).toBe('invalid_grant');
+  });
+
   it('answers requests the HTTP parser refuses with an OAuth error body, and keeps serving', async () => {
     const { request } = await import('node:http');
     const raw = (headers: Record<string, string>) =>
-      new Promise<{ status: number; body: string }>((resolve, reject) => {
+      new Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }>((resolve, reject) => {
         const req = request(`${server.base}/healthz`, { headers }, (res) => {
           let body = '';
           res.on('data', (d) => (body += d));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
         });
         req.on('error', reject);
         req.end();
@@ -182,6 +232,8 @@ describe('latchkey serve', () => {
     const huge = await raw({ 'x-filler': 'a'.repeat(20_000) });
     expect(huge.status).toBe(431);
     expect(JSON.parse(huge.body)).toEqual({ error: 'invalid_request', error_description: 'The request could not be parsed.' });
+    expect(huge.headers['x-frame-options']).toBe('DENY');
+    expect(huge.headers['content-security-policy']).toContain("default-src 'none'");
     const badUrl = await fetch(`${server.base}/%`);
     expect(badUrl.status).toBe(400);
     expect(((await badUrl.json()) as { error: string }).error).toBe('invalid_request');

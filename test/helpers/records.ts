@@ -101,7 +101,10 @@ export function refreshToken(overrides: Partial<RefreshTokenRecord> = {}): Refre
     audience: 'https://api.example.com',
     authTime: t0,
     createdAt: t0,
-    expiresAt: t0 + 30 * 86400,
+    expiresAt: t0 + 14 * 86400,
+    familyExpiresAt: t0 + 30 * 86400,
+    rotatedAt: undefined,
+    revokedAt: undefined,
     ...overrides,
   };
 }
@@ -128,8 +131,8 @@ export function interaction(overrides: Partial<InteractionRecord> = {}): Interac
     browserHash: 'browser-hash-1',
     clientId: 'cli',
     request: authorizationRequest(),
-    sessionAtStart: undefined,
-    minAuthTime: undefined,
+    signedInSession: undefined,
+    maxAge: undefined,
     createdAt: t0,
     expiresAt: t0 + 600,
     ...overrides,

@@ -285,6 +285,60 @@ describe('prompt and max_age', () => {
   });
 });
 
+describe('decisions are bound to their request (review findings)', () => {
+  it("a decision token from another request's page cannot answer a request that asked for a fresh sign-in", async () => {
+    await signInFirst();
+    const stepUp = await browser.get(authorizeUrl({ client_id: 'first', prompt: 'login' }));
+    expect(stepUp.status).toBe(303); // to the sign-in page
+    const interaction = decodeURIComponent(stepUp.location!).match(/interaction=([A-Za-z0-9_-]+)/)![1]!;
+    const other = await browser.get(authorizeUrl({ client_id: 'native', redirect_uri: 'http://127.0.0.1:4561/callback' }));
+    expect(other.status).toBe(200);
+    const res = await browser.post('/authorize/decision', { csrf_token: inputValue(other.body, 'csrf_token')!, interaction, decision: 'allow' });
+    expect(res.status).toBe(403);
+    expect(res.location).toBeUndefined();
+  });
+
+  it('a decision posted when the sign-in is no longer fresh enough goes back to sign-in', async () => {
+    await signInFirst();
+    const page = await browser.get(authorizeUrl({ max_age: '60' }));
+    expect(page.status).toBe(200);
+    t.clock.advance(61);
+    const res = await decide(page, 'allow');
+    expect(res.status).toBe(303);
+    expect(res.location).toMatch(/^\/login\?/);
+  });
+
+  it('signing in elsewhere does not count as acting on this request (loopback confirmation still shown)', async () => {
+    const start = await browser.get(authorizeUrl({ client_id: 'latchkey-cli', redirect_uri: 'http://127.0.0.1:40111/callback' }));
+    await signInFirst(); // on another page, not through this request's sign-in
+    const res = await browser.get(decodeURIComponent(start.location!.split('return_to=')[1]!.split('&')[0]!));
+    expect(res.status).toBe(200);
+    expect(res.body).toContain('Continue to Latchkey CLI?');
+  });
+
+  it('a private-use scheme redirect also gets the confirmation', async () => {
+    await addClient(t.store, 'mobile', { name: 'Mobile App', redirectUris: ['com.example.mobile:/cb'], grantTypes: ['authorization_code'], firstParty: true });
+    await signInFirst();
+    const res = await browser.get(authorizeUrl({ client_id: 'mobile', redirect_uri: 'com.example.mobile:/cb' }));
+    expect(res.status).toBe(200);
+    expect(res.body).toContain('Continue to Mobile App?');
+  });
+
+  it('an error redirect ends the interaction', async () => {
+    const res = await browser.get(authorizeUrl({ prompt: 'none' }));
+    expect(new URL(res.location!).searchParams.get('error')).toBe('login_required');
+    expect(t.store.db.prepare('SELECT count(*) AS n FROM interactions').get()).toEqual({ n: 0 });
+  });
+
+  it('a confidential client does not have to use PKCE', async () => {
+    await addClient(t.store, 'backend', { redirectUris: [web], grantTypes: ['authorization_code'], confidential: true, firstParty: true });
+    await signInFirst();
+    const res = await browser.get(authorizeUrl({ client_id: 'backend', code_challenge: undefined, code_challenge_method: undefined }));
+    expect(res.status).toBe(302);
+    expect(new URL(res.location!).searchParams.get('code')).toMatch(/^lk_ac_/);
+  });
+});
+
 describe('loopback redirects (RFC 8252)', () => {
   it('accept any port of a registered loopback redirect', async () => {
     await signInFirst();

@@ -17,8 +17,11 @@ describe('GET /.well-known/openid-configuration', () => {
       authorization_endpoint: 'http://latchkey.test/authorize',
       device_authorization_endpoint: 'http://latchkey.test/oauth/device/code',
       token_endpoint: 'http://latchkey.test/oauth/token',
+      userinfo_endpoint: 'http://latchkey.test/userinfo',
+      revocation_endpoint: 'http://latchkey.test/oauth/revoke',
+      introspection_endpoint: 'http://latchkey.test/oauth/introspect',
       jwks_uri: 'http://latchkey.test/.well-known/jwks.json',
-      grant_types_supported: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code'],
+      grant_types_supported: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
       code_challenge_methods_supported: ['S256'],
@@ -38,7 +41,7 @@ describe('GET /.well-known/jwks.json', () => {
     const { keys } = res.json();
     expect(keys).toHaveLength(1);
     expect(keys[0]).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig', e: 'AQAB' });
-    expect(keys[0].kid).toBe(t.app.services.signer.activeKid());
+    expect(keys[0].kid).toBe(await t.app.services.signer.activeKid());
     for (const privatePart of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(keys[0]).not.toHaveProperty(privatePart);
   });
 

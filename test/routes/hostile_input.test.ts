@@ -82,6 +82,10 @@ describe('hostile bodies at the API endpoints', () => {
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toBe('invalid_request');
     expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
+    expect(res.headers['referrer-policy']).toBe('no-referrer');
   });
 
   it('the server keeps serving afterwards', async () => {

@@ -562,22 +562,22 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
     describe('interactions', () => {
       it('creates and finds an interaction with every field intact', async () => {
         await withSeededStore(async (store) => {
-          const i = interaction({ sessionAtStart: 'session-digest-1', minAuthTime: t0 - 5 });
+          const i = interaction({ signedInSession: 'session-digest-1', maxAge: 300 });
           await store.createInteraction(i);
           const found = await store.findInteraction('interaction-1', t0);
           expect(found).toStrictEqual(i);
-          expect(found?.sessionAtStart).toBe('session-digest-1');
-          expect(found?.minAuthTime).toBe(t0 - 5);
+          expect(found?.signedInSession).toBe('session-digest-1');
+          expect(found?.maxAge).toBe(300);
         });
       });
 
-      it('keeps an absent sessionAtStart and minAuthTime absent', async () => {
+      it('keeps an absent signedInSession and maxAge absent', async () => {
         await withSeededStore(async (store) => {
           await store.createInteraction(interaction());
           const found = await store.findInteraction('interaction-1', t0);
           expect(found).toStrictEqual(interaction());
-          expect(found?.sessionAtStart).toBeUndefined();
-          expect(found?.minAuthTime).toBeUndefined();
+          expect(found?.signedInSession).toBeUndefined();
+          expect(found?.maxAge).toBeUndefined();
         });
       });
 
@@ -809,8 +809,8 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           const b1 = refreshToken({ id: 'b1', tokenHash: 'b1', familyId: 'family-b' });
           for (const t of [a1, a2, b1]) await store.createRefreshToken(t);
           await store.revokeRefreshFamily('family-a', t0 + 20);
-          expect(await store.findRefreshToken('a1')).toBeUndefined();
-          expect(await store.findRefreshToken('a2')).toBeUndefined();
+          expect(await store.findRefreshToken('a1')).toStrictEqual({ ...a1, revokedAt: t0 + 20 });
+          expect(await store.findRefreshToken('a2')).toStrictEqual({ ...a2, revokedAt: t0 + 20 });
           expect(await store.findRefreshToken('b1')).toStrictEqual(b1);
         });
       });
@@ -823,8 +823,106 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.revokeRefreshFamily('family-a', t0 + 1);
           await store.revokeRefreshFamily('family-a', t0 + 2);
           await store.revokeRefreshFamily('no-such-family', t0 + 3);
-          expect(await store.findRefreshToken('a1')).toBeUndefined();
+          expect((await store.findRefreshToken('a1'))?.revokedAt).toBe(t0 + 1); // the first revocation's time stays
           expect(await store.findRefreshToken('b1')).toStrictEqual(b1);
+        });
+      });
+
+      it('rotateRefreshToken marks the token rotated and inserts the successor, once', async () => {
+        await withSeededStore(async (store) => {
+          const old = refreshToken({ id: 'old', tokenHash: 'old' });
+          const next = refreshToken({ id: 'next', tokenHash: 'next', createdAt: t0 + 10 });
+          const other = refreshToken({ id: 'other', tokenHash: 'other', createdAt: t0 + 10 });
+          await store.createRefreshToken(old);
+          expect(await store.rotateRefreshToken('old', next, t0 + 10)).toBe(true);
+          expect(await store.findRefreshToken('old')).toStrictEqual({ ...old, rotatedAt: t0 + 10 });
+          expect(await store.findRefreshToken('next')).toStrictEqual(next);
+          // A second rotation of the same token loses and inserts nothing.
+          expect(await store.rotateRefreshToken('old', other, t0 + 11)).toBe(false);
+          expect(await store.findRefreshToken('other')).toBeUndefined();
+          expect((await store.findRefreshToken('old'))?.rotatedAt).toBe(t0 + 10);
+        });
+      });
+
+      it('rotateRefreshToken refuses a revoked token', async () => {
+        await withSeededStore(async (store) => {
+          await store.createRefreshToken(refreshToken({ id: 'old', tokenHash: 'old' }));
+          await store.revokeRefreshFamily('family-1', t0 + 5);
+          expect(await store.rotateRefreshToken('old', refreshToken({ id: 'next', tokenHash: 'next' }), t0 + 10)).toBe(false);
+          expect(await store.findRefreshToken('next')).toBeUndefined();
+        });
+      });
+
+      it('refresh tokens round-trip every field', async () => {
+        await withSeededStore(async (store) => {
+          const t = refreshToken({ rotatedAt: t0 + 3, revokedAt: t0 + 4 });
+          await store.createRefreshToken(t);
+          expect(await store.findRefreshToken(t.tokenHash)).toStrictEqual(t);
+        });
+      });
+    });
+
+    describe('revoked families and housekeeping', () => {
+      it('a token inserted into a family after its revocation is born revoked', async () => {
+        await withSeededStore(async (store) => {
+          await store.revokeRefreshFamily('family-1', t0 + 5);
+          await store.createRefreshToken(refreshToken({ id: 'late', tokenHash: 'late' }));
+          expect((await store.findRefreshToken('late'))?.revokedAt).toBe(t0 + 5);
+          await store.createRefreshToken(refreshToken({ id: 'elsewhere', tokenHash: 'elsewhere', familyId: 'family-2' }));
+          expect((await store.findRefreshToken('elsewhere'))?.revokedAt).toBeUndefined();
+        });
+      });
+
+      it('markInteractionSignedIn records the session of a sign-in done for it', async () => {
+        await withSeededStore(async (store) => {
+          await store.createInteraction(interaction());
+          await store.markInteractionSignedIn('interaction-1', 'session-digest-9');
+          expect((await store.findInteraction('interaction-1', t0))?.signedInSession).toBe('session-digest-9');
+        });
+      });
+
+      it('purgeExpired removes what can no longer matter and keeps the rest', async () => {
+        await withSeededStore(async (store) => {
+          const day = 86400;
+          await store.createInteraction(interaction({ id: 'gone', expiresAt: t0 }));
+          await store.createInteraction(interaction({ id: 'kept', expiresAt: t0 + 1 }));
+          await store.createSession(session({ idHash: 'old-session', expiresAt: t0 }));
+          await store.createSession(session({ idHash: 'live-session', expiresAt: t0 + 60 }));
+          await store.createDeviceGrant(deviceGrant({ id: 'old-grant', expiresAt: t0 - day }));
+          await store.createDeviceGrant(deviceGrant({ id: 'recent-grant', expiresAt: t0 - day + 1 }));
+          await store.createRefreshToken(refreshToken({ id: 'old-rt', tokenHash: 'old-rt', familyId: 'old-family', expiresAt: t0 - day }));
+          await store.createRefreshToken(refreshToken({ id: 'live-rt', tokenHash: 'live-rt', familyId: 'live-family' }));
+          await store.revokeRefreshFamily('old-family', t0 - 2 * day);
+          await store.revokeAccessToken('expired-jti', t0);
+          await store.revokeAccessToken('live-jti', t0 + 60);
+
+          const counts = await store.purgeExpired(t0);
+          expect(counts).toEqual({ interactions: 1, authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 1, revokedAccessTokens: 1 });
+          expect(await store.findInteraction('kept', t0)).toBeDefined();
+          expect(await store.findSession('live-session', t0)).toBeDefined();
+          expect(await store.findDeviceGrantByDeviceCode('device-recent-grant')).toBeDefined();
+          expect(await store.findDeviceGrantByDeviceCode('device-old-grant')).toBeUndefined();
+          expect(await store.findRefreshToken('live-rt')).toBeDefined();
+          expect(await store.findRefreshToken('old-rt')).toBeUndefined();
+          expect(await store.isAccessTokenRevoked('live-jti')).toBe(true);
+          expect(await store.isAccessTokenRevoked('expired-jti')).toBe(false);
+        });
+      });
+    });
+
+    describe('signing key rotation', () => {
+      it('rotateSigningKey retires the active key and makes the new one active; the fingerprint changes', async () => {
+        await withStore(async (store) => {
+          await store.ensureSigningKey(signingKey('k1', t0));
+          const before = await store.signingKeysFingerprint();
+          expect(await store.signingKeysFingerprint()).toBe(before);
+          await store.rotateSigningKey(signingKey('k2', t0 + 100), t0 + 100);
+          const keys = await store.listSigningKeys();
+          expect(keys.map((k) => [k.kid, k.retiredAt])).toEqual([
+            ['k1', t0 + 100],
+            ['k2', undefined],
+          ]);
+          expect(await store.signingKeysFingerprint()).not.toBe(before);
         });
       });
     });

@@ -15,6 +15,12 @@ describe('safeReturnTo', () => {
     });
   }
 
+  for (const sneaky of ['/.//evil.example/x', '/%2e//evil.example', '/..//evil.example', '/x/..//evil.example', '/./\\evil.example']) {
+    it(`refuses ${JSON.stringify(sneaky)}, which normalises into a network-path reference`, () => {
+      expect(safeReturnTo(sneaky)).toBe('/activate');
+    });
+  }
+
   it('normalises dot segments and percent-encodes what a Location header cannot carry', () => {
     expect(safeReturnTo('/a/b/../c')).toBe('/a/c');
     expect(safeReturnTo('/☃')).toBe('/%E2%98%83');

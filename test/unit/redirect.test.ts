@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { formActionSource, isLoopbackRedirect, redirectUriAllowed, withResponseParams } from '../../src/oauth/redirect.js';
+import { formActionSource, isLoopbackRedirect, isPrivateUseRedirect, redirectUriAllowed, withResponseParams } from '../../src/oauth/redirect.js';
 
 describe('redirectUriAllowed', () => {
   describe('exact match', () => {
@@ -204,4 +204,39 @@ describe('withResponseParams keeps the registered query byte for byte (RFC 6749 
       expect(withResponseParams(registered, { code: 'c+1', state: 's', skipped: undefined })).toBe(expected);
     });
   }
+});
+
+describe('loopback redirect URIs are compared as written, only the port may differ', () => {
+  const registered = ['http://127.0.0.1/callback'];
+  for (const requested of [
+    'http://127.0.0.1:4561/call\nback',
+    'http://127.0.0.1:4561/call\tback',
+    ' http://127.0.0.1:4561/callback',
+    'http://127.1:4561/callback',
+    'http://0x7f000001:4561/callback',
+    'http://127.0.0.1:4561/x/../callback',
+    'http://127.0.0.1:4561\\callback',
+    'http://127.0.0.1:4561/callback/',
+    'http://127.0.0.1:0/callback',
+    'http://127.0.0.1:65536/callback',
+    'http://127.0.0.1:4561/Callback',
+    'http://127.0.0.1:4561/callback?x=1',
+  ]) {
+    it(`refuses ${JSON.stringify(requested)}`, () => {
+      expect(redirectUriAllowed(requested, registered)).toBe(false);
+    });
+  }
+  it('accepts another port, and no port', () => {
+    expect(redirectUriAllowed('http://127.0.0.1:4561/callback', registered)).toBe(true);
+    expect(redirectUriAllowed('http://127.0.0.1/callback', registered)).toBe(true);
+    expect(redirectUriAllowed('http://[::1]:9/cb', ['http://[::1]/cb'])).toBe(true);
+  });
+});
+
+describe('isPrivateUseRedirect', () => {
+  it('is true for reverse-domain schemes only', () => {
+    expect(isPrivateUseRedirect('com.example.app:/cb')).toBe(true);
+    expect(isPrivateUseRedirect('https://app.example.com/cb')).toBe(false);
+    expect(isPrivateUseRedirect('http://127.0.0.1/cb')).toBe(false);
+  });
 });

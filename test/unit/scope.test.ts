@@ -109,7 +109,17 @@ describe('grantableScope', () => {
 
   it('leaves other scopes untouched and in order', () => {
     expect(grantableScope(['profile', 'openid'], client(['authorization_code']))).toEqual(['profile', 'openid']);
-    expect(grantableScope([], client(['device_code']))).toEqual([]);
+  });
+
+  it('refuses with invalid_scope when nothing grantable is left (never an empty scope)', () => {
+    for (const requested of [[], ['offline_access']] as const) {
+      try {
+        grantableScope([...requested], client(['device_code']));
+        expect.unreachable();
+      } catch (err) {
+        expect((err as { code: string }).code).toBe('invalid_scope');
+      }
+    }
   });
 });
 

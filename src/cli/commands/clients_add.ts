@@ -36,7 +36,8 @@ export const clientsAddCommand: Command = {
         secretHash: secret === undefined ? undefined : sha256(secret),
         redirectUris,
         grantTypes,
-        requirePkce: context.values['no-pkce'] !== true,
+        // The contract asks PKCE of public clients; confidential clients may still send it.
+        requirePkce: secret === undefined && context.values['no-pkce'] !== true,
         firstParty: context.values['first-party'] === true,
         builtIn: false,
         createdAt: epochSeconds(systemClock),

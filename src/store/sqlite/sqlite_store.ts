@@ -21,6 +21,7 @@ import {
   type DeviceGrantStatus,
   type GrantTypeName,
   type InteractionRecord,
+  type PurgeCounts,
   type RefreshTokenRecord,
   type SessionRecord,
   type SigningKeyRecord,
@@ -120,6 +121,9 @@ function toRefreshToken(r: Row): RefreshTokenRecord {
     authTime: Number(r.auth_time),
     createdAt: Number(r.created_at),
     expiresAt: Number(r.expires_at),
+    familyExpiresAt: Number(r.family_expires_at),
+    rotatedAt: optionalNumber(r.rotated_at),
+    revokedAt: optionalNumber(r.revoked_at),
   };
 }
 
@@ -144,8 +148,8 @@ function toInteraction(r: Row): InteractionRecord {
     browserHash: text(r.browser_hash),
     clientId: text(r.client_id),
     request: toAuthorizationRequest(text(r.request)),
-    sessionAtStart: optionalText(r.session_at_start),
-    minAuthTime: optionalNumber(r.min_auth_time),
+    signedInSession: optionalText(r.signed_in_session),
+    maxAge: optionalNumber(r.max_age),
     createdAt: Number(r.created_at),
     expiresAt: Number(r.expires_at),
   };
@@ -250,6 +254,22 @@ export class SqliteStore implements Store {
 
   async ping(): Promise<boolean> {
     return this.get('SELECT 1 AS ok')?.ok === 1;
+  }
+
+  async purgeExpired(now: number): Promise<PurgeCounts> {
+    const grace = 86400;
+    return this.db.transaction(() => {
+      const counts: PurgeCounts = {
+        interactions: this.run('DELETE FROM interactions WHERE expires_at <= ?', now),
+        authorizationCodes: this.run('DELETE FROM authorization_codes WHERE expires_at <= ?', now - grace),
+        deviceGrants: this.run('DELETE FROM device_grants WHERE expires_at <= ?', now - grace),
+        sessions: this.run('DELETE FROM sessions WHERE expires_at <= ?', now),
+        refreshTokens: this.run('DELETE FROM refresh_tokens WHERE expires_at <= ?', now - grace),
+        revokedAccessTokens: this.run('DELETE FROM revoked_access_tokens WHERE expires_at <= ?', now),
+      };
+      this.run('DELETE FROM revoked_refresh_families WHERE family_id NOT IN (SELECT family_id FROM refresh_tokens)');
+      return counts;
+    })();
   }
 
   async close(): Promise<void> {
@@ -373,20 +393,37 @@ export class SqliteStore implements Store {
     return this.all('SELECT * FROM signing_keys ORDER BY created_at, kid').map(toSigningKey);
   }
 
+  private insertSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>): void {
+    this.run(
+      'INSERT INTO signing_keys (kid, alg, private_key_pem, public_jwk, created_at) VALUES (?, ?, ?, ?, ?)',
+      key.kid,
+      key.alg,
+      key.privateKeyPem,
+      JSON.stringify(key.publicJwk),
+      key.createdAt,
+    );
+  }
+
   async ensureSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>): Promise<void> {
     this.db
       .transaction(() => {
-        if (this.get('SELECT 1 FROM signing_keys WHERE retired_at IS NULL')) return;
-        this.run(
-          'INSERT INTO signing_keys (kid, alg, private_key_pem, public_jwk, created_at) VALUES (?, ?, ?, ?, ?)',
-          key.kid,
-          key.alg,
-          key.privateKeyPem,
-          JSON.stringify(key.publicJwk),
-          key.createdAt,
-        );
+        if (!this.get('SELECT 1 FROM signing_keys WHERE retired_at IS NULL')) this.insertSigningKey(key);
       })
       .immediate();
+  }
+
+  async rotateSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>, now: number): Promise<void> {
+    this.db
+      .transaction(() => {
+        this.run('UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL', now);
+        this.insertSigningKey(key);
+      })
+      .immediate();
+  }
+
+  async signingKeysFingerprint(): Promise<string> {
+    const row = this.get('SELECT count(*) AS n, max(created_at) AS c, sum(coalesce(retired_at, 0)) AS r FROM signing_keys');
+    return `${row?.n}:${row?.c}:${row?.r}`;
   }
 
   async serverSecret(name: string, generate: () => string): Promise<string> {
@@ -502,10 +539,12 @@ export class SqliteStore implements Store {
     return row && toDeviceGrant(row);
   }
 
-  async createRefreshToken(t: RefreshTokenRecord): Promise<void> {
+  private insertRefreshToken(t: RefreshTokenRecord): void {
     this.run(
-      `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
+         expires_at, family_expires_at, rotated_at, revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)))`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -516,16 +555,35 @@ export class SqliteStore implements Store {
       t.authTime,
       t.createdAt,
       t.expiresAt,
+      t.familyExpiresAt,
+      t.rotatedAt ?? null,
+      t.revokedAt ?? null,
+      t.familyId,
     );
   }
 
+  async createRefreshToken(t: RefreshTokenRecord): Promise<void> {
+    this.insertRefreshToken(t);
+  }
+
   async findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
-    const row = this.get('SELECT * FROM refresh_tokens WHERE token_hash = ? AND revoked_at IS NULL', tokenHash);
+    const row = this.get('SELECT * FROM refresh_tokens WHERE token_hash = ?', tokenHash);
     return row && toRefreshToken(row);
   }
 
+  async rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean> {
+    return this.db.transaction(() => {
+      const won = this.run('UPDATE refresh_tokens SET rotated_at = ? WHERE id = ? AND rotated_at IS NULL AND revoked_at IS NULL', now, id) === 1;
+      if (won) this.insertRefreshToken(successor);
+      return won;
+    })();
+  }
+
   async revokeRefreshFamily(familyId: string, now: number): Promise<void> {
-    this.run('UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL', now, familyId);
+    this.db.transaction(() => {
+      this.run('INSERT OR IGNORE INTO revoked_refresh_families (family_id, revoked_at) VALUES (?, ?)', familyId, now);
+      this.run('UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL', now, familyId);
+    })();
   }
 
   async revokeAccessToken(jti: string, expiresAt: number): Promise<void> {
@@ -538,14 +596,14 @@ export class SqliteStore implements Store {
 
   async createInteraction(i: InteractionRecord): Promise<void> {
     this.run(
-      `INSERT INTO interactions (id, browser_hash, client_id, request, session_at_start, min_auth_time, created_at, expires_at)
+      `INSERT INTO interactions (id, browser_hash, client_id, request, signed_in_session, max_age, created_at, expires_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       i.id,
       i.browserHash,
       i.clientId,
       JSON.stringify(i.request),
-      i.sessionAtStart ?? null,
-      i.minAuthTime ?? null,
+      i.signedInSession ?? null,
+      i.maxAge ?? null,
       i.createdAt,
       i.expiresAt,
     );
@@ -558,6 +616,10 @@ export class SqliteStore implements Store {
 
   async deleteInteraction(id: string): Promise<void> {
     this.run('DELETE FROM interactions WHERE id = ?', id);
+  }
+
+  async markInteractionSignedIn(id: string, sessionIdHash: string): Promise<void> {
+    this.run('UPDATE interactions SET signed_in_session = ? WHERE id = ?', sessionIdHash, id);
   }
 
   async findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined> {

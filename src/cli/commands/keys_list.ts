@@ -1,0 +1,35 @@
+import { epochSeconds, systemClock } from '../../clock.js';
+import { retiredKeyRetention } from '../../config.js';
+import type { Command } from '../command.js';
+import { isoTime, json, table } from '../output.js';
+
+export const keysListCommand: Command = {
+  path: ['keys', 'list'],
+  summary: 'List signing keys: the active one, and retired ones still published for verification',
+  usage: 'latchkey keys list [--json]',
+  positionals: { min: 0, max: 0 },
+  options: { json: { type: 'boolean' } },
+  async run(context) {
+    const retention = retiredKeyRetention(context.config());
+    const now = epochSeconds(systemClock);
+    const keys = (await context.store().listSigningKeys()).sort((a, b) => b.createdAt - a.createdAt);
+    const rows = keys.map((k) => {
+      const publishedUntil = k.retiredAt === undefined ? undefined : k.retiredAt + retention;
+      const status = k.retiredAt === undefined ? 'active' : publishedUntil! > now ? 'retired' : 'expired';
+      return { kid: k.kid, alg: k.alg, status, created_at: isoTime(k.createdAt), retired_at: k.retiredAt, published_until: publishedUntil };
+    });
+    if (context.values.json) {
+      context.stdout.write(
+        json(rows.map((r) => ({ ...r, retired_at: r.retired_at === undefined ? null : isoTime(r.retired_at), published_until: r.published_until === undefined ? null : isoTime(r.published_until) }))),
+      );
+    } else {
+      context.stdout.write(
+        table(
+          rows.map((r) => [r.kid, r.alg, r.status, r.created_at, r.published_until === undefined ? '' : isoTime(r.published_until)]),
+          ['KID', 'ALG', 'STATUS', 'CREATED', 'IN JWKS UNTIL'],
+        ),
+      );
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,72 @@
+/**
+ * grant_type=refresh_token (RFC 6749 §6; RFC 9700 §4.14). The token must be this client's, live
+ * and unexpired; it is rotated atomically and a successor handed out. A rotated token presented
+ * again within LATCHKEY_REFRESH_REUSE_GRACE of its rotation gets a fresh pair (a CLI's processes
+ * racing each other); later it is treated as stolen and the whole family is revoked, the newest
+ * token included. A narrower scope may be asked for; the refresh token keeps the original one.
+ */
+import { z } from 'zod';
+import { epochSeconds } from '../clock.js';
+import { sha256 } from '../crypto/secrets.js';
+import { OAuthError } from '../errors.js';
+import { decideRefresh, narrowedScope, newRefreshToken } from '../oauth/refresh_tokens.js';
+import { issueTokens } from '../oauth/token_response.js';
+import type { RefreshTokenRecord } from '../store/store.js';
+import type { GrantContext, GrantHandler } from './types.js';
+
+const params = z.object({
+  refresh_token: z.string({ error: 'refresh_token is required.' }).min(1, 'refresh_token is required.').max(512),
+  scope: z.string().max(1024).optional(),
+});
+
+const invalidToken = (detail: string) => new OAuthError('invalid_grant', 'The refresh token is invalid, expired or revoked.', { detail });
+
+async function revokeFamily(context: GrantContext, token: RefreshTokenRecord, now: number): Promise<never> {
+  await context.services.store.revokeRefreshFamily(token.familyId, now);
+  context.log.warn({ event: 'refresh_token.reuse_detected', clientId: token.clientId, userId: token.userId });
+  throw invalidToken('rotated refresh token reused: family revoked');
+}
+
+export const refreshTokenGrant = {
+  grantType: 'refresh_token',
+  clientGrantType: 'refresh_token',
+  params,
+  async handle(context, { refresh_token, scope }) {
+    const { services, client } = context;
+    const { store, clock, config } = services;
+    const now = epochSeconds(clock);
+    const token = await store.findRefreshToken(sha256(refresh_token));
+    if (!token) throw invalidToken('unknown refresh token');
+
+    let decision = decideRefresh(token, client, now, config.refreshReuseGrace);
+    if (decision.kind === 'wrong_client') throw invalidToken('refresh token of another client');
+    if (decision.kind === 'revoked') throw invalidToken('refresh token revoked');
+    if (decision.kind === 'expired') throw invalidToken('refresh token expired');
+    if (decision.kind === 'reuse') return revokeFamily(context, token, now);
+
+    const accessScope = narrowedScope(token.scope, scope);
+    if (accessScope === undefined) throw new OAuthError('invalid_scope', 'A refresh may not ask for more scope than was granted.');
+    const user = await store.findUserById(token.userId);
+    if (!user || user.disabled) throw invalidToken('user missing or disabled');
+
+    const successor = newRefreshToken(config, now, { ...token, familyExpiresAt: token.familyExpiresAt });
+    if (decision.kind === 'rotate' && !(await store.rotateRefreshToken(token.id, successor.record, now))) {
+      // Someone else rotated or revoked it between our read and our write: decide again.
+      const current = await store.findRefreshToken(token.tokenHash);
+      decision = current ? decideRefresh(current, client, now, config.refreshReuseGrace) : { kind: 'revoked' };
+      if (decision.kind === 'reuse') return revokeFamily(context, current ?? token, now);
+      if (decision.kind !== 'grace') throw invalidToken(`refresh token ${decision.kind} during rotation`);
+    }
+    if (decision.kind === 'grace') await store.createRefreshToken(successor.record);
+
+    context.log.info({ event: 'token.issued', grant: 'refresh_token', clientId: client.clientId, userId: user.id, graceReuse: decision.kind === 'grace' });
+    return issueTokens(services, {
+      client,
+      user,
+      scope: accessScope,
+      audience: token.audience,
+      authTime: token.authTime,
+      refreshToken: successor.value,
+    });
+  },
+} satisfies GrantHandler<z.infer<typeof params>>;

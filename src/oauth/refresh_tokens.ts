@@ -1,0 +1,72 @@
+/**
+ * Refresh tokens (RFC 6749 §6, RFC 9700 §4.14): opaque `lk_rt_` secrets stored as digests, rotated
+ * on every use. All tokens descending from one sign-in form a family with an absolute end; each
+ * token also expires after an idle period. Reusing a rotated token is theft and revokes the family,
+ * except within a short grace window after the rotation, where the same client gets a fresh pair
+ * (two processes of one CLI refreshing at the same moment are not an attack).
+ */
+import type { Config } from '../config.js';
+import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import type { ClientRecord, RefreshTokenRecord } from '../store/store.js';
+
+export interface NewRefreshToken {
+  value: string;
+  record: RefreshTokenRecord;
+}
+
+export type RefreshTokenFields = Pick<RefreshTokenRecord, 'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime'> & {
+  /** Kept from the family when rotating; a new family ends LATCHKEY_REFRESH_TOKEN_TTL from now. */
+  familyExpiresAt?: number;
+};
+
+export function newRefreshToken(config: Config, now: number, fields: RefreshTokenFields): NewRefreshToken {
+  const value = randomSecret(secretPrefix.refreshToken);
+  const familyExpiresAt = fields.familyExpiresAt ?? now + config.refreshTokenTtl;
+  return {
+    value,
+    record: {
+      id: randomId(),
+      tokenHash: sha256(value),
+      familyId: fields.familyId,
+      clientId: fields.clientId,
+      userId: fields.userId,
+      scope: fields.scope,
+      audience: fields.audience,
+      authTime: fields.authTime,
+      createdAt: now,
+      expiresAt: Math.min(familyExpiresAt, now + config.refreshTokenIdleTtl),
+      familyExpiresAt,
+      rotatedAt: undefined,
+      revokedAt: undefined,
+    },
+  };
+}
+
+export type RefreshDecision =
+  /** Not this client's token: refused, nothing revoked. */
+  | { kind: 'wrong_client' }
+  | { kind: 'revoked' }
+  | { kind: 'expired' }
+  /** Live: rotate it. */
+  | { kind: 'rotate' }
+  /** Rotated moments ago and presented again by its client: a fresh pair, no revocation. */
+  | { kind: 'grace' }
+  /** Rotated and presented again later: theft, revoke the family. */
+  | { kind: 'reuse' };
+
+export function decideRefresh(token: RefreshTokenRecord, client: ClientRecord, now: number, graceSeconds: number): RefreshDecision {
+  if (token.clientId !== client.clientId) return { kind: 'wrong_client' };
+  if (token.revokedAt !== undefined) return { kind: 'revoked' };
+  if (now >= token.expiresAt || now >= token.familyExpiresAt) return { kind: 'expired' };
+  if (token.rotatedAt === undefined) return { kind: 'rotate' };
+  if (graceSeconds > 0 && now - token.rotatedAt <= graceSeconds) return { kind: 'grace' };
+  return { kind: 'reuse' };
+}
+
+/** A narrower scope may be asked for, a wider one not (RFC 6749 §6). Undefined if it is wider. */
+export function narrowedScope(granted: string, requested: string | undefined): string | undefined {
+  if (requested === undefined || requested.trim() === '') return granted;
+  const allowed = new Set(granted.split(' '));
+  const asked = [...new Set(requested.split(' ').filter((s) => s !== ''))];
+  return asked.every((s) => allowed.has(s)) ? asked.join(' ') : undefined;
+}

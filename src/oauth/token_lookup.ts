@@ -1,0 +1,28 @@
+/**
+ * What a presented token is, for revocation and introspection: one of our JWT access tokens
+ * (signature, issuer and expiry checked) or one of our refresh tokens (by digest). The
+ * `token_type_hint` only decides which is tried first (RFC 7009 §2.1, RFC 7662 §2.1).
+ */
+import type { JWTPayload } from 'jose';
+import { sha256 } from '../crypto/secrets.js';
+import type { Services } from '../services.js';
+import type { RefreshTokenRecord } from '../store/store.js';
+
+export type IdentifiedToken = { kind: 'access_token'; claims: JWTPayload } | { kind: 'refresh_token'; record: RefreshTokenRecord };
+
+export async function identifyToken(services: Services, token: string, hint: string | undefined): Promise<IdentifiedToken | undefined> {
+  const asAccess = async (): Promise<IdentifiedToken | undefined> => {
+    const claims = await services.signer.verifyAccessToken(token);
+    return claims && { kind: 'access_token', claims };
+  };
+  const asRefresh = async (): Promise<IdentifiedToken | undefined> => {
+    const record = token.length <= 512 ? await services.store.findRefreshToken(sha256(token)) : undefined;
+    return record && { kind: 'refresh_token', record };
+  };
+  const order = hint === 'refresh_token' ? [asRefresh, asAccess] : [asAccess, asRefresh];
+  for (const attempt of order) {
+    const found = await attempt();
+    if (found) return found;
+  }
+  return undefined;
+}

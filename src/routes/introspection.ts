@@ -1,0 +1,74 @@
+/**
+ * POST /oauth/introspect (RFC 7662), for confidential clients (the APIs that check tokens).
+ * Anything not a live token of ours — unknown, expired, revoked, rotated, of a disabled user —
+ * is `{"active": false}` and nothing more (§2.2). Refresh tokens are introspectable only by the
+ * client they were issued to.
+ */
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { epochSeconds } from '../clock.js';
+import { OAuthError } from '../errors.js';
+import { parseFields } from '../http/form.js';
+import { authenticateClient, readClientCredentials } from '../oauth/client_auth.js';
+import { identifyToken } from '../oauth/token_lookup.js';
+import { postOnly } from './method_not_allowed.js';
+
+const introspectionParams = z.object({
+  token: z.string({ error: 'token is required.' }).min(1, 'token is required.').max(8192),
+  token_type_hint: z.string().max(64).optional(),
+  client_id: z.string().max(256).optional(),
+  client_secret: z.string().max(512).optional(),
+});
+
+export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
+  const { store, clock, config } = app.services;
+  postOnly(app, '/oauth/introspect');
+  app.post('/oauth/introspect', async (request, reply) => {
+    reply.header('cache-control', 'no-store');
+    const params = parseFields(introspectionParams, request.body);
+    const client = await authenticateClient(store, readClientCredentials(request.headers.authorization, params));
+    if (client.secretHash === undefined) {
+      throw new OAuthError('invalid_client', 'Token introspection is for confidential clients.', { detail: `public client ${client.clientId}` });
+    }
+    const inactive = { active: false };
+    const found = await identifyToken(app.services, params.token, params.token_type_hint);
+    if (!found) return inactive;
+    const now = epochSeconds(clock);
+
+    if (found.kind === 'access_token') {
+      const c = found.claims;
+      if (await store.isAccessTokenRevoked(String(c.jti))) return inactive;
+      const user = await store.findUserById(String(c.sub));
+      if (!user || user.disabled) return inactive;
+      return {
+        active: true,
+        scope: c.scope,
+        client_id: c.client_id,
+        username: user.username,
+        token_type: 'Bearer',
+        exp: c.exp,
+        iat: c.iat,
+        sub: c.sub,
+        aud: c.aud,
+        iss: config.issuer,
+        jti: c.jti,
+      };
+    }
+    const r = found.record;
+    if (r.clientId !== client.clientId || r.revokedAt !== undefined || r.rotatedAt !== undefined || now >= r.expiresAt) return inactive;
+    const user = await store.findUserById(r.userId);
+    if (!user || user.disabled) return inactive;
+    return {
+      active: true,
+      scope: r.scope,
+      client_id: r.clientId,
+      username: user.username,
+      token_type: 'refresh_token',
+      exp: r.expiresAt,
+      iat: r.createdAt,
+      sub: r.userId,
+      aud: r.audience,
+      iss: config.issuer,
+    };
+  });
+}

@@ -88,6 +88,8 @@ CREATE TABLE refresh_tokens (
   expires_at        INTEGER NOT NULL,   -- min(family end, created_at + idle timeout)
   family_expires_at INTEGER NOT NULL,   -- absolute end of the family: rotation never extends it
   rotated_at        INTEGER,            -- replaced by a successor at this time
+  replaced_by       TEXT,               -- id of that first successor
+  grace_successors  INTEGER NOT NULL DEFAULT 0, -- extra successors handed out within the reuse grace window
   revoked_at        INTEGER
 ) STRICT;
 CREATE INDEX refresh_tokens_family ON refresh_tokens(family_id);

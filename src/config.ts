@@ -182,5 +182,31 @@ export function configFrom(overrides: Record<string, string>): Config {
  * (access tokens; id_tokens live at most an hour).
  */
 export function retiredKeyRetention(config: Config): number {
-  return Math.max(config.accessTokenTtl, 3600);
+  // Plus a minute: a process may sign with a key for up to a second after another retired it.
+  return Math.max(config.accessTokenTtl, 3600) + 60;
+}
+
+/** What the `latchkey login | token | whoami | logout` commands take from the environment. */
+export interface ClientConfig {
+  /** Default issuer: LATCHKEY_ISSUER, else http://localhost:3000. */
+  readonly issuer: string;
+  /** Where credentials live: LATCHKEY_HOME, else ~/.latchkey. */
+  readonly home: string;
+  /** An SSH session with no display: a browser cannot open here. */
+  readonly sshWithoutDisplay: boolean;
+  /** BROWSER, the conventional way to name the browser command. */
+  readonly browserCommand: string | undefined;
+}
+
+export function loadClientConfig(env: NodeJS.ProcessEnv, homeDir: string): ClientConfig {
+  const issuer = env.LATCHKEY_ISSUER?.trim() || 'http://localhost:3000';
+  if (!isIssuerUrl(issuer)) throw new ConfigError(['LATCHKEY_ISSUER must be an http(s) URL with no query or fragment']);
+  const ssh = Boolean(env.SSH_CONNECTION || env.SSH_TTY || env.SSH_CLIENT);
+  const display = Boolean(env.DISPLAY || env.WAYLAND_DISPLAY);
+  return Object.freeze({
+    issuer: issuer.replace(/\/+$/, ''),
+    home: env.LATCHKEY_HOME?.trim() || `${homeDir}/.latchkey`,
+    sshWithoutDisplay: ssh && !display && process.platform !== 'darwin' && process.platform !== 'win32',
+    browserCommand: env.BROWSER?.trim() || undefined,
+  });
 }

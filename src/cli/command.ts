@@ -34,6 +34,15 @@ export const exitCodes = {
   ok: 0,
   failure: 1,
   usage: 2,
+  config: 3,
+  /** The person denied the sign-in. */
+  accessDenied: 4,
+  /** The device code expired, or nobody completed the browser sign-in in time. */
+  expired: 5,
+  /** No stored sign-in for the profile, or it ended (revoked, expired): run `latchkey login`. */
+  notSignedIn: 6,
+  /** Stopped with Ctrl-C. */
+  interrupted: 130,
 } as const;
 
 export class CommandError extends Error {

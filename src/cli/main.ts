@@ -18,6 +18,10 @@ import { apisRemoveCommand } from './commands/apis_remove.js';
 import { clientsAddCommand } from './commands/clients_add.js';
 import { clientsListCommand } from './commands/clients_list.js';
 import { clientsRemoveCommand } from './commands/clients_remove.js';
+import { loginCommand } from './client/login.js';
+import { logoutCommand } from './client/logout.js';
+import { tokenCommand } from './client/token.js';
+import { whoamiCommand } from './client/whoami.js';
 import { keysListCommand } from './commands/keys_list.js';
 import { keysRotateCommand } from './commands/keys_rotate.js';
 import { serveCommand } from './commands/serve.js';
@@ -27,6 +31,10 @@ import { usersListCommand } from './commands/users_list.js';
 import { usersPasswdCommand } from './commands/users_passwd.js';
 
 export const commands: Command[] = [
+  loginCommand,
+  tokenCommand,
+  whoamiCommand,
+  logoutCommand,
   serveCommand,
   usersAddCommand,
   usersListCommand,
@@ -44,6 +52,8 @@ export const commands: Command[] = [
 
 export const configExitCode = 3;
 
+const clientCommands = new Set<Command>([loginCommand, tokenCommand, whoamiCommand, logoutCommand]);
+
 function globalUsage(): string {
   const width = Math.max(...commands.map((c) => c.path.join(' ').length));
   return [
@@ -51,13 +61,16 @@ function globalUsage(): string {
     '',
     'Usage: latchkey <command> [options]',
     '',
-    'Commands:',
-    ...commands.map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
+    'Sign in from this machine:',
+    ...commands.filter((c) => clientCommands.has(c)).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
+    '',
+    'Run and administer the server (on LATCHKEY_DB, default ./data/latchkey.db, also while it runs):',
+    ...commands.filter((c) => !clientCommands.has(c)).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
     '',
     'Run "latchkey <command> --help" for the options of a command.',
-    'Administration commands work on LATCHKEY_DB (default ./data/latchkey.db), also while the server runs.',
     '',
-    'Exit codes: 0 success, 1 failure, 2 usage error, 3 bad configuration.',
+    'Exit codes: 0 success, 1 failure, 2 usage error, 3 bad configuration, 4 sign-in denied,',
+    '            5 code expired or sign-in timed out, 6 not signed in (run latchkey login), 130 interrupted.',
     '',
   ].join('\n');
 }

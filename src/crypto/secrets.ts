@@ -29,6 +29,11 @@ export function randomString(alphabet: string, length: number): string {
   return out;
 }
 
+/** A uniform random integer in [0, n), e.g. for retry jitter. */
+export function randomBelow(n: number): number {
+  return randomInt(n);
+}
+
 export function sha256(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('base64url');
 }

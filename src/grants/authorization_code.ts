@@ -16,9 +16,9 @@ import type { AuthorizationCodeRecord } from '../store/store.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
 const params = z.object({
-  code: z.string({ error: 'code is required.' }).min(1, 'code is required.').max(512),
-  redirect_uri: z.string({ error: 'redirect_uri is required.' }).min(1, 'redirect_uri is required.').max(2048),
-  code_verifier: z.string().max(256).optional(),
+  code: z.string({ error: 'code is required.' }).min(1, 'code is required.').max(512, 'code is too long.'),
+  redirect_uri: z.string({ error: 'redirect_uri is required.' }).min(1, 'redirect_uri is required.').max(2048, 'redirect_uri is too long.'),
+  code_verifier: z.string().max(256, 'code_verifier is too long.').optional(),
 });
 
 const invalidCode = (detail: string) => new OAuthError('invalid_grant', 'The authorization code is invalid, expired or already used.', { detail });

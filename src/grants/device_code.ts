@@ -14,7 +14,7 @@ import { issueTokens } from '../oauth/token_response.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
 const params = z.object({
-  device_code: z.string({ error: 'device_code is required.' }).min(1, 'device_code is required.').max(512),
+  device_code: z.string({ error: 'device_code is required.' }).min(1, 'device_code is required.').max(512, 'device_code is too long.'),
 });
 
 /**

@@ -9,14 +9,14 @@ import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
-import { decideRefresh, narrowedScope, newRefreshToken } from '../oauth/refresh_tokens.js';
+import { decideRefresh, graceSuccessorLimit, narrowedScope, newRefreshToken } from '../oauth/refresh_tokens.js';
 import { issueTokens } from '../oauth/token_response.js';
 import type { RefreshTokenRecord } from '../store/store.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
 const params = z.object({
-  refresh_token: z.string({ error: 'refresh_token is required.' }).min(1, 'refresh_token is required.').max(512),
-  scope: z.string().max(1024).optional(),
+  refresh_token: z.string({ error: 'refresh_token is required.' }).min(1, 'refresh_token is required.').max(512, 'refresh_token is too long.'),
+  scope: z.string().max(1024, 'scope is too long.').optional(),
 });
 
 const invalidToken = (detail: string) => new OAuthError('invalid_grant', 'The refresh token is invalid, expired or revoked.', { detail });
@@ -57,7 +57,12 @@ export const refreshTokenGrant = {
       if (decision.kind === 'reuse') return revokeFamily(context, current ?? token, now);
       if (decision.kind !== 'grace') throw invalidToken(`refresh token ${decision.kind} during rotation`);
     }
-    if (decision.kind === 'grace') await store.createRefreshToken(successor.record);
+    if (decision.kind === 'grace') {
+      // A grace pair only for a few racing processes, and only while the first successor is unused:
+      // otherwise it is a second branch of the family, i.e. reuse.
+      const granted = await store.addGraceSuccessor(token.id, successor.record, graceSuccessorLimit);
+      if (granted !== true) return revokeFamily(context, token, now);
+    }
 
     context.log.info({ event: 'token.issued', grant: 'refresh_token', clientId: client.clientId, userId: user.id, graceReuse: decision.kind === 'grace' });
     return issueTokens(services, {
@@ -67,6 +72,7 @@ export const refreshTokenGrant = {
       audience: token.audience,
       authTime: token.authTime,
       refreshToken: successor.value,
+      refreshFamilyId: token.familyId,
     });
   },
 } satisfies GrantHandler<z.infer<typeof params>>;

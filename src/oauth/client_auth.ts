@@ -17,7 +17,7 @@ export interface ClientCredentials {
 const basicChallenge = { 'www-authenticate': 'Basic realm="latchkey", charset="UTF-8"' };
 
 /** RFC 6749 §5.2 requires the challenge when Basic was tried; it is sent always, as a hint. */
-function invalidClient(detail: string): OAuthError {
+export function invalidClient(detail: string): OAuthError {
   return new OAuthError('invalid_client', 'Client authentication failed.', { detail, headers: basicChallenge });
 }
 

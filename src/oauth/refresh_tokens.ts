@@ -54,13 +54,20 @@ export type RefreshDecision =
   /** Rotated and presented again later: theft, revoke the family. */
   | { kind: 'reuse' };
 
+/** At most this many extra pairs per rotated token within the grace window (three racing processes). */
+export const graceSuccessorLimit = 2;
+
 export function decideRefresh(token: RefreshTokenRecord, client: ClientRecord, now: number, graceSeconds: number): RefreshDecision {
   if (token.clientId !== client.clientId) return { kind: 'wrong_client' };
   if (token.revokedAt !== undefined) return { kind: 'revoked' };
-  if (now >= token.expiresAt || now >= token.familyExpiresAt) return { kind: 'expired' };
-  if (token.rotatedAt === undefined) return { kind: 'rotate' };
-  if (graceSeconds > 0 && now - token.rotatedAt <= graceSeconds) return { kind: 'grace' };
-  return { kind: 'reuse' };
+  if (now >= token.familyExpiresAt) return { kind: 'expired' };
+  // A rotated token presented again is theft even past its own idle expiry: the thief may be
+  // rotating the family while the rightful client sleeps (RFC 9700 §4.14).
+  if (token.rotatedAt !== undefined) {
+    return graceSeconds > 0 && now - token.rotatedAt <= graceSeconds ? { kind: 'grace' } : { kind: 'reuse' };
+  }
+  if (now >= token.expiresAt) return { kind: 'expired' };
+  return { kind: 'rotate' };
 }
 
 /** A narrower scope may be asked for, a wider one not (RFC 6749 §6). Undefined if it is wider. */

@@ -6,7 +6,8 @@
 import type { JWTPayload } from 'jose';
 import { sha256 } from '../crypto/secrets.js';
 import type { Services } from '../services.js';
-import type { RefreshTokenRecord } from '../store/store.js';
+import type { RefreshTokenRecord, UserRecord } from '../store/store.js';
+import { familyClaim } from './token_response.js';
 
 export type IdentifiedToken = { kind: 'access_token'; claims: JWTPayload } | { kind: 'refresh_token'; record: RefreshTokenRecord };
 
@@ -25,4 +26,17 @@ export async function identifyToken(services: Services, token: string, hint: str
     if (found) return found;
   }
   return undefined;
+}
+
+/**
+ * The user behind a verified access token while it is still live: not revoked by its jti, not
+ * issued with a refresh-token family that has been revoked since, and its user not disabled.
+ */
+export async function liveAccessTokenUser(services: Services, claims: JWTPayload): Promise<UserRecord | undefined> {
+  const { store } = services;
+  if (await store.isAccessTokenRevoked(String(claims.jti))) return undefined;
+  const family = claims[familyClaim];
+  if (typeof family === 'string' && (await store.isRefreshFamilyRevoked(family))) return undefined;
+  const user = await store.findUserById(String(claims.sub));
+  return user && !user.disabled ? user : undefined;
 }

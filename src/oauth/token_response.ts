@@ -20,6 +20,9 @@ export interface TokenResponse {
   id_token?: string;
 }
 
+/** Private access-token claim naming the refresh-token family the token was issued with. */
+export const familyClaim = 'lk_family';
+
 /** id_tokens are for the client's sign-in moment, not for API calls: one hour at most. */
 const maxIdTokenLifetime = 3600;
 
@@ -42,6 +45,23 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
   const { config, signer, store, clock } = services;
   const now = epochSeconds(clock);
   const scopes = input.scope.split(' ');
+  // The refresh token comes first, so the access token can name its family: revoking the family
+  // (sign-out, theft, a replayed code) then refuses the access tokens it issued too.
+  let refreshToken = input.refreshToken;
+  let familyId = input.refreshToken === undefined ? undefined : input.refreshFamilyId;
+  if (refreshToken === undefined && scopes.includes('offline_access')) {
+    familyId = input.refreshFamilyId ?? randomId();
+    const refresh = newRefreshToken(config, now, {
+      familyId,
+      clientId: input.client.clientId,
+      userId: input.user.id,
+      scope: input.scope,
+      audience: input.audience,
+      authTime: input.authTime,
+    });
+    await store.createRefreshToken(refresh.record);
+    refreshToken = refresh.value;
+  }
   const accessToken = await signer.sign(
     {
       iss: config.issuer,
@@ -53,6 +73,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       iat: now,
       exp: now + config.accessTokenTtl,
       jti: input.jti ?? randomId(),
+      ...(familyId === undefined ? {} : { [familyClaim]: familyId }),
     },
     'at+jwt',
   );
@@ -61,21 +82,8 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     token_type: 'Bearer',
     expires_in: config.accessTokenTtl,
     scope: input.scope,
+    ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
   };
-  if (input.refreshToken !== undefined) {
-    response.refresh_token = input.refreshToken;
-  } else if (scopes.includes('offline_access')) {
-    const refresh = newRefreshToken(config, now, {
-      familyId: input.refreshFamilyId ?? randomId(),
-      clientId: input.client.clientId,
-      userId: input.user.id,
-      scope: input.scope,
-      audience: input.audience,
-      authTime: input.authTime,
-    });
-    await store.createRefreshToken(refresh.record);
-    response.refresh_token = refresh.value;
-  }
   if (input.idToken && scopes.includes('openid')) {
     response.id_token = await signer.sign(
       {

@@ -7,14 +7,13 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
-import { OAuthError } from '../errors.js';
 import { parseFields } from '../http/form.js';
-import { authenticateClient, readClientCredentials } from '../oauth/client_auth.js';
-import { identifyToken } from '../oauth/token_lookup.js';
+import { authenticateClient, invalidClient, readClientCredentials } from '../oauth/client_auth.js';
+import { identifyToken, liveAccessTokenUser } from '../oauth/token_lookup.js';
 import { postOnly } from './method_not_allowed.js';
 
 const introspectionParams = z.object({
-  token: z.string({ error: 'token is required.' }).min(1, 'token is required.').max(8192),
+  token: z.string({ error: 'token is required.' }).min(1, 'token is required.').max(8192, 'token is too long.'),
   token_type_hint: z.string().max(64).optional(),
   client_id: z.string().max(256).optional(),
   client_secret: z.string().max(512).optional(),
@@ -27,9 +26,7 @@ export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
     reply.header('cache-control', 'no-store');
     const params = parseFields(introspectionParams, request.body);
     const client = await authenticateClient(store, readClientCredentials(request.headers.authorization, params));
-    if (client.secretHash === undefined) {
-      throw new OAuthError('invalid_client', 'Token introspection is for confidential clients.', { detail: `public client ${client.clientId}` });
-    }
+    if (client.secretHash === undefined) throw invalidClient(`public client ${client.clientId} tried to introspect`);
     const inactive = { active: false };
     const found = await identifyToken(app.services, params.token, params.token_type_hint);
     if (!found) return inactive;
@@ -37,9 +34,8 @@ export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
 
     if (found.kind === 'access_token') {
       const c = found.claims;
-      if (await store.isAccessTokenRevoked(String(c.jti))) return inactive;
-      const user = await store.findUserById(String(c.sub));
-      if (!user || user.disabled) return inactive;
+      const user = await liveAccessTokenUser(app.services, c);
+      if (!user) return inactive;
       return {
         active: true,
         scope: c.scope,

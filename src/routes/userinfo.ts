@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../errors.js';
 import { singleValued } from '../http/form.js';
 import { claimsForScope } from '../oauth/claims.js';
+import { liveAccessTokenUser } from '../oauth/token_lookup.js';
 
 function bearerChallenge(error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope', description?: string): string {
   const parts = ['Bearer realm="latchkey"'];
@@ -23,7 +24,7 @@ function refuse(code: 'invalid_request' | 'invalid_token' | 'insufficient_scope'
 }
 
 export async function userinfoRoutes(app: FastifyInstance): Promise<void> {
-  const { store, signer } = app.services;
+  const { signer } = app.services;
 
   async function userinfo(request: FastifyRequest, reply: FastifyReply) {
     reply.header('cache-control', 'no-store');
@@ -39,11 +40,10 @@ export async function userinfoRoutes(app: FastifyInstance): Promise<void> {
     }
     const claims = await signer.verifyAccessToken(token);
     if (!claims) throw refuse('invalid_token', 'The access token is invalid or expired.');
-    if (await store.isAccessTokenRevoked(String(claims.jti))) throw refuse('invalid_token', 'The access token has been revoked.');
+    const user = await liveAccessTokenUser(app.services, claims);
+    if (!user) throw refuse('invalid_token', 'The access token has been revoked.');
     const scope = String(claims.scope ?? '');
     if (!scope.split(' ').includes('openid')) throw refuse('insufficient_scope', 'The access token lacks the openid scope.');
-    const user = await store.findUserById(String(claims.sub));
-    if (!user || user.disabled) throw refuse('invalid_token', 'The access token is invalid or expired.');
     return { sub: user.id, ...claimsForScope(user, scope) };
   }
 

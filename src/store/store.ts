@@ -96,6 +96,9 @@ export interface RefreshTokenRecord {
   revokedAt: number | undefined;
 }
 
+/** Why a reuse within the grace window was not granted a fresh pair. */
+export type GraceRefusal = 'limit' | 'successor_used' | 'revoked';
+
 export type PromptValue = 'none' | 'login' | 'consent';
 
 /** A validated authorization request (RFC 6749 §4.1.1, OIDC Core §3.1.2.1), kept while the person acts. */
@@ -247,6 +250,13 @@ export interface Store {
    * another rotation or a revocation got there first.
    */
   rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean>;
+  /**
+   * A reuse of rotated token `id` within the grace window, as one conditional step: inserts
+   * `successor` only while the family is not revoked, fewer than `limit` grace successors were
+   * handed out for `id`, and its first successor has not been used yet. Returns true, or why not.
+   */
+  addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal>;
+  isRefreshFamilyRevoked(familyId: string): Promise<boolean>;
   /**
    * Revokes every refresh token of a family (RFC 9700 §4.14, RFC 6749 §4.1.2), and remembers it:
    * a token created in the family afterwards is born revoked.

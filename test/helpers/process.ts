@@ -77,3 +77,40 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
     },
   };
 }
+
+export interface RunningCli {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first match of `pattern` in stderr. */
+  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  exit: Promise<number | null>;
+}
+
+/** Starts the executable and lets the test talk to it while it runs (login waits for a person). */
+export function spawnCli(args: string[], env: Record<string, string>): RunningCli {
+  const child = spawn(process.execPath, [executable, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (err += d));
+  const exit = new Promise<number | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? (signal ? 128 : null))));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exit,
+    waitForStderr(pattern, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const started = Date.now();
+        const check = () => {
+          const match = err.match(pattern);
+          if (match) return resolve(match);
+          if (Date.now() - started > timeoutMs || child.exitCode !== null) return reject(new Error(`no ${pattern} in stderr:\n${err}`));
+          setTimeout(check, 25);
+        };
+        check();
+      });
+    },
+  };
+}

@@ -155,11 +155,51 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
       await expectError(await refresh(t, 'cli', second.refresh_token), 'invalid_grant');
     });
 
-    it('concurrent refreshes of one token: with the grace every one succeeds, each with its own successor', async () => {
+    it('three concurrent refreshes of one token (three racing processes): each gets its own pair', async () => {
       const first = await tokensFor(t, alice, 'cli');
-      const results = await Promise.all(Array.from({ length: 5 }, () => refresh(t, 'cli', first.refresh_token!)));
-      expect(results.map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200]);
-      expect(new Set(results.map((r) => r.json().refresh_token)).size).toBe(5);
+      const results = await Promise.all(Array.from({ length: 3 }, () => refresh(t, 'cli', first.refresh_token!)));
+      expect(results.map((r) => r.statusCode)).toEqual([200, 200, 200]);
+      expect(new Set(results.map((r) => r.json().refresh_token)).size).toBe(3);
+      for (const r of results) expect((await refresh(t, 'cli', r.json().refresh_token)).statusCode).toBe(200);
+    });
+
+    it('the grace cannot fork the family without limit: a fourth reuse in the window revokes it', async () => {
+      const first = await tokensFor(t, alice, 'cli');
+      const pairs = [];
+      for (let i = 0; i < 3; i++) pairs.push((await refresh(t, 'cli', first.refresh_token!)).json());
+      await expectError(await refresh(t, 'cli', first.refresh_token!), 'invalid_grant');
+      for (const pair of pairs) await expectError(await refresh(t, 'cli', pair.refresh_token), 'invalid_grant');
+    });
+
+    it('no grace once the first successor has been used: that reuse is a second branch', async () => {
+      const first = await tokensFor(t, alice, 'cli');
+      const second = (await refresh(t, 'cli', first.refresh_token!)).json();
+      const third = (await refresh(t, 'cli', second.refresh_token)).json();
+      await expectError(await refresh(t, 'cli', first.refresh_token!), 'invalid_grant'); // within 5 s, but the branch moved on
+      await expectError(await refresh(t, 'cli', third.refresh_token), 'invalid_grant');
+    });
+
+    it('a rotated token replayed after its own idle expiry is still theft (the thief kept the family alive)', async () => {
+      const first = await tokensFor(t, alice, 'cli');
+      let current = (await refresh(t, 'cli', first.refresh_token!)).json().refresh_token as string;
+      for (let day = 0; day < 3; day++) {
+        t.clock.advance(5 * 86400);
+        current = (await refresh(t, 'cli', current)).json().refresh_token;
+      }
+      await t.store.purgeExpired(Math.floor(t.clock()));
+      await expectError(await refresh(t, 'cli', first.refresh_token!), 'invalid_grant');
+      await expectError(await refresh(t, 'cli', current), 'invalid_grant');
+    });
+
+    it('revoking the family also refuses the access tokens it issued', async () => {
+      const first = await tokensFor(t, alice, 'cli');
+      const second = (await refresh(t, 'cli', first.refresh_token!)).json();
+      t.clock.advance(6);
+      await refresh(t, 'cli', first.refresh_token!); // theft detected
+      for (const token of [first.access_token, second.access_token]) {
+        const res = await t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${token}` } });
+        expect(res.statusCode).toBe(401);
+      }
     });
 
     it('concurrent refreshes with the grace off: exactly one succeeds; the losers are reuse outside the grace, so the family is revoked', async () => {

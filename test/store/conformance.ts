@@ -890,14 +890,23 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createSession(session({ idHash: 'live-session', expiresAt: t0 + 60 }));
           await store.createDeviceGrant(deviceGrant({ id: 'old-grant', expiresAt: t0 - day }));
           await store.createDeviceGrant(deviceGrant({ id: 'recent-grant', expiresAt: t0 - day + 1 }));
+          // Live but idle past its expiry: gone. Rotated, idle-expired, family still running: kept (a replay is theft).
           await store.createRefreshToken(refreshToken({ id: 'old-rt', tokenHash: 'old-rt', familyId: 'old-family', expiresAt: t0 - day }));
+          await store.createRefreshToken(refreshToken({ id: 'rotated-rt', tokenHash: 'rotated-rt', familyId: 'f2', expiresAt: t0 - day, rotatedAt: t0 - 2 * day }));
+          await store.createRefreshToken(refreshToken({ id: 'ended-rt', tokenHash: 'ended-rt', familyId: 'f3', rotatedAt: t0 - 3 * day, familyExpiresAt: t0 - day }));
           await store.createRefreshToken(refreshToken({ id: 'live-rt', tokenHash: 'live-rt', familyId: 'live-family' }));
-          await store.revokeRefreshFamily('old-family', t0 - 2 * day);
+          await store.revokeRefreshFamily('ancient-family', t0 - 367 * day);
+          await store.revokeRefreshFamily('recent-family', t0 - 2 * day);
           await store.revokeAccessToken('expired-jti', t0);
           await store.revokeAccessToken('live-jti', t0 + 60);
 
           const counts = await store.purgeExpired(t0);
-          expect(counts).toEqual({ interactions: 1, authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 1, revokedAccessTokens: 1 });
+          expect(counts).toEqual({ interactions: 1, authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1 });
+          expect(await store.findRefreshToken('rotated-rt')).toBeDefined();
+          expect(await store.findRefreshToken('ended-rt')).toBeUndefined();
+          // Revoked families are remembered for a year (access tokens of theirs are refused by it).
+          expect(await store.isRefreshFamilyRevoked('recent-family')).toBe(true);
+          expect(await store.isRefreshFamilyRevoked('ancient-family')).toBe(false);
           expect(await store.findInteraction('kept', t0)).toBeDefined();
           expect(await store.findSession('live-session', t0)).toBeDefined();
           expect(await store.findDeviceGrantByDeviceCode('device-recent-grant')).toBeDefined();

@@ -19,6 +19,7 @@ import {
   type ConsentRecord,
   type DeviceGrantRecord,
   type DeviceGrantStatus,
+  type GraceRefusal,
   type GrantTypeName,
   type InteractionRecord,
   type PurgeCounts,
@@ -264,10 +265,18 @@ export class SqliteStore implements Store {
         authorizationCodes: this.run('DELETE FROM authorization_codes WHERE expires_at <= ?', now - grace),
         deviceGrants: this.run('DELETE FROM device_grants WHERE expires_at <= ?', now - grace),
         sessions: this.run('DELETE FROM sessions WHERE expires_at <= ?', now),
-        refreshTokens: this.run('DELETE FROM refresh_tokens WHERE expires_at <= ?', now - grace),
+        // A rotated or revoked token is kept until its family ends: presenting it again is theft.
+        refreshTokens: this.run(
+          `DELETE FROM refresh_tokens WHERE family_expires_at <= ?
+             OR (rotated_at IS NULL AND revoked_at IS NULL AND expires_at <= ?)`,
+          now - grace,
+          now - grace,
+        ),
         revokedAccessTokens: this.run('DELETE FROM revoked_access_tokens WHERE expires_at <= ?', now),
       };
-      this.run('DELETE FROM revoked_refresh_families WHERE family_id NOT IN (SELECT family_id FROM refresh_tokens)');
+      // Access tokens of a revoked family are refused by its id, so the row outlives any of them
+      // (access tokens live at most a year).
+      this.run('DELETE FROM revoked_refresh_families WHERE revoked_at <= ?', now - 366 * 86400);
       return counts;
     })();
   }
@@ -573,10 +582,28 @@ export class SqliteStore implements Store {
 
   async rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean> {
     return this.db.transaction(() => {
-      const won = this.run('UPDATE refresh_tokens SET rotated_at = ? WHERE id = ? AND rotated_at IS NULL AND revoked_at IS NULL', now, id) === 1;
+      const won =
+        this.run('UPDATE refresh_tokens SET rotated_at = ?, replaced_by = ? WHERE id = ? AND rotated_at IS NULL AND revoked_at IS NULL', now, successor.id, id) === 1;
       if (won) this.insertRefreshToken(successor);
       return won;
     })();
+  }
+
+  async addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal> {
+    return this.db.transaction((): true | GraceRefusal => {
+      const row = this.get('SELECT revoked_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = ?', id);
+      if (!row || row.revoked_at !== null) return 'revoked';
+      if (Number(row.grace_successors) >= limit) return 'limit';
+      const first = row.replaced_by === null ? undefined : this.get('SELECT rotated_at FROM refresh_tokens WHERE id = ?', row.replaced_by);
+      if (first && first.rotated_at !== null) return 'successor_used';
+      this.run('UPDATE refresh_tokens SET grace_successors = grace_successors + 1 WHERE id = ?', id);
+      this.insertRefreshToken(successor);
+      return true;
+    })();
+  }
+
+  async isRefreshFamilyRevoked(familyId: string): Promise<boolean> {
+    return this.get('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = ?', familyId) !== undefined;
   }
 
   async revokeRefreshFamily(familyId: string, now: number): Promise<void> {

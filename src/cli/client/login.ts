@@ -1,0 +1,186 @@
+/**
+ * `latchkey login`: the Authorization Code flow with PKCE, state and nonce through a loopback
+ * listener and the default browser, or with --device the Device Code flow for machines without
+ * one. The tokens are stored for the profile; the id_token is verified by openid-client.
+ */
+import { homedir } from 'node:os';
+import QRCode from 'qrcode';
+import { epochSeconds, systemClock } from '../../clock.js';
+import { loadClientConfig } from '../../config.js';
+import { CommandError, exitCodes, type Command, type CommandContext } from '../command.js';
+import { openBrowser } from './browser.js';
+import { CredentialsStore, type Profile } from './credentials.js';
+import { pollForTokens } from './device_poll.js';
+import { listenForCallback, SignInAborted, SignInTimeout } from './loopback.js';
+import { describe, discover, oidc } from './oidc.js';
+
+const defaultScope = 'openid email profile offline_access';
+const browserTimeoutMs = 5 * 60 * 1000;
+
+interface LoginOptions {
+  issuer: string;
+  clientId: string;
+  scope: string;
+  audience: string | undefined;
+  signal: AbortSignal;
+}
+
+async function browserLogin(context: CommandContext, config: oidc.Configuration, o: LoginOptions, hints: { ssh: boolean; browser: string | undefined }) {
+  const listener = await listenForCallback(browserTimeoutMs, o.signal);
+  try {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: listener.redirectUri,
+      scope: o.scope,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+      ...(o.audience ? { audience: o.audience } : {}),
+    });
+    if (hints.ssh) context.stderr.write('This looks like an SSH session without a display: "latchkey login --device" may suit it better.\n');
+    context.stderr.write(`Open this address in a browser to sign in:\n\n  ${url.href}\n\n`);
+    if (context.values['no-browser'] !== true) {
+      openBrowser(url.href, hints.browser);
+      context.stderr.write('Opening your browser… (waiting up to 5 minutes)\n');
+    }
+    let callback: URL;
+    try {
+      callback = await listener.callback;
+    } catch (err) {
+      if (err instanceof SignInTimeout) throw new CommandError('no sign-in was completed within 5 minutes', exitCodes.expired);
+      if (err instanceof SignInAborted) throw new CommandError('cancelled', exitCodes.interrupted);
+      throw err;
+    }
+    const error = callback.searchParams.get('error');
+    if (error === 'access_denied') throw new CommandError('the sign-in was denied in the browser', exitCodes.accessDenied);
+    if (error) throw new CommandError(`the sign-in failed: ${error}${callback.searchParams.get('error_description') ? `: ${callback.searchParams.get('error_description')}` : ''}`);
+    try {
+      // Checks state and iss (RFC 9207), redeems the code with the verifier, verifies the id_token.
+      return await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+    } catch (err) {
+      throw new CommandError(`the sign-in could not be completed: ${describe(err)}`);
+    }
+  } finally {
+    listener.close();
+  }
+}
+
+async function deviceLogin(context: CommandContext, config: oidc.Configuration, o: LoginOptions) {
+  let start: Awaited<ReturnType<typeof oidc.initiateDeviceAuthorization>>;
+  try {
+    start = await oidc.initiateDeviceAuthorization(config, { scope: o.scope, ...(o.audience ? { audience: o.audience } : {}) });
+  } catch (err) {
+    throw new CommandError(`could not start the device sign-in: ${describe(err)}`);
+  }
+  const complete = start.verification_uri_complete ?? start.verification_uri;
+  context.stderr.write(`To sign in, open ${start.verification_uri} on any device and enter the code\n\n    ${start.user_code}\n\nor open ${complete}\n\n`);
+  if ((context.stdout as { isTTY?: boolean }).isTTY) {
+    context.stderr.write(await QRCode.toString(complete, { type: 'terminal', small: true }));
+  }
+  const tty = (context.stderr as { isTTY?: boolean }).isTTY === true;
+  const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+  let frame = 0;
+  let left = start.expires_in;
+  const spinner = tty
+    ? setInterval(() => {
+        const m = Math.floor(left / 60);
+        const s = String(left % 60).padStart(2, '0');
+        context.stderr.write(`\r${frames[frame++ % frames.length]} Waiting for approval… ${m}:${s} left `);
+      }, 100)
+    : undefined;
+  const outcome = await pollForTokens({
+    tokenEndpoint: config.serverMetadata().token_endpoint!,
+    clientId: o.clientId,
+    deviceCode: start.device_code,
+    intervalSeconds: start.interval ?? 5,
+    expiresInSeconds: start.expires_in,
+    signal: o.signal,
+    onWait: (secondsLeft) => {
+      left = secondsLeft;
+    },
+  }).finally(() => {
+    if (spinner) {
+      clearInterval(spinner);
+      context.stderr.write('\r\x1b[K');
+    }
+  });
+  switch (outcome.kind) {
+    case 'tokens':
+      return outcome.body as { access_token: string; token_type?: string; expires_in?: number; refresh_token?: string; scope?: string };
+    case 'denied':
+      throw new CommandError('the sign-in was denied on the verification page', exitCodes.accessDenied);
+    case 'expired':
+      throw new CommandError('the code expired before it was approved: run "latchkey login --device" again', exitCodes.expired);
+    case 'aborted':
+      throw new CommandError('cancelled', exitCodes.interrupted);
+    case 'failed':
+      throw new CommandError(`the device sign-in failed: ${outcome.message}`);
+  }
+}
+
+export const loginCommand: Command = {
+  path: ['login'],
+  summary: 'Sign in from this machine (browser, or --device for machines without one)',
+  usage: 'latchkey login [--issuer URL] [--client-id ID] [--audience A] [--scope S] [--device] [--no-browser] [--profile P]',
+  positionals: { min: 0, max: 0 },
+  options: {
+    issuer: { type: 'string' },
+    'client-id': { type: 'string' },
+    audience: { type: 'string' },
+    scope: { type: 'string' },
+    device: { type: 'boolean' },
+    'no-browser': { type: 'boolean' },
+    profile: { type: 'string' },
+  },
+  async run(context) {
+    const client = loadClientConfig(context.env, homedir());
+    const profileName = (context.values.profile as string | undefined) ?? 'default';
+    const options: Omit<LoginOptions, 'signal'> = {
+      issuer: ((context.values.issuer as string | undefined) ?? client.issuer).replace(/\/+$/, ''),
+      clientId: (context.values['client-id'] as string | undefined) ?? 'latchkey-cli',
+      scope: (context.values.scope as string | undefined) ?? defaultScope,
+      audience: context.values.audience as string | undefined,
+    };
+    const store = new CredentialsStore(client.home);
+    store.get(profileName); // a damaged file is reported before anyone signs in
+    const config = await discover(options.issuer, options.clientId);
+
+    const abort = new AbortController();
+    const onInterrupt = () => abort.abort();
+    process.once('SIGINT', onInterrupt);
+    try {
+      const o = { ...options, signal: abort.signal };
+      const tokens =
+        context.values.device === true
+          ? await deviceLogin(context, config, o)
+          : await browserLogin(context, config, o, { ssh: client.sshWithoutDisplay, browser: client.browserCommand });
+      const profile: Profile = {
+        issuer: options.issuer,
+        client_id: options.clientId,
+        ...(options.audience ? { audience: options.audience } : {}),
+        scope: tokens.scope ?? options.scope,
+        access_token: tokens.access_token,
+        // openid-client lowercases it; RFC 6749 token types are case-insensitive, Bearer is the usual spelling.
+        token_type: (tokens.token_type ?? 'Bearer').toLowerCase() === 'bearer' ? 'Bearer' : String(tokens.token_type),
+        expires_at: epochSeconds(systemClock) + (tokens.expires_in ?? 0),
+        ...(tokens.refresh_token ? { refresh_token: tokens.refresh_token } : {}),
+        ...('id_token' in tokens && typeof tokens.id_token === 'string' ? { id_token: tokens.id_token } : {}),
+      };
+      store.set(profileName, profile);
+      let who = '';
+      try {
+        const claims = await oidc.fetchUserInfo(config, profile.access_token, oidc.skipSubjectCheck);
+        who = ` as ${String(claims.preferred_username ?? claims.email ?? claims.sub)}`;
+      } catch {
+        // Who it is shows in `latchkey whoami`; the sign-in itself succeeded.
+      }
+      context.stderr.write(`Signed in to ${options.issuer}${who}${profileName === 'default' ? '' : ` (profile ${profileName})`}.\n`);
+      return exitCodes.ok;
+    } finally {
+      process.off('SIGINT', onInterrupt);
+    }
+  },
+};

@@ -1,0 +1,52 @@
+/**
+ * A valid access token for a profile: the stored one while more than a minute is left, otherwise
+ * a refreshed one. The refresh happens under the credentials lock and re-reads the file first, so
+ * of two `latchkey token` runs at once one refreshes and the other uses its result.
+ */
+import { epochSeconds, systemClock } from '../../clock.js';
+import { CommandError, exitCodes } from '../command.js';
+import type { CredentialsStore, Profile } from './credentials.js';
+import { describe, discover, oauthErrorCode, oidc } from './oidc.js';
+
+/** Refresh when less than this is left. */
+export const refreshMarginSeconds = 60;
+
+export function requireProfile(store: CredentialsStore, name: string): Profile {
+  const profile = store.get(name);
+  if (!profile) throw new CommandError(`not signed in${name === 'default' ? '' : ` (profile "${name}")`}: run "latchkey login"`, exitCodes.notSignedIn);
+  return profile;
+}
+
+const fresh = (profile: Profile) => profile.expires_at - epochSeconds(systemClock) > refreshMarginSeconds;
+
+export async function validProfile(store: CredentialsStore, name: string): Promise<Profile> {
+  const stored = requireProfile(store, name);
+  if (fresh(stored)) return stored;
+  return store.withLock(async () => {
+    const current = requireProfile(store, name);
+    if (fresh(current)) return current; // another process refreshed while we waited
+    if (!current.refresh_token) {
+      throw new CommandError('the access token has expired and there is no refresh token: run "latchkey login"', exitCodes.notSignedIn);
+    }
+    const config = await discover(current.issuer, current.client_id);
+    let tokens: Awaited<ReturnType<typeof oidc.refreshTokenGrant>>;
+    try {
+      tokens = await oidc.refreshTokenGrant(config, current.refresh_token);
+    } catch (err) {
+      if (oauthErrorCode(err) === 'invalid_grant') {
+        throw new CommandError('your sign-in has ended (revoked or expired): run "latchkey login"', exitCodes.notSignedIn);
+      }
+      throw new CommandError(`could not refresh the access token: ${describe(err)}`);
+    }
+    const updated: Profile = {
+      ...current,
+      access_token: tokens.access_token,
+      token_type: tokens.token_type.toLowerCase() === 'bearer' ? 'Bearer' : tokens.token_type,
+      expires_at: epochSeconds(systemClock) + (tokens.expires_in ?? 0),
+      refresh_token: tokens.refresh_token ?? current.refresh_token,
+      scope: tokens.scope ?? current.scope,
+    };
+    store.set(name, updated);
+    return updated;
+  });
+}

@@ -1,0 +1,207 @@
+/**
+ * `latchkey login | token | whoami | logout`, run as a person would: the real executable as a
+ * child process with HOME in a temporary folder, against a real server process. The test plays
+ * the person: it follows the printed address in a cookie-jar browser, signs in, and lets the
+ * browser's redirect reach the CLI's loopback listener; for --device it approves the printed code.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { actOnDeviceCode, Browser, fetchTransport, inputValue, signIn } from '../helpers/browser.js';
+import { runCli, spawnCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
+
+let dir: string;
+let server: ServerProcess;
+let serverEnv: Record<string, string>;
+let home: string;
+let cliEnv: Record<string, string>;
+const password = 'carol-password';
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'latchkey-cli-'));
+  serverEnv = { LATCHKEY_DB: join(dir, 'server.db') };
+  expect((await runCli(['users', 'add', 'carol', '--email', 'carol@example.com', '--name', 'Carol Client', '--password-stdin'], serverEnv, password)).code).toBe(0);
+  // 61 s tokens: fresh right after sign-in, due for refresh (under a minute left) a second later.
+  server = await startServerProcess({ ...serverEnv, LATCHKEY_ACCESS_TOKEN_TTL: '61', LATCHKEY_DEVICE_INTERVAL: '1' });
+  home = join(dir, 'home');
+  cliEnv = { HOME: home, LATCHKEY_ISSUER: server.base };
+});
+
+afterAll(async () => {
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const credentialsPath = () => join(home, '.latchkey', 'credentials.json');
+const credentials = () => JSON.parse(readFileSync(credentialsPath(), 'utf8')) as { version: number; profiles: Record<string, Record<string, unknown>> };
+
+/** The person's part of `latchkey login`: open the printed address, sign in, let the redirect reach the CLI. */
+async function completeBrowserSignIn(authorizationUrl: string, decision: 'allow' | 'deny' = 'allow', browser = new Browser(fetchTransport(server.base))) {
+  const url = new URL(authorizationUrl);
+  let page = await browser.get(url.pathname + url.search);
+  if (page.status === 303) {
+    const login = await browser.get(page.location!);
+    page = await browser.get((await signIn(browser, login, 'carol', password)).location!);
+  }
+  if (page.status === 200) {
+    // The loopback confirmation (RFC 8252 §8.6) when no sign-in page was shown for this request.
+    page = await browser.post('/authorize/decision', { csrf_token: inputValue(page.body, 'csrf_token')!, interaction: inputValue(page.body, 'interaction')!, decision });
+  }
+  expect(page.location).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
+  const landing = await fetch(page.location!);
+  return { landing: { status: landing.status, body: await landing.text() }, browser };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('latchkey login (browser)', () => {
+  it('signs in through the loopback listener and stores the tokens safely', async () => {
+    const cli = spawnCli(['login', '--no-browser'], cliEnv);
+    const [url] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
+    const authorization = new URL(url);
+    expect(authorization.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(authorization.searchParams.get('state')).toBeTruthy();
+    expect(authorization.searchParams.get('nonce')).toBeTruthy();
+    expect(authorization.searchParams.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+    expect(authorization.searchParams.get('scope')).toBe('openid email profile offline_access');
+
+    const { landing } = await completeBrowserSignIn(url);
+    expect(landing.status).toBe(200);
+    expect(landing.body).toContain('Signed in — you can close this tab');
+    expect(await cli.exit).toBe(0);
+    expect(cli.stderr()).toContain(`Signed in to ${server.base} as carol.`);
+    expect(cli.stdout()).toBe('');
+
+    expect(statSync(join(home, '.latchkey')).mode & 0o777).toBe(0o700);
+    expect(statSync(credentialsPath()).mode & 0o777).toBe(0o600);
+    const stored = credentials();
+    expect(stored.version).toBe(1);
+    expect(stored.profiles.default).toMatchObject({ issuer: server.base, client_id: 'latchkey-cli', scope: 'openid email profile offline_access', token_type: 'Bearer' });
+    expect(String(stored.profiles.default!.refresh_token)).toMatch(/^lk_rt_/);
+    expect(String(stored.profiles.default!.id_token).split('.')).toHaveLength(3);
+  });
+
+  it('token prints only a valid access token, and refreshes it when less than a minute is left', async () => {
+    const first = await runCli(['token'], cliEnv);
+    expect(first.code).toBe(0);
+    expect(first.stderr).toBe('');
+    expect(first.stdout).toMatch(/^eyJ[\w-]+\.[\w-]+\.[\w-]+\n$/);
+    const userinfo = await fetch(`${server.base}/userinfo`, { headers: { authorization: `Bearer ${first.stdout.trim()}` } });
+    expect(userinfo.status).toBe(200);
+
+    const refreshBefore = credentials().profiles.default!.refresh_token;
+    await sleep(1200);
+    const second = await runCli(['token'], cliEnv);
+    expect(second.code).toBe(0);
+    expect(second.stdout.trim()).not.toBe(first.stdout.trim());
+    expect(credentials().profiles.default!.refresh_token).not.toBe(refreshBefore); // the rotated token was saved
+  });
+
+  it('two token runs at once neither corrupt the file nor lose the refresh token', async () => {
+    await sleep(1200);
+    const [a, b] = await Promise.all([runCli(['token'], cliEnv), runCli(['token'], cliEnv)]);
+    expect([a.code, b.code]).toEqual([0, 0]);
+    expect(credentials().profiles.default).toBeDefined();
+    await sleep(1200);
+    const again = await runCli(['token'], cliEnv); // refreshes with whatever refresh token was saved
+    expect(again.code).toBe(0);
+  });
+
+  it('whoami shows the claims; --json prints them as JSON on stdout', async () => {
+    const plain = await runCli(['whoami'], cliEnv);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout.split('\n')[0]).toBe('carol (Carol Client) <carol@example.com>');
+    const json = await runCli(['whoami', '--json'], cliEnv);
+    expect(JSON.parse(json.stdout)).toMatchObject({ issuer: server.base, profile: 'default', preferred_username: 'carol', email: 'carol@example.com' });
+  });
+
+  it('logout revokes the refresh token, then removes the entry', async () => {
+    const refreshToken = String(credentials().profiles.default!.refresh_token);
+    const out = await runCli(['logout'], cliEnv);
+    expect(out.code).toBe(0);
+    expect(out.stderr).toBe('Signed out.\n');
+    expect(credentials().profiles.default).toBeUndefined();
+    const refresh = await fetch(`${server.base}/oauth/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: refreshToken }),
+    });
+    expect(((await refresh.json()) as { error: string }).error).toBe('invalid_grant');
+    const after = await runCli(['token'], cliEnv);
+    expect(after.code).toBe(6);
+    expect(after.stderr).toBe('latchkey: not signed in: run "latchkey login"\n');
+  });
+
+  it('a signed-in browser gets the one-click confirmation; Deny ends the CLI with exit 4', async () => {
+    const browser = new Browser(fetchTransport(server.base));
+    await signIn(browser, await browser.get('/login'), 'carol', password);
+    const cli = spawnCli(['login', '--no-browser', '--profile', 'work'], cliEnv);
+    const [url] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
+    const { landing } = await completeBrowserSignIn(url, 'deny', browser);
+    expect(landing.body).toContain('Sign-in failed');
+    expect(await cli.exit).toBe(4);
+    expect(cli.stderr()).toContain('latchkey: the sign-in was denied in the browser');
+  });
+
+  it('suggests --device in an SSH session without a display; Ctrl-C stops cleanly with 130', async () => {
+    const cli = spawnCli(['login', '--no-browser'], { ...cliEnv, SSH_CONNECTION: '203.0.113.9 50000 10.0.0.2 22' });
+    await cli.waitForStderr(/latchkey login --device/);
+    cli.child.kill('SIGINT');
+    expect(await cli.exit).toBe(130);
+    expect(cli.stderr()).toContain('latchkey: cancelled');
+  });
+});
+
+describe('latchkey login --device', () => {
+  it('prints the code and address, polls at the interval, and signs in once approved', async () => {
+    const cli = spawnCli(['login', '--device', '--profile', 'tv'], cliEnv);
+    const [, userCode] = await cli.waitForStderr(/enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})/);
+    expect(cli.stderr()).toContain(`or open ${server.base}/activate?user_code=${userCode}`);
+    const result = await actOnDeviceCode(new Browser(fetchTransport(server.base)), `/activate?user_code=${userCode}`, { username: 'carol', password }, 'allow');
+    expect(result.status).toBe(200);
+    expect(await cli.exit).toBe(0);
+    expect(cli.stderr()).toContain(`Signed in to ${server.base} as carol (profile tv).`);
+    expect(credentials().profiles.tv).toMatchObject({ client_id: 'latchkey-cli', scope: 'openid email profile offline_access' });
+    const whoami = await runCli(['whoami', '--profile', 'tv', '--json'], cliEnv);
+    expect(JSON.parse(whoami.stdout).preferred_username).toBe('carol');
+  });
+
+  it('denied on the verification page → a clear sentence and exit 4', async () => {
+    const cli = spawnCli(['login', '--device', '--profile', 'denied'], cliEnv);
+    const [, userCode] = await cli.waitForStderr(/enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})/);
+    await actOnDeviceCode(new Browser(fetchTransport(server.base)), `/activate?user_code=${userCode}`, { username: 'carol', password }, 'deny');
+    expect(await cli.exit).toBe(4);
+    expect(cli.stderr()).toContain('latchkey: the sign-in was denied on the verification page');
+    expect(credentials().profiles.denied).toBeUndefined();
+  });
+
+  it('Ctrl-C while polling stops cleanly with 130', async () => {
+    const cli = spawnCli(['login', '--device'], cliEnv);
+    await cli.waitForStderr(/enter the code/);
+    cli.child.kill('SIGINT');
+    expect(await cli.exit).toBe(130);
+  });
+
+  it('expired before approval → a clear sentence and exit 5', async () => {
+    const shortServer = await startServerProcess({ LATCHKEY_DB: join(dir, 'short.db'), LATCHKEY_DEVICE_CODE_TTL: '10', LATCHKEY_DEVICE_INTERVAL: '1' });
+    try {
+      const cli = spawnCli(['login', '--device', '--issuer', shortServer.base], { HOME: home });
+      await cli.waitForStderr(/enter the code/);
+      expect(await cli.exit).toBe(5);
+      expect(cli.stderr()).toContain('latchkey: the code expired before it was approved');
+    } finally {
+      await shortServer.stop();
+    }
+  }, 30_000);
+});
+
+describe('the credentials file', () => {
+  it('a damaged file gets a clear error naming it', async () => {
+    writeFileSync(credentialsPath(), '{ not json');
+    for (const args of [['token'], ['whoami'], ['login', '--device']]) {
+      const res = await runCli(args, cliEnv);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toBe(`latchkey: the credentials file ${credentialsPath()} is damaged (not JSON); delete it and run "latchkey login" again\n`);
+    }
+  });
+});

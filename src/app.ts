@@ -17,7 +17,7 @@ import { OAuthError } from './errors.js';
 import { renderErrorPage, type ErrorPage } from './http/pages.js';
 import { baseSecurityHeaders, securityHeaders } from './http/security_headers.js';
 import { loggerOptions } from './logging.js';
-import { RateLimiter } from './oauth/rate_limit.js';
+import { BackoffLimiter, RateLimiter } from './oauth/rate_limit.js';
 import { viewsDir } from './paths.js';
 import type { RateLimiters, Services } from './services.js';
 import type { Store } from './store/store.js';
@@ -56,10 +56,14 @@ export interface AppDependencies {
 /** OAuth bodies are small; anything larger is refused before parsing (413). */
 const bodyLimitBytes = 64 * 1024;
 
-export function defaultRateLimits(clock: Clock): RateLimiters {
+export function defaultRateLimits(config: Config, clock: Clock): RateLimiters {
+  const limits = config.rateLimits;
   return {
-    userCodeEntry: new RateLimiter({ limit: 10, windowSeconds: 300 }, clock),
-    unknownDeviceCode: new RateLimiter({ limit: 30, windowSeconds: 300 }, clock),
+    userCodeEntry: new RateLimiter(limits.userCode, clock),
+    unknownDeviceCode: new RateLimiter(limits.unknownDeviceCode, clock),
+    deviceAuthorization: new RateLimiter(limits.deviceAuthorization, clock),
+    signInAccount: new BackoffLimiter(limits.signInAccount, clock),
+    signInAddress: new BackoffLimiter(limits.signInAddress, clock),
   };
 }
 
@@ -95,7 +99,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     store,
     clock,
     signer: deps.signer ?? (await createSigner(store, clock, { issuer: config.issuer, retiredKeyRetention: retiredKeyRetention(config) })),
-    rateLimits: deps.rateLimits ?? defaultRateLimits(clock),
+    rateLimits: deps.rateLimits ?? defaultRateLimits(config, clock),
     csrfSecret: await store.serverSecret('csrf', () => randomSecret()),
     userCodeKey: await store.serverSecret('user_code', () => randomSecret()),
   };

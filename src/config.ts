@@ -47,6 +47,28 @@ const trustProxySchema = z
   })
   .optional();
 
+/** A rate limit written as "COUNT/SECONDS" (e.g. 10/300), or "off". */
+export interface RateLimitSetting {
+  limit: number;
+  windowSeconds: number;
+}
+
+const rateLimit = (name: string, fallback: string) =>
+  z
+    .string()
+    .trim()
+    .optional()
+    .transform((value, ctx): RateLimitSetting | undefined => {
+      const text = value ?? fallback;
+      if (text === 'off') return undefined;
+      const match = /^(\d{1,6})\/(\d{1,6})$/.exec(text);
+      if (!match || Number(match[1]) < 1 || Number(match[2]) < 1) {
+        ctx.addIssue({ code: 'custom', message: `${name} must be COUNT/SECONDS (for example ${fallback}) or off` });
+        return z.NEVER;
+      }
+      return { limit: Number(match[1]), windowSeconds: Number(match[2]) };
+    });
+
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const environmentSchema = z.object({
@@ -84,6 +106,11 @@ const environmentSchema = z.object({
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
   LATCHKEY_TRUST_PROXY: trustProxySchema,
+  LATCHKEY_RATE_LIMIT_USER_CODE: rateLimit('LATCHKEY_RATE_LIMIT_USER_CODE', '10/300'),
+  LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE: rateLimit('LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE', '30/300'),
+  LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: rateLimit('LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION', '30/60'),
+  LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT', '5/30'),
+  LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS', '20/30'),
 });
 
 export type LogLevel = (typeof logLevels)[number];
@@ -116,6 +143,19 @@ export interface Config {
   readonly trustProxy: TrustProxy;
   /** Cookies get `Secure` (and the `__Host-` prefix) when the issuer is https. */
   readonly secureCookies: boolean;
+  /** Each undefined when set to "off". */
+  readonly rateLimits: {
+    /** Wrong user codes at /activate per address: COUNT per SECONDS. */
+    readonly userCode: RateLimitSetting | undefined;
+    /** Unknown device codes at the token endpoint per address. */
+    readonly unknownDeviceCode: RateLimitSetting | undefined;
+    /** Device authorization requests per client and address. */
+    readonly deviceAuthorization: RateLimitSetting | undefined;
+    /** Failed sign-ins per account: after COUNT failures a wait of SECONDS, doubling with each further failure. */
+    readonly signInAccount: RateLimitSetting | undefined;
+    /** Failed sign-ins per address, with the same growing back-off. */
+    readonly signInAddress: RateLimitSetting | undefined;
+  };
 }
 
 export class ConfigError extends Error {
@@ -169,6 +209,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
     trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
     secureCookies: issuer.startsWith('https:'),
+    rateLimits: Object.freeze({
+      userCode: e.LATCHKEY_RATE_LIMIT_USER_CODE,
+      unknownDeviceCode: e.LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE,
+      deviceAuthorization: e.LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION,
+      signInAccount: e.LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT,
+      signInAddress: e.LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS,
+    }),
   });
 }
 

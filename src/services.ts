@@ -2,7 +2,7 @@
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Signer } from './crypto/signer.js';
-import type { RateLimiter } from './oauth/rate_limit.js';
+import type { BackoffLimiter, RateLimiter } from './oauth/rate_limit.js';
 import type { Store } from './store/store.js';
 
 export interface RateLimiters {
@@ -10,6 +10,11 @@ export interface RateLimiters {
   userCodeEntry: RateLimiter;
   /** Unknown device codes presented at the token endpoint, per source address (RFC 8628 §5.2). */
   unknownDeviceCode: RateLimiter;
+  /** Device authorization requests, per client and source address. */
+  deviceAuthorization: RateLimiter;
+  /** Failed sign-ins per account (lower-cased username) and per source address. */
+  signInAccount: BackoffLimiter;
+  signInAddress: BackoffLimiter;
 }
 
 export interface Services {

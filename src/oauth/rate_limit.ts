@@ -27,14 +27,15 @@ export class RateLimiter {
   private readonly windows = new Map<string, Window>();
 
   constructor(
-    private readonly rule: RateLimitRule,
+    /** Undefined: the limit is off, nothing is ever limited. */
+    private readonly rule: RateLimitRule | undefined,
     private readonly clock: Clock,
     private readonly maxKeys = 100_000,
   ) {}
 
   private current(key: string): Window | undefined {
     const window = this.windows.get(key);
-    if (window && this.clock() - window.startedAt >= this.rule.windowSeconds) {
+    if (window && this.rule && this.clock() - window.startedAt >= this.rule.windowSeconds) {
       this.windows.delete(key);
       return undefined;
     }
@@ -43,7 +44,7 @@ export class RateLimiter {
 
   /** `pending` is 1 when asking whether one more event would be allowed, 0 after counting it. */
   private state(window: Window | undefined, pending: 0 | 1): RateLimitState {
-    if (!window || window.count + pending <= this.rule.limit) return { limited: false, retryAfter: 0 };
+    if (!this.rule || !window || window.count + pending <= this.rule.limit) return { limited: false, retryAfter: 0 };
     return { limited: true, retryAfter: Math.ceil(window.startedAt + this.rule.windowSeconds - this.clock()) };
   }
 
@@ -54,6 +55,7 @@ export class RateLimiter {
 
   /** Counts one event for the key; limited when this event went past the limit. */
   hit(key: string): RateLimitState {
+    if (!this.rule) return { limited: false, retryAfter: 0 };
     let window = this.current(key);
     if (!window) {
       this.makeRoom();
@@ -65,7 +67,7 @@ export class RateLimiter {
   }
 
   private makeRoom(): void {
-    if (this.windows.size < this.maxKeys) return;
+    if (this.windows.size < this.maxKeys || !this.rule) return;
     const now = this.clock();
     for (const [key, window] of this.windows) {
       if (now - window.startedAt >= this.rule.windowSeconds) this.windows.delete(key);
@@ -90,4 +92,62 @@ export function rateLimitKey(ip: string): string {
   const right = tail === '' ? [] : tail.split(':');
   const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
   return `${groups.slice(0, 4).map((g) => (g === '' ? '0' : g.toLowerCase().replace(/^0+(?=.)/, ''))).join(':')}::/64`;
+}
+
+interface Failures {
+  count: number;
+  lastAt: number;
+}
+
+/**
+ * Growing back-off for failed sign-ins: after `limit` failures for a key, each attempt must wait
+ * `windowSeconds`, doubled with every further failure, up to an hour. A success resets the key;
+ * an hour without failures forgets it. Unlike a hard lock-out this never locks the rightful owner
+ * out for long, while guessing slows to a handful of tries an hour.
+ */
+export class BackoffLimiter {
+  private readonly failures = new Map<string, Failures>();
+  static readonly maxDelaySeconds = 3600;
+
+  constructor(
+    private readonly rule: RateLimitRule | undefined,
+    private readonly clock: Clock,
+    private readonly maxKeys = 100_000,
+  ) {}
+
+  private entry(key: string): Failures | undefined {
+    const entry = this.failures.get(key);
+    if (entry && this.clock() - entry.lastAt >= BackoffLimiter.maxDelaySeconds) {
+      this.failures.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  check(key: string): RateLimitState {
+    const entry = this.entry(key);
+    if (!this.rule || !entry || entry.count < this.rule.limit) return { limited: false, retryAfter: 0 };
+    const delay = Math.min(BackoffLimiter.maxDelaySeconds, this.rule.windowSeconds * 2 ** (entry.count - this.rule.limit));
+    const retryAfter = Math.ceil(entry.lastAt + delay - this.clock());
+    return retryAfter > 0 ? { limited: true, retryAfter } : { limited: false, retryAfter: 0 };
+  }
+
+  failure(key: string): void {
+    if (!this.rule) return;
+    const entry = this.entry(key);
+    if (entry) {
+      entry.count++;
+      entry.lastAt = this.clock();
+      return;
+    }
+    if (this.failures.size >= this.maxKeys) {
+      const oldest = this.failures.keys().next().value;
+      if (oldest !== undefined) this.failures.delete(oldest);
+    }
+    this.failures.set(key, { count: 1, lastAt: this.clock() });
+  }
+
+  reset(key: string): void {
+    this.failures.delete(key);
+  }
 }

@@ -12,6 +12,8 @@ import { resolveAudience } from '../oauth/audience.js';
 import { grantableScope, parseScope } from '../oauth/scope.js';
 import { generateUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { DuplicateError } from '../store/store.js';
+import { tooManyRequests } from '../errors.js';
+import { rateLimitKey } from '../oauth/rate_limit.js';
 import { parseFields } from '../http/form.js';
 import { postOnly } from './method_not_allowed.js';
 
@@ -41,6 +43,8 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
     const params = parseFields(deviceAuthorizationParams, request.body);
     const client = await authenticateClient(store, readClientCredentials(request.headers.authorization, params));
     requireGrantType(client, 'device_code');
+    const limited = app.services.rateLimits.deviceAuthorization.hit(`${client.clientId}|${rateLimitKey(request.ip)}`);
+    if (limited.limited) throw tooManyRequests(limited.retryAfter, 'Too many device authorization requests. Try again later.');
     const scope = grantableScope(parseScope(params.scope), client).join(' ');
     const audience = await resolveAudience(store, config, params.audience);
 

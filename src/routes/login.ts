@@ -13,6 +13,8 @@ import { allowFormActionTo } from '../http/security_headers.js';
 import { epochSeconds } from '../clock.js';
 import { formActionSource } from '../oauth/redirect.js';
 import { interactionIdOf } from './authorize.js';
+import { tooManyRequests } from '../errors.js';
+import { rateLimitKey } from '../oauth/rate_limit.js';
 import { currentSession, endSession, startSession } from '../http/session.js';
 
 const loginQuery = z.object({
@@ -84,12 +86,26 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       );
     if (form.username === '' || form.password === '') return again('Enter your username and password.', 400);
 
+    // Growing back-off per account and per address: checked before any password work.
+    const accountKey = form.username.toLowerCase();
+    const addressKey = rateLimitKey(request.ip);
+    const { signInAccount, signInAddress } = services.rateLimits;
+    for (const blocked of [signInAccount.check(accountKey), signInAddress.check(addressKey)]) {
+      if (blocked.limited) {
+        request.log.info({ event: 'signin.rate_limited', username: form.username.slice(0, 64) });
+        throw tooManyRequests(blocked.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
+      }
+    }
+
     const user = await store.findUserByUsername(form.username);
     const passwordMatches = await verifyPassword(form.password, user?.passwordHash ?? (await decoyPasswordHash()));
     if (!user || !passwordMatches) {
+      signInAccount.failure(accountKey);
+      signInAddress.failure(addressKey);
       request.log.info({ event: 'signin.failure', username: form.username.slice(0, 64), reason: user ? 'password' : 'unknown_user' });
       return again('Wrong username or password.', 401);
     }
+    signInAccount.reset(accountKey);
     if (user.disabled) {
       request.log.info({ event: 'signin.failure', userId: user.id, reason: 'disabled' });
       return again('This account is disabled. Ask your administrator.', 403);

@@ -26,7 +26,7 @@ export async function testApp(env: Record<string, string> = {}, options: { path?
   const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', ...env });
   const store = new SqliteStore({ path: options.path ?? ':memory:', now: Math.floor(clock()) });
   await bootstrap(store, config, clock);
-  const app = await buildApp({ config, store, clock, logger: false, rateLimits: defaultRateLimits(clock) });
+  const app = await buildApp({ config, store, clock, logger: false, rateLimits: defaultRateLimits(config, clock) });
   await app.ready();
   return {
     app,

@@ -35,6 +35,13 @@ describe('loadConfig defaults', () => {
       defaultAudience: 'http://localhost:3000/userinfo',
       trustProxy: false,
       secureCookies: false,
+      rateLimits: {
+        userCode: { limit: 10, windowSeconds: 300 },
+        unknownDeviceCode: { limit: 30, windowSeconds: 300 },
+        deviceAuthorization: { limit: 30, windowSeconds: 60 },
+        signInAccount: { limit: 5, windowSeconds: 30 },
+        signInAddress: { limit: 20, windowSeconds: 30 },
+      },
     });
   });
 
@@ -102,6 +109,13 @@ describe('loadConfig defaults', () => {
       defaultAudience: 'https://api.example.com',
       trustProxy: false,
       secureCookies: true,
+      rateLimits: {
+        userCode: { limit: 10, windowSeconds: 300 },
+        unknownDeviceCode: { limit: 30, windowSeconds: 300 },
+        deviceAuthorization: { limit: 30, windowSeconds: 60 },
+        signInAccount: { limit: 5, windowSeconds: 30 },
+        signInAddress: { limit: 20, windowSeconds: 30 },
+      },
     });
   });
 
@@ -141,6 +155,22 @@ describe('LATCHKEY_ISSUER', () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]).toContain('LATCHKEY_ISSUER');
   });
+});
+
+describe('rate limits', () => {
+  it('take COUNT/SECONDS or off', () => {
+    const config = loadConfig({ LATCHKEY_RATE_LIMIT_USER_CODE: '3/60', LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT: 'off' });
+    expect(config.rateLimits.userCode).toEqual({ limit: 3, windowSeconds: 60 });
+    expect(config.rateLimits.signInAccount).toBeUndefined();
+  });
+
+  for (const bad of ['10', '0/60', '10/0', 'ten/60', '10/60/5', '-1/60']) {
+    it(`refuses ${bad} with one line naming the variable`, () => {
+      expect(() => loadConfig({ LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: bad })).toThrow(
+        'LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION must be COUNT/SECONDS (for example 30/60) or off',
+      );
+    });
+  }
 });
 
 describe('LATCHKEY_TRUST_PROXY', () => {

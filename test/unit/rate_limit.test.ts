@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { manualClock } from '../../src/clock.js';
-import { RateLimiter, rateLimitKey } from '../../src/oauth/rate_limit.js';
+import { BackoffLimiter, RateLimiter, rateLimitKey } from '../../src/oauth/rate_limit.js';
 
 const open = { limited: false, retryAfter: 0 };
 
@@ -162,5 +162,48 @@ describe('rateLimitKey', () => {
   it('puts every address of one /64 under one key', () => {
     expect(rateLimitKey('2001:db8:aa:bb::1')).toBe(rateLimitKey('2001:db8:aa:bb:ffff:ffff:ffff:ffff'));
     expect(rateLimitKey('2001:db8:aa:bb::1')).not.toBe(rateLimitKey('2001:db8:aa:bc::1'));
+  });
+});
+
+describe('BackoffLimiter (failed sign-ins)', () => {
+  it('allows `limit` failures, then a wait that doubles with each further failure, capped at an hour', () => {
+    const clock = manualClock(1_800_000_000);
+    const limiter = new BackoffLimiter({ limit: 3, windowSeconds: 30 }, clock);
+    for (let i = 0; i < 3; i++) {
+      expect(limiter.check('alice').limited).toBe(false);
+      limiter.failure('alice');
+    }
+    expect(limiter.check('alice')).toEqual({ limited: true, retryAfter: 30 });
+    clock.advance(30);
+    expect(limiter.check('alice').limited).toBe(false);
+    limiter.failure('alice');
+    expect(limiter.check('alice')).toEqual({ limited: true, retryAfter: 60 });
+    clock.advance(60);
+    limiter.failure('alice');
+    expect(limiter.check('alice')).toEqual({ limited: true, retryAfter: 120 });
+    for (let i = 0; i < 20; i++) limiter.failure('alice');
+    expect(limiter.check('alice').retryAfter).toBe(3600);
+  });
+
+  it('a success resets the key; other keys are independent; off never limits', () => {
+    const clock = manualClock();
+    const limiter = new BackoffLimiter({ limit: 1, windowSeconds: 30 }, clock);
+    limiter.failure('a');
+    expect(limiter.check('a').limited).toBe(true);
+    expect(limiter.check('b').limited).toBe(false);
+    limiter.reset('a');
+    expect(limiter.check('a').limited).toBe(false);
+    const off = new BackoffLimiter(undefined, clock);
+    for (let i = 0; i < 100; i++) off.failure('a');
+    expect(off.check('a').limited).toBe(false);
+  });
+
+  it('forgets a key after an hour without failures', () => {
+    const clock = manualClock();
+    const limiter = new BackoffLimiter({ limit: 2, windowSeconds: 30 }, clock);
+    limiter.failure('a');
+    clock.advance(3600);
+    limiter.failure('a');
+    expect(limiter.check('a').limited).toBe(false);
   });
 });

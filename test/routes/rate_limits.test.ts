@@ -1,0 +1,81 @@
+/**
+ * The rate limits of RFC 8628 §5.1/§5.2 and against password guessing, as a client and a browser
+ * meet them: 429 with Retry-After, an OAuth body on the API and a friendly page in the browser.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { addClient, addUser, form, testApp, type TestApp } from '../helpers/app.js';
+import { Browser, injectTransport, signIn } from '../helpers/browser.js';
+
+let t: TestApp;
+afterEach(() => t.close());
+
+describe('sign-in attempts', () => {
+  it('per account: after 5 failures a growing back-off, even with the right password; a success resets it', async () => {
+    t = await testApp();
+    await addUser(t.store, 'alice', 'alice-password');
+    const browser = new Browser(injectTransport(t.app));
+    const attempt = async (password: string) => signIn(browser, await browser.get('/login'), 'alice', password);
+    for (let i = 0; i < 5; i++) expect((await attempt('wrong-guess')).status).toBe(401);
+    const limited = await attempt('alice-password');
+    expect(limited.status).toBe(429);
+    expect(limited.headers['retry-after']).toBe('30');
+    expect(limited.headers['content-type']).toMatch(/^text\/html/);
+    expect(limited.body).toContain('Too many attempts');
+    t.clock.advance(30);
+    expect((await attempt('wrong-guess')).status).toBe(401);
+    expect((await attempt('alice-password')).headers['retry-after']).toBe('60'); // doubled
+    t.clock.advance(60);
+    expect((await attempt('alice-password')).status).toBe(303);
+  });
+
+  it('per address: guessing many accounts from one address is slowed too', async () => {
+    t = await testApp({ LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: '3/30', LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT: 'off' });
+    const browser = new Browser(injectTransport(t.app));
+    for (const name of ['a1', 'a2', 'a3']) expect((await signIn(browser, await browser.get('/login'), name, 'guess-guess')).status).toBe(401);
+    expect((await signIn(browser, await browser.get('/login'), 'a4', 'guess-guess')).status).toBe(429);
+  });
+});
+
+describe('device authorization requests', () => {
+  it('per client and address (LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION): 429 with an OAuth body', async () => {
+    t = await testApp({ LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: '3/60' });
+    await addClient(t.store, 'tv');
+    await addClient(t.store, 'kiosk');
+    const request = (clientId: string) => t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: clientId }) });
+    for (let i = 0; i < 3; i++) expect((await request('tv')).statusCode).toBe(200);
+    const limited = await request('tv');
+    expect(limited.statusCode).toBe(429);
+    expect(limited.headers['retry-after']).toBe('60');
+    expect(limited.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'Too many device authorization requests. Try again later.' });
+    expect((await request('kiosk')).statusCode).toBe(200); // another client is not affected
+    t.clock.advance(60);
+    expect((await request('tv')).statusCode).toBe(200);
+  });
+
+  it('off disables it', async () => {
+    t = await testApp({ LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: 'off' });
+    await addClient(t.store, 'tv');
+    for (let i = 0; i < 50; i++) expect((await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'tv' }) })).statusCode).toBe(200);
+  });
+});
+
+describe('configured limits for codes', () => {
+  it('LATCHKEY_RATE_LIMIT_USER_CODE and LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE are honoured', async () => {
+    t = await testApp({ LATCHKEY_RATE_LIMIT_USER_CODE: '2/60', LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE: '2/60' });
+    await addClient(t.store, 'tv');
+    const poll = () =>
+      t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: 'tv', device_code: 'lk_dc_nope' }) });
+    expect((await poll()).statusCode).toBe(400);
+    expect((await poll()).statusCode).toBe(400);
+    expect((await poll()).statusCode).toBe(429);
+    const browser = new Browser(injectTransport(t.app));
+    const enter = async () => {
+      const page = await browser.get('/activate');
+      const csrf = page.body.match(/name="csrf_token" value="([^"]+)"/)![1]!;
+      return browser.post('/activate', { csrf_token: csrf, user_code: 'BCDF-GHJK' });
+    };
+    expect((await enter()).status).toBe(400);
+    expect((await enter()).status).toBe(400);
+    expect((await enter()).status).toBe(429);
+  });
+});

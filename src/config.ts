@@ -106,6 +106,15 @@ const environmentSchema = z.object({
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
   LATCHKEY_TRUST_PROXY: trustProxySchema,
+  LATCHKEY_PRODUCT_NAME: optionalText.pipe(
+    z.string().max(60, 'LATCHKEY_PRODUCT_NAME must be at most 60 characters').optional(),
+  ),
+  LATCHKEY_ACCENT_COLOR: optionalText.pipe(
+    z
+      .string()
+      .regex(/^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/, 'LATCHKEY_ACCENT_COLOR must be a hex colour such as #3451d1')
+      .optional(),
+  ),
   LATCHKEY_RATE_LIMIT_USER_CODE: rateLimit('LATCHKEY_RATE_LIMIT_USER_CODE', '10/300'),
   LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE: rateLimit('LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE', '30/300'),
   LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: rateLimit('LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION', '30/60'),
@@ -143,6 +152,10 @@ export interface Config {
   readonly trustProxy: TrustProxy;
   /** Cookies get `Secure` (and the `__Host-` prefix) when the issuer is https. */
   readonly secureCookies: boolean;
+  /** The name the pages show. */
+  readonly productName: string;
+  /** The pages' accent colour (#rrggbb), or undefined for the built-in light and dark accents. */
+  readonly accentColor: string | undefined;
   /** Each undefined when set to "off". */
   readonly rateLimits: {
     /** Wrong user codes at /activate per address: COUNT per SECONDS. */
@@ -209,6 +222,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
     trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
     secureCookies: issuer.startsWith('https:'),
+    productName: e.LATCHKEY_PRODUCT_NAME?.trim() ?? 'Latchkey',
+    accentColor: e.LATCHKEY_ACCENT_COLOR === undefined ? undefined : expandHex(e.LATCHKEY_ACCENT_COLOR.toLowerCase()),
     rateLimits: Object.freeze({
       userCode: e.LATCHKEY_RATE_LIMIT_USER_CODE,
       unknownDeviceCode: e.LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE,
@@ -217,6 +232,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       signInAddress: e.LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS,
     }),
   });
+}
+
+function expandHex(color: string): string {
+  return color.length === 4 ? `#${[...color.slice(1)].map((c) => c + c).join('')}` : color;
 }
 
 /** A config for tests and tools: defaults plus overrides, validated the same way. */

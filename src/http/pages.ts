@@ -3,8 +3,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
 import { currentSession } from './session.js';
 
-export const productName = 'Latchkey';
-
 export async function renderPage(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -15,7 +13,7 @@ export async function renderPage(
 ): Promise<FastifyReply> {
   const signedIn = await currentSession(request, services);
   const html = await reply.viewAsync(`${view}.eta`, {
-    productName,
+    productName: services.config.productName,
     signedInAs: signedIn?.user.username,
     ...data,
   });

@@ -35,6 +35,8 @@ describe('loadConfig defaults', () => {
       defaultAudience: 'http://localhost:3000/userinfo',
       trustProxy: false,
       secureCookies: false,
+      productName: 'Latchkey',
+      accentColor: undefined,
       rateLimits: {
         userCode: { limit: 10, windowSeconds: 300 },
         unknownDeviceCode: { limit: 30, windowSeconds: 300 },
@@ -109,6 +111,8 @@ describe('loadConfig defaults', () => {
       defaultAudience: 'https://api.example.com',
       trustProxy: false,
       secureCookies: true,
+      productName: 'Latchkey',
+      accentColor: undefined,
       rateLimits: {
         userCode: { limit: 10, windowSeconds: 300 },
         unknownDeviceCode: { limit: 30, windowSeconds: 300 },
@@ -155,6 +159,20 @@ describe('LATCHKEY_ISSUER', () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]).toContain('LATCHKEY_ISSUER');
   });
+});
+
+describe('LATCHKEY_PRODUCT_NAME and LATCHKEY_ACCENT_COLOR', () => {
+  it('set the name and a normalised accent colour', () => {
+    const config = loadConfig({ LATCHKEY_PRODUCT_NAME: 'Acme Sign-in', LATCHKEY_ACCENT_COLOR: '#F0A' });
+    expect(config.productName).toBe('Acme Sign-in');
+    expect(config.accentColor).toBe('#ff00aa');
+  });
+
+  for (const bad of ['red', '#12345', 'ff00aa', '#ggg']) {
+    it(`refuse the colour ${bad}`, () => {
+      expect(() => loadConfig({ LATCHKEY_ACCENT_COLOR: bad })).toThrow('LATCHKEY_ACCENT_COLOR must be a hex colour such as #3451d1');
+    });
+  }
 });
 
 describe('rate limits', () => {

@@ -17,6 +17,8 @@ import { OAuthError } from './errors.js';
 import { renderErrorPage, type ErrorPage } from './http/pages.js';
 import { baseSecurityHeaders, securityHeaders } from './http/security_headers.js';
 import { loggerOptions } from './logging.js';
+import { createMetrics } from './http/metrics.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { BackoffLimiter, RateLimiter } from './oauth/rate_limit.js';
 import { viewsDir } from './paths.js';
 import type { RateLimiters, Services } from './services.js';
@@ -51,6 +53,8 @@ export interface AppDependencies {
   rateLimits?: RateLimiters;
   /** false silences logs (tests); otherwise pino at config.logLevel. */
   logger?: boolean;
+  /** Where log lines go instead of stdout (tests read the audit trail from it). */
+  logStream?: { write(line: string): void };
 }
 
 /** OAuth bodies are small; anything larger is refused before parsing (413). */
@@ -71,7 +75,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const { config, store } = deps;
   const clock = deps.clock ?? systemClock;
   const app = Fastify({
-    logger: deps.logger === false ? false : loggerOptions(config.logLevel),
+    logger: deps.logger === false ? false : loggerOptions(config.logLevel, deps.logStream),
     bodyLimit: bodyLimitBytes,
     trustProxy: trustProxyOption(config.trustProxy),
     return503OnClosing: true,
@@ -102,6 +106,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     rateLimits: deps.rateLimits ?? defaultRateLimits(config, clock),
     csrfSecret: await store.serverSecret('csrf', () => randomSecret()),
     userCodeKey: await store.serverSecret('user_code', () => randomSecret()),
+    metrics: createMetrics(),
   };
   app.decorate('services', services);
 
@@ -116,6 +121,21 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   });
 
   app.addHook('onSend', securityHeaders(config));
+  // Graceful shutdown: Fastify closes idle keep-alive connections when closing starts, but the
+  // requests still in flight then would leave theirs open (up to the keep-alive timeout). Telling
+  // them "Connection: close" lets each socket end with its response, so close() can finish.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    services.metrics.httpRequests.inc(labels);
+    services.metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+  });
   app.setErrorHandler(errorHandler(services));
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).header('cache-control', 'no-store');
@@ -127,6 +147,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   await app.register(assetRoutes);
   await app.register(healthRoutes);
+  await app.register(metricsRoutes);
   await app.register(discoveryRoutes);
   await app.register(deviceAuthorizationRoutes);
   await app.register(tokenRoutes);
@@ -178,6 +199,7 @@ function pageFor(error: OAuthError): ErrorPage {
 function errorHandler(services: Services) {
   return async function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
     const oauthError = toOAuthError(error);
+    if (oauthError.status === 429) services.metrics.rateLimitHits.inc({ route: request.routeOptions.url ?? 'unmatched' });
     if (oauthError.status >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ error: oauthError.code, detail: oauthError.detail }, 'request refused');
 

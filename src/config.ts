@@ -103,9 +103,11 @@ const environmentSchema = z.object({
   LATCHKEY_REFRESH_TOKEN_TTL: seconds('LATCHKEY_REFRESH_TOKEN_TTL', 30 * 86400, 60, 10 * 365 * 86400),
   LATCHKEY_REFRESH_TOKEN_IDLE_TTL: seconds('LATCHKEY_REFRESH_TOKEN_IDLE_TTL', 14 * 86400, 60, 10 * 365 * 86400),
   LATCHKEY_REFRESH_REUSE_GRACE: seconds('LATCHKEY_REFRESH_REUSE_GRACE', 5, 0, 300),
+  LATCHKEY_HOUSEKEEPING_INTERVAL: seconds('LATCHKEY_HOUSEKEEPING_INTERVAL', 60, 1, 86400),
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
   LATCHKEY_TRUST_PROXY: trustProxySchema,
+  LATCHKEY_METRICS_TOKEN: optionalText.pipe(z.string().min(16, 'LATCHKEY_METRICS_TOKEN must be at least 16 characters').max(512).optional()),
   LATCHKEY_PRODUCT_NAME: optionalText.pipe(
     z.string().max(60, 'LATCHKEY_PRODUCT_NAME must be at most 60 characters').optional(),
   ),
@@ -143,6 +145,8 @@ export interface Config {
   /** Seconds after a rotation in which reusing the old token gets a fresh pair instead of revoking the family; 0 = off. */
   readonly refreshReuseGrace: number;
   readonly sessionTtl: number;
+  /** Seconds between purges of expired rows. */
+  readonly housekeepingInterval: number;
   /** `aud` of access tokens requested without `audience`. */
   readonly defaultAudience: string;
   /**
@@ -152,6 +156,8 @@ export interface Config {
   readonly trustProxy: TrustProxy;
   /** Cookies get `Secure` (and the `__Host-` prefix) when the issuer is https. */
   readonly secureCookies: boolean;
+  /** When set, GET /metrics requires `Authorization: Bearer <this>`. */
+  readonly metricsToken: string | undefined;
   /** The name the pages show. */
   readonly productName: string;
   /** The pages' accent colour (#rrggbb), or undefined for the built-in light and dark accents. */
@@ -219,9 +225,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     refreshTokenIdleTtl: e.LATCHKEY_REFRESH_TOKEN_IDLE_TTL,
     refreshReuseGrace: e.LATCHKEY_REFRESH_REUSE_GRACE,
     sessionTtl: e.LATCHKEY_SESSION_TTL,
+    housekeepingInterval: e.LATCHKEY_HOUSEKEEPING_INTERVAL,
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
     trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
     secureCookies: issuer.startsWith('https:'),
+    metricsToken: e.LATCHKEY_METRICS_TOKEN,
     productName: e.LATCHKEY_PRODUCT_NAME?.trim() ?? 'Latchkey',
     accentColor: e.LATCHKEY_ACCENT_COLOR === undefined ? undefined : expandHex(e.LATCHKEY_ACCENT_COLOR.toLowerCase()),
     rateLimits: Object.freeze({

@@ -25,9 +25,10 @@ function pathOnly(url: string): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
-export function loggerOptions(level: LogLevel): NonNullable<FastifyServerOptions['logger']> {
+export function loggerOptions(level: LogLevel, stream?: { write(line: string): void }): NonNullable<FastifyServerOptions['logger']> {
   return {
     level,
+    ...(stream ? { stream } : {}),
     redact: { paths: redactedPaths, censor: '[redacted]' },
     serializers: {
       req(req: { method: string; url: string; ip?: string; socket?: { remoteAddress?: string } }) {

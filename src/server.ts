@@ -5,7 +5,8 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { bootstrap } from './bootstrap.js';
-import { epochSeconds, systemClock } from './clock.js';
+import { systemClock } from './clock.js';
+import { startHousekeeping } from './housekeeping.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './store/open.js';
 
@@ -19,7 +20,10 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const store = openConfiguredStore(config);
   const result = await bootstrap(store, config, systemClock);
   const app = await buildApp({ config, store });
-  const address = await app.listen({ port: config.port, host: config.host });
+  await app.listen({ port: config.port, host: config.host });
+  const bound = app.server.address();
+  const port = typeof bound === 'object' && bound ? bound.port : config.port;
+  const address = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
 
   // Printed straight to the terminal, never through the log: the password is shown exactly once.
   const lines = [`Latchkey is listening on ${address} (issuer ${config.issuer}, database ${config.databasePath})`];
@@ -30,20 +34,20 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
         : `Created the first user "${result.createdUser}" with the password from LATCHKEY_BOOTSTRAP_PASSWORD`,
     );
   }
+  lines.push(
+    '',
+    'Next, in another terminal:',
+    '  npx latchkey users add alice --email alice@example.com      # a person who can sign in',
+    '  npx latchkey clients add my-tv --grant-type device_code      # an application',
+    `  npx latchkey login --device --issuer ${config.issuer}        # sign in from a terminal`,
+  );
   out.write(lines.join('\n') + '\n');
 
-  // Housekeeping: expired rows go once a minute, in one short transaction.
-  const purge = setInterval(() => {
-    store.purgeExpired(epochSeconds(systemClock)).then(
-      (counts) => app.log.debug({ event: 'housekeeping.purged', ...counts }),
-      (err: unknown) => app.log.error({ err }, 'housekeeping failed'),
-    );
-  }, 60_000);
-  purge.unref();
+  const housekeeping = startHousekeeping(store, systemClock, app.log, config.housekeepingInterval);
 
   let closing: Promise<void> | undefined;
   const close = () => {
-    clearInterval(purge);
+    housekeeping.stop();
     closing ??= app.close().then(() => store.close());
     return closing;
   };

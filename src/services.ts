@@ -3,6 +3,7 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Signer } from './crypto/signer.js';
 import type { BackoffLimiter, RateLimiter } from './oauth/rate_limit.js';
+import type { Metrics } from './http/metrics.js';
 import type { Store } from './store/store.js';
 
 export interface RateLimiters {
@@ -27,4 +28,5 @@ export interface Services {
   csrfSecret: string;
   /** Key of the user-code HMAC (see userCodeDigest). */
   userCodeKey: string;
+  metrics: Metrics;
 }

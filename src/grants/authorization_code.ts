@@ -6,6 +6,7 @@
  * a second redemption is invalid_grant and revokes what the first one issued (RFC 6749 §4.1.2).
  */
 import { z } from 'zod';
+import { audit } from '../http/audit.js';
 import { epochSeconds } from '../clock.js';
 import { randomId, sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
@@ -28,7 +29,7 @@ async function revokeIssued(services: Services, code: AuthorizationCodeRecord, c
   const now = epochSeconds(services.clock);
   if (code.accessTokenJti) await services.store.revokeAccessToken(code.accessTokenJti, now + services.config.accessTokenTtl);
   if (code.refreshFamilyId) await services.store.revokeRefreshFamily(code.refreshFamilyId, now);
-  context.log.warn({ event: 'authorization_code.replayed', clientId: code.clientId, userId: code.userId });
+  audit(context, 'authorization_code.replayed', { clientId: code.clientId, userId: code.userId });
 }
 
 export const authorizationCodeGrant = {
@@ -66,7 +67,7 @@ export const authorizationCodeGrant = {
       if (winner) await revokeIssued(services, winner, context);
       throw invalidCode('authorization code redeemed concurrently');
     }
-    context.log.info({ event: 'token.issued', grant: 'authorization_code', clientId: client.clientId, userId: user.id });
+    audit(context, 'token.issued', { grant: 'authorization_code', clientId: client.clientId, userId: user.id });
     return issueTokens(services, {
       client,
       user,

@@ -6,6 +6,7 @@
  * replay: only the device holds the device code, and it racing itself is not theft.
  */
 import { z } from 'zod';
+import { audit } from '../http/audit.js';
 import { OAuthError, tooManyRequests } from '../errors.js';
 import { sha256 } from '../crypto/secrets.js';
 import { decidePoll } from '../oauth/device_poll.js';
@@ -51,6 +52,10 @@ export const deviceCodeGrant = {
       case 'spent':
         throw new OAuthError('invalid_grant', 'The device code has already been used.');
       case 'expired':
+        // Counted once per grant: the first poll that finds it expired (the person never answered).
+        if (grant.status === 'pending' && (grant.lastPolledAtMs ?? 0) < grant.expiresAt * 1000) {
+          context.services.metrics.deviceAuthorizations.inc({ outcome: 'expired' });
+        }
         throw new OAuthError('expired_token', 'The device code has expired. Start over with a new one.');
       case 'denied':
         throw new OAuthError('access_denied', 'The user denied the request.');
@@ -69,7 +74,7 @@ export const deviceCodeGrant = {
     const consumed = await store.consumeDeviceGrant(grant.id, Math.floor(nowMs / 1000));
     if (!consumed) throw new OAuthError('invalid_grant', 'The device code has already been used.');
 
-    context.log.info({ event: 'token.issued', grant: 'device_code', clientId: context.client.clientId, userId: user.id });
+    audit(context, 'token.issued', { grant: 'device_code', clientId: context.client.clientId, userId: user.id });
     return issueTokens(context.services, {
       client: context.client,
       user,

@@ -6,6 +6,7 @@
  * token included. A narrower scope may be asked for; the refresh token keeps the original one.
  */
 import { z } from 'zod';
+import { audit } from '../http/audit.js';
 import { epochSeconds } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
@@ -23,7 +24,7 @@ const invalidToken = (detail: string) => new OAuthError('invalid_grant', 'The re
 
 async function revokeFamily(context: GrantContext, token: RefreshTokenRecord, now: number): Promise<never> {
   await context.services.store.revokeRefreshFamily(token.familyId, now);
-  context.log.warn({ event: 'refresh_token.reuse_detected', clientId: token.clientId, userId: token.userId });
+  audit(context, 'refresh_token.reuse_detected', { clientId: token.clientId, userId: token.userId });
   throw invalidToken('rotated refresh token reused: family revoked');
 }
 
@@ -64,7 +65,7 @@ export const refreshTokenGrant = {
       if (granted !== true) return revokeFamily(context, token, now);
     }
 
-    context.log.info({ event: 'token.issued', grant: 'refresh_token', clientId: client.clientId, userId: user.id, graceReuse: decision.kind === 'grace' });
+    audit(context, 'token.issued', { grant: 'refresh_token', clientId: client.clientId, userId: user.id, graceReuse: decision.kind === 'grace' });
     return issueTokens(services, {
       client,
       user,

@@ -7,6 +7,7 @@
  * machine could be listening there. prompt=none answers login_required or consent_required instead
  * of showing anything. Success redirects with code, state and iss (RFC 9207).
  */
+import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
@@ -99,7 +100,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       refreshFamilyId: undefined,
     });
     await store.deleteInteraction(interaction.id);
-    request.log.info({ event: 'authorization.code_issued', clientId: r.clientId, userId: signedIn.user.id });
+    audit(request, 'authorization.code_issued', { clientId: r.clientId, userId: signedIn.user.id });
     return redirectWith(reply, r.redirectUri, { code, state: r.state }, status);
   }
 
@@ -152,11 +153,11 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   app.get('/authorize', page, async (request, reply) => {
     const parsed = await parseAuthorizationRequest(store, config, request.query);
     if (parsed.kind === 'invalid_page') {
-      request.log.info({ event: 'authorization.refused', reason: parsed.message });
+      audit(request, 'authorization.refused', { reason: parsed.message });
       return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: parsed.message }, 400);
     }
     if (parsed.kind === 'invalid_redirect') {
-      request.log.info({ event: 'authorization.refused', error: parsed.error.code });
+      audit(request, 'authorization.refused', { error: parsed.error.code });
       return redirectWith(reply, parsed.redirectUri, { error: parsed.error.code, error_description: parsed.error.description, state: parsed.state }, 302);
     }
     const now = epochSeconds(clock);
@@ -197,7 +198,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     if (form.decision === 'deny') {
       await store.deleteInteraction(interaction.id);
-      request.log.info({ event: 'authorization.denied', clientId: interaction.clientId, userId: signedIn.user.id });
+      audit(request, 'authorization.denied', { clientId: interaction.clientId, userId: signedIn.user.id });
       return redirectError(reply, interaction, new OAuthError('access_denied', 'The user denied the request.'), 303);
     }
     const r = interaction.request;
@@ -206,7 +207,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       const previous = await store.findConsent(signedIn.user.id, r.clientId, r.audience);
       const scope = [...new Set([...(previous?.scope.split(' ') ?? []), ...r.scope.split(' ')])].join(' ');
       await store.saveConsent({ userId: signedIn.user.id, clientId: r.clientId, audience: r.audience, scope, grantedAt: epochSeconds(clock) });
-      request.log.info({ event: 'consent.granted', clientId: r.clientId, userId: signedIn.user.id, scope: r.scope });
+      audit(request, 'consent.granted', { clientId: r.clientId, userId: signedIn.user.id, scope: r.scope });
     }
     return issueCode(request, reply, interaction, signedIn, 303);
   });

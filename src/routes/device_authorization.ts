@@ -3,6 +3,7 @@
  * Creates a pending grant holding only digests of the device code and user code, and remembers
  * the requester's address and user agent to show the person who approves (RFC 8628 §5.4).
  */
+import { audit } from '../http/audit.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
@@ -81,7 +82,8 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
           expires_in: config.deviceCodeTtl,
           interval: config.deviceInterval,
         };
-        request.log.info({ event: 'device.authorization_requested', clientId: client.clientId });
+        audit(request, 'device.authorization_requested', { clientId: client.clientId });
+        app.services.metrics.deviceAuthorizations.inc({ outcome: 'requested' });
         return body;
       } catch (err) {
         // A user code that collides with a stored one is drawn again (about 1 in 2.5e10 per code).

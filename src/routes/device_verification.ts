@@ -5,6 +5,7 @@
  * came from (RFC 8628 §5.4). Arriving with a code never approves anything by itself.
  * Wrong codes are counted per source address (RFC 8628 §5.1); past the limit the answer is 429.
  */
+import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
@@ -58,7 +59,7 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
     const grant = canonical === undefined ? undefined : await store.findDeviceGrantByUserCode(userCodeDigest(services.userCodeKey, canonical));
     if (!canonical || !grant) {
       rateLimits.userCodeEntry.hit(key);
-      request.log.info({ event: 'device.user_code_rejected', reason: canonical ? 'unknown' : 'malformed' });
+      audit(request, 'device.user_code_rejected', { reason: canonical ? 'unknown' : 'malformed' });
       return { error: canonical ? messages.unknown : messages.malformed };
     }
     if (grant.status !== 'pending' || grant.expiresAt <= epochSeconds(clock)) return { error: messages.finished };
@@ -153,7 +154,8 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
         ? await store.approveDeviceGrant(grant.id, signedIn.user.id, signedIn.session.authTime, now)
         : await store.denyDeviceGrant(grant.id, now);
     if (!done) return showEntry(request, reply, found.userCode, messages.finished, 409);
-    request.log.info({ event: form.decision === 'allow' ? 'device.approved' : 'device.denied', clientId: grant.clientId, userId: signedIn.user.id });
+    audit(request, form.decision === 'allow' ? 'device.approved' : 'device.denied', { clientId: grant.clientId, userId: signedIn.user.id });
+    services.metrics.deviceAuthorizations.inc({ outcome: form.decision === 'allow' ? 'approved' : 'denied' });
     const client = await store.findClient(grant.clientId);
     return renderPage(request, reply, services, 'device_result', {
       title: form.decision === 'allow' ? 'Device connected' : 'Request denied',

@@ -3,6 +3,7 @@
  * unknown username costs the same scrypt time as a wrong password; the place to return to after
  * sign-in must be a path on this server (no open redirect).
  */
+import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decoyPasswordHash, verifyPassword } from '../crypto/password.js';
@@ -92,7 +93,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     const { signInAccount, signInAddress } = services.rateLimits;
     for (const blocked of [signInAccount.check(accountKey), signInAddress.check(addressKey)]) {
       if (blocked.limited) {
-        request.log.info({ event: 'signin.rate_limited', username: form.username.slice(0, 64) });
+        audit(request, 'signin.rate_limited', { username: form.username.slice(0, 64) });
         throw tooManyRequests(blocked.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
       }
     }
@@ -100,14 +101,15 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     const user = await store.findUserByUsername(form.username);
     const passwordMatches = await verifyPassword(form.password, user?.passwordHash ?? (await decoyPasswordHash()));
     if (!user || !passwordMatches) {
+      services.metrics.signInFailures.inc();
       signInAccount.failure(accountKey);
       signInAddress.failure(addressKey);
-      request.log.info({ event: 'signin.failure', username: form.username.slice(0, 64), reason: user ? 'password' : 'unknown_user' });
+      audit(request, 'signin.failure', { username: form.username.slice(0, 64), reason: user ? 'password' : 'unknown_user' });
       return again('Wrong username or password.', 401);
     }
     signInAccount.reset(accountKey);
     if (user.disabled) {
-      request.log.info({ event: 'signin.failure', userId: user.id, reason: 'disabled' });
+      audit(request, 'signin.failure', { userId: user.id, reason: 'disabled' });
       return again('This account is disabled. Ask your administrator.', 403);
     }
     const { session } = await startSession(request, reply, services, user);
@@ -119,7 +121,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
         await store.markInteractionSignedIn(interaction.id, session.idHash);
       }
     }
-    request.log.info({ event: 'signin.success', userId: user.id });
+    audit(request, 'signin.success', { userId: user.id });
     return reply.redirect(returnTo, 303);
   });
 
@@ -127,7 +129,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
   const signOut = async (request: FastifyRequest, reply: FastifyReply) => {
     const signedIn = await currentSession(request, services);
     await endSession(request, reply, services);
-    if (signedIn) request.log.info({ event: 'signout', userId: signedIn.user.id });
+    if (signedIn) audit(request, 'signout', { userId: signedIn.user.id });
     return renderPage(request, reply, services, 'logout', { title: 'Signed out' });
   };
   app.get('/logout', page, signOut);

@@ -4,6 +4,7 @@
  * or already invalid tokens answer 200 (§2.2); a token issued to another client is refused and
  * left alone (§2.1).
  */
+import { audit } from '../http/audit.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
@@ -39,7 +40,7 @@ export async function revocationRoutes(app: FastifyInstance): Promise<void> {
     } else {
       await store.revokeRefreshFamily(found.record.familyId, epochSeconds(clock));
     }
-    request.log.info({ event: 'token.revoked', type: found.kind, clientId: client.clientId });
+    audit(request, 'token.revoked', { type: found.kind, clientId: client.clientId });
     return {};
   });
 }

@@ -27,6 +27,8 @@ export async function tokenRoutes(app: FastifyInstance): Promise<void> {
     const client = await authenticateClient(app.services.store, credentials);
     requireGrantType(client, grant.clientGrantType);
     const params = parseFields(grant.params, fields);
-    return grant.handle({ services: app.services, client, ip: request.ip, log: request.log }, params);
+    const tokens = await grant.handle({ services: app.services, client, ip: request.ip, log: request.log }, params);
+    app.services.metrics.tokensIssued.inc({ grant_type: grant.clientGrantType });
+    return tokens;
   });
 }

@@ -172,9 +172,11 @@ export interface Store {
   /**
    * Removes what can no longer matter at `now`: expired sessions, interactions and revoked-token
    * entries at once; codes, device grants and refresh tokens a day after they expired (so that for
-   * a while a late poll still hears expired_token and a replay is still recognised).
+   * a while a late poll still hears expired_token and a replay is still recognised). At most
+   * `batchSize` rows of each kind per call (all when omitted), so a caller can purge a large
+   * backlog in short steps.
    */
-  purgeExpired(now: number): Promise<PurgeCounts>;
+  purgeExpired(now: number, batchSize?: number): Promise<PurgeCounts>;
   close(): Promise<void>;
 
   countUsers(): Promise<number>;

@@ -21,12 +21,22 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function testApp(env: Record<string, string> = {}, options: { path?: string } = {}): Promise<TestApp> {
+export async function testApp(
+  env: Record<string, string> = {},
+  options: { path?: string; logLines?: string[] } = {},
+): Promise<TestApp> {
   const clock = manualClock();
   const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', ...env });
   const store = new SqliteStore({ path: options.path ?? ':memory:', now: Math.floor(clock()) });
   await bootstrap(store, config, clock);
-  const app = await buildApp({ config, store, clock, logger: false, rateLimits: defaultRateLimits(config, clock) });
+  const lines = options.logLines;
+  const app = await buildApp({
+    config,
+    store,
+    clock,
+    rateLimits: defaultRateLimits(config, clock),
+    ...(lines ? { logStream: { write: (line: string) => void lines.push(line) } } : { logger: false }),
+  });
   await app.ready();
   return {
     app,

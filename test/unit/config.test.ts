@@ -32,9 +32,11 @@ describe('loadConfig defaults', () => {
       refreshTokenIdleTtl: 14 * 86400,
       refreshReuseGrace: 5,
       sessionTtl: 12 * 3600,
+      housekeepingInterval: 60,
       defaultAudience: 'http://localhost:3000/userinfo',
       trustProxy: false,
       secureCookies: false,
+      metricsToken: undefined,
       productName: 'Latchkey',
       accentColor: undefined,
       rateLimits: {
@@ -108,9 +110,11 @@ describe('loadConfig defaults', () => {
       refreshTokenIdleTtl: 3600,
       refreshReuseGrace: 0,
       sessionTtl: 7200,
+      housekeepingInterval: 60,
       defaultAudience: 'https://api.example.com',
       trustProxy: false,
       secureCookies: true,
+      metricsToken: undefined,
       productName: 'Latchkey',
       accentColor: undefined,
       rateLimits: {

@@ -3,6 +3,7 @@ import { randomSecret, secretPrefix, sha256 } from '../../crypto/secrets.js';
 import { validClientId, validGrantTypes, validName, validRedirectUri } from '../../admin/validation.js';
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, type Command } from '../command.js';
+import { cliAudit } from '../audit_log.js';
 
 export const clientsAddCommand: Command = {
   path: ['clients', 'add'],
@@ -46,6 +47,7 @@ export const clientsAddCommand: Command = {
       if (err instanceof DuplicateError) throw new CommandError(`client "${clientId}" already exists`);
       throw err;
     }
+    cliAudit(context, 'client.created', { clientId, confidential: secret !== undefined, grantTypes });
     context.stderr.write(`Registered client ${clientId} (${secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')})\n`);
     if (secret) context.stdout.write(`client_secret (shown only once): ${secret}\n`);
     return 0;

@@ -1,6 +1,7 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { generateSigningKey } from '../../crypto/keys.js';
 import type { Command } from '../command.js';
+import { cliAudit } from '../audit_log.js';
 
 export const keysRotateCommand: Command = {
   path: ['keys', 'rotate'],
@@ -12,6 +13,7 @@ export const keysRotateCommand: Command = {
     const key = generateSigningKey();
     const now = epochSeconds(systemClock);
     await context.store().rotateSigningKey({ ...key, createdAt: now }, now);
+    cliAudit(context, 'key.rotated', { kid: key.kid, alg: key.alg });
     context.stderr.write(`Rotated: new signing key ${key.kid} is active (a running server picks it up within a second)\n`);
     context.stdout.write(`${key.kid}\n`);
     return 0;

@@ -4,6 +4,7 @@ import { hashPassword } from '../../crypto/password.js';
 import { validEmail, validName, validPassword, validUsername } from '../../admin/validation.js';
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, type Command } from '../command.js';
+import { cliAudit } from '../audit_log.js';
 import { obtainPassword } from '../password_input.js';
 
 export const usersAddCommand: Command = {
@@ -34,6 +35,7 @@ export const usersAddCommand: Command = {
       if (err instanceof DuplicateError) throw new CommandError(`user "${username}" already exists`);
       throw err;
     }
+    cliAudit(context, 'user.created', { username });
     context.stderr.write(`Created user ${username}\n`);
     if (generated) context.stdout.write(`Password for ${username} (shown only once): ${password}\n`);
     return 0;

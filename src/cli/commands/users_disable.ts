@@ -1,4 +1,5 @@
 import { CommandError, type Command } from '../command.js';
+import { cliAudit } from '../audit_log.js';
 
 export const usersDisableCommand: Command = {
   path: ['users', 'disable'],
@@ -9,6 +10,7 @@ export const usersDisableCommand: Command = {
   async run(context) {
     const username = context.positionals[0] ?? '';
     if (!(await context.store().setUserDisabled(username, true))) throw new CommandError(`no user "${username}"`);
+    cliAudit(context, 'user.disabled', { username });
     context.stderr.write(`Disabled user ${username}\n`);
     return 0;
   },

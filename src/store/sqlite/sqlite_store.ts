@@ -257,26 +257,29 @@ export class SqliteStore implements Store {
     return this.get('SELECT 1 AS ok')?.ok === 1;
   }
 
-  async purgeExpired(now: number): Promise<PurgeCounts> {
+  async purgeExpired(now: number, batchSize = -1): Promise<PurgeCounts> {
     const grace = 86400;
+    // SQLite has no DELETE … LIMIT by default; a rowid sub-select gives the same (LIMIT -1: all).
+    const purge = (table: string, condition: string, ...params: unknown[]) =>
+      this.run(`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${condition} LIMIT ?)`, ...params, batchSize);
     return this.db.transaction(() => {
       const counts: PurgeCounts = {
-        interactions: this.run('DELETE FROM interactions WHERE expires_at <= ?', now),
-        authorizationCodes: this.run('DELETE FROM authorization_codes WHERE expires_at <= ?', now - grace),
-        deviceGrants: this.run('DELETE FROM device_grants WHERE expires_at <= ?', now - grace),
-        sessions: this.run('DELETE FROM sessions WHERE expires_at <= ?', now),
+        interactions: purge('interactions', 'expires_at <= ?', now),
+        authorizationCodes: purge('authorization_codes', 'expires_at <= ?', now - grace),
+        deviceGrants: purge('device_grants', 'expires_at <= ?', now - grace),
+        sessions: purge('sessions', 'expires_at <= ?', now),
         // A rotated or revoked token is kept until its family ends: presenting it again is theft.
-        refreshTokens: this.run(
-          `DELETE FROM refresh_tokens WHERE family_expires_at <= ?
-             OR (rotated_at IS NULL AND revoked_at IS NULL AND expires_at <= ?)`,
+        refreshTokens: purge(
+          'refresh_tokens',
+          'family_expires_at <= ? OR (rotated_at IS NULL AND revoked_at IS NULL AND expires_at <= ?)',
           now - grace,
           now - grace,
         ),
-        revokedAccessTokens: this.run('DELETE FROM revoked_access_tokens WHERE expires_at <= ?', now),
+        revokedAccessTokens: purge('revoked_access_tokens', 'expires_at <= ?', now),
       };
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
-      this.run('DELETE FROM revoked_refresh_families WHERE revoked_at <= ?', now - 366 * 86400);
+      purge('revoked_refresh_families', 'revoked_at <= ?', now - 366 * 86400);
       return counts;
     })();
   }

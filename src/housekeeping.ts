@@ -1,0 +1,45 @@
+/**
+ * Housekeeping: every LATCHKEY_HOUSEKEEPING_INTERVAL seconds, expired rows are removed in batches
+ * of a few hundred, yielding to the event loop between batches, so a large backlog never holds up
+ * requests (better-sqlite3 is synchronous: one huge DELETE would).
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { FastifyBaseLogger } from 'fastify';
+import { epochSeconds, type Clock } from './clock.js';
+import type { PurgeCounts, Store } from './store/store.js';
+
+export const purgeBatchSize = 500;
+
+export async function purgeAll(store: Store, clock: Clock, batchSize = purgeBatchSize): Promise<PurgeCounts> {
+  const total: PurgeCounts = { interactions: 0, authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0 };
+  for (;;) {
+    const counts = await store.purgeExpired(epochSeconds(clock), batchSize);
+    for (const key of Object.keys(total) as (keyof PurgeCounts)[]) total[key] += counts[key];
+    if (Object.values(counts).every((n) => n < batchSize)) return total;
+    await yieldToEventLoop();
+  }
+}
+
+export interface Housekeeping {
+  stop(): void;
+}
+
+export function startHousekeeping(store: Store, clock: Clock, log: FastifyBaseLogger, intervalSeconds: number): Housekeeping {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    purgeAll(store, clock)
+      .then(
+        (counts) => {
+          if (Object.values(counts).some((n) => n > 0)) log.info({ event: 'housekeeping.purged', ...counts }, 'housekeeping');
+        },
+        (err: unknown) => log.error({ err }, 'housekeeping failed'),
+      )
+      .finally(() => {
+        running = false;
+      });
+  }, intervalSeconds * 1000);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

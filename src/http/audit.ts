@@ -1,0 +1,41 @@
+/**
+ * Audit events: structured log lines with a stable `event` field, who (user and client ids), from
+ * which address, and never a secret. Anything with a logger and an address can emit them: a
+ * request, or a grant's context.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+
+export type AuditEvent =
+  | 'signin.success'
+  | 'signin.failure'
+  | 'signin.rate_limited'
+  | 'signout'
+  | 'consent.granted'
+  | 'authorization.code_issued'
+  | 'authorization.denied'
+  | 'authorization.refused'
+  | 'authorization_code.replayed'
+  | 'device.authorization_requested'
+  | 'device.user_code_rejected'
+  | 'device.approved'
+  | 'device.denied'
+  | 'token.issued'
+  | 'token.revoked'
+  | 'refresh_token.reuse_detected'
+  | 'key.rotated'
+  | 'client.created'
+  | 'user.created'
+  | 'user.disabled';
+
+export interface AuditSource {
+  log: FastifyBaseLogger;
+  ip: string;
+}
+
+const warnings = new Set<AuditEvent>(['refresh_token.reuse_detected', 'authorization_code.replayed']);
+
+export function audit(source: AuditSource, event: AuditEvent, fields: Record<string, unknown> = {}): void {
+  const line = { event, ip: source.ip, ...fields };
+  if (warnings.has(event)) source.log.warn(line, event);
+  else source.log.info(line, event);
+}

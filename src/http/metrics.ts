@@ -1,0 +1,42 @@
+/**
+ * Prometheus metrics (prom-client) on a registry of this app's own: request count and latency by
+ * route and status, tokens issued by grant type, device authorizations by outcome, sign-in
+ * failures, rate-limit hits, plus the process's own metrics (CPU, memory, event-loop lag).
+ */
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+export interface Metrics {
+  registry: Registry;
+  httpRequests: Counter<'method' | 'route' | 'status'>;
+  httpDuration: Histogram<'method' | 'route' | 'status'>;
+  tokensIssued: Counter<'grant_type'>;
+  deviceAuthorizations: Counter<'outcome'>;
+  signInFailures: Counter;
+  rateLimitHits: Counter<'route'>;
+}
+
+export function createMetrics(): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'latchkey_' });
+  const registers = [registry];
+  return {
+    registry,
+    httpRequests: new Counter({ name: 'latchkey_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers }),
+    httpDuration: new Histogram({
+      name: 'latchkey_http_request_duration_seconds',
+      help: 'HTTP request latency by route and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    tokensIssued: new Counter({ name: 'latchkey_tokens_issued_total', help: 'Token responses by grant type', labelNames: ['grant_type'], registers }),
+    deviceAuthorizations: new Counter({
+      name: 'latchkey_device_authorizations_total',
+      help: 'Device authorizations by outcome (requested, approved, denied, expired)',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    signInFailures: new Counter({ name: 'latchkey_signin_failures_total', help: 'Failed sign-ins', registers }),
+    rateLimitHits: new Counter({ name: 'latchkey_rate_limit_hits_total', help: 'Requests refused with 429 by route', labelNames: ['route'], registers }),
+  };
+}

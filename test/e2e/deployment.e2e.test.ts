@@ -1,0 +1,100 @@
+/**
+ * Running it for real. No Docker engine runs here, so the Dockerfile is checked by reading it,
+ * and the exact start and health-check commands it declares are run against its environment.
+ * Then graceful shutdown: requests in flight at SIGTERM complete.
+ */
+import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, runCli } from '../helpers/process.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+
+/** The JSON-array form of an instruction, e.g. CMD ["node", "dist/cli/main.js", "serve"]. */
+function execForm(instruction: string): string[] {
+  const match = dockerfile.match(new RegExp(`^${instruction}[^\\n]*?(\\[.*\\])\\s*$`, 'm'));
+  if (!match) throw new Error(`no ${instruction} in the Dockerfile`);
+  return JSON.parse(match[1]!) as string[];
+}
+
+function dockerEnv(): Record<string, string> {
+  const block = dockerfile.match(/^ENV ([\s\S]*?)\n(?!\s)/m)![1]!;
+  return Object.fromEntries(block.split(/\\\n|\s+(?=[A-Z_]+=)/).map((p) => p.trim()).filter(Boolean).map((p) => p.split('=') as [string, string]));
+}
+
+function run(command: string[], env: Record<string, string>) {
+  const child = spawn(command[0]!, command.slice(1), { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (d) => (output += d));
+  child.stderr.on('data', (d) => (output += d));
+  const exit = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  return { child, exit, output: () => output };
+}
+
+describe('the container image', () => {
+  it('is multi-stage, runs as a non-root user with the database on a volume, and has a health check', () => {
+    expect(dockerfile.match(/^FROM /gm)).toHaveLength(2);
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^VOLUME \["\/data"\]$/m);
+    expect(dockerEnv()).toMatchObject({ HOST: '0.0.0.0', LATCHKEY_DB: '/data/latchkey.db', NODE_ENV: 'production' });
+    expect(execForm('CMD')).toEqual(['node', 'dist/cli/main.js', 'serve']);
+    expect(dockerfile).toMatch(/^HEALTHCHECK .*\\\n\s+CMD \[/m);
+  });
+
+  it("its CMD serves on 0.0.0.0 with the image's environment, and its HEALTHCHECK passes, then fails once stopped", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'latchkey-image-'));
+    const port = String(await freePort());
+    const env = { ...dockerEnv(), PORT: port, LATCHKEY_DB: join(dir, 'data', 'latchkey.db'), LATCHKEY_ISSUER: `http://127.0.0.1:${port}` };
+    const server = run(execForm('CMD'), env);
+    try {
+      for (let i = 0; i < 100 && !server.output().includes('Latchkey is listening'); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(server.output()).toContain(`Latchkey is listening on http://0.0.0.0:${port}`);
+      expect(server.output()).toMatch(/Created the first user "admin" with password: \S+ {2}\(shown only once\)/);
+      expect(server.output()).toContain('Next, in another terminal:');
+      const healthcheck = execForm('  CMD');
+      expect(await run(healthcheck, { PORT: port }).exit).toBe(0);
+    } finally {
+      server.child.kill('SIGTERM');
+      expect(await server.exit).toBe(0);
+    }
+    expect(await run(execForm('  CMD'), { PORT: port }).exit).toBe(1);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('requests in flight at SIGTERM complete; the process then exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'latchkey-shutdown-'));
+    const port = await freePort();
+    const env = { LATCHKEY_DB: join(dir, 'latchkey.db'), PORT: String(port), LATCHKEY_ISSUER: `http://127.0.0.1:${port}`, LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT: 'off', LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: 'off' };
+    expect((await runCli(['users', 'add', 'fay', '--email', 'fay@example.com', '--password-stdin'], env, 'fay-password')).code).toBe(0);
+    const server = run(['node', 'dist/cli/main.js', 'serve'], env);
+    try {
+      for (let i = 0; i < 100 && !server.output().includes('Latchkey is listening'); i++) await new Promise((r) => setTimeout(r, 50));
+      const base = `http://127.0.0.1:${port}`;
+      const page = await fetch(`${base}/login`);
+      const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const csrf = (await page.text()).match(/name="csrf_token" value="([^"]+)"/)![1]!;
+      // Sign-ins are slow on purpose (scrypt): eight of them are still running when SIGTERM comes.
+      const inFlight = Array.from({ length: 8 }, () =>
+        fetch(`${base}/login`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ csrf_token: csrf, username: 'fay', password: 'fay-password' }),
+        }).then((r) => r.status, (err: Error) => `failed: ${err.message}`),
+      );
+      await new Promise((r) => setTimeout(r, 40));
+      server.child.kill('SIGTERM');
+      expect(await Promise.all(inFlight)).toEqual(Array.from({ length: 8 }, () => 303));
+      expect(await server.exit).toBe(0);
+    } finally {
+      server.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

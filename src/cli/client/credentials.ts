@@ -1,32 +1,46 @@
 /**
  * The credentials file, ~/.latchkey/credentials.json (or $LATCHKEY_HOME): one entry per profile.
- * The folder is 0700 and the file 0600; every write goes to a temporary file that is synced and
- * renamed over the old one, so a crash never leaves half a file. Refreshes take a lock file, so two
- * `latchkey token` runs at once cannot lose the rotated refresh token.
+ * A folder the tool creates is 0700 and the file 0600; every write goes to a temporary file that
+ * is synced and renamed over the old one, so a crash never leaves half a file. Every
+ * read-modify-write happens under a lock file holding the owner's pid, so concurrent runs cannot
+ * lose a rotated refresh token, and a lock left by a process that died is taken over at once.
+ * Each profile is checked on its own: one damaged entry does not lock the others out.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync, chmodSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { systemClock } from '../../clock.js';
 import { randomBelow, randomSecret } from '../../crypto/secrets.js';
 import { CommandError } from '../command.js';
 
-const profileSchema = z.object({
+export const profileSchema = z.object({
   issuer: z.string(),
   client_id: z.string(),
   audience: z.string().optional(),
   scope: z.string(),
-  access_token: z.string(),
+  access_token: z.string().min(1),
   token_type: z.string(),
   expires_at: z.number(),
   refresh_token: z.string().optional(),
   id_token: z.string().optional(),
 });
 
-const fileSchema = z.object({ version: z.literal(1), profiles: z.record(z.string(), profileSchema) });
+const fileSchema = z.object({ version: z.literal(1), profiles: z.record(z.string(), z.unknown()) });
 
 export type Profile = z.infer<typeof profileSchema>;
 type CredentialsFile = z.infer<typeof fileSchema>;
+
+/** A lock older than this is taken over even if its owner seems alive (a hung process). */
+const staleLockMs = 120_000;
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 export class CredentialsStore {
   readonly path: string;
@@ -38,15 +52,22 @@ export class CredentialsStore {
   }
 
   private ensureFolder(): void {
-    mkdirSync(this.home, { recursive: true, mode: 0o700 });
-    chmodSync(this.home, 0o700);
+    // Only a folder made here gets 0700: LATCHKEY_HOME may point at a folder the person manages.
+    if (!existsSync(this.home)) mkdirSync(this.home, { recursive: true, mode: 0o700 });
   }
 
   private readFile(): CredentialsFile {
-    if (!existsSync(this.path)) return { version: 1, profiles: {} };
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return { version: 1, profiles: {} };
+      throw new CommandError(`cannot read the credentials file ${this.path}: ${code ?? (err as Error).message}`);
+    }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(readFileSync(this.path, 'utf8'));
+      parsed = JSON.parse(text);
     } catch {
       throw new CommandError(`the credentials file ${this.path} is damaged (not JSON); delete it and run "latchkey login" again`);
     }
@@ -71,15 +92,23 @@ export class CredentialsStore {
   }
 
   get(profile: string): Profile | undefined {
-    return this.readFile().profiles[profile];
+    const raw = this.readFile().profiles[profile];
+    if (raw === undefined) return undefined;
+    const result = profileSchema.safeParse(raw);
+    if (!result.success) {
+      throw new CommandError(`the profile "${profile}" in ${this.path} is damaged; run "latchkey login${profile === 'default' ? '' : ` --profile ${profile}`}" again`);
+    }
+    return result.data;
   }
 
+  /** Call under withLock: a read-modify-write of the whole file. */
   set(profile: string, value: Profile): void {
     const file = this.readFile();
-    file.profiles[profile] = value;
+    file.profiles[profile] = profileSchema.parse(value);
     this.writeFile(file);
   }
 
+  /** Call under withLock. */
   remove(profile: string): boolean {
     const file = this.readFile();
     if (!(profile in file.profiles)) return false;
@@ -88,37 +117,65 @@ export class CredentialsStore {
     return true;
   }
 
-  /**
-   * Runs `work` holding the lock file (created exclusively). A lock older than 30 s was left by a
-   * process that died, and is taken over. Waits up to 15 s for another holder.
-   */
+  private tryTakeOverStaleLock(): void {
+    let owner: number | undefined;
+    let age: number;
+    try {
+      owner = Number(readFileSync(this.lockPath, 'utf8').trim()) || undefined;
+      age = systemClock() * 1000 - statSync(this.lockPath).mtimeMs;
+    } catch {
+      return; // released meanwhile
+    }
+    if ((owner !== undefined && processAlive(owner)) && age < staleLockMs) return;
+    // Rename first: of several processes taking over, only one succeeds, and no fresh lock is deleted.
+    const aside = `${this.lockPath}.${randomSecret().slice(0, 8)}.stale`;
+    try {
+      renameSync(this.lockPath, aside);
+      unlinkSync(aside);
+    } catch {
+      // Someone else took it over first.
+    }
+  }
+
+  /** Runs `work` holding the lock file (created exclusively, with our pid). Waits up to 15 s. */
   async withLock<T>(work: () => Promise<T>): Promise<T> {
     this.ensureFolder();
-    const nowMs = () => systemClock() * 1000;
-    const deadline = nowMs() + 15_000;
+    const deadline = systemClock() * 1000 + 15_000;
     for (;;) {
       try {
-        closeSync(openSync(this.lockPath, 'wx', 0o600));
+        const fd = openSync(this.lockPath, 'wx', 0o600);
+        writeSync(fd, String(process.pid));
+        closeSync(fd);
         break;
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        try {
-          if (nowMs() - statSync(this.lockPath).mtimeMs > 30_000) unlinkSync(this.lockPath);
-        } catch {
-          // The holder released it meanwhile.
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+          throw new CommandError(`cannot lock the credentials file ${this.path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
         }
-        if (nowMs() > deadline) throw new CommandError(`another latchkey process holds ${this.lockPath}; try again`);
+        this.tryTakeOverStaleLock();
+        if (systemClock() * 1000 > deadline) throw new CommandError(`another latchkey process holds ${this.lockPath}; try again`);
         await new Promise((resolve) => setTimeout(resolve, 50 + randomBelow(50)));
       }
     }
-    try {
-      return await work();
-    } finally {
+    const release = () => {
       try {
         unlinkSync(this.lockPath);
       } catch {
         // Already gone.
       }
+    };
+    // Ctrl-C while holding the lock must not leave it behind.
+    const onSignal = () => {
+      release();
+      process.exit(130);
+    };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      return await work();
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      release();
     }
   }
 }

@@ -28,6 +28,17 @@ export interface PollOptions {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
+/** Retry-After in seconds or as an HTTP date (RFC 9110 §10.2.3), as milliseconds from now. */
+export function retryAfterMs(value: string | null, nowMs: number): number | undefined {
+  if (value === null || value.trim() === '') return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}
+
+/** A poll that gets no answer in this long is given up and retried at the interval. */
+const requestTimeoutMs = 30_000;
+
 /** Polls arriving a little late are harmless; early ones earn slow_down. */
 export const safetyMarginMs = 250;
 
@@ -61,7 +72,7 @@ export async function pollForTokens(options: PollOptions): Promise<PollOutcome> 
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
         body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: options.deviceCode, client_id: options.clientId }),
-        signal: options.signal,
+        signal: AbortSignal.any([options.signal, AbortSignal.timeout(requestTimeoutMs)]),
       });
     } catch {
       if (options.signal.aborted) return { kind: 'aborted' };
@@ -70,14 +81,15 @@ export async function pollForTokens(options: PollOptions): Promise<PollOutcome> 
     }
     const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
     if (response.ok) return { kind: 'tokens', body };
-    const retryAfter = Number(response.headers.get('retry-after'));
+    // Retry-After is honoured whatever the answer, but never below the interval.
+    const retryAfter = retryAfterMs(response.headers.get('retry-after'), nowMs());
     switch (body.error) {
       case 'authorization_pending':
-        waitMs = intervalMs;
+        waitMs = Math.max(intervalMs, retryAfter ?? 0);
         break;
       case 'slow_down':
         intervalMs += 5000;
-        waitMs = intervalMs;
+        waitMs = Math.max(intervalMs, retryAfter ?? 0);
         break;
       case 'access_denied':
         return { kind: 'denied' };
@@ -85,7 +97,7 @@ export async function pollForTokens(options: PollOptions): Promise<PollOutcome> 
         return { kind: 'expired' };
       default:
         if (response.status === 429 || response.status === 503) {
-          waitMs = Math.max(intervalMs, Number.isFinite(retryAfter) ? retryAfter * 1000 : intervalMs);
+          waitMs = Math.max(intervalMs, retryAfter ?? intervalMs);
           break;
         }
         return { kind: 'failed', message: `${String(body.error ?? response.status)}${body.error_description ? `: ${String(body.error_description)}` : ''}` };

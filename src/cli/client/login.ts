@@ -6,15 +6,25 @@
 import { homedir } from 'node:os';
 import QRCode from 'qrcode';
 import { epochSeconds, systemClock } from '../../clock.js';
-import { loadClientConfig } from '../../config.js';
+import { isIssuerUrl, loadClientConfig } from '../../config.js';
+import { z } from 'zod';
 import { CommandError, exitCodes, type Command, type CommandContext } from '../command.js';
 import { openBrowser } from './browser.js';
 import { CredentialsStore, type Profile } from './credentials.js';
 import { pollForTokens } from './device_poll.js';
-import { listenForCallback, SignInAborted, SignInTimeout } from './loopback.js';
-import { describe, discover, oidc } from './oidc.js';
+import { listenForCallback, SignInAborted, SignInTimeout, type Callback } from './loopback.js';
+import { describe, discover, oidc, printable } from './oidc.js';
 
 const defaultScope = 'openid email profile offline_access';
+
+/** What a device-flow token answer must hold before anything is stored (RFC 6749 §5.1). */
+const deviceTokenResponse = z.object({
+  access_token: z.string().min(1),
+  token_type: z.string().min(1),
+  expires_in: z.number().int().positive().optional(),
+  refresh_token: z.string().min(1).optional(),
+  scope: z.string().optional(),
+});
 const browserTimeoutMs = 5 * 60 * 1000;
 
 interface LoginOptions {
@@ -26,10 +36,11 @@ interface LoginOptions {
 }
 
 async function browserLogin(context: CommandContext, config: oidc.Configuration, o: LoginOptions, hints: { ssh: boolean; browser: string | undefined }) {
-  const listener = await listenForCallback(browserTimeoutMs, o.signal);
+  const state = oidc.randomState();
+  const listener = await listenForCallback(state, browserTimeoutMs, o.signal);
+  let answer: ((ok: boolean) => void) | undefined;
   try {
     const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: listener.redirectUri,
@@ -46,7 +57,7 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
       openBrowser(url.href, hints.browser);
       context.stderr.write('Opening your browser… (waiting up to 5 minutes)\n');
     }
-    let callback: URL;
+    let callback: Callback;
     try {
       callback = await listener.callback;
     } catch (err) {
@@ -54,16 +65,26 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
       if (err instanceof SignInAborted) throw new CommandError('cancelled', exitCodes.interrupted);
       throw err;
     }
-    const error = callback.searchParams.get('error');
+    answer = callback.finish;
+    // The listener only accepts the callback with our state, so its error is really the server's.
+    const error = callback.url.searchParams.get('error');
     if (error === 'access_denied') throw new CommandError('the sign-in was denied in the browser', exitCodes.accessDenied);
-    if (error) throw new CommandError(`the sign-in failed: ${error}${callback.searchParams.get('error_description') ? `: ${callback.searchParams.get('error_description')}` : ''}`);
+    if (error) {
+      const description = callback.url.searchParams.get('error_description');
+      throw new CommandError(`the sign-in failed: ${printable(error)}${description ? `: ${printable(description)}` : ''}`);
+    }
+    let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
     try {
       // Checks state and iss (RFC 9207), redeems the code with the verifier, verifies the id_token.
-      return await oidc.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+      tokens = await oidc.authorizationCodeGrant(config, callback.url, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
     } catch (err) {
       throw new CommandError(`the sign-in could not be completed: ${describe(err)}`);
     }
+    answer(true);
+    answer = undefined;
+    return tokens;
   } finally {
+    answer?.(false);
     listener.close();
   }
 }
@@ -77,15 +98,16 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
   }
   const complete = start.verification_uri_complete ?? start.verification_uri;
   context.stderr.write(`To sign in, open ${start.verification_uri} on any device and enter the code\n\n    ${start.user_code}\n\nor open ${complete}\n\n`);
-  if ((context.stdout as { isTTY?: boolean }).isTTY) {
+  if ((context.stdout as { isTTY?: boolean }).isTTY && (context.stderr as { isTTY?: boolean }).isTTY) {
     context.stderr.write(await QRCode.toString(complete, { type: 'terminal', small: true }));
   }
   const tty = (context.stderr as { isTTY?: boolean }).isTTY === true;
   const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
   let frame = 0;
-  let left = start.expires_in;
+  const deadline = systemClock() + start.expires_in;
   const spinner = tty
     ? setInterval(() => {
+        const left = Math.max(0, Math.round(deadline - systemClock()));
         const m = Math.floor(left / 60);
         const s = String(left % 60).padStart(2, '0');
         context.stderr.write(`\r${frames[frame++ % frames.length]} Waiting for approval… ${m}:${s} left `);
@@ -98,9 +120,6 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
     intervalSeconds: start.interval ?? 5,
     expiresInSeconds: start.expires_in,
     signal: o.signal,
-    onWait: (secondsLeft) => {
-      left = secondsLeft;
-    },
   }).finally(() => {
     if (spinner) {
       clearInterval(spinner);
@@ -108,8 +127,11 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
     }
   });
   switch (outcome.kind) {
-    case 'tokens':
-      return outcome.body as { access_token: string; token_type?: string; expires_in?: number; refresh_token?: string; scope?: string };
+    case 'tokens': {
+      const tokens = deviceTokenResponse.safeParse(outcome.body);
+      if (!tokens.success) throw new CommandError('the identity provider answered with an unusable token response; nothing was stored');
+      return tokens.data;
+    }
     case 'denied':
       throw new CommandError('the sign-in was denied on the verification page', exitCodes.accessDenied);
     case 'expired':
@@ -125,6 +147,19 @@ export const loginCommand: Command = {
   path: ['login'],
   summary: 'Sign in from this machine (browser, or --device for machines without one)',
   usage: 'latchkey login [--issuer URL] [--client-id ID] [--audience A] [--scope S] [--device] [--no-browser] [--profile P]',
+  help: `Options:
+  --issuer URL      the identity provider (default: LATCHKEY_ISSUER, else http://localhost:3000)
+  --client-id ID    the client to sign in as (default: latchkey-cli)
+  --audience A      an API to get the access token for (default: the provider's default)
+  --scope S         scopes to ask for (default: "openid email profile offline_access")
+  --device          the Device Code flow: a code to approve on any other device
+  --no-browser      print the address instead of opening the browser
+  --profile P       the stored sign-in to use (default: default)
+  Credentials: ~/.latchkey/credentials.json (LATCHKEY_HOME replaces ~/.latchkey).
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 configuration, 4 denied, 5 expired or timed out,
+            6 not signed in (run latchkey login), 130 interrupted.
+`,
   positionals: { min: 0, max: 0 },
   options: {
     issuer: { type: 'string' },
@@ -138,11 +173,15 @@ export const loginCommand: Command = {
   async run(context) {
     const client = loadClientConfig(context.env, homedir());
     const profileName = (context.values.profile as string | undefined) ?? 'default';
+    const issuerOption = context.values.issuer as string | undefined;
+    if (issuerOption !== undefined && !isIssuerUrl(issuerOption)) {
+      throw new CommandError(`--issuer must be an http(s) URL with no query or fragment, not "${printable(issuerOption)}"`, exitCodes.usage);
+    }
     const options: Omit<LoginOptions, 'signal'> = {
-      issuer: ((context.values.issuer as string | undefined) ?? client.issuer).replace(/\/+$/, ''),
-      clientId: (context.values['client-id'] as string | undefined) ?? 'latchkey-cli',
-      scope: (context.values.scope as string | undefined) ?? defaultScope,
-      audience: context.values.audience as string | undefined,
+      issuer: (issuerOption ?? client.issuer).replace(/\/+$/, ''),
+      clientId: (context.values['client-id'] as string | undefined) || 'latchkey-cli',
+      scope: (context.values.scope as string | undefined) || defaultScope,
+      audience: (context.values.audience as string | undefined) || undefined,
     };
     const store = new CredentialsStore(client.home);
     store.get(profileName); // a damaged file is reported before anyone signs in
@@ -169,7 +208,7 @@ export const loginCommand: Command = {
         ...(tokens.refresh_token ? { refresh_token: tokens.refresh_token } : {}),
         ...('id_token' in tokens && typeof tokens.id_token === 'string' ? { id_token: tokens.id_token } : {}),
       };
-      store.set(profileName, profile);
+      await store.withLock(async () => store.set(profileName, profile));
       let who = '';
       try {
         const claims = await oidc.fetchUserInfo(config, profile.access_token, oidc.skipSubjectCheck);

@@ -9,26 +9,39 @@ export const logoutCommand: Command = {
   path: ['logout'],
   summary: 'Sign out: revoke the refresh token and delete the stored credentials',
   usage: 'latchkey logout [--profile P]',
+  help: `Options:
+  --profile P   the stored sign-in to use (default: default)
+  Credentials: ~/.latchkey/credentials.json (LATCHKEY_HOME replaces ~/.latchkey).
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 configuration, 4 denied, 5 expired or timed out,
+            6 not signed in (run latchkey login), 130 interrupted.
+`,
   positionals: { min: 0, max: 0 },
   options: { profile: { type: 'string' } },
   async run(context) {
     const name = (context.values.profile as string | undefined) ?? 'default';
     const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
-    const profile = store.get(name);
-    if (!profile) {
+    // Under the lock: a refresh running meanwhile cannot leave a newer refresh token unrevoked.
+    const result = await store.withLock(async () => {
+      const profile = store.get(name);
+      if (!profile) return undefined;
+      let revoked = true;
+      try {
+        const config = await discover(profile.issuer, profile.client_id);
+        if (profile.refresh_token) await oidc.tokenRevocation(config, profile.refresh_token, { token_type_hint: 'refresh_token' });
+        await oidc.tokenRevocation(config, profile.access_token, { token_type_hint: 'access_token' });
+      } catch (err) {
+        revoked = false;
+        context.stderr.write(`warning: could not revoke the tokens at ${profile.issuer}: ${describe(err)}\n`);
+      }
+      store.remove(name);
+      return { revoked };
+    });
+    if (!result) {
       context.stderr.write(`Not signed in${name === 'default' ? '' : ` (profile ${name})`}: nothing to do.\n`);
       return exitCodes.ok;
     }
-    let revoked = true;
-    try {
-      const config = await discover(profile.issuer, profile.client_id);
-      if (profile.refresh_token) await oidc.tokenRevocation(config, profile.refresh_token, { token_type_hint: 'refresh_token' });
-      await oidc.tokenRevocation(config, profile.access_token, { token_type_hint: 'access_token' });
-    } catch (err) {
-      revoked = false;
-      context.stderr.write(`warning: could not revoke the tokens at ${profile.issuer}: ${describe(err)}\n`);
-    }
-    await store.withLock(async () => store.remove(name));
+    const { revoked } = result;
     context.stderr.write(revoked ? 'Signed out.\n' : 'Removed the stored credentials anyway.\n');
     return revoked ? exitCodes.ok : exitCodes.failure;
   },

@@ -18,15 +18,41 @@ export async function discover(issuer: string, clientId: string): Promise<oidc.C
   }
 }
 
+/** Text from a server or a callback, made safe for a terminal: no control characters (escape codes, new lines). */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').slice(0, 300);
+}
+
+type Challenge = { scheme?: string; parameters?: Record<string, string> };
+type ClientError = {
+  error?: string;
+  error_description?: string;
+  message?: string;
+  cause?: { code?: string; message?: string; error?: string; error_description?: string } | Challenge[];
+};
+
+/** The OAuth error of a refused request (a body, or a WWW-Authenticate challenge), if that is what happened. */
+function oauthError(err: unknown): { code: string; description: string | undefined } | undefined {
+  const e = err as ClientError;
+  if (e.error) return { code: e.error, description: e.error_description };
+  if (Array.isArray(e.cause)) {
+    const parameters = e.cause[0]?.parameters;
+    if (parameters?.error) return { code: parameters.error, description: parameters.error_description };
+  }
+  return undefined;
+}
+
 /** One readable sentence for an error from openid-client or fetch. */
 export function describe(err: unknown): string {
-  const e = err as { error?: string; error_description?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e.error) return e.error_description ? `${e.error}: ${e.error_description}` : e.error;
-  if (e.cause?.code === 'ECONNREFUSED') return 'connection refused';
-  return e.cause?.message ?? e.message ?? String(err);
+  const refused = oauthError(err);
+  if (refused) return printable(refused.description ? `${refused.code}: ${refused.description}` : refused.code);
+  const e = err as ClientError;
+  const cause = Array.isArray(e.cause) ? undefined : e.cause;
+  if (cause?.code === 'ECONNREFUSED') return 'connection refused';
+  return printable(cause?.message ?? e.message ?? String(err));
 }
 
 /** The OAuth error code of a refused request, if that is what happened. */
 export function oauthErrorCode(err: unknown): string | undefined {
-  return (err as { error?: string }).error;
+  return oauthError(err)?.code;
 }

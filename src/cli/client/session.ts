@@ -19,12 +19,13 @@ export function requireProfile(store: CredentialsStore, name: string): Profile {
 
 const fresh = (profile: Profile) => profile.expires_at - epochSeconds(systemClock) > refreshMarginSeconds;
 
-export async function validProfile(store: CredentialsStore, name: string): Promise<Profile> {
+/** `force`: refresh even if the stored token looks fresh (the server refused it). */
+export async function validProfile(store: CredentialsStore, name: string, options: { force?: boolean } = {}): Promise<Profile> {
   const stored = requireProfile(store, name);
-  if (fresh(stored)) return stored;
+  if (fresh(stored) && !options.force) return stored;
   return store.withLock(async () => {
     const current = requireProfile(store, name);
-    if (fresh(current)) return current; // another process refreshed while we waited
+    if (fresh(current) && (!options.force || current.access_token !== stored.access_token)) return current; // another process refreshed while we waited
     if (!current.refresh_token) {
       throw new CommandError('the access token has expired and there is no refresh token: run "latchkey login"', exitCodes.notSignedIn);
     }

@@ -11,23 +11,38 @@ export const whoamiCommand: Command = {
   path: ['whoami'],
   summary: "Show who is signed in (the user's claims)",
   usage: 'latchkey whoami [--profile P] [--json]',
+  help: `Options:
+  --json        print the claims as JSON
+  --profile P   the stored sign-in to use (default: default)
+  Credentials: ~/.latchkey/credentials.json (LATCHKEY_HOME replaces ~/.latchkey).
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 configuration, 4 denied, 5 expired or timed out,
+            6 not signed in (run latchkey login), 130 interrupted.
+`,
   positionals: { min: 0, max: 0 },
   options: { profile: { type: 'string' }, json: { type: 'boolean' } },
   async run(context) {
     const name = (context.values.profile as string | undefined) ?? 'default';
     const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
-    const profile = await validProfile(store, name);
+    let profile = await validProfile(store, name);
     const config = await discover(profile.issuer, profile.client_id);
+    const read = () => oidc.fetchUserInfo(config, profile.access_token, oidc.skipSubjectCheck);
     let claims: oidc.UserInfoResponse;
     try {
-      claims = await oidc.fetchUserInfo(config, profile.access_token, oidc.skipSubjectCheck);
+      claims = await read();
     } catch (err) {
-      const code = oauthErrorCode(err) ?? (err as { cause?: { error?: string } }).cause?.error;
-      if (code === 'invalid_token') throw new CommandError('your sign-in has ended: run "latchkey login"', exitCodes.notSignedIn);
-      throw new CommandError(`could not read your account: ${describe(err)}`);
+      if (oauthErrorCode(err) !== 'invalid_token') throw new CommandError(`could not read your account: ${describe(err)}`);
+      // The access token was refused (revoked, or a key it was signed with is gone): refresh once.
+      profile = await validProfile(store, name, { force: true });
+      try {
+        claims = await read();
+      } catch (again) {
+        if (oauthErrorCode(again) === 'invalid_token') throw new CommandError('your sign-in has ended: run "latchkey login"', exitCodes.notSignedIn);
+        throw new CommandError(`could not read your account: ${describe(again)}`);
+      }
     }
     if (context.values.json) {
-      context.stdout.write(json({ issuer: profile.issuer, profile: name, ...claims }));
+      context.stdout.write(json({ ...claims, issuer: profile.issuer, profile: name }));
     } else {
       const lines = [
         `${String(claims.preferred_username ?? claims.sub)}${claims.name ? ` (${String(claims.name)})` : ''}${claims.email ? ` <${String(claims.email)}>` : ''}`,

@@ -5,7 +5,7 @@
  * browser's redirect reach the CLI's loopback listener; for --device it approves the printed code.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { actOnDeviceCode, Browser, fetchTransport, inputValue, signIn } from '../helpers/browser.js';
@@ -240,6 +240,31 @@ describe('latchkey login --device', () => {
       await shortServer.stop();
     }
   }, 30_000);
+});
+
+describe('a misbehaving identity provider', () => {
+  it('a token answer without an access_token is refused and nothing is stored', async () => {
+    const { createServer } = await import('node:http');
+    const fake = createServer((req, res) => {
+      const base = `http://127.0.0.1:${(fake.address() as { port: number }).port}`;
+      const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.url === '/.well-known/openid-configuration') {
+        return json({ issuer: base, token_endpoint: `${base}/token`, device_authorization_endpoint: `${base}/device`, jwks_uri: `${base}/jwks`, response_types_supported: ['code'] });
+      }
+      if (req.url === '/device') return json({ device_code: 'dc', user_code: 'BCDF-GHJK', verification_uri: `${base}/activate`, expires_in: 60, interval: 1 });
+      return json({ token_type: 'Bearer' }); // 200, but no access_token
+    });
+    await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
+    try {
+      const issuer = `http://127.0.0.1:${(fake.address() as { port: number }).port}`;
+      const res = await runCli(['login', '--device', '--issuer', issuer, '--profile', 'fake'], cliEnv);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain('latchkey: the identity provider answered with an unusable token response; nothing was stored');
+      expect(existsSync(credentialsPath()) ? credentials().profiles.fake : undefined).toBeUndefined();
+    } finally {
+      fake.close();
+    }
+  });
 });
 
 describe('the credentials file', () => {

@@ -79,6 +79,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     bodyLimit: bodyLimitBytes,
     trustProxy: trustProxyOption(config.trustProxy),
     return503OnClosing: true,
+    // A client that never finishes its request is cut off (and cannot hold up a shutdown for long).
+    requestTimeout: 30_000,
+    connectionTimeout: 30_000,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     // Requests Fastify refuses before routing (a malformed URL) still get an OAuth error body.
     frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {

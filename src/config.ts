@@ -104,6 +104,7 @@ const environmentSchema = z.object({
   LATCHKEY_REFRESH_TOKEN_IDLE_TTL: seconds('LATCHKEY_REFRESH_TOKEN_IDLE_TTL', 14 * 86400, 60, 10 * 365 * 86400),
   LATCHKEY_REFRESH_REUSE_GRACE: seconds('LATCHKEY_REFRESH_REUSE_GRACE', 5, 0, 300),
   LATCHKEY_HOUSEKEEPING_INTERVAL: seconds('LATCHKEY_HOUSEKEEPING_INTERVAL', 60, 1, 86400),
+  LATCHKEY_SHUTDOWN_TIMEOUT: seconds('LATCHKEY_SHUTDOWN_TIMEOUT', 8, 1, 600),
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
   LATCHKEY_TRUST_PROXY: trustProxySchema,
@@ -147,6 +148,8 @@ export interface Config {
   readonly sessionTtl: number;
   /** Seconds between purges of expired rows. */
   readonly housekeepingInterval: number;
+  /** Seconds a shutdown waits for requests in flight before closing their connections. */
+  readonly shutdownTimeout: number;
   /** `aud` of access tokens requested without `audience`. */
   readonly defaultAudience: string;
   /**
@@ -226,6 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     refreshReuseGrace: e.LATCHKEY_REFRESH_REUSE_GRACE,
     sessionTtl: e.LATCHKEY_SESSION_TTL,
     housekeepingInterval: e.LATCHKEY_HOUSEKEEPING_INTERVAL,
+    shutdownTimeout: e.LATCHKEY_SHUTDOWN_TIMEOUT,
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
     trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
     secureCookies: issuer.startsWith('https:'),

@@ -10,26 +10,28 @@ import type { PurgeCounts, Store } from './store/store.js';
 
 export const purgeBatchSize = 500;
 
-export async function purgeAll(store: Store, clock: Clock, batchSize = purgeBatchSize): Promise<PurgeCounts> {
+export async function purgeAll(store: Store, clock: Clock, batchSize = purgeBatchSize, keepGoing: () => boolean = () => true): Promise<PurgeCounts> {
   const total: PurgeCounts = { interactions: 0, authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0 };
   for (;;) {
     const counts = await store.purgeExpired(epochSeconds(clock), batchSize);
     for (const key of Object.keys(total) as (keyof PurgeCounts)[]) total[key] += counts[key];
     if (Object.values(counts).every((n) => n < batchSize)) return total;
     await yieldToEventLoop();
+    if (!keepGoing()) return total;
   }
 }
 
 export interface Housekeeping {
-  stop(): void;
+  /** Stops the timer and waits for a purge in progress to end (before the store is closed). */
+  stop(): Promise<void>;
 }
 
 export function startHousekeeping(store: Store, clock: Clock, log: FastifyBaseLogger, intervalSeconds: number): Housekeeping {
-  let running = false;
+  let running: Promise<void> | undefined;
+  let stopped = false;
   const timer = setInterval(() => {
     if (running) return;
-    running = true;
-    purgeAll(store, clock)
+    running = purgeAll(store, clock, purgeBatchSize, () => !stopped)
       .then(
         (counts) => {
           if (Object.values(counts).some((n) => n > 0)) log.info({ event: 'housekeeping.purged', ...counts }, 'housekeeping');
@@ -37,9 +39,15 @@ export function startHousekeeping(store: Store, clock: Clock, log: FastifyBaseLo
         (err: unknown) => log.error({ err }, 'housekeeping failed'),
       )
       .finally(() => {
-        running = false;
+        running = undefined;
       });
   }, intervalSeconds * 1000);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
 }

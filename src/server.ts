@@ -47,8 +47,19 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
 
   let closing: Promise<void> | undefined;
   const close = () => {
-    housekeeping.stop();
-    closing ??= app.close().then(() => store.close());
+    closing ??= (async () => {
+      // Requests in flight get LATCHKEY_SHUTDOWN_TIMEOUT seconds; then their connections are cut,
+      // so one slow client cannot keep the process from stopping (an orchestrator would SIGKILL it).
+      const deadline = setTimeout(() => {
+        app.log.warn({ timeoutSeconds: config.shutdownTimeout }, 'shutdown deadline reached: closing open connections');
+        app.server.closeAllConnections();
+      }, config.shutdownTimeout * 1000);
+      deadline.unref();
+      await housekeeping.stop();
+      await app.close();
+      clearTimeout(deadline);
+      await store.close();
+    })();
     return closing;
   };
   return { app, address, close };

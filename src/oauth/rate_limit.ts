@@ -117,7 +117,9 @@ export class BackoffLimiter {
 
   private entry(key: string): Failures | undefined {
     const entry = this.failures.get(key);
-    if (entry && this.clock() - entry.lastAt >= BackoffLimiter.maxDelaySeconds) {
+    // Forgotten only after the longest wait has passed and a window more: at the cap, guessing stays
+    // at one try an hour instead of earning a fresh set of free tries each cycle.
+    if (entry && this.clock() - entry.lastAt >= BackoffLimiter.maxDelaySeconds + (this.rule?.windowSeconds ?? 0)) {
       this.failures.delete(key);
       return undefined;
     }
@@ -149,5 +151,13 @@ export class BackoffLimiter {
 
   reset(key: string): void {
     this.failures.delete(key);
+  }
+
+  /** Takes back one counted failure (an attempt counted up front that then succeeded). */
+  undo(key: string): void {
+    const entry = this.failures.get(key);
+    if (!entry) return;
+    entry.count--;
+    if (entry.count <= 0) this.failures.delete(key);
   }
 }

@@ -7,6 +7,7 @@ import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decoyPasswordHash, verifyPassword } from '../crypto/password.js';
+import { hmacSha256 } from '../crypto/secrets.js';
 import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
@@ -87,31 +88,34 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       );
     if (form.username === '' || form.password === '') return again('Enter your username and password.', 400);
 
-    // Growing back-off per account and per address: checked before any password work.
+    // Growing back-off per account and per address. The attempt is counted before the password
+    // work (scrypt runs off the event loop), so parallel guesses cannot all slip past the check;
+    // a success takes its count back.
     const accountKey = form.username.toLowerCase();
     const addressKey = rateLimitKey(request.ip);
+    const who = { usernameDigest: hmacSha256(services.csrfSecret, `username:${accountKey}`).slice(0, 16) };
     const { signInAccount, signInAddress } = services.rateLimits;
     for (const blocked of [signInAccount.check(accountKey), signInAddress.check(addressKey)]) {
       if (blocked.limited) {
-        audit(request, 'signin.rate_limited', { username: form.username.slice(0, 64) });
+        audit(request, 'signin.rate_limited', who);
         throw tooManyRequests(blocked.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
       }
     }
+    signInAccount.failure(accountKey);
+    signInAddress.failure(addressKey);
 
     const user = await store.findUserByUsername(form.username);
     const passwordMatches = await verifyPassword(form.password, user?.passwordHash ?? (await decoyPasswordHash()));
-    if (!user || !passwordMatches) {
+    // A disabled account answers like a wrong password: otherwise the answer would confirm a guess.
+    if (!user || !passwordMatches || user.disabled) {
       services.metrics.signInFailures.inc();
-      signInAccount.failure(accountKey);
-      signInAddress.failure(addressKey);
-      audit(request, 'signin.failure', { username: form.username.slice(0, 64), reason: user ? 'password' : 'unknown_user' });
+      // Never the typed username: people type their password there. A keyed digest still lets
+      // an operator see repeated attempts on one name.
+      audit(request, 'signin.failure', user ? { userId: user.id, reason: user.disabled && passwordMatches ? 'disabled' : 'password' } : { ...who, reason: 'unknown_user' });
       return again('Wrong username or password.', 401);
     }
     signInAccount.reset(accountKey);
-    if (user.disabled) {
-      audit(request, 'signin.failure', { userId: user.id, reason: 'disabled' });
-      return again('This account is disabled. Ask your administrator.', 403);
-    }
+    signInAddress.undo(addressKey);
     const { session } = await startSession(request, reply, services, user);
     // A sign-in done for an authorization request counts as acting on that request.
     const interactionId = interactionIdOf(returnTo);

@@ -67,6 +67,29 @@ describe('the container image', () => {
 });
 
 describe('graceful shutdown', () => {
+  it('a client that never finishes its request cannot hold the shutdown past LATCHKEY_SHUTDOWN_TIMEOUT', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'latchkey-slow-'));
+    const port = await freePort();
+    const server = run(['node', 'dist/cli/main.js', 'serve'], { LATCHKEY_DB: join(dir, 'latchkey.db'), PORT: String(port), LATCHKEY_SHUTDOWN_TIMEOUT: '1' });
+    try {
+      for (let i = 0; i < 100 && !server.output().includes('Latchkey is listening'); i++) await new Promise((r) => setTimeout(r, 50));
+      const { connect } = await import('node:net');
+      const socket = connect(port, '127.0.0.1');
+      await new Promise((r) => socket.once('connect', r));
+      socket.write('POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type=');
+      socket.on('error', () => undefined);
+      await new Promise((r) => setTimeout(r, 100));
+      const started = Date.now();
+      server.child.kill('SIGTERM');
+      expect(await server.exit).toBe(0);
+      expect(Date.now() - started).toBeLessThan(4000);
+      socket.destroy();
+    } finally {
+      server.child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('requests in flight at SIGTERM complete; the process then exits 0', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'latchkey-shutdown-'));
     const port = await freePort();

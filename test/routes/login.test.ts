@@ -87,10 +87,11 @@ describe('POST /login', () => {
     expect(res.body).toContain('Enter your username and password.');
   });
 
-  it('a disabled account cannot sign in', async () => {
+  it('a disabled account cannot sign in, and the answer does not reveal a right password', async () => {
     await t.store.setUserDisabled('alice', true);
     const res = await attempt('alice', 'alice-password');
-    expect(res.status).toBe(403);
+    expect(res.status).toBe(401);
+    expect(res.body).toContain('Wrong username or password.');
     expect(browser.cookies.has('latchkey_session')).toBe(false);
   });
 

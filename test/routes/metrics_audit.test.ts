@@ -14,7 +14,19 @@ async function deviceFlow(decision: 'allow' | 'deny') {
 }
 const poll = (deviceCode: string) => t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'tv', device_code: deviceCode }) });
 
+const everythingButUsernames = (lines: string[]) => lines.join('\n');
+
 describe('GET /metrics', () => {
+  it('without a token answers only private addresses', async () => {
+    t = await testApp({ LATCHKEY_TRUST_PROXY: '1' });
+    const from = (ip: string) => t.app.inject({ method: 'GET', url: '/metrics', headers: { 'x-forwarded-for': ip } });
+    expect((await from('10.1.2.3')).statusCode).toBe(200);
+    expect((await from('fd00::1')).statusCode).toBe(200);
+    const outside = await from('203.0.113.9');
+    expect(outside.statusCode).toBe(403);
+    expect(outside.json().error).toBe('access_denied');
+  });
+
   it('counts requests by route and status, tokens by grant, device outcomes, sign-in failures and rate-limit hits', async () => {
     t = await testApp({ LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE: '1/60' });
     await addUser(t.store, 'alice', 'alice-password');
@@ -78,7 +90,9 @@ describe('audit events', () => {
 
     const events = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => typeof l.event === 'string');
     const byEvent = (name: string) => events.filter((e) => e.event === name);
-    expect(byEvent('signin.failure')[0]).toMatchObject({ username: 'alice', reason: 'password', ip: '127.0.0.1' });
+    expect(byEvent('signin.failure')[0]).toMatchObject({ reason: 'password', ip: '127.0.0.1' });
+    expect(byEvent('signin.failure')[0]!.userId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(everythingButUsernames(lines)).not.toContain('"username"'); // never the typed name: people type passwords there
     expect(byEvent('signin.success')[0]).toMatchObject({ ip: '127.0.0.1' });
     expect(byEvent('device.authorization_requested')[0]).toMatchObject({ clientId: 'tv', ip: '127.0.0.1' });
     expect(byEvent('device.approved')[0]).toMatchObject({ clientId: 'tv' });

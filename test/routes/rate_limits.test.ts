@@ -28,6 +28,17 @@ describe('sign-in attempts', () => {
     expect((await attempt('alice-password')).status).toBe(303);
   });
 
+  it('parallel guesses cannot slip past the check: at most the limit get a password checked', async () => {
+    t = await testApp();
+    await addUser(t.store, 'alice', 'alice-password');
+    const browser = new Browser(injectTransport(t.app));
+    const page = await browser.get('/login');
+    const results = await Promise.all(Array.from({ length: 30 }, () => signIn(browser, page, 'alice', 'wrong-guess')));
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 401)).toHaveLength(5);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(25);
+  });
+
   it('per address: guessing many accounts from one address is slowed too', async () => {
     t = await testApp({ LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: '3/30', LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT: 'off' });
     const browser = new Browser(injectTransport(t.app));

@@ -198,12 +198,24 @@ describe('BackoffLimiter (failed sign-ins)', () => {
     expect(off.check('a').limited).toBe(false);
   });
 
-  it('forgets a key after an hour without failures', () => {
+  it('forgets a key only an hour and a window after its last failure', () => {
     const clock = manualClock();
     const limiter = new BackoffLimiter({ limit: 2, windowSeconds: 30 }, clock);
     limiter.failure('a');
     clock.advance(3600);
     limiter.failure('a');
+    expect(limiter.check('a').limited).toBe(true); // an hour is not enough to forget
+    clock.advance(3630);
+    limiter.failure('a');
+    expect(limiter.check('a').limited).toBe(false);
+  });
+
+  it('undo takes back one counted attempt', () => {
+    const clock = manualClock();
+    const limiter = new BackoffLimiter({ limit: 1, windowSeconds: 30 }, clock);
+    limiter.failure('a');
+    expect(limiter.check('a').limited).toBe(true);
+    limiter.undo('a');
     expect(limiter.check('a').limited).toBe(false);
   });
 });

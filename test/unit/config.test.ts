@@ -15,6 +15,15 @@ function problemsOf(env: Record<string, string>): string[] {
   throw new Error(`loadConfig(${JSON.stringify(env)}) did not throw`);
 }
 
+/** The rate limits every configuration has unless told otherwise. */
+const defaultRateLimits = {
+  userCode: { limit: 10, windowSeconds: 300 },
+  unknownDeviceCode: { limit: 30, windowSeconds: 300 },
+  deviceAuthorization: { limit: 30, windowSeconds: 60 },
+  signInAccount: { limit: 5, windowSeconds: 30 },
+  signInAddress: { limit: 20, windowSeconds: 30 },
+};
+
 describe('loadConfig defaults', () => {
   it('gives the documented defaults for an empty environment', () => {
     expect(loadConfig({})).toEqual({
@@ -40,13 +49,7 @@ describe('loadConfig defaults', () => {
       metricsToken: undefined,
       productName: 'Latchkey',
       accentColor: undefined,
-      rateLimits: {
-        userCode: { limit: 10, windowSeconds: 300 },
-        unknownDeviceCode: { limit: 30, windowSeconds: 300 },
-        deviceAuthorization: { limit: 30, windowSeconds: 60 },
-        signInAccount: { limit: 5, windowSeconds: 30 },
-        signInAddress: { limit: 20, windowSeconds: 30 },
-      },
+      rateLimits: defaultRateLimits,
     });
   });
 
@@ -119,13 +122,7 @@ describe('loadConfig defaults', () => {
       metricsToken: undefined,
       productName: 'Latchkey',
       accentColor: undefined,
-      rateLimits: {
-        userCode: { limit: 10, windowSeconds: 300 },
-        unknownDeviceCode: { limit: 30, windowSeconds: 300 },
-        deviceAuthorization: { limit: 30, windowSeconds: 60 },
-        signInAccount: { limit: 5, windowSeconds: 30 },
-        signInAddress: { limit: 20, windowSeconds: 30 },
-      },
+      rateLimits: defaultRateLimits,
     });
   });
 

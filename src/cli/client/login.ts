@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { CommandError, exitCodes, type Command, type CommandContext } from '../command.js';
 import { openBrowser } from './browser.js';
 import { CredentialsStore, type Profile } from './credentials.js';
+import { clientHelp } from './help.js';
 import { pollForTokens } from './device_poll.js';
 import { listenForCallback, SignInAborted, SignInTimeout, type Callback } from './loopback.js';
 import { describe, discover, oidc, printable } from './oidc.js';
@@ -147,19 +148,17 @@ export const loginCommand: Command = {
   path: ['login'],
   summary: 'Sign in from this machine (browser, or --device for machines without one)',
   usage: 'latchkey login [--issuer URL] [--client-id ID] [--audience A] [--scope S] [--device] [--no-browser] [--profile P]',
-  help: `Options:
-  --issuer URL      the identity provider (default: LATCHKEY_ISSUER, else http://localhost:3000)
-  --client-id ID    the client to sign in as (default: latchkey-cli)
-  --audience A      an API to get the access token for (default: the provider's default)
-  --scope S         scopes to ask for (default: "openid email profile offline_access")
-  --device          the Device Code flow: a code to approve on any other device
-  --no-browser      print the address instead of opening the browser
-  --profile P       the stored sign-in to use (default: default)
-  Credentials: ~/.latchkey/credentials.json (LATCHKEY_HOME replaces ~/.latchkey).
-
-Exit codes: 0 ok, 1 failure, 2 usage, 3 configuration, 4 denied, 5 expired or timed out,
-            6 not signed in (run latchkey login), 130 interrupted.
-`,
+  help: clientHelp(
+    [
+      '  --issuer URL      the identity provider (default: LATCHKEY_ISSUER, else http://localhost:3000)',
+      '  --client-id ID    the client to sign in as (default: latchkey-cli)',
+      "  --audience A      an API to get the access token for (default: the provider's default)",
+      '  --scope S         scopes to ask for (default: "openid email profile offline_access")',
+      '  --device          the Device Code flow: a code to approve on any other device',
+      '  --no-browser      print the address instead of opening the browser',
+      '',
+    ].join('\n'),
+  ),
   positionals: { min: 0, max: 0 },
   options: {
     issuer: { type: 'string' },

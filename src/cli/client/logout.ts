@@ -3,19 +3,14 @@ import { homedir } from 'node:os';
 import { loadClientConfig } from '../../config.js';
 import { exitCodes, type Command } from '../command.js';
 import { CredentialsStore } from './credentials.js';
+import { clientHelp } from './help.js';
 import { describe, discover, oidc } from './oidc.js';
 
 export const logoutCommand: Command = {
   path: ['logout'],
   summary: 'Sign out: revoke the refresh token and delete the stored credentials',
   usage: 'latchkey logout [--profile P]',
-  help: `Options:
-  --profile P   the stored sign-in to use (default: default)
-  Credentials: ~/.latchkey/credentials.json (LATCHKEY_HOME replaces ~/.latchkey).
-
-Exit codes: 0 ok, 1 failure, 2 usage, 3 configuration, 4 denied, 5 expired or timed out,
-            6 not signed in (run latchkey login), 130 interrupted.
-`,
+  help: clientHelp(),
   positionals: { min: 0, max: 0 },
   options: { profile: { type: 'string' } },
   async run(context) {

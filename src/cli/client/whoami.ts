@@ -4,6 +4,7 @@ import { loadClientConfig } from '../../config.js';
 import { CommandError, exitCodes, type Command } from '../command.js';
 import { json } from '../output.js';
 import { CredentialsStore } from './credentials.js';
+import { clientHelp } from './help.js';
 import { describe, discover, oauthErrorCode, oidc } from './oidc.js';
 import { validProfile } from './session.js';
 
@@ -11,14 +12,7 @@ export const whoamiCommand: Command = {
   path: ['whoami'],
   summary: "Show who is signed in (the user's claims)",
   usage: 'latchkey whoami [--profile P] [--json]',
-  help: `Options:
-  --json        print the claims as JSON
-  --profile P   the stored sign-in to use (default: default)
-  Credentials: ~/.latchkey/credentials.json (LATCHKEY_HOME replaces ~/.latchkey).
-
-Exit codes: 0 ok, 1 failure, 2 usage, 3 configuration, 4 denied, 5 expired or timed out,
-            6 not signed in (run latchkey login), 130 interrupted.
-`,
+  help: clientHelp('  --json            print the claims as JSON\n'),
   positionals: { min: 0, max: 0 },
   options: { profile: { type: 'string' }, json: { type: 'boolean' } },
   async run(context) {

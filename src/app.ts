@@ -9,7 +9,7 @@ import view from '@fastify/view';
 import { Eta } from 'eta';
 import { ZodError } from 'zod';
 import { systemClock, type Clock } from './clock.js';
-import { retiredKeyRetention, type Config, type TrustProxy } from './config.js';
+import { retiredKeyRetention, type Config, type RateLimitSetting, type TrustProxy } from './config.js';
 import type { Socket } from 'node:net';
 import { createSigner, type Signer } from './crypto/signer.js';
 import { randomSecret } from './crypto/secrets.js';
@@ -17,6 +17,7 @@ import { OAuthError } from './errors.js';
 import { renderErrorPage, type ErrorPage } from './http/pages.js';
 import { baseSecurityHeaders, securityHeaders } from './http/security_headers.js';
 import { loggerOptions } from './logging.js';
+import { AccessLog, noteRefusal } from './http/access_log.js';
 import { createMetrics } from './http/metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { BackoffLimiter, RateLimiter } from './oauth/rate_limit.js';
@@ -53,6 +54,8 @@ export interface AppDependencies {
   rateLimits?: RateLimiters;
   /** false silences logs (tests); otherwise pino at config.logLevel. */
   logger?: boolean;
+  /** Where /metrics gets its text (a cluster worker asks the primary for every worker's); default: this app's registry. */
+  metricsText?: () => Promise<string>;
   /** Where log lines go instead of stdout (tests read the audit trail from it). */
   logStream?: { write(line: string): void };
 }
@@ -60,14 +63,25 @@ export interface AppDependencies {
 /** OAuth bodies are small; anything larger is refused before parsing (413). */
 const bodyLimitBytes = 64 * 1024;
 
+/**
+ * The limiters count in process memory. With LATCHKEY_WORKERS=N the primary hands connections to
+ * the N workers in turn, so each worker allows 1/N of every limit (rounded up): together they never
+ * allow more than the configured budget, and one connection alone gets less.
+ */
+export function perWorker(setting: RateLimitSetting | undefined, workers: number): RateLimitSetting | undefined {
+  if (setting === undefined || workers <= 1) return setting;
+  return { ...setting, limit: Math.max(1, Math.ceil(setting.limit / workers)) };
+}
+
 export function defaultRateLimits(config: Config, clock: Clock): RateLimiters {
   const limits = config.rateLimits;
+  const share = (setting: RateLimitSetting | undefined) => perWorker(setting, config.workers);
   return {
-    userCodeEntry: new RateLimiter(limits.userCode, clock),
-    unknownDeviceCode: new RateLimiter(limits.unknownDeviceCode, clock),
-    deviceAuthorization: new RateLimiter(limits.deviceAuthorization, clock),
-    signInAccount: new BackoffLimiter(limits.signInAccount, clock),
-    signInAddress: new BackoffLimiter(limits.signInAddress, clock),
+    userCodeEntry: new RateLimiter(share(limits.userCode), clock),
+    unknownDeviceCode: new RateLimiter(share(limits.unknownDeviceCode), clock),
+    deviceAuthorization: new RateLimiter(share(limits.deviceAuthorization), clock),
+    signInAccount: new BackoffLimiter(share(limits.signInAccount), clock),
+    signInAddress: new BackoffLimiter(share(limits.signInAddress), clock),
   };
 }
 
@@ -79,6 +93,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     bodyLimit: bodyLimitBytes,
     trustProxy: trustProxyOption(config.trustProxy),
     return503OnClosing: true,
+    logController: new AccessLog(),
     // A client that never finishes its request is cut off (and cannot hold up a shutdown for long).
     requestTimeout: 30_000,
     connectionTimeout: 30_000,
@@ -105,11 +120,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     config,
     store,
     clock,
-    signer: deps.signer ?? (await createSigner(store, clock, { issuer: config.issuer, retiredKeyRetention: retiredKeyRetention(config) })),
+    signer: deps.signer ?? (await createSigner(store, clock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config) })),
     rateLimits: deps.rateLimits ?? defaultRateLimits(config, clock),
     csrfSecret: await store.serverSecret('csrf', () => randomSecret()),
     userCodeKey: await store.serverSecret('user_code', () => randomSecret()),
-    metrics: createMetrics(),
+    metrics: createMetrics(deps.metricsText),
   };
   app.decorate('services', services);
 
@@ -204,7 +219,7 @@ function errorHandler(services: Services) {
     const oauthError = toOAuthError(error);
     if (oauthError.status === 429) services.metrics.rateLimitHits.inc({ route: request.routeOptions.url ?? 'unmatched' });
     if (oauthError.status >= 500) request.log.error({ err: error }, 'request failed');
-    else request.log.info({ error: oauthError.code, detail: oauthError.detail }, 'request refused');
+    else noteRefusal(request, { error: oauthError.code, detail: oauthError.detail });
 
     reply.headers(oauthError.headers).header('cache-control', 'no-store');
     if (request.routeOptions.config?.page) {

@@ -4,6 +4,7 @@
  */
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { signingAlgorithms, type SigningAlgorithm } from './crypto/keys.js';
 
 const seconds = (name: string, fallback: number, min = 1, max = 10 * 365 * 86400) =>
   z
@@ -97,6 +98,17 @@ const environmentSchema = z.object({
   LATCHKEY_LOG_LEVEL: optionalText.pipe(
     z.enum(logLevels, { error: `LATCHKEY_LOG_LEVEL must be one of ${logLevels.join(', ')}` }).optional(),
   ),
+  LATCHKEY_SIGNING_ALG: optionalText.pipe(
+    z.enum(signingAlgorithms, { error: `LATCHKEY_SIGNING_ALG must be one of ${signingAlgorithms.join(', ')}` }).optional(),
+  ),
+  LATCHKEY_WORKERS: optionalText.pipe(
+    z
+      .string()
+      .regex(/^\d{1,3}$/, 'LATCHKEY_WORKERS must be a whole number of processes')
+      .transform(Number)
+      .pipe(z.number().int().min(1, 'LATCHKEY_WORKERS must be at least 1').max(64, 'LATCHKEY_WORKERS must be at most 64'))
+      .optional(),
+  ),
   LATCHKEY_DEVICE_CODE_TTL: seconds('LATCHKEY_DEVICE_CODE_TTL', 900, 10, 86400),
   LATCHKEY_DEVICE_INTERVAL: seconds('LATCHKEY_DEVICE_INTERVAL', 5, 1, 600),
   LATCHKEY_ACCESS_TOKEN_TTL: seconds('LATCHKEY_ACCESS_TOKEN_TTL', 86400, 1, 365 * 86400),
@@ -136,6 +148,10 @@ export interface Config {
   readonly bootstrapUser: string | undefined;
   readonly bootstrapPassword: string | undefined;
   readonly logLevel: LogLevel;
+  /** Algorithm of access tokens (id_tokens are always RS256). */
+  readonly signingAlg: SigningAlgorithm;
+  /** Server processes sharing the port (node:cluster); 1 = no cluster. */
+  readonly workers: number;
   readonly deviceCodeTtl: number;
   readonly deviceInterval: number;
   readonly accessTokenTtl: number;
@@ -221,6 +237,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrapUser: e.LATCHKEY_BOOTSTRAP_USER,
     bootstrapPassword: e.LATCHKEY_BOOTSTRAP_PASSWORD,
     logLevel: e.LATCHKEY_LOG_LEVEL ?? 'info',
+    signingAlg: e.LATCHKEY_SIGNING_ALG ?? 'RS256',
+    workers: e.LATCHKEY_WORKERS ?? 1,
     deviceCodeTtl: e.LATCHKEY_DEVICE_CODE_TTL,
     deviceInterval: e.LATCHKEY_DEVICE_INTERVAL,
     accessTokenTtl: e.LATCHKEY_ACCESS_TOKEN_TTL,

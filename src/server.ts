@@ -1,11 +1,15 @@
 /**
  * Runs the server: open the store (migrations run there), make sure of the first user and the
- * built-in client, listen, and close cleanly on SIGTERM/SIGINT.
+ * built-in client, listen, and close cleanly on SIGTERM/SIGINT. With LATCHKEY_WORKERS the primary
+ * (cluster.ts) does the once-only parts and each worker runs startServer in worker mode.
  */
 import type { FastifyInstance } from 'fastify';
+import { AggregatorRegistry } from 'prom-client';
 import { buildApp } from './app.js';
+import { banner, addressOf } from './banner.js';
 import { bootstrap } from './bootstrap.js';
 import { systemClock } from './clock.js';
+import { clusterMetricsFromPrimary } from './cluster.js';
 import { startHousekeeping } from './housekeeping.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './store/open.js';
@@ -16,34 +20,28 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningServer> {
-  const store = openConfiguredStore(config);
-  const result = await bootstrap(store, config, systemClock);
-  const app = await buildApp({ config, store });
+export interface ServerOptions {
+  /** A cluster worker: no bootstrap, banner or housekeeping (the primary does those). */
+  worker?: boolean;
+}
+
+export async function startServer(config: Config, out: NodeJS.WritableStream = process.stdout, options: ServerOptions = {}): Promise<RunningServer> {
+  const store = openConfiguredStore(config, { server: true });
+  const result = options.worker ? undefined : await bootstrap(store, config, systemClock);
+  const app = await buildApp({ config, store, ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}) });
+  if (options.worker) {
+    // The primary gathers every worker's registry for /metrics; constructing an AggregatorRegistry
+    // is what makes prom-client answer the primary's requests in this worker.
+    AggregatorRegistry.setRegistries([app.services.metrics.registry]);
+    new AggregatorRegistry();
+  }
   await app.listen({ port: config.port, host: config.host });
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : config.port;
-  const address = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  const address = addressOf(config, port);
+  if (result) out.write(banner(config, port, result));
 
-  // Printed straight to the terminal, never through the log: the password is shown exactly once.
-  const lines = [`Latchkey is listening on ${address} (issuer ${config.issuer}, database ${config.databasePath})`];
-  if (result.createdUser) {
-    lines.push(
-      result.generatedPassword
-        ? `Created the first user "${result.createdUser}" with password: ${result.generatedPassword}  (shown only once)`
-        : `Created the first user "${result.createdUser}" with the password from LATCHKEY_BOOTSTRAP_PASSWORD`,
-    );
-  }
-  lines.push(
-    '',
-    'Next, in another terminal:',
-    '  npx latchkey users add alice --email alice@example.com      # a person who can sign in',
-    '  npx latchkey clients add my-tv --grant-type device_code      # an application',
-    `  npx latchkey login --device --issuer ${config.issuer}        # sign in from a terminal`,
-  );
-  out.write(lines.join('\n') + '\n');
-
-  const housekeeping = startHousekeeping(store, systemClock, app.log, config.housekeepingInterval);
+  const housekeeping = options.worker ? undefined : startHousekeeping(store, systemClock, app.log, config.housekeepingInterval);
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -55,7 +53,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
         app.server.closeAllConnections();
       }, config.shutdownTimeout * 1000);
       deadline.unref();
-      await housekeeping.stop();
+      await housekeeping?.stop();
       await app.close();
       clearTimeout(deadline);
       await store.close();

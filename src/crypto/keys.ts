@@ -2,10 +2,14 @@
  * Signing keys: generation and the public JWK of each. Private keys are kept as PKCS#8 PEM in the
  * store (they must be usable to sign); only public JWKs leave the server.
  */
-import { generateKeyPairSync, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, createPrivateKey, createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
 
-export type SigningAlgorithm = 'RS256';
+/** RS256 for the widest compatibility (and every id_token); ES256 and EdDSA sign 20× faster. */
+export const signingAlgorithms = ['RS256', 'ES256', 'EdDSA'] as const;
+export type SigningAlgorithm = (typeof signingAlgorithms)[number];
+
+/** OIDC Core §15.1: RS256 is the one algorithm every relying party can verify id_tokens with. */
+export const idTokenAlgorithm: SigningAlgorithm = 'RS256';
 
 export interface GeneratedKey {
   kid: string;
@@ -26,8 +30,19 @@ export interface PublicJwk {
   y?: string;
 }
 
+function generatePrivateKey(alg: SigningAlgorithm): KeyObject {
+  switch (alg) {
+    case 'RS256':
+      return generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+    case 'ES256':
+      return generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    case 'EdDSA':
+      return generateKeyPairSync('ed25519').privateKey;
+  }
+}
+
 export function generateSigningKey(alg: SigningAlgorithm = 'RS256'): GeneratedKey {
-  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const privateKey = generatePrivateKey(alg);
   const kid = randomBytes(12).toString('base64url');
   return {
     kid,
@@ -37,9 +52,11 @@ export function generateSigningKey(alg: SigningAlgorithm = 'RS256'): GeneratedKe
   };
 }
 
+/** Only the public members, in a fixed order, whatever the key type. */
 export function publicJwkOf(privateKey: KeyObject, kid: string, alg: SigningAlgorithm): PublicJwk {
   const jwk = createPublicKey(privateKey).export({ format: 'jwk' });
-  return { kty: String(jwk.kty), n: jwk.n, e: jwk.e, kid, alg, use: 'sig' };
+  const members = jwk.kty === 'RSA' ? { n: jwk.n, e: jwk.e } : jwk.kty === 'EC' ? { crv: jwk.crv, x: jwk.x, y: jwk.y } : { crv: jwk.crv, x: jwk.x };
+  return { kty: String(jwk.kty), ...members, kid, alg, use: 'sig' };
 }
 
 export function privateKeyFromPem(pem: string): KeyObject {

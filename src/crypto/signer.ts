@@ -1,21 +1,29 @@
 /**
- * The only importer of jose. Signs JWTs with the active key from the store, publishes the JWKS,
- * and verifies the access tokens this server issued.
+ * Signs JWTs with the active keys from the store, publishes the JWKS, and verifies the access
+ * tokens this server issued. jose is used for keys, the JWKS and verification; signing itself goes
+ * through node:crypto (jwt_sign.ts), which is several times faster.
  *
- * Key rotation (`latchkey keys rotate`) may happen in another process, so the signer compares a
- * cheap fingerprint of the key table at most once a second and reloads when it changed. A retired
- * key stays published (and accepted) until every token it signed has expired.
+ * Access tokens are signed with the configured algorithm (LATCHKEY_SIGNING_ALG); id_tokens always
+ * with RS256, the one algorithm every OpenID relying party must accept. So there is one active key
+ * per algorithm in use, and `latchkey keys rotate` replaces all of them at once.
+ *
+ * Key rotation may happen in another process, so the signer compares a cheap fingerprint of the key
+ * table at most once a second and reloads when it changed. A retired key stays published (and
+ * accepted) until every token it signed has expired.
  */
-import { createLocalJWKSet, jwtVerify, SignJWT, type JWTPayload } from 'jose';
-import type { KeyObject } from 'node:crypto';
+import { createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { Clock } from '../clock.js';
 import type { Store, SigningKeyRecord } from '../store/store.js';
-import { generateSigningKey, privateKeyFromPem, type PublicJwk } from './keys.js';
+import { generateSigningKey, idTokenAlgorithm, privateKeyFromPem, type PublicJwk, type SigningAlgorithm } from './keys.js';
+import { signJws, type JwsKey } from './jwt_sign.js';
 
 export interface Signer {
-  /** Signs `payload` with the active key; `typ` goes into the protected header. */
-  sign(payload: JWTPayload, typ: string): Promise<string>;
+  /** Signs an access token (typ at+jwt) with the configured algorithm's active key. */
+  signAccessToken(payload: JWTPayload): Promise<string>;
+  /** Signs an id_token (typ JWT) with the active RS256 key. */
+  signIdToken(payload: JWTPayload): Promise<string>;
   jwks(): Promise<{ keys: PublicJwk[] }>;
+  /** The kid of the key that signs access tokens now. */
   activeKid(): Promise<string>;
   /**
    * The claims of a valid access token of ours (signature by a published key, `iss`, `typ`
@@ -28,14 +36,17 @@ export interface Signer {
 
 export interface SignerOptions {
   issuer: string;
+  /** The algorithm of access tokens (LATCHKEY_SIGNING_ALG). */
+  accessTokenAlgorithm?: SigningAlgorithm;
   /** How long a retired key stays published: the longest lifetime of anything it signed. */
   retiredKeyRetention: number;
 }
 
 interface LoadedKeys {
-  active: SigningKeyRecord;
-  privateKey: KeyObject;
+  accessKey: JwsKey;
+  idTokenKey: JwsKey;
   published: PublicJwk[];
+  publishedAlgorithms: string[];
   verifyKeys: ReturnType<typeof createLocalJWKSet>;
   fingerprint: string;
   /** When the next retired key leaves the JWKS (Infinity when none is published). */
@@ -44,33 +55,51 @@ interface LoadedKeys {
 
 const recheckEverySeconds = 1;
 
-/** Makes sure a signing key exists (first start), then returns a signer over the store's keys. */
+/** The algorithms that need an active key: the access-token one and RS256 for id_tokens. */
+export function algorithmsInUse(accessTokenAlgorithm: SigningAlgorithm): SigningAlgorithm[] {
+  return [...new Set<SigningAlgorithm>([accessTokenAlgorithm, idTokenAlgorithm])];
+}
+
+function newestActive(keys: SigningKeyRecord[], alg: SigningAlgorithm): SigningKeyRecord | undefined {
+  return keys.filter((k) => k.retiredAt === undefined && k.alg === alg).sort((a, b) => b.createdAt - a.createdAt)[0];
+}
+
+/** Makes sure the signing keys exist (first start), then returns a signer over the store's keys. */
 export async function createSigner(store: Store, clock: Clock, options: SignerOptions): Promise<Signer> {
+  const accessAlg = options.accessTokenAlgorithm ?? 'RS256';
   let loaded: LoadedKeys;
   let checkedAt = 0;
 
   async function load(): Promise<void> {
     let keys = await store.listSigningKeys();
-    if (!keys.some((k) => k.retiredAt === undefined)) {
-      // Two processes may start at once on a fresh database; the store keeps only one first key.
-      await store.ensureSigningKey({ ...generateSigningKey(), createdAt: Math.floor(clock()) });
+    for (const alg of algorithmsInUse(accessAlg)) {
+      if (newestActive(keys, alg)) continue;
+      // Several processes may start at once on a fresh database; the store keeps one key per algorithm.
+      await store.ensureSigningKey({ ...generateSigningKey(alg), createdAt: Math.floor(clock()) });
       keys = await store.listSigningKeys();
     }
     const fingerprint = await store.signingKeysFingerprint();
-    const active = keys.filter((k) => k.retiredAt === undefined).sort((a, b) => b.createdAt - a.createdAt)[0];
-    if (!active) throw new Error('no active signing key');
+    const toJwsKey = (alg: SigningAlgorithm): JwsKey => {
+      const record = newestActive(keys, alg);
+      if (!record) throw new Error(`no active ${alg} signing key`);
+      return { alg, kid: record.kid, privateKey: privateKeyFromPem(record.privateKeyPem) };
+    };
+    const accessKey = toJwsKey(accessAlg);
+    const idTokenKey = accessAlg === idTokenAlgorithm ? accessKey : toJwsKey(idTokenAlgorithm);
     const now = clock();
 
-    // The active key first, then retired keys from the most recently retired.
+    // The access-token key first, then the other active keys, then retired keys from the most recently retired.
+    const rank = (k: SigningKeyRecord) => (k.kid === accessKey.kid ? 0 : k.retiredAt === undefined ? 1 : 2);
     const publishedKeys = keys
       .filter((k) => k.retiredAt === undefined || k.retiredAt + options.retiredKeyRetention > now)
-      .sort((a, b) => (a.kid === active.kid ? -1 : b.kid === active.kid ? 1 : (b.retiredAt ?? 0) - (a.retiredAt ?? 0)));
+      .sort((a, b) => rank(a) - rank(b) || (b.retiredAt ?? 0) - (a.retiredAt ?? 0));
     const published = publishedKeys.map((k) => k.publicJwk);
     const retirementEnds = publishedKeys.flatMap((k) => (k.retiredAt === undefined ? [] : [k.retiredAt + options.retiredKeyRetention]));
     loaded = {
-      active,
-      privateKey: privateKeyFromPem(active.privateKeyPem),
+      accessKey,
+      idTokenKey,
       published,
+      publishedAlgorithms: [...new Set(published.map((k) => k.alg))],
       verifyKeys: createLocalJWKSet({ keys: published as unknown as import('jose').JWK[] }),
       fingerprint,
       nextRetirementEnd: Math.min(Infinity, ...retirementEnds),
@@ -91,15 +120,17 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
   await load();
 
   return {
-    async sign(payload, typ) {
-      const keys = await current();
-      return new SignJWT(payload).setProtectedHeader({ alg: keys.active.alg, kid: keys.active.kid, typ }).sign(keys.privateKey);
+    async signAccessToken(payload) {
+      return signJws((await current()).accessKey, payload, 'at+jwt');
+    },
+    async signIdToken(payload) {
+      return signJws((await current()).idTokenKey, payload, 'JWT');
     },
     async jwks() {
       return { keys: (await current()).published };
     },
     async activeKid() {
-      return (await current()).active.kid;
+      return (await current()).accessKey.kid;
     },
     async verifyAccessToken(token) {
       if (token.length > 8192 || token.split('.').length !== 3) return undefined;
@@ -108,7 +139,7 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
         const { payload } = await jwtVerify(token, keys.verifyKeys, {
           issuer: options.issuer,
           typ: 'at+jwt',
-          algorithms: ['RS256'],
+          algorithms: keys.publishedAlgorithms,
           currentDate: new Date(clock() * 1000),
           requiredClaims: ['sub', 'exp', 'iat', 'jti', 'client_id'],
         });

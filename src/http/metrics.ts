@@ -7,6 +7,8 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client
 
 export interface Metrics {
   registry: Registry;
+  /** The exposition text: this process's registry, or with LATCHKEY_WORKERS the whole cluster's. */
+  text(): Promise<string>;
   httpRequests: Counter<'method' | 'route' | 'status'>;
   httpDuration: Histogram<'method' | 'route' | 'status'>;
   tokensIssued: Counter<'grant_type'>;
@@ -15,12 +17,13 @@ export interface Metrics {
   rateLimitHits: Counter<'route'>;
 }
 
-export function createMetrics(): Metrics {
+export function createMetrics(text?: () => Promise<string>): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'latchkey_' });
   const registers = [registry];
   return {
     registry,
+    text: text ?? (() => registry.metrics()),
     httpRequests: new Counter({ name: 'latchkey_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers }),
     httpDuration: new Histogram({
       name: 'latchkey_http_request_duration_seconds',

@@ -62,21 +62,18 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     await store.createRefreshToken(refresh.record);
     refreshToken = refresh.value;
   }
-  const accessToken = await signer.sign(
-    {
-      iss: config.issuer,
-      sub: input.user.id,
-      aud: input.audience,
-      client_id: input.client.clientId,
-      scope: input.scope,
-      auth_time: input.authTime,
-      iat: now,
-      exp: now + config.accessTokenTtl,
-      jti: input.jti ?? randomId(),
-      ...(familyId === undefined ? {} : { [familyClaim]: familyId }),
-    },
-    'at+jwt',
-  );
+  const accessToken = await signer.signAccessToken({
+    iss: config.issuer,
+    sub: input.user.id,
+    aud: input.audience,
+    client_id: input.client.clientId,
+    scope: input.scope,
+    auth_time: input.authTime,
+    iat: now,
+    exp: now + config.accessTokenTtl,
+    jti: input.jti ?? randomId(),
+    ...(familyId === undefined ? {} : { [familyClaim]: familyId }),
+  });
   const response: TokenResponse = {
     access_token: accessToken,
     token_type: 'Bearer',
@@ -85,20 +82,17 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
   };
   if (input.idToken && scopes.includes('openid')) {
-    response.id_token = await signer.sign(
-      {
-        iss: config.issuer,
-        sub: input.user.id,
-        aud: input.client.clientId,
-        iat: now,
-        exp: now + Math.min(maxIdTokenLifetime, config.accessTokenTtl),
-        auth_time: input.authTime,
-        ...(input.idToken.nonce === undefined ? {} : { nonce: input.idToken.nonce }),
-        at_hash: leftHalfSha256(accessToken),
-        ...claimsForScope(input.user, input.scope),
-      },
-      'JWT',
-    );
+    response.id_token = await signer.signIdToken({
+      iss: config.issuer,
+      sub: input.user.id,
+      aud: input.client.clientId,
+      iat: now,
+      exp: now + Math.min(maxIdTokenLifetime, config.accessTokenTtl),
+      auth_time: input.authTime,
+      ...(input.idToken.nonce === undefined ? {} : { nonce: input.idToken.nonce }),
+      at_hash: leftHalfSha256(accessToken),
+      ...claimsForScope(input.user, input.scope),
+    });
   }
   return response;
 }

@@ -36,6 +36,6 @@ export async function metricsRoutes(app: FastifyInstance): Promise<void> {
       return reply.code(403).send({ error: 'access_denied', error_description: 'Set LATCHKEY_METRICS_TOKEN to read the metrics from outside the private network.' });
     }
     reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
+    return metrics.text();
   });
 }

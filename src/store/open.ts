@@ -2,9 +2,10 @@
 import { ConfigError, type Config } from '../config.js';
 import { openStore, type SqliteStore } from './sqlite/sqlite_store.js';
 
-export function openConfiguredStore(config: Config): SqliteStore {
+/** `server`: the long-running server's store, which checkpoints the WAL in the background. */
+export function openConfiguredStore(config: Config, options: { server?: boolean } = {}): SqliteStore {
   try {
-    return openStore(config.databasePath);
+    return openStore(config.databasePath, { backgroundCheckpoints: options.server === true, groupCommit: options.server === true });
   } catch (err) {
     throw new ConfigError([`LATCHKEY_DB: cannot open the database ${config.databasePath}: ${(err as Error).message}`]);
   }

@@ -205,10 +205,10 @@ export interface Store {
   removeApi(identifier: string): Promise<boolean>;
 
   listSigningKeys(): Promise<SigningKeyRecord[]>;
-  /** Inserts `key` only if no active (unretired) key exists: safe when two processes start at once. */
+  /** Inserts `key` unless an active key of the same algorithm exists (several processes may start at once). */
   ensureSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>): Promise<void>;
-  /** Retires every active key at `now` and makes `key` the active one, in one step. */
-  rotateSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>, now: number): Promise<void>;
+  /** Retires every active key at `now` and makes `keys` (one per algorithm) the active ones, in one step. */
+  rotateSigningKeys(keys: Omit<SigningKeyRecord, 'retiredAt'>[], now: number): Promise<void>;
   /** A value that changes whenever a key is added or retired (cheap: for noticing rotations). */
   signingKeysFingerprint(): Promise<string>;
 

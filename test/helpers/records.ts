@@ -52,10 +52,10 @@ export function api(overrides: Partial<ApiRecord> = {}): ApiRecord {
   return { identifier: 'https://api.example.com', name: 'Example API', createdAt: t0, ...overrides };
 }
 
-export function signingKey(kid: string, createdAt = t0): Omit<SigningKeyRecord, 'retiredAt'> {
+export function signingKey(kid: string, createdAt = t0, alg: SigningKeyRecord['alg'] = 'RS256'): Omit<SigningKeyRecord, 'retiredAt'> {
   return {
     kid,
-    alg: 'RS256',
+    alg,
     privateKeyPem: `-----BEGIN PRIVATE KEY-----\n${kid}\n-----END PRIVATE KEY-----\n`,
     publicJwk: { kty: 'RSA', kid, alg: 'RS256', use: 'sig', n: `n-of-${kid}`, e: 'AQAB' },
     createdAt,

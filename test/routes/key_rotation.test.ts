@@ -21,7 +21,7 @@ const kids = async () => (await jwks()).keys.map((k) => k.kid);
 /** What `latchkey keys rotate` does, from another process: straight to the store. */
 async function rotateElsewhere(): Promise<string> {
   const key = generateSigningKey();
-  await t.store.rotateSigningKey({ ...key, createdAt: Math.floor(t.clock()) }, Math.floor(t.clock()));
+  await t.store.rotateSigningKeys([{ ...key, createdAt: Math.floor(t.clock()) }], Math.floor(t.clock()));
   return key.kid;
 }
 

@@ -103,3 +103,23 @@ describe('audit events', () => {
     expect(everything).not.toContain(device.user_code.replace('-', ''));
   });
 });
+
+describe('the access log', () => {
+  it('one line per request: method, path without the query, status, time, address, and the OAuth error of a refusal', async () => {
+    const lines: string[] = [];
+    t = await testApp({}, { logLines: lines });
+    await addClient(t.store, 'tv');
+    const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'tv' }) })).json();
+    lines.length = 0;
+    await poll(device.device_code);
+    await t.app.inject({ method: 'GET', url: `/activate?user_code=${device.user_code}` });
+    const access = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'request');
+    expect(access).toHaveLength(2);
+    expect(lines.filter((line) => /incoming request|request completed|request refused/.test(line))).toEqual([]);
+    expect(access[0]).toMatchObject({ method: 'POST', url: '/oauth/token', status: 400, ip: '127.0.0.1', error: 'authorization_pending' });
+    expect(typeof access[0]?.ms).toBe('number');
+    expect(access[1]).toMatchObject({ method: 'GET', url: '/activate', status: 200 });
+    expect(lines.join('\n')).not.toContain(device.user_code);
+    expect(lines.join('\n')).not.toContain(device.device_code);
+  });
+});

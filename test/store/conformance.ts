@@ -278,6 +278,21 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(keys[0]?.retiredAt).toBeUndefined();
         });
       });
+
+      it('ensureSigningKey keeps one active key per algorithm (ES256 access tokens beside RS256 id_tokens)', async () => {
+        await withStore(async (store) => {
+          await store.ensureSigningKey(signingKey('rsa-1'));
+          await store.ensureSigningKey(signingKey('ec-1', t0, 'ES256'));
+          await store.ensureSigningKey(signingKey('ec-2', t0 + 1, 'ES256'));
+          await store.ensureSigningKey(signingKey('ed-1', t0, 'EdDSA'));
+          const keys = await store.listSigningKeys();
+          expect(keys.map((k) => [k.kid, k.alg]).sort()).toEqual([
+            ['ec-1', 'ES256'],
+            ['ed-1', 'EdDSA'],
+            ['rsa-1', 'RS256'],
+          ]);
+        });
+      });
     });
 
     describe('server secrets', () => {
@@ -925,13 +940,24 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.ensureSigningKey(signingKey('k1', t0));
           const before = await store.signingKeysFingerprint();
           expect(await store.signingKeysFingerprint()).toBe(before);
-          await store.rotateSigningKey(signingKey('k2', t0 + 100), t0 + 100);
+          await store.rotateSigningKeys([signingKey('k2', t0 + 100)], t0 + 100);
           const keys = await store.listSigningKeys();
           expect(keys.map((k) => [k.kid, k.retiredAt])).toEqual([
             ['k1', t0 + 100],
             ['k2', undefined],
           ]);
           expect(await store.signingKeysFingerprint()).not.toBe(before);
+        });
+      });
+
+      it('rotateSigningKeys replaces every active key with the new ones, one per algorithm, in one step', async () => {
+        await withStore(async (store) => {
+          await store.ensureSigningKey(signingKey('rsa-1', t0));
+          await store.ensureSigningKey(signingKey('ec-1', t0, 'ES256'));
+          await store.rotateSigningKeys([signingKey('rsa-2', t0 + 50), signingKey('ec-2', t0 + 50, 'ES256')], t0 + 50);
+          const keys = await store.listSigningKeys();
+          expect(keys.filter((k) => k.retiredAt === undefined).map((k) => k.kid).sort()).toEqual(['ec-2', 'rsa-2']);
+          expect(keys.filter((k) => k.retiredAt === t0 + 50).map((k) => k.kid).sort()).toEqual(['ec-1', 'rsa-1']);
         });
       });
     });

@@ -26,6 +26,10 @@ function tempDbPath(): string {
 
 storeConformance('SQLite :memory:', async () => new SqliteStore({ path: ':memory:', now: t0 }));
 storeConformance('SQLite file', async () => new SqliteStore({ path: tempDbPath(), now: t0 }));
+storeConformance(
+  'SQLite file as the server opens it (group commit, background checkpoints)',
+  async () => new SqliteStore({ path: tempDbPath(), now: t0, groupCommit: true, backgroundCheckpoints: true }),
+);
 
 describe('SqliteStore specifics', () => {
   const migrationNames = readMigrations(migrationsDir).map((m) => m.name);

@@ -219,3 +219,14 @@ describe('BackoffLimiter (failed sign-ins)', () => {
     expect(limiter.check('a').limited).toBe(false);
   });
 });
+
+describe('perWorker: each of N cluster workers allows 1/N of a limit, rounded up', () => {
+  it('splits the count, keeps the window, and leaves "off" and a single process alone', async () => {
+    const { perWorker } = await import('../../src/app.js');
+    expect(perWorker({ limit: 10, windowSeconds: 300 }, 1)).toEqual({ limit: 10, windowSeconds: 300 });
+    expect(perWorker({ limit: 10, windowSeconds: 300 }, 2)).toEqual({ limit: 5, windowSeconds: 300 });
+    expect(perWorker({ limit: 10, windowSeconds: 300 }, 3)).toEqual({ limit: 4, windowSeconds: 300 });
+    expect(perWorker({ limit: 1, windowSeconds: 60 }, 4)).toEqual({ limit: 1, windowSeconds: 60 });
+    expect(perWorker(undefined, 4)).toBeUndefined();
+  });
+});

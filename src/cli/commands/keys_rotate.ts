@@ -1,21 +1,30 @@
 import { epochSeconds, systemClock } from '../../clock.js';
-import { generateSigningKey } from '../../crypto/keys.js';
+import { generateSigningKey, type SigningAlgorithm } from '../../crypto/keys.js';
+import { algorithmsInUse } from '../../crypto/signer.js';
 import type { Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
 export const keysRotateCommand: Command = {
   path: ['keys', 'rotate'],
-  summary: 'Make a new signing key active now; old keys stay published until their tokens expire',
+  summary: 'Make new signing keys active now; old keys stay published until their tokens expire',
   usage: 'latchkey keys rotate',
   positionals: { min: 0, max: 0 },
   options: {},
   async run(context) {
-    const key = generateSigningKey();
+    const store = context.store();
+    // One new key for every algorithm that has an active key now or that the configuration needs.
+    const active = (await store.listSigningKeys()).filter((k) => k.retiredAt === undefined).map((k) => k.alg);
+    const algorithms = [...new Set<SigningAlgorithm>([...algorithmsInUse(context.config().signingAlg), ...active])];
     const now = epochSeconds(systemClock);
-    await context.store().rotateSigningKey({ ...key, createdAt: now }, now);
-    cliAudit(context, 'key.rotated', { kid: key.kid, alg: key.alg });
-    context.stderr.write(`Rotated: new signing key ${key.kid} is active (a running server picks it up within a second)\n`);
-    context.stdout.write(`${key.kid}\n`);
+    const keys = algorithms.map((alg) => ({ ...generateSigningKey(alg), createdAt: now }));
+    await store.rotateSigningKeys(keys, now);
+    for (const key of keys) cliAudit(context, 'key.rotated', { kid: key.kid, alg: key.alg });
+    context.stderr.write(
+      `Rotated: new signing key${keys.length > 1 ? 's' : ''} ${keys.map((k) => `${k.kid} (${k.alg})`).join(', ')} active (a running server picks ${keys.length > 1 ? 'them' : 'it'} up within a second)\n`,
+    );
+    // The access-token key first: scripts that read one line get the key new tokens are signed with.
+    const accessAlg = context.config().signingAlg;
+    for (const key of [...keys].sort((a, b) => Number(b.alg === accessAlg) - Number(a.alg === accessAlg))) context.stdout.write(`${key.kid}\n`);
     return 0;
   },
 };

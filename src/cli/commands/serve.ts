@@ -1,3 +1,5 @@
+import cluster from 'node:cluster';
+import { startCluster } from '../../cluster.js';
 import { startServer } from '../../server.js';
 import type { Command } from '../command.js';
 
@@ -19,14 +21,20 @@ export const serveCommand: Command = {
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
 
-    const server = await startServer(context.config(), context.stdout);
+    const config = context.config();
+    // LATCHKEY_WORKERS > 1: this process becomes the cluster's primary, and each forked worker
+    // runs this same command again as a worker.
+    const server = config.workers > 1 && cluster.isPrimary ? undefined : await startServer(config, context.stdout, { worker: cluster.isWorker });
+    const running = server ?? (await startCluster(config, context.stdout));
     await new Promise<void>((resolve) => {
       stop = () => {
-        server.app.log.info({ signal: stopSignal }, 'shutting down');
-        server.close().then(resolve, resolve);
+        server?.app.log.info({ signal: stopSignal }, 'shutting down');
+        running.close().then(resolve, resolve);
       };
       if (stopSignal) stop();
     });
+    // A worker's IPC channel to the primary would keep this process alive after the server closed.
+    if (cluster.isWorker) process.disconnect();
     return 0;
   },
 };

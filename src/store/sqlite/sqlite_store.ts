@@ -10,6 +10,8 @@ import { dirname } from 'node:path';
 import { epochSeconds, systemClock } from '../../clock.js';
 import { migrationsDir } from '../../paths.js';
 import { migrate, readMigrations } from './migrate.js';
+import { startCheckpointer, type Checkpointer } from './checkpointer.js';
+import { GroupCommit } from './group_commit.js';
 import {
   DuplicateError,
   type ApiRecord,
@@ -193,16 +195,68 @@ function isUniqueViolation(err: unknown): boolean {
   );
 }
 
+/** Each cache starts over beyond this many records, so memory stays bounded. */
+const maxCachedRecords = 10_000;
+
+/** Cached records are shared between requests: nobody may change one. */
+function deepFreeze<T extends object>(record: T): T {
+  for (const value of Object.values(record)) if (value !== null && typeof value === 'object') Object.freeze(value);
+  return Object.freeze(record);
+}
+
 export interface SqliteStoreOptions {
   /** File path, or ':memory:' for tests. */
   path: string;
   now?: number;
+  /**
+   * Checkpoint the WAL from a worker thread instead of inside commits (the server's store; short
+   * CLI commands keep SQLite's automatic checkpoints).
+   */
+  backgroundCheckpoints?: boolean;
+  /** Commit the writes of one event-loop turn together (the server's store; see group_commit.ts). */
+  groupCommit?: boolean;
 }
+
+/** The verbs that only read; every other verb may write and joins the turn's batch. */
+const readOnlyVerbs = new Set([
+  'ping',
+  'countUsers',
+  'findUserById',
+  'findUserByUsername',
+  'listUsers',
+  'findClient',
+  'listClients',
+  'findApi',
+  'listApis',
+  'listSigningKeys',
+  'signingKeysFingerprint',
+  'findSession',
+  'findDeviceGrantByDeviceCode',
+  'findDeviceGrantByUserCode',
+  'findRefreshToken',
+  'isRefreshFamilyRevoked',
+  'isAccessTokenRevoked',
+  'findInteraction',
+  'findConsent',
+  'findAuthorizationCode',
+]);
 
 export class SqliteStore implements Store {
   readonly db: Database.Database;
   readonly appliedMigrations: string[];
   private readonly statements = new Map<string, Database.Statement>();
+  private checkpointer: Checkpointer | undefined;
+  private groupCommit: GroupCommit | undefined;
+  /**
+   * Clients, users and APIs read on every token request, kept until directory_version changes
+   * (triggers bump it on any write, from any process); one indexed read checks it per lookup.
+   */
+  private readonly directory = {
+    version: -1,
+    clients: new Map<string, ClientRecord>(),
+    users: new Map<string, UserRecord>(),
+    apis: new Map<string, ApiRecord>(),
+  };
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') {
@@ -220,6 +274,30 @@ export class SqliteStore implements Store {
     }
     this.db.pragma('foreign_keys = ON');
     this.appliedMigrations = migrate(this.db, readMigrations(migrationsDir), options.now ?? epochSeconds(systemClock));
+    if (options.backgroundCheckpoints && options.path !== ':memory:') {
+      this.db.pragma('wal_autocheckpoint = 0');
+      // Once a checkpoint has emptied it, the WAL file is cut back to this size.
+      this.db.pragma('journal_size_limit = 67108864');
+      this.checkpointer = startCheckpointer(options.path, () => {
+        if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
+      });
+    }
+    if (options.groupCommit) this.enableGroupCommit();
+  }
+
+  /** Routes every write verb of this instance through one GroupCommit. */
+  private enableGroupCommit(): void {
+    const group = new GroupCommit(this.db);
+    this.groupCommit = group;
+    const self = this as unknown as Record<string, unknown>;
+    for (const name of Object.getOwnPropertyNames(SqliteStore.prototype)) {
+      const verb = self[name];
+      if (name === 'constructor' || name === 'close' || name === 'bulk' || readOnlyVerbs.has(name) || typeof verb !== 'function') continue;
+      // Private helpers are prototype methods too, but only the public async verbs return promises.
+      if (verb.constructor.name !== 'AsyncFunction') continue;
+      const bound = (verb as (...args: unknown[]) => Promise<unknown>).bind(this);
+      self[name] = (...args: unknown[]) => group.write(() => bound(...args));
+    }
   }
 
   /** Statements are compiled on first use and kept for the life of the connection. */
@@ -240,6 +318,25 @@ export class SqliteStore implements Store {
     return this.sql(source).all(...params) as Row[];
   }
 
+  /** A directory record from the cache, or loaded and cached (misses are not cached: ids are caller-chosen). */
+  private cached<T extends object>(cache: Map<string, T>, key: string, load: () => T | undefined): T | undefined {
+    const version = Number(this.get('SELECT version FROM directory_version WHERE id = 1')?.version ?? -2);
+    if (version !== this.directory.version) {
+      this.directory.version = version;
+      this.directory.clients.clear();
+      this.directory.users.clear();
+      this.directory.apis.clear();
+    }
+    let record = cache.get(key);
+    if (record === undefined) {
+      record = load();
+      if (record === undefined) return undefined;
+      if (cache.size >= maxCachedRecords) cache.clear();
+      cache.set(key, deepFreeze(record));
+    }
+    return record;
+  }
+
   private run(source: string, ...params: unknown[]): number {
     return this.sql(source).run(...params).changes;
   }
@@ -251,6 +348,14 @@ export class SqliteStore implements Store {
       if (isUniqueViolation(err)) throw new DuplicateError(what);
       throw err;
     }
+  }
+
+  /**
+   * Runs `work` in one transaction. Only for bulk loading (the bench's fixtures): the verbs called
+   * inside must not await anything before their SQL, which holds for every verb of this store.
+   */
+  bulk(work: () => void): void {
+    this.db.transaction(work)();
   }
 
   async ping(): Promise<boolean> {
@@ -285,6 +390,8 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    if (this.db.open) this.groupCommit?.flush();
+    await this.checkpointer?.stop();
     if (this.db.open) this.db.close();
   }
 
@@ -307,8 +414,10 @@ export class SqliteStore implements Store {
   }
 
   async findUserById(id: string): Promise<UserRecord | undefined> {
-    const row = this.get('SELECT * FROM users WHERE id = ?', id);
-    return row && toUser(row);
+    return this.cached(this.directory.users, id, () => {
+      const row = this.get('SELECT * FROM users WHERE id = ?', id);
+      return row && toUser(row);
+    });
   }
 
   async findUserByUsername(username: string): Promise<UserRecord | undefined> {
@@ -372,8 +481,10 @@ export class SqliteStore implements Store {
   }
 
   async findClient(clientId: string): Promise<ClientRecord | undefined> {
-    const row = this.get('SELECT * FROM clients WHERE client_id = ?', clientId);
-    return row && toClient(row);
+    return this.cached(this.directory.clients, clientId, () => {
+      const row = this.get('SELECT * FROM clients WHERE client_id = ?', clientId);
+      return row && toClient(row);
+    });
   }
 
   async listClients(): Promise<ClientRecord[]> {
@@ -389,8 +500,10 @@ export class SqliteStore implements Store {
   }
 
   async findApi(identifier: string): Promise<ApiRecord | undefined> {
-    const row = this.get('SELECT * FROM apis WHERE identifier = ?', identifier);
-    return row && toApi(row);
+    return this.cached(this.directory.apis, identifier, () => {
+      const row = this.get('SELECT * FROM apis WHERE identifier = ?', identifier);
+      return row && toApi(row);
+    });
   }
 
   async listApis(): Promise<ApiRecord[]> {
@@ -419,16 +532,16 @@ export class SqliteStore implements Store {
   async ensureSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>): Promise<void> {
     this.db
       .transaction(() => {
-        if (!this.get('SELECT 1 FROM signing_keys WHERE retired_at IS NULL')) this.insertSigningKey(key);
+        if (!this.get('SELECT 1 FROM signing_keys WHERE retired_at IS NULL AND alg = ?', key.alg)) this.insertSigningKey(key);
       })
       .immediate();
   }
 
-  async rotateSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>, now: number): Promise<void> {
+  async rotateSigningKeys(keys: Omit<SigningKeyRecord, 'retiredAt'>[], now: number): Promise<void> {
     this.db
       .transaction(() => {
         this.run('UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL', now);
-        this.insertSigningKey(key);
+        for (const key of keys) this.insertSigningKey(key);
       })
       .immediate();
   }
@@ -714,6 +827,6 @@ export class SqliteStore implements Store {
   }
 }
 
-export function openStore(path: string): SqliteStore {
-  return new SqliteStore({ path });
+export function openStore(path: string, options: { backgroundCheckpoints?: boolean; groupCommit?: boolean } = {}): SqliteStore {
+  return new SqliteStore({ path, ...options });
 }

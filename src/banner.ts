@@ -1,0 +1,29 @@
+/** The lines the terminal shows once the server listens. */
+import type { BootstrapResult } from './bootstrap.js';
+import type { Config } from './config.js';
+
+export function addressOf(config: Config, port: number): string {
+  return `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+}
+
+/** Printed straight to the terminal, never through the log: the password is shown exactly once. */
+export function banner(config: Config, port: number, result: BootstrapResult, workers = 1): string {
+  const lines = [
+    `Latchkey is listening on ${addressOf(config, port)} (issuer ${config.issuer}, database ${config.databasePath}${workers > 1 ? `, ${workers} worker processes` : ''})`,
+  ];
+  if (result.createdUser) {
+    lines.push(
+      result.generatedPassword
+        ? `Created the first user "${result.createdUser}" with password: ${result.generatedPassword}  (shown only once)`
+        : `Created the first user "${result.createdUser}" with the password from LATCHKEY_BOOTSTRAP_PASSWORD`,
+    );
+  }
+  lines.push(
+    '',
+    'Next, in another terminal:',
+    '  npx latchkey users add alice --email alice@example.com      # a person who can sign in',
+    '  npx latchkey clients add my-tv --grant-type device_code      # an application',
+    `  npx latchkey login --device --issuer ${config.issuer}        # sign in from a terminal`,
+  );
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,77 @@
+/**
+ * What the bench measures: each scenario is one request shape against one endpoint, with the answer
+ * that counts as the expected one (a pending poll's expected answer is a 400 authorization_pending).
+ */
+import { codeVerifier, deviceClientId, deviceScope, redirectUri, webClientId } from './seed.js';
+
+export type ScenarioName =
+  | 'device_authorization'
+  | 'device_poll_pending'
+  | 'device_token_issuance'
+  | 'code_exchange'
+  | 'refresh'
+  | 'userinfo'
+  | 'jwks';
+
+export interface Expected {
+  status: number;
+  error?: string;
+}
+
+export interface ScenarioRequest {
+  path: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  /** One body for every request, or a list of bodies used in turn. */
+  body?: string;
+  bodies?: string[];
+  expected: Expected;
+}
+
+const form = { 'content-type': 'application/x-www-form-urlencoded' };
+const deviceGrantType = 'urn:ietf:params:oauth:grant-type:device_code';
+const encode = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+export function deviceAuthorizationRequest(): ScenarioRequest {
+  return { path: '/oauth/device/code', method: 'POST', headers: form, body: encode({ client_id: deviceClientId, scope: deviceScope }), expected: { status: 200 } };
+}
+
+export function devicePollRequest(deviceCodes: string[], expected: Expected): ScenarioRequest {
+  return {
+    path: '/oauth/token',
+    method: 'POST',
+    headers: form,
+    bodies: deviceCodes.map((code) => encode({ grant_type: deviceGrantType, device_code: code, client_id: deviceClientId })),
+    expected,
+  };
+}
+
+export function codeExchangeRequest(codes: string[]): ScenarioRequest {
+  return {
+    path: '/oauth/token',
+    method: 'POST',
+    headers: form,
+    bodies: codes.map((code) =>
+      encode({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: webClientId, code_verifier: codeVerifier }),
+    ),
+    expected: { status: 200 },
+  };
+}
+
+export function refreshRequest(tokens: string[]): ScenarioRequest {
+  return {
+    path: '/oauth/token',
+    method: 'POST',
+    headers: form,
+    bodies: tokens.map((token) => encode({ grant_type: 'refresh_token', refresh_token: token, client_id: deviceClientId })),
+    expected: { status: 200 },
+  };
+}
+
+export function userinfoRequest(accessToken: string): ScenarioRequest {
+  return { path: '/userinfo', method: 'GET', headers: { authorization: `Bearer ${accessToken}` }, expected: { status: 200 } };
+}
+
+export function jwksRequest(): ScenarioRequest {
+  return { path: '/.well-known/jwks.json', method: 'GET', headers: {}, expected: { status: 200 } };
+}

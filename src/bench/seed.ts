@@ -1,0 +1,134 @@
+/**
+ * Bench fixtures written through the Store's own verbs (never through a route that exists only for
+ * benchmarks): a user, a device client and a browser client, and batches of device grants,
+ * authorization codes and refresh tokens whose secrets the load generator then presents.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Config } from '../config.js';
+import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { s256 } from '../oauth/pkce.js';
+import { newRefreshToken } from '../oauth/refresh_tokens.js';
+import type { SqliteStore } from '../store/sqlite/sqlite_store.js';
+
+export const benchUser = { id: 'bench-user', username: 'bench' };
+export const deviceClientId = 'bench-device';
+export const webClientId = 'bench-web';
+export const redirectUri = 'http://127.0.0.1/callback';
+/** Device-flow logins ask for a refresh token, as `latchkey login` does. */
+export const deviceScope = 'openid profile offline_access';
+export const webScope = 'openid profile offline_access';
+/** One verifier for every seeded code: PKCE is still checked in full on each exchange. */
+export const codeVerifier = randomBytes(32).toString('base64url');
+
+/** Inserts `count` records in transactions of `batch`, through `insert` (a Store verb). */
+async function inBatches(store: SqliteStore, count: number, insert: (index: number) => Promise<void>, batch = 10_000): Promise<void> {
+  for (let start = 0; start < count; start += batch) {
+    const pending: Promise<void>[] = [];
+    // The SQLite store's verbs finish their work synchronously, so they all land in this transaction.
+    store.bulk(() => {
+      for (let i = start; i < Math.min(count, start + batch); i++) pending.push(insert(i));
+    });
+    await Promise.all(pending);
+  }
+}
+
+export async function seedBase(store: SqliteStore, now: number): Promise<void> {
+  await store.createUser({
+    id: benchUser.id,
+    username: benchUser.username,
+    email: 'bench@example.com',
+    name: 'Bench User',
+    // Never used to sign in: the bench approves through the store.
+    passwordHash: 'scrypt$disabled',
+    disabled: false,
+    createdAt: now,
+  });
+  const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now };
+  await store.createClient({ ...common, clientId: deviceClientId, name: 'Bench device', redirectUris: [], grantTypes: ['device_code', 'refresh_token'] });
+  await store.createClient({ ...common, clientId: webClientId, name: 'Bench web', redirectUris: [redirectUri], grantTypes: ['authorization_code', 'refresh_token'] });
+}
+
+export interface DeviceGrantSeed {
+  count: number;
+  status: 'pending' | 'approved';
+  now: number;
+  config: Config;
+  /** Keep the device codes (false for filler rows nobody presents). */
+  keep?: boolean;
+}
+
+/** Device grants as a device authorization (and, for approved ones, the person's approval) leave them. */
+export async function seedDeviceGrants(store: SqliteStore, seed: DeviceGrantSeed): Promise<string[]> {
+  const codes: string[] = [];
+  await inBatches(store, seed.count, (i) => {
+    const deviceCode = randomSecret(secretPrefix.deviceCode);
+    if (seed.keep !== false) codes.push(deviceCode);
+    const approved = seed.status === 'approved';
+    return store.createDeviceGrant({
+      id: randomId(),
+      deviceCodeHash: sha256(deviceCode),
+      userCodeHash: sha256(`bench-user-code-${i}-${deviceCode}`),
+      clientId: deviceClientId,
+      scope: deviceScope,
+      audience: seed.config.defaultAudience,
+      status: seed.status,
+      interval: seed.config.deviceInterval,
+      lastPolledAtMs: undefined,
+      userId: approved ? benchUser.id : undefined,
+      authTime: approved ? seed.now : undefined,
+      requesterIp: '127.0.0.1',
+      requesterUserAgent: 'latchkey-bench',
+      createdAt: seed.now,
+      expiresAt: seed.now + seed.config.deviceCodeTtl,
+      decidedAt: approved ? seed.now : undefined,
+      consumedAt: undefined,
+    });
+  });
+  return codes;
+}
+
+/** Authorization codes as /authorize leaves them after sign-in and consent, with an S256 challenge. */
+export async function seedAuthorizationCodes(store: SqliteStore, count: number, now: number, config: Config): Promise<string[]> {
+  const codes: string[] = [];
+  const challenge = s256(codeVerifier);
+  await inBatches(store, count, () => {
+    const code = randomSecret(secretPrefix.authorizationCode);
+    codes.push(code);
+    return store.createAuthorizationCode({
+      codeHash: sha256(code),
+      clientId: webClientId,
+      userId: benchUser.id,
+      redirectUri,
+      scope: webScope,
+      audience: config.defaultAudience,
+      nonce: undefined,
+      codeChallenge: challenge,
+      authTime: now,
+      createdAt: now,
+      // Codes live 60 s in service; these must outlast the seeding and the run.
+      expiresAt: now + 3600,
+      consumedAt: undefined,
+      accessTokenJti: undefined,
+      refreshFamilyId: undefined,
+    });
+  });
+  return codes;
+}
+
+/** Refresh tokens of separate families, as a device-flow login leaves them. */
+export async function seedRefreshTokens(store: SqliteStore, count: number, now: number, config: Config): Promise<string[]> {
+  const tokens: string[] = [];
+  await inBatches(store, count, () => {
+    const token = newRefreshToken(config, now, {
+      familyId: randomId(),
+      clientId: deviceClientId,
+      userId: benchUser.id,
+      scope: deviceScope,
+      audience: config.defaultAudience,
+      authTime: now,
+    });
+    tokens.push(token.value);
+    return store.createRefreshToken(token.record);
+  });
+  return tokens;
+}

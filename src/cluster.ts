@@ -1,0 +1,118 @@
+/**
+ * LATCHKEY_WORKERS=N: N server processes share the port through node:cluster, so a machine with
+ * more cores answers more requests, all on the same SQLite file (WAL: readers never wait, writers
+ * take turns a commit at a time).
+ *
+ * The primary process does what must happen once: migrations, the first user and the built-in
+ * client, the signing keys, the banner and housekeeping. Then it forks the workers, restarts one
+ * that dies, answers their requests for the cluster-wide metrics, and on SIGTERM/SIGINT stops them
+ * all gracefully before it exits.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { AggregatorRegistry } from 'prom-client';
+import { pino } from 'pino';
+import { bootstrap } from './bootstrap.js';
+import { systemClock } from './clock.js';
+import { retiredKeyRetention, type Config } from './config.js';
+import { createSigner } from './crypto/signer.js';
+import { randomSecret } from './crypto/secrets.js';
+import { startHousekeeping } from './housekeeping.js';
+import { loggerOptions } from './logging.js';
+import { banner } from './banner.js';
+import { openConfiguredStore } from './store/open.js';
+
+const metricsRequest = 'latchkey:metrics-request';
+const metricsResponse = 'latchkey:metrics-response';
+
+/** How soon a worker that died is replaced, so a crash loop does not spin. */
+const restartDelayMs = 1000;
+
+export interface RunningCluster {
+  close(): Promise<void>;
+}
+
+export async function startCluster(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningCluster> {
+  const log = pino(loggerOptions(config.logLevel) as pino.LoggerOptions).child({ role: 'primary' });
+  const store = openConfiguredStore(config);
+  const result = await bootstrap(store, config, systemClock);
+  // Keys and secrets are created here, once, not raced by N workers starting together.
+  await createSigner(store, systemClock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config) });
+  await store.serverSecret('csrf', () => randomSecret());
+  await store.serverSecret('user_code', () => randomSecret());
+  const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval);
+
+  const aggregator = new AggregatorRegistry();
+  let stopping = false;
+  let bannerShown = false;
+  const live = new Set<Worker>();
+
+  const fork = () => {
+    const worker = cluster.fork();
+    live.add(worker);
+    worker.on('message', (message: { type?: string; id?: number }) => {
+      if (message?.type !== metricsRequest) return;
+      aggregator.clusterMetrics().then(
+        (text) => worker.isConnected() && worker.send({ type: metricsResponse, id: message.id, text }),
+        (err: Error) => worker.isConnected() && worker.send({ type: metricsResponse, id: message.id, error: err.message }),
+      );
+    });
+    worker.once('listening', (address) => {
+      if (bannerShown) return;
+      bannerShown = true;
+      out.write(banner(config, address.port, result, config.workers));
+    });
+    worker.once('exit', (code, signal) => {
+      live.delete(worker);
+      if (stopping) return;
+      log.warn({ workerPid: worker.process.pid, exitCode: code, signal }, 'worker exited; starting another');
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, restartDelayMs).unref();
+    });
+  };
+  for (let i = 0; i < config.workers; i++) fork();
+
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= (async () => {
+        stopping = true;
+        log.info({ workers: live.size }, 'shutting down');
+        const exited = [...live].map((worker) => new Promise<void>((resolve) => (worker.isDead() ? resolve() : worker.once('exit', () => resolve()))));
+        // Each worker closes as a single server does: in-flight requests finish within the shutdown timeout.
+        for (const worker of live) worker.process.kill('SIGTERM');
+        const deadline = setTimeout(() => {
+          for (const worker of live) worker.process.kill('SIGKILL');
+        }, (config.shutdownTimeout + 5) * 1000);
+        deadline.unref();
+        await Promise.all(exited);
+        clearTimeout(deadline);
+        await housekeeping.stop();
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** In a worker: the cluster-wide metrics text, gathered by the primary from every worker. */
+export function clusterMetricsFromPrimary(timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const id = Math.floor(Math.random() * 2 ** 31);
+    const onMessage = (message: { type?: string; id?: number; text?: string; error?: string }) => {
+      if (message?.type !== metricsResponse || message.id !== id) return;
+      clearTimeout(timer);
+      process.off('message', onMessage);
+      if (message.error !== undefined) reject(new Error(message.error));
+      else resolve(message.text ?? '');
+    };
+    const timer = setTimeout(() => {
+      process.off('message', onMessage);
+      reject(new Error('the primary did not answer with the metrics'));
+    }, timeoutMs);
+    process.on('message', onMessage);
+    process.send?.({ type: metricsRequest, id });
+  });
+}
+
+export const isClusterWorker = (): boolean => cluster.isWorker;

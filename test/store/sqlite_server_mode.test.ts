@@ -1,0 +1,162 @@
+/**
+ * What the server's SQLite store does beyond the Store contract (src/store/sqlite): group commit,
+ * the cache of clients/users/APIs kept honest by directory_version, and background checkpoints.
+ * Each test looks from a second connection, as the admin CLI or another worker would.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
+import { DuplicateError } from '../../src/store/store.js';
+import { client, deviceGrant, t0, user } from '../helpers/records.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'latchkey-server-store-'));
+  dirs.push(dir);
+  return join(dir, 'latchkey.db');
+}
+
+function serverStore(path: string): SqliteStore {
+  return new SqliteStore({ path, now: t0, groupCommit: true, backgroundCheckpoints: true });
+}
+
+describe('group commit', () => {
+  it('writes of one turn share one commit, and each promise settles only once the commit is visible to other connections', async () => {
+    const path = tempPath();
+    const store = serverStore(path);
+    const other = new Database(path, { readonly: true });
+    try {
+      await store.createUser(user());
+      await store.createClient(client());
+      const count = () => Number((other.prepare('SELECT count(*) AS n FROM device_grants').get() as { n: number }).n);
+      const writes = Array.from({ length: 20 }, (_, i) =>
+        store.createDeviceGrant(deviceGrant({ id: `g-${i}`, deviceCodeHash: `dc-${i}`, userCodeHash: `uc-${i}` })).then(() => count()),
+      );
+      // Nothing is written before the turn ends.
+      expect(count()).toBe(0);
+      const seenWhenSettled = await Promise.all(writes);
+      // Every write saw all twenty: they were committed together, before any promise settled.
+      expect(seenWhenSettled).toEqual(Array.from({ length: 20 }, () => 20));
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
+  it('a write that fails (a duplicate) fails alone; the rest of its batch is committed', async () => {
+    const path = tempPath();
+    const store = serverStore(path);
+    try {
+      await store.createUser(user());
+      await store.createClient(client());
+      const results = await Promise.allSettled([
+        store.createDeviceGrant(deviceGrant({ id: 'a', deviceCodeHash: 'dc-a', userCodeHash: 'uc-a' })),
+        store.createDeviceGrant(deviceGrant({ id: 'b', deviceCodeHash: 'dc-b', userCodeHash: 'uc-a' })),
+        store.createDeviceGrant(deviceGrant({ id: 'c', deviceCodeHash: 'dc-c', userCodeHash: 'uc-c' })),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(DuplicateError);
+      expect((await store.findDeviceGrantByDeviceCode('dc-a'))?.id).toBe('a');
+      expect(await store.findDeviceGrantByDeviceCode('dc-b')).toBeUndefined();
+      expect((await store.findDeviceGrantByDeviceCode('dc-c'))?.id).toBe('c');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('of many simultaneous redemptions of one approved code in one batch, exactly one wins', async () => {
+    const path = tempPath();
+    const store = serverStore(path);
+    try {
+      await store.createUser(user());
+      await store.createClient(client());
+      await store.createDeviceGrant(deviceGrant({ id: 'g', status: 'approved', userId: user().id, decidedAt: t0 + 1 }));
+      const results = await Promise.all(Array.from({ length: 10 }, () => store.consumeDeviceGrant('g', t0 + 2)));
+      expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('close() commits what is still queued', async () => {
+    const path = tempPath();
+    const store = serverStore(path);
+    await store.createUser(user());
+    const pending = store.createClient(client({ clientId: 'late' }));
+    await store.close();
+    await pending;
+    const reopened = new SqliteStore({ path, now: t0 });
+    try {
+      expect((await reopened.findClient('late'))?.clientId).toBe('late');
+    } finally {
+      await reopened.close();
+    }
+  });
+});
+
+describe('the directory cache', () => {
+  it('sees a client removed, a user disabled and an API added by another process at once', async () => {
+    const path = tempPath();
+    const server = serverStore(path);
+    const cli = new SqliteStore({ path, now: t0 });
+    try {
+      await server.createUser(user());
+      await server.createClient(client());
+      expect((await server.findClient(client().clientId))?.clientId).toBe(client().clientId);
+      expect((await server.findUserById(user().id))?.disabled).toBe(false);
+      expect(await server.findApi('https://api.example.com')).toBeUndefined();
+
+      await cli.removeClient(client().clientId);
+      await cli.setUserDisabled(user().username, true);
+      await cli.createApi({ identifier: 'https://api.example.com', name: 'API', createdAt: t0 });
+
+      expect(await server.findClient(client().clientId)).toBeUndefined();
+      expect((await server.findUserById(user().id))?.disabled).toBe(true);
+      expect((await server.findApi('https://api.example.com'))?.name).toBe('API');
+    } finally {
+      await cli.close();
+      await server.close();
+    }
+  });
+
+  it('hands out records nobody can change', async () => {
+    const store = serverStore(tempPath());
+    try {
+      await store.createClient(client());
+      const found = await store.findClient(client().clientId);
+      expect(Object.isFrozen(found)).toBe(true);
+      expect(() => found?.redirectUris.push('https://evil.example')).toThrow();
+      expect((await store.findClient(client().clientId))?.redirectUris).toEqual(client().redirectUris);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('background checkpoints', () => {
+  it('keep the WAL from growing while the server writes, and leave it empty on close', async () => {
+    const path = tempPath();
+    const store = serverStore(path);
+    await store.createUser(user());
+    await store.createClient(client());
+    for (let round = 0; round < 20; round++) {
+      await Promise.all(
+        Array.from({ length: 200 }, (_, i) => store.createDeviceGrant(deviceGrant({ id: `g-${round}-${i}`, deviceCodeHash: `dc-${round}-${i}`, userCodeHash: `uc-${round}-${i}` }))),
+      );
+    }
+    const databaseFileBefore = statSync(path).size;
+    // Automatic checkpoints are off on this connection: only the worker thread copies the WAL back
+    // into the database file, which therefore grows by the 4,000 rows without any commit doing it.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(statSync(path).size).toBeGreaterThan(databaseFileBefore + 500_000);
+    await store.close();
+    expect(statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0).toBe(0);
+  });
+});

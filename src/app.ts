@@ -65,12 +65,20 @@ const bodyLimitBytes = 64 * 1024;
 
 /**
  * The limiters count in process memory. With LATCHKEY_WORKERS=N the primary hands connections to
- * the N workers in turn, so each worker allows 1/N of every limit (rounded up): together they never
- * allow more than the configured budget, and one connection alone gets less.
+ * the N workers in turn, so each worker allows 1/N of every limit, rounded down: together they
+ * never allow more than the configured budget, and one connection alone gets less. A limit below
+ * N cannot be split (each worker needs at least 1); the server warns about it at start.
  */
 export function perWorker(setting: RateLimitSetting | undefined, workers: number): RateLimitSetting | undefined {
   if (setting === undefined || workers <= 1) return setting;
-  return { ...setting, limit: Math.max(1, Math.ceil(setting.limit / workers)) };
+  return { ...setting, limit: Math.max(1, Math.floor(setting.limit / workers)) };
+}
+
+/** The configured limits that N workers cannot share without allowing more than configured. */
+export function unsplittableLimits(config: Config): string[] {
+  return Object.entries(config.rateLimits)
+    .filter(([, setting]) => setting !== undefined && setting.limit < config.workers)
+    .map(([name]) => name);
 }
 
 export function defaultRateLimits(config: Config, clock: Clock): RateLimiters {
@@ -89,7 +97,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const { config, store } = deps;
   const clock = deps.clock ?? systemClock;
   const app = Fastify({
-    logger: deps.logger === false ? false : loggerOptions(config.logLevel, deps.logStream),
+    logger: deps.logger === false ? false : loggerOptions(config.logLevel, deps.logStream, { sync: config.workers > 1 }),
     bodyLimit: bodyLimitBytes,
     trustProxy: trustProxyOption(config.trustProxy),
     return503OnClosing: true,

@@ -7,7 +7,7 @@ import type { Clock } from './clock.js';
 import { epochSeconds } from './clock.js';
 import type { Config } from './config.js';
 import { hashPassword } from './crypto/password.js';
-import { randomId, randomString } from './crypto/secrets.js';
+import { randomUuid, randomString } from './crypto/secrets.js';
 import type { ClientRecord, Store } from './store/store.js';
 
 export const builtinCliClientId = 'latchkey-cli';
@@ -41,7 +41,7 @@ export async function bootstrap(store: Store, config: Config, clock: Clock): Pro
   const username = config.bootstrapUser ?? 'admin';
   const generated = config.bootstrapPassword === undefined ? randomString(passwordAlphabet, 20) : undefined;
   await store.createUser({
-    id: randomId(),
+    id: randomUuid(),
     username,
     email: username.includes('@') ? username : `${username}@localhost`,
     name: undefined,

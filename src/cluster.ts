@@ -11,6 +11,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
 import { pino } from 'pino';
+import { unsplittableLimits } from './app.js';
 import { bootstrap } from './bootstrap.js';
 import { systemClock } from './clock.js';
 import { retiredKeyRetention, type Config } from './config.js';
@@ -21,6 +22,9 @@ import { loggerOptions } from './logging.js';
 import { banner } from './banner.js';
 import { openConfiguredStore } from './store/open.js';
 
+/** Set in the environment of the workers this primary forks: how a worker knows it is ours. */
+export const clusterWorkerMarker = 'LATCHKEY_CLUSTER_WORKER';
+
 const metricsRequest = 'latchkey:metrics-request';
 const metricsResponse = 'latchkey:metrics-response';
 
@@ -29,10 +33,12 @@ const restartDelayMs = 1000;
 
 export interface RunningCluster {
   close(): Promise<void>;
+  /** Settles with the reason when the cluster cannot run: a worker died before it ever listened. */
+  failed: Promise<Error>;
 }
 
 export async function startCluster(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningCluster> {
-  const log = pino(loggerOptions(config.logLevel) as pino.LoggerOptions).child({ role: 'primary' });
+  const log = pino(loggerOptions(config.logLevel, undefined, { sync: true }) as pino.LoggerOptions).child({ role: 'primary' });
   const store = openConfiguredStore(config);
   const result = await bootstrap(store, config, systemClock);
   // Keys and secrets are created here, once, not raced by N workers starting together.
@@ -40,14 +46,21 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
   await store.serverSecret('csrf', () => randomSecret());
   await store.serverSecret('user_code', () => randomSecret());
   const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval);
+  const unsplittable = unsplittableLimits(config);
+  if (unsplittable.length > 0) {
+    log.warn({ limits: unsplittable, workers: config.workers }, 'these rate limits are lower than LATCHKEY_WORKERS: each worker allows 1, so the cluster allows up to one per worker');
+  }
 
   const aggregator = new AggregatorRegistry();
   let stopping = false;
   let bannerShown = false;
   const live = new Set<Worker>();
+  let fail!: (reason: Error) => void;
+  const failed = new Promise<Error>((resolve) => (fail = resolve));
 
   const fork = () => {
-    const worker = cluster.fork();
+    const worker = cluster.fork({ [clusterWorkerMarker]: '1' });
+    let listened = false;
     live.add(worker);
     worker.on('message', (message: { type?: string; id?: number }) => {
       if (message?.type !== metricsRequest) return;
@@ -57,6 +70,7 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
       );
     });
     worker.once('listening', (address) => {
+      listened = true;
       if (bannerShown) return;
       bannerShown = true;
       out.write(banner(config, address.port, result, config.workers));
@@ -64,6 +78,8 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
     worker.once('exit', (code, signal) => {
       live.delete(worker);
       if (stopping) return;
+      // A worker that never listened (port taken, bad configuration) would only fail again.
+      if (!listened) return fail(new Error(`a worker process could not start (exit code ${code ?? signal}); its error is above`));
       log.warn({ workerPid: worker.process.pid, exitCode: code, signal }, 'worker exited; starting another');
       setTimeout(() => {
         if (!stopping) fork();
@@ -74,6 +90,7 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
 
   let closing: Promise<void> | undefined;
   return {
+    failed,
     close() {
       closing ??= (async () => {
         stopping = true;
@@ -95,24 +112,39 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
   };
 }
 
-/** In a worker: the cluster-wide metrics text, gathered by the primary from every worker. */
-export function clusterMetricsFromPrimary(timeoutMs = 5000): Promise<string> {
+const pendingMetrics = new Map<number, { resolve(text: string): void; reject(err: Error): void }>();
+let nextMetricsRequest = 0;
+let listeningForMetrics = false;
+
+/**
+ * In a worker: the cluster-wide metrics text, gathered by the primary from every worker. The wait
+ * outlasts prom-client's own 5 s, so a slow worker surfaces as the primary's error, not a race.
+ */
+export function clusterMetricsFromPrimary(timeoutMs = 6000): Promise<string> {
+  if (!listeningForMetrics) {
+    listeningForMetrics = true;
+    process.on('message', (message: { type?: string; id?: number; text?: string; error?: string }) => {
+      if (message?.type !== metricsResponse || message.id === undefined) return;
+      const pending = pendingMetrics.get(message.id);
+      if (!pending) return;
+      pendingMetrics.delete(message.id);
+      if (message.error !== undefined) pending.reject(new Error(message.error));
+      else pending.resolve(message.text ?? '');
+    });
+  }
   return new Promise((resolve, reject) => {
-    const id = Math.floor(Math.random() * 2 ** 31);
-    const onMessage = (message: { type?: string; id?: number; text?: string; error?: string }) => {
-      if (message?.type !== metricsResponse || message.id !== id) return;
-      clearTimeout(timer);
-      process.off('message', onMessage);
-      if (message.error !== undefined) reject(new Error(message.error));
-      else resolve(message.text ?? '');
-    };
+    const id = nextMetricsRequest++;
     const timer = setTimeout(() => {
-      process.off('message', onMessage);
+      pendingMetrics.delete(id);
       reject(new Error('the primary did not answer with the metrics'));
     }, timeoutMs);
-    process.on('message', onMessage);
+    pendingMetrics.set(id, {
+      resolve: (text) => (clearTimeout(timer), resolve(text)),
+      reject: (err) => (clearTimeout(timer), reject(err)),
+    });
     process.send?.({ type: metricsRequest, id });
   });
 }
 
-export const isClusterWorker = (): boolean => cluster.isWorker;
+/** This process is a worker forked by startCluster (not merely some node:cluster worker, as under PM2). */
+export const isClusterWorker = (): boolean => cluster.isWorker && process.env[clusterWorkerMarker] === '1';

@@ -20,6 +20,7 @@ export const redactedPaths = [
   ...secretFields,
   ...secretFields.map((field) => `body.${field}`),
   ...secretFields.map((field) => `params.${field}`),
+  ...secretFields.map((field) => `query.${field}`),
 ];
 
 export function pathOnly(url: string): string {
@@ -27,13 +28,22 @@ export function pathOnly(url: string): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
-export function loggerOptions(level: LogLevel, stream?: { write(line: string): void }): NonNullable<FastifyServerOptions['logger']> {
+/**
+ * `sync`: one write(2) per line. Several processes sharing one stdout (LATCHKEY_WORKERS) need it:
+ * a line written in one piece up to PIPE_BUF never interleaves with another process's, while the
+ * batched writes of one process can be larger and split.
+ */
+export function loggerOptions(
+  level: LogLevel,
+  stream?: { write(line: string): void },
+  options: { sync?: boolean } = {},
+): NonNullable<FastifyServerOptions['logger']> {
   return {
     level,
     // Lines go out in batches from a buffer instead of one write(2) each: at thousands of requests
     // a second the synchronous writes were a third of a request's cost. What is still buffered is
     // flushed when the process exits.
-    stream: stream ?? pino.destination({ dest: 1, sync: false }),
+    stream: stream ?? pino.destination({ dest: 1, sync: options.sync === true }),
     redact: { paths: redactedPaths, censor: '[redacted]' },
     serializers: {
       req(req: { method: string; url: string; ip?: string; socket?: { remoteAddress?: string } }) {

@@ -26,15 +26,14 @@ export interface ServerOptions {
 }
 
 export async function startServer(config: Config, out: NodeJS.WritableStream = process.stdout, options: ServerOptions = {}): Promise<RunningServer> {
+  // Answer the primary's metrics requests from the first moment (with nothing until the app exists),
+  // so a scrape while this worker starts does not wait for it to time out.
+  if (options.worker) new AggregatorRegistry();
   const store = openConfiguredStore(config, { server: true });
   const result = options.worker ? undefined : await bootstrap(store, config, systemClock);
   const app = await buildApp({ config, store, ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}) });
-  if (options.worker) {
-    // The primary gathers every worker's registry for /metrics; constructing an AggregatorRegistry
-    // is what makes prom-client answer the primary's requests in this worker.
-    AggregatorRegistry.setRegistries([app.services.metrics.registry]);
-    new AggregatorRegistry();
-  }
+  // The primary gathers every worker's registry for /metrics.
+  if (options.worker) AggregatorRegistry.setRegistries([app.services.metrics.registry]);
   await app.listen({ port: config.port, host: config.host });
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : config.port;

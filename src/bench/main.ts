@@ -10,6 +10,7 @@
  * server's node command line, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' for a CPU profile.
  */
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -147,7 +148,17 @@ interface Sizes {
   withCodeFlow: boolean;
 }
 
-let nextPort = 4700 + Math.floor(Math.random() * 200);
+/** A port nobody listens on now: bound by the OS, then released for the server. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
 
 function serverEnv(dir: string, port: number, alg: SigningAlgorithm, workers: number): Record<string, string> {
   return {
@@ -211,7 +222,7 @@ interface RunPlan {
 
 async function run(plan: RunPlan): Promise<RunReport> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-bench-'));
-  const port = nextPort++;
+  const port = await freePort();
   const env = serverEnv(dir, port, plan.alg, plan.workers);
   const config = configFrom(env);
   try {

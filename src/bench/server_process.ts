@@ -81,6 +81,10 @@ export async function startBenchServer(options: StartOptions): Promise<BenchServ
     stdio: ['ignore', log, log],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Whatever happens to the bench, its server (and a cluster's workers, which follow the primary's
+  // SIGTERM) does not outlive it.
+  const stopChild = () => child.exitCode === null && child.kill('SIGTERM');
+  process.once('exit', stopChild);
   const url = `http://127.0.0.1:${options.port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
@@ -90,7 +94,11 @@ export async function startBenchServer(options: StartOptions): Promise<BenchServ
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`the server did not become ready; see ${options.logPath}`);
+    if (Date.now() > deadline) {
+      stopChild();
+      await exited;
+      throw new Error(`the server did not become ready; see ${options.logPath}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const pid = child.pid ?? 0;
@@ -110,8 +118,9 @@ export async function startBenchServer(options: StartOptions): Promise<BenchServ
     },
     processCount: () => processTree(pid).length,
     async stop() {
-      child.kill('SIGTERM');
+      stopChild();
       await exited;
+      process.off('exit', stopChild);
     },
   };
 }

@@ -3,7 +3,7 @@
  * codes, user codes, authorization codes, refresh tokens, client secrets, session ids) are stored
  * only as SHA-256 digests and looked up by digest, so a leaked database hands out nothing usable.
  */
-import { createHash, createHmac, randomFillSync, randomInt, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomFillSync, randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
 
 /** Type prefixes let secret scanners recognise a leaked Latchkey secret. */
 export const secretPrefix = {
@@ -35,10 +35,17 @@ export function randomSecret(prefix = ''): string {
   return prefix + randomView(32).toString('base64url');
 }
 
+/** A random UUIDv4 for ids that others see and that must say nothing, such as a user's `sub`. */
+export function randomUuid(): string {
+  return randomUUID();
+}
+
 /**
  * A UUIDv7 (RFC 9562 §5.7): 48 bits of milliseconds, then 74 random bits. Ids that grow with time
  * are appended to the end of their index instead of landing on a random page, so the rows written
- * together share pages and a commit writes fewer of them. Used for row ids and jti, never secrets.
+ * together share pages and a commit writes fewer of them. For rows written at request rate (grants,
+ * refresh tokens, families, jti); never for secrets, nor for user ids (a `sub` must not tell when
+ * the account was made).
  */
 export function randomId(): string {
   const bytes = Buffer.from(randomView(16));

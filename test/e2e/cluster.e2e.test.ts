@@ -58,7 +58,7 @@ beforeAll(async () => {
   const add = await runCli(['users', 'add', 'erin', '--email', 'erin@example.com', '--password-stdin'], env, 'erin-password\n');
   expect(add.code).toBe(0);
   server = await startServerProcess(env);
-  await until('two workers', () => (workerPids().length === 2 ? true : undefined));
+  await until('two listening workers', () => (workerPids().length === 2 && server.output().split('Server listening').length - 1 === 2 ? true : undefined));
 }, 30_000);
 
 afterAll(async () => {
@@ -66,7 +66,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('LATCHKEY_WORKERS=2', () => {
+// Worker pids are read from /proc.
+describe.runIf(process.platform === 'linux')('LATCHKEY_WORKERS=2', () => {
   it('prints the banner once, naming the workers', () => {
     expect(server.output().match(/Latchkey is listening/g)).toHaveLength(1);
     expect(server.output()).toContain('2 worker processes');
@@ -126,6 +127,12 @@ describe('LATCHKEY_WORKERS=2', () => {
     expect(server.output()).toContain('worker exited; starting another');
     await until('the replacement to listen', () => (server.output().split('Server listening').length - 1 >= 3 ? true : undefined));
     for (let i = 0; i < 6; i++) expect((await freshConnection('GET', '/healthz')).status).toBe(200);
+  });
+
+  it('a worker that cannot start (its port is taken) ends the whole server with an error, not a restart loop', async () => {
+    const second = startServerProcess({ ...env, PORT: new URL(server.base).port });
+    await expect(second).rejects.toThrow(/exited with 1/);
+    await expect(second).rejects.toThrow(/a worker process could not start/);
   });
 
   it('SIGTERM stops the workers and the primary cleanly', async () => {

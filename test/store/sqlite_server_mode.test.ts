@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
+import { readOnlyVerbs, SqliteStore, writeVerbs } from '../../src/store/sqlite/sqlite_store.js';
 import { DuplicateError } from '../../src/store/store.js';
 import { client, deviceGrant, t0, user } from '../helpers/records.js';
 
@@ -101,6 +101,38 @@ describe('group commit', () => {
   });
 });
 
+describe('the verbs that join a batch', () => {
+  it('every verb of the store is either a read or a write, never both or neither', () => {
+    const verbs = Object.getOwnPropertyNames(SqliteStore.prototype).filter((name) => {
+      const member = (SqliteStore.prototype as unknown as Record<string, unknown>)[name];
+      return typeof member === 'function' && member.constructor.name === 'AsyncFunction' && name !== 'close';
+    });
+    for (const verb of verbs) expect({ verb, read: readOnlyVerbs.has(verb), write: writeVerbs.has(verb) }).toMatchObject({ read: !writeVerbs.has(verb) });
+    for (const verb of verbs) expect({ verb, classified: readOnlyVerbs.has(verb) || writeVerbs.has(verb) }).toEqual({ verb, classified: true });
+    expect([...readOnlyVerbs, ...writeVerbs].sort()).toEqual([...verbs].sort());
+  });
+
+  it('a write verb does all its SQL at once: inside a transaction it leaves nothing for later', async () => {
+    const path = tempPath();
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      await store.createUser(user());
+      await store.createClient(client());
+      // bulk() commits when its callback returns: a verb that awaited before its SQL would miss it.
+      let pending: Promise<unknown> | undefined;
+      store.bulk(() => {
+        pending = store.createDeviceGrant(deviceGrant());
+      });
+      const reader = new Database(path, { readonly: true });
+      expect(Number((reader.prepare('SELECT count(*) AS n FROM device_grants').get() as { n: number }).n)).toBe(1);
+      reader.close();
+      await pending;
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('the directory cache', () => {
   it('sees a client removed, a user disabled and an API added by another process at once', async () => {
     const path = tempPath();
@@ -151,11 +183,11 @@ describe('background checkpoints', () => {
         Array.from({ length: 200 }, (_, i) => store.createDeviceGrant(deviceGrant({ id: `g-${round}-${i}`, deviceCodeHash: `dc-${round}-${i}`, userCodeHash: `uc-${round}-${i}` }))),
       );
     }
-    const databaseFileBefore = statSync(path).size;
     // Automatic checkpoints are off on this connection: only the worker thread copies the WAL back
-    // into the database file, which therefore grows by the 4,000 rows without any commit doing it.
-    await new Promise((resolve) => setTimeout(resolve, 800));
-    expect(statSync(path).size).toBeGreaterThan(databaseFileBefore + 500_000);
+    // into the database file, which therefore grows to hold the 4,000 rows without any commit doing it.
+    const deadline = Date.now() + 10_000;
+    while (statSync(path).size < 1_000_000 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(statSync(path).size).toBeGreaterThan(1_000_000);
     await store.close();
     expect(statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0).toBe(0);
   });

@@ -220,12 +220,13 @@ describe('BackoffLimiter (failed sign-ins)', () => {
   });
 });
 
-describe('perWorker: each of N cluster workers allows 1/N of a limit, rounded up', () => {
+describe('perWorker: each of N cluster workers allows 1/N of a limit, rounded down', () => {
   it('splits the count, keeps the window, and leaves "off" and a single process alone', async () => {
     const { perWorker } = await import('../../src/app.js');
     expect(perWorker({ limit: 10, windowSeconds: 300 }, 1)).toEqual({ limit: 10, windowSeconds: 300 });
     expect(perWorker({ limit: 10, windowSeconds: 300 }, 2)).toEqual({ limit: 5, windowSeconds: 300 });
-    expect(perWorker({ limit: 10, windowSeconds: 300 }, 3)).toEqual({ limit: 4, windowSeconds: 300 });
+    expect(perWorker({ limit: 10, windowSeconds: 300 }, 3)).toEqual({ limit: 3, windowSeconds: 300 });
+    expect(perWorker({ limit: 5, windowSeconds: 30 }, 4)).toEqual({ limit: 1, windowSeconds: 30 });
     expect(perWorker({ limit: 1, windowSeconds: 60 }, 4)).toEqual({ limit: 1, windowSeconds: 60 });
     expect(perWorker(undefined, 4)).toBeUndefined();
   });

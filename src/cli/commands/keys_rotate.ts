@@ -23,7 +23,9 @@ export const keysRotateCommand: Command = {
       `Rotated: new signing key${keys.length > 1 ? 's' : ''} ${keys.map((k) => `${k.kid} (${k.alg})`).join(', ')} active (a running server picks ${keys.length > 1 ? 'them' : 'it'} up within a second)\n`,
     );
     // The access-token key first: scripts that read one line get the key new tokens are signed with.
-    const accessAlg = context.config().signingAlg;
+    // That is the server's non-RS256 key if it has one (RS256 then signs only id_tokens), whatever
+    // this shell's LATCHKEY_SIGNING_ALG says.
+    const accessAlg = active.find((alg) => alg !== 'RS256') ?? context.config().signingAlg;
     for (const key of [...keys].sort((a, b) => Number(b.alg === accessAlg) - Number(a.alg === accessAlg))) context.stdout.write(`${key.kid}\n`);
     return 0;
   },

@@ -1,7 +1,26 @@
-import cluster from 'node:cluster';
-import { startCluster } from '../../cluster.js';
+import { isClusterWorker, startCluster } from '../../cluster.js';
 import { startServer } from '../../server.js';
-import type { Command } from '../command.js';
+import type { Command, CommandContext } from '../command.js';
+import type { Config } from '../../config.js';
+
+/** LATCHKEY_WORKERS > 1: this process is the cluster's primary until a signal, or until a worker cannot start. */
+async function runPrimary(
+  context: CommandContext,
+  config: Config,
+  onStop: (stop: () => void) => void,
+  signalled: () => NodeJS.Signals | undefined,
+): Promise<number> {
+  const running = await startCluster(config, context.stdout);
+  return new Promise<number>((resolve) => {
+    const stop = () => running.close().then(() => resolve(0), () => resolve(0));
+    onStop(stop);
+    if (signalled()) stop();
+    void running.failed.then((reason) => {
+      context.stderr.write(`latchkey: ${reason.message}\n`);
+      running.close().then(() => resolve(1), () => resolve(1));
+    });
+  });
+}
 
 export const serveCommand: Command = {
   path: ['serve'],
@@ -24,17 +43,24 @@ export const serveCommand: Command = {
     const config = context.config();
     // LATCHKEY_WORKERS > 1: this process becomes the cluster's primary, and each forked worker
     // runs this same command again as a worker.
-    const server = config.workers > 1 && cluster.isPrimary ? undefined : await startServer(config, context.stdout, { worker: cluster.isWorker });
-    const running = server ?? (await startCluster(config, context.stdout));
+    const worker = isClusterWorker();
+    if (config.workers > 1 && !worker) return runPrimary(context, config, (s) => (stop = s), () => stopSignal);
+    let server;
+    try {
+      server = await startServer(config, context.stdout, { worker });
+    } finally {
+      // A worker that could not start must exit (its IPC channel to the primary would keep it alive).
+      if (worker && !server && process.connected) process.disconnect();
+    }
+    const running = server;
     await new Promise<void>((resolve) => {
       stop = () => {
-        server?.app.log.info({ signal: stopSignal }, 'shutting down');
+        running.app.log.info({ signal: stopSignal }, 'shutting down');
         running.close().then(resolve, resolve);
       };
       if (stopSignal) stop();
     });
-    // A worker's IPC channel to the primary would keep this process alive after the server closed.
-    if (cluster.isWorker) process.disconnect();
+    if (worker && process.connected) process.disconnect();
     return 0;
   },
 };

@@ -1,5 +1,5 @@
 import { epochSeconds, systemClock } from '../../clock.js';
-import { randomId } from '../../crypto/secrets.js';
+import { randomUuid } from '../../crypto/secrets.js';
 import { hashPassword } from '../../crypto/password.js';
 import { validEmail, validName, validPassword, validUsername } from '../../admin/validation.js';
 import { DuplicateError } from '../../store/store.js';
@@ -23,7 +23,7 @@ export const usersAddCommand: Command = {
     validPassword(password);
     try {
       await store.createUser({
-        id: randomId(),
+        id: randomUuid(),
         username,
         email,
         name,

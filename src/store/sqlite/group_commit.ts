@@ -1,14 +1,16 @@
 /**
  * Group commit for the server's SQLite connection. The write verbs called during one turn of the
  * event loop are queued and run together when the turn ends (setImmediate), in call order, inside
- * one IMMEDIATE transaction with one commit; each verb's promise settles only after that commit,
- * so nothing is answered before it is durable. At thousands of writes a second one commit per write
- * was most of a device authorization's cost: every commit appends and syncs its own WAL frames.
+ * one IMMEDIATE transaction with one commit; each verb's promise settles only after that commit, so
+ * nothing is answered before it is in the WAL (which, with synchronous=NORMAL, survives a killed
+ * process; only a power cut can lose the last commits). At thousands of writes a second one commit
+ * per write was most of a device authorization's cost: every commit appends its own WAL frames.
  *
- * Atomicity is unchanged: each verb still runs whole (its own transactions become savepoints), a
- * verb that fails (a duplicate key) fails alone, and the write lock is held only while the batch's
- * statements run, so other processes (cluster workers, the admin CLI) wait microseconds, not a
- * whole turn. If the commit fails, every verb of the batch fails with it.
+ * Atomicity is unchanged: each verb runs inside a savepoint of its own, so a verb whose SQL fails
+ * (a duplicate key) is rolled back and fails alone while the rest of the batch commits. If SQLite
+ * loses the whole transaction (disk full, I/O error), nothing of the batch is committed and every
+ * verb of it fails. The write lock is held only while the batch's statements run, so other
+ * processes (cluster workers, the admin CLI) wait microseconds, not a whole turn.
  */
 import type Database from 'better-sqlite3';
 
@@ -21,7 +23,14 @@ interface QueuedWrite {
 export class GroupCommit {
   private queue: QueuedWrite[] = [];
 
-  constructor(private readonly db: Database.Database) {}
+  /**
+   * `sqlErrors` counts the statements of this connection that failed so far: how a verb's failure
+   * is seen at once, although an async verb reports it only through its promise.
+   */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly sqlErrors: () => number,
+  ) {}
 
   /** Queues a write verb for this turn's batch; the promise settles after the batch commits. */
   write<T>(verb: () => Promise<T>): Promise<T> {
@@ -38,19 +47,22 @@ export class GroupCommit {
     const batch = this.queue;
     if (batch.length === 0) return;
     this.queue = [];
-    let results: Promise<unknown>[];
+    const results: Promise<unknown>[] = [];
     try {
       this.db.exec('BEGIN IMMEDIATE');
-    } catch (err) {
-      for (const write of batch) write.reject(err);
-      return;
-    }
-    try {
-      // Every verb of this store does its SQL before its first await, so all of it runs here.
-      results = batch.map((write) => write.verb());
+      for (const write of batch) {
+        this.db.exec('SAVEPOINT latchkey_verb');
+        const failuresBefore = this.sqlErrors();
+        // Every verb of this store does all its SQL before its first await, so all of it runs here.
+        results.push(write.verb());
+        if (!this.db.inTransaction) throw new Error('SQLite rolled the transaction back');
+        if (this.sqlErrors() !== failuresBefore) this.db.exec('ROLLBACK TO latchkey_verb');
+        this.db.exec('RELEASE latchkey_verb');
+      }
       this.db.exec('COMMIT');
     } catch (err) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      for (const result of results) result.catch(() => {});
       for (const write of batch) write.reject(err);
       return;
     }

@@ -217,8 +217,8 @@ export interface SqliteStoreOptions {
   groupCommit?: boolean;
 }
 
-/** The verbs that only read; every other verb may write and joins the turn's batch. */
-const readOnlyVerbs = new Set([
+/** The verbs that only read: they run at once. */
+export const readOnlyVerbs = new Set([
   'ping',
   'countUsers',
   'findUserById',
@@ -241,12 +241,51 @@ const readOnlyVerbs = new Set([
   'findAuthorizationCode',
 ]);
 
+/**
+ * The verbs that write: with group commit they join the turn's batch. Each must do all its SQL
+ * before its first await (a test checks that every verb is in exactly one of the two lists).
+ */
+export const writeVerbs = new Set([
+  'purgeExpired',
+  'createUser',
+  'setUserDisabled',
+  'setUserPassword',
+  'createClient',
+  'ensureClient',
+  'removeClient',
+  'createApi',
+  'removeApi',
+  'ensureSigningKey',
+  'rotateSigningKeys',
+  'serverSecret',
+  'createSession',
+  'deleteSession',
+  'createDeviceGrant',
+  'pollDeviceGrant',
+  'approveDeviceGrant',
+  'denyDeviceGrant',
+  'consumeDeviceGrant',
+  'createRefreshToken',
+  'rotateRefreshToken',
+  'addGraceSuccessor',
+  'revokeRefreshFamily',
+  'revokeAccessToken',
+  'createInteraction',
+  'deleteInteraction',
+  'markInteractionSignedIn',
+  'saveConsent',
+  'createAuthorizationCode',
+  'consumeAuthorizationCode',
+]);
+
 export class SqliteStore implements Store {
   readonly db: Database.Database;
   readonly appliedMigrations: string[];
   private readonly statements = new Map<string, Database.Statement>();
   private checkpointer: Checkpointer | undefined;
   private groupCommit: GroupCommit | undefined;
+  /** Statements that threw (see GroupCommit: a failed verb is rolled back to its savepoint). */
+  private failedStatements = 0;
   /**
    * Clients, users and APIs read on every token request, kept until directory_version changes
    * (triggers bump it on any write, from any process); one indexed read checks it per lookup.
@@ -287,15 +326,11 @@ export class SqliteStore implements Store {
 
   /** Routes every write verb of this instance through one GroupCommit. */
   private enableGroupCommit(): void {
-    const group = new GroupCommit(this.db);
+    const group = new GroupCommit(this.db, () => this.failedStatements);
     this.groupCommit = group;
-    const self = this as unknown as Record<string, unknown>;
-    for (const name of Object.getOwnPropertyNames(SqliteStore.prototype)) {
-      const verb = self[name];
-      if (name === 'constructor' || name === 'close' || name === 'bulk' || readOnlyVerbs.has(name) || typeof verb !== 'function') continue;
-      // Private helpers are prototype methods too, but only the public async verbs return promises.
-      if (verb.constructor.name !== 'AsyncFunction') continue;
-      const bound = (verb as (...args: unknown[]) => Promise<unknown>).bind(this);
+    const self = this as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    for (const name of writeVerbs) {
+      const bound = (self[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
       self[name] = (...args: unknown[]) => group.write(() => bound(...args));
     }
   }
@@ -310,12 +345,22 @@ export class SqliteStore implements Store {
     return statement;
   }
 
+  /** Runs one statement, counting a failure before passing it on. */
+  private counted<T>(execute: () => T): T {
+    try {
+      return execute();
+    } catch (err) {
+      this.failedStatements++;
+      throw err;
+    }
+  }
+
   private get(source: string, ...params: unknown[]): Row | undefined {
-    return this.sql(source).get(...params) as Row | undefined;
+    return this.counted(() => this.sql(source).get(...params) as Row | undefined);
   }
 
   private all(source: string, ...params: unknown[]): Row[] {
-    return this.sql(source).all(...params) as Row[];
+    return this.counted(() => this.sql(source).all(...params) as Row[]);
   }
 
   /** A directory record from the cache, or loaded and cached (misses are not cached: ids are caller-chosen). */
@@ -338,7 +383,7 @@ export class SqliteStore implements Store {
   }
 
   private run(source: string, ...params: unknown[]): number {
-    return this.sql(source).run(...params).changes;
+    return this.counted(() => this.sql(source).run(...params).changes);
   }
 
   private insert(what: string, source: string, ...params: unknown[]): void {

@@ -21,6 +21,7 @@ import { AccessLog, noteRefusal } from './http/access_log.js';
 import { createMetrics } from './http/metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { BackoffLimiter, RateLimiter } from './oauth/rate_limit.js';
+import { SharedBackoffLimiter, SharedWindowLimiter } from './oauth/shared_rate_limit.js';
 import { viewsDir } from './paths.js';
 import type { RateLimiters, Services } from './services.js';
 import type { Store } from './store/store.js';
@@ -81,8 +82,21 @@ export function unsplittableLimits(config: Config): string[] {
     .map(([name]) => name);
 }
 
-export function defaultRateLimits(config: Config, clock: Clock): RateLimiters {
+/**
+ * The server's limiters: in a store several instances share, counted there (one count for the
+ * whole deployment); otherwise in this process's memory, each cluster worker with its share.
+ */
+export function defaultRateLimits(config: Config, clock: Clock, store?: Store): RateLimiters {
   const limits = config.rateLimits;
+  if (store?.sharedAcrossInstances) {
+    return {
+      userCodeEntry: new SharedWindowLimiter(store, 'user_code', limits.userCode, clock),
+      unknownDeviceCode: new SharedWindowLimiter(store, 'unknown_device_code', limits.unknownDeviceCode, clock),
+      deviceAuthorization: new SharedWindowLimiter(store, 'device_authorization', limits.deviceAuthorization, clock),
+      signInAccount: new SharedBackoffLimiter(store, 'signin_account', limits.signInAccount, clock),
+      signInAddress: new SharedBackoffLimiter(store, 'signin_address', limits.signInAddress, clock),
+    };
+  }
   const share = (setting: RateLimitSetting | undefined) => perWorker(setting, config.workers);
   return {
     userCodeEntry: new RateLimiter(share(limits.userCode), clock),
@@ -129,7 +143,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     store,
     clock,
     signer: deps.signer ?? (await createSigner(store, clock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config) })),
-    rateLimits: deps.rateLimits ?? defaultRateLimits(config, clock),
+    rateLimits: deps.rateLimits ?? defaultRateLimits(config, clock, store),
     csrfSecret: await store.serverSecret('csrf', () => randomSecret()),
     userCodeKey: await store.serverSecret('user_code', () => randomSecret()),
     metrics: createMetrics(deps.metricsText),

@@ -2,20 +2,20 @@
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Signer } from './crypto/signer.js';
-import type { BackoffLimiter, RateLimiter } from './oauth/rate_limit.js';
+import type { FailureLimiter, WindowLimiter } from './oauth/rate_limit.js';
 import type { Metrics } from './http/metrics.js';
 import type { Store } from './store/store.js';
 
 export interface RateLimiters {
   /** Wrong user codes entered at /activate, per source address (RFC 8628 §5.1). */
-  userCodeEntry: RateLimiter;
+  userCodeEntry: WindowLimiter;
   /** Unknown device codes presented at the token endpoint, per source address (RFC 8628 §5.2). */
-  unknownDeviceCode: RateLimiter;
+  unknownDeviceCode: WindowLimiter;
   /** Device authorization requests, per client and source address. */
-  deviceAuthorization: RateLimiter;
+  deviceAuthorization: WindowLimiter;
   /** Failed sign-ins per account (lower-cased username) and per source address. */
-  signInAccount: BackoffLimiter;
-  signInAddress: BackoffLimiter;
+  signInAccount: FailureLimiter;
+  signInAddress: FailureLimiter;
 }
 
 export interface Services {

@@ -22,12 +22,10 @@ const params = z.object({
  * Only unknown codes are counted and limited: a real device code is 256 random bits, so the limit
  * is about load from guessing, and must never hold up a device polling its own code.
  */
-function unknownDeviceCode(context: GrantContext): OAuthError {
-  const limiter = context.services.rateLimits.unknownDeviceCode;
-  const key = rateLimitKey(context.ip);
-  const blocked = limiter.check(key);
-  if (blocked.limited) return tooManyRequests(blocked.retryAfter, 'Too many unknown device codes. Try again later.');
-  limiter.hit(key);
+async function unknownDeviceCode(context: GrantContext): Promise<OAuthError> {
+  // Counted and decided in one step (the count past the limit is the refused one).
+  const counted = await context.services.rateLimits.unknownDeviceCode.hit(rateLimitKey(context.ip));
+  if (counted.limited) return tooManyRequests(counted.retryAfter, 'Too many unknown device codes. Try again later.');
   return new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'unknown device code' });
 }
 
@@ -42,7 +40,7 @@ export const deviceCodeGrant = {
       const decision = decidePoll(before, nowMs);
       return decision.kind === 'slow_down' ? decision.newInterval : before.interval;
     });
-    if (!grant) throw unknownDeviceCode(context);
+    if (!grant) throw await unknownDeviceCode(context);
     if (grant.clientId !== context.client.clientId) {
       throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'device code of another client' });
     }

@@ -18,12 +18,34 @@ export interface RateLimitState {
   retryAfter: number;
 }
 
+/** A fixed-window limiter, counted in memory (RateLimiter) or in a shared store (SharedWindowLimiter). */
+export interface WindowLimiter {
+  /** Whether one more event would exceed the limit, without counting anything. */
+  check(key: string): RateLimitState | Promise<RateLimitState>;
+  /** Counts one event for the key; limited when this event went past the limit. */
+  hit(key: string): RateLimitState | Promise<RateLimitState>;
+}
+
+/** A growing back-off after failures (BackoffLimiter in memory, SharedBackoffLimiter in a shared store). */
+export interface FailureLimiter {
+  check(key: string): RateLimitState | Promise<RateLimitState>;
+  /**
+   * Counts an attempt up front as a failure, in one step with the check, so that parallel
+   * attempts cannot all pass before any is counted. A refused attempt is not counted.
+   */
+  attempt(key: string): RateLimitState | Promise<RateLimitState>;
+  failure(key: string): void | Promise<void>;
+  reset(key: string): void | Promise<void>;
+  /** Takes back one counted failure (an attempt counted up front that then succeeded). */
+  undo(key: string): void | Promise<void>;
+}
+
 interface Window {
   startedAt: number;
   count: number;
 }
 
-export class RateLimiter {
+export class RateLimiter implements WindowLimiter {
   private readonly windows = new Map<string, Window>();
 
   constructor(
@@ -105,7 +127,7 @@ interface Failures {
  * an hour without failures forgets it. Unlike a hard lock-out this never locks the rightful owner
  * out for long, while guessing slows to a handful of tries an hour.
  */
-export class BackoffLimiter {
+export class BackoffLimiter implements FailureLimiter {
   private readonly failures = new Map<string, Failures>();
   static readonly maxDelaySeconds = 3600;
 
@@ -132,6 +154,12 @@ export class BackoffLimiter {
     const delay = Math.min(BackoffLimiter.maxDelaySeconds, this.rule.windowSeconds * 2 ** (entry.count - this.rule.limit));
     const retryAfter = Math.ceil(entry.lastAt + delay - this.clock());
     return retryAfter > 0 ? { limited: true, retryAfter } : { limited: false, retryAfter: 0 };
+  }
+
+  attempt(key: string): RateLimitState {
+    const state = this.check(key);
+    if (!state.limited) this.failure(key);
+    return state;
   }
 
   failure(key: string): void {

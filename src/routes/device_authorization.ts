@@ -44,7 +44,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
     const params = parseFields(deviceAuthorizationParams, request.body);
     const client = await authenticateClient(store, readClientCredentials(request.headers.authorization, params));
     requireGrantType(client, 'device_code');
-    const limited = app.services.rateLimits.deviceAuthorization.hit(`${client.clientId}|${rateLimitKey(request.ip)}`);
+    const limited = await app.services.rateLimits.deviceAuthorization.hit(`${client.clientId}|${rateLimitKey(request.ip)}`);
     if (limited.limited) throw tooManyRequests(limited.retryAfter, 'Too many device authorization requests. Try again later.');
     const scope = grantableScope(parseScope(params.scope), client).join(' ');
     const audience = await resolveAudience(store, config, params.audience);

@@ -53,12 +53,12 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
   /** Finds the pending grant for a typed code, counting wrong codes against the address. */
   async function lookUp(request: FastifyRequest, typed: string): Promise<Lookup> {
     const key = rateLimitKey(request.ip);
-    const blocked = rateLimits.userCodeEntry.check(key);
+    const blocked = await rateLimits.userCodeEntry.check(key);
     if (blocked.limited) throw tooManyRequests(blocked.retryAfter, 'Too many wrong codes. Wait a few minutes and try again.');
     const canonical = normalizeUserCode(typed);
     const grant = canonical === undefined ? undefined : await store.findDeviceGrantByUserCode(userCodeDigest(services.userCodeKey, canonical));
     if (!canonical || !grant) {
-      rateLimits.userCodeEntry.hit(key);
+      await rateLimits.userCodeEntry.hit(key);
       audit(request, 'device.user_code_rejected', { reason: canonical ? 'unknown' : 'malformed' });
       return { error: canonical ? messages.unknown : messages.malformed };
     }

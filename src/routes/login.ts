@@ -95,14 +95,14 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     const addressKey = rateLimitKey(request.ip);
     const who = { usernameDigest: hmacSha256(services.csrfSecret, `username:${accountKey}`).slice(0, 16) };
     const { signInAccount, signInAddress } = services.rateLimits;
-    for (const blocked of [signInAccount.check(accountKey), signInAddress.check(addressKey)]) {
-      if (blocked.limited) {
-        audit(request, 'signin.rate_limited', who);
-        throw tooManyRequests(blocked.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
-      }
+    const accountState = await signInAccount.attempt(accountKey);
+    const addressState = accountState.limited ? accountState : await signInAddress.attempt(addressKey);
+    if (addressState.limited) {
+      // Neither refused attempt stays counted (the account's was, if only the address refused).
+      if (!accountState.limited) await signInAccount.undo(accountKey);
+      audit(request, 'signin.rate_limited', who);
+      throw tooManyRequests(addressState.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
     }
-    signInAccount.failure(accountKey);
-    signInAddress.failure(addressKey);
 
     const user = await store.findUserByUsername(form.username);
     const passwordMatches = await verifyPassword(form.password, user?.passwordHash ?? (await decoyPasswordHash()));
@@ -114,8 +114,8 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       audit(request, 'signin.failure', user ? { userId: user.id, reason: user.disabled && passwordMatches ? 'disabled' : 'password' } : { ...who, reason: 'unknown_user' });
       return again('Wrong username or password.', 401);
     }
-    signInAccount.reset(accountKey);
-    signInAddress.undo(addressKey);
+    await signInAccount.reset(accountKey);
+    await signInAddress.undo(addressKey);
     const { session } = await startSession(request, reply, services, user);
     // A sign-in done for an authorization request counts as acting on that request.
     const interactionId = interactionIdOf(returnTo);

@@ -156,6 +156,13 @@ export interface AuthorizationCodeRecord {
   refreshFamilyId: string | undefined;
 }
 
+/** A rate-limit counter as stored: events since `startedAt`, the latest at `lastAt` (epoch seconds). */
+export interface RateLimitCounter {
+  count: number;
+  startedAt: number;
+  lastAt: number;
+}
+
 /** A unique key (username, client_id, user code …) already exists. */
 export class DuplicateError extends Error {
   constructor(what: string) {
@@ -168,6 +175,12 @@ export class DuplicateError extends Error {
 export type PurgeCounts = Record<'interactions' | 'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens', number>;
 
 export interface Store {
+  /**
+   * Whether several server instances share this store (PostgreSQL): rate-limit counters then live
+   * in it so that limits hold across instances. A SQLite file serves one machine; it counts in memory.
+   */
+  readonly sharedAcrossInstances: boolean;
+
   ping(): Promise<boolean>;
   /**
    * Removes what can no longer matter at `now`: expired sessions, interactions and revoked-token
@@ -291,4 +304,20 @@ export interface Store {
     now: number,
     issued: { accessTokenJti: string; refreshFamilyId: string },
   ): Promise<AuthorizationCodeRecord | undefined>;
+
+  /**
+   * Counts one event in a fixed window, atomically across every process on the store: a counter
+   * whose window (`windowSeconds` from its start) has ended starts again at 1 from `now`.
+   */
+  countRateLimitEvent(bucket: string, key: string, now: number, windowSeconds: number): Promise<RateLimitCounter>;
+  /**
+   * Counts one failure in a run of failures: a counter whose latest event is `forgetAfterSeconds`
+   * or more before `now` starts again at 1. For these counters `startedAt` is the time of the
+   * failure before the latest (`now` for the first), so one atomic step tells what the wait was.
+   */
+  countRateLimitFailure(bucket: string, key: string, now: number, forgetAfterSeconds: number): Promise<RateLimitCounter>;
+  readRateLimitCounter(bucket: string, key: string): Promise<RateLimitCounter | undefined>;
+  /** Takes one event back (one counted up front that then did not count); a counter at 0 is removed. */
+  undoRateLimitEvent(bucket: string, key: string): Promise<void>;
+  clearRateLimitCounter(bucket: string, key: string): Promise<void>;
 }

@@ -962,6 +962,69 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
+    describe('rate-limit counters', () => {
+      it('countRateLimitEvent counts within a window and starts again once the window has ended', async () => {
+        await withStore(async (store) => {
+          expect(await store.readRateLimitCounter('b', 'k')).toBeUndefined();
+          expect(await store.countRateLimitEvent('b', 'k', t0, 60)).toEqual({ count: 1, startedAt: t0, lastAt: t0 });
+          expect(await store.countRateLimitEvent('b', 'k', t0 + 10.5, 60)).toEqual({ count: 2, startedAt: t0, lastAt: t0 + 10.5 });
+          expect(await store.countRateLimitEvent('b', 'k', t0 + 59, 60)).toMatchObject({ count: 3, startedAt: t0 });
+          expect(await store.countRateLimitEvent('b', 'k', t0 + 60, 60)).toEqual({ count: 1, startedAt: t0 + 60, lastAt: t0 + 60 });
+          expect(await store.readRateLimitCounter('b', 'k')).toEqual({ count: 1, startedAt: t0 + 60, lastAt: t0 + 60 });
+        });
+      });
+
+      it('buckets and keys count apart', async () => {
+        await withStore(async (store) => {
+          await store.countRateLimitEvent('b', 'k', t0, 60);
+          await store.countRateLimitEvent('b', 'k', t0, 60);
+          expect((await store.countRateLimitEvent('b', 'other', t0, 60)).count).toBe(1);
+          expect((await store.countRateLimitEvent('other', 'k', t0, 60)).count).toBe(1);
+        });
+      });
+
+      it('countRateLimitFailure keeps the time of the failure before the latest, and forgets an old run', async () => {
+        await withStore(async (store) => {
+          expect(await store.countRateLimitFailure('b', 'k', t0, 100)).toEqual({ count: 1, startedAt: t0, lastAt: t0 });
+          expect(await store.countRateLimitFailure('b', 'k', t0 + 5, 100)).toEqual({ count: 2, startedAt: t0, lastAt: t0 + 5 });
+          expect(await store.countRateLimitFailure('b', 'k', t0 + 50, 100)).toEqual({ count: 3, startedAt: t0 + 5, lastAt: t0 + 50 });
+          expect(await store.countRateLimitFailure('b', 'k', t0 + 150, 100)).toEqual({ count: 1, startedAt: t0 + 150, lastAt: t0 + 150 });
+        });
+      });
+
+      it('undo takes one back and removes a counter at zero; clear removes it', async () => {
+        await withStore(async (store) => {
+          await store.countRateLimitFailure('b', 'k', t0, 100);
+          await store.countRateLimitFailure('b', 'k', t0 + 1, 100);
+          await store.undoRateLimitEvent('b', 'k');
+          expect((await store.readRateLimitCounter('b', 'k'))?.count).toBe(1);
+          await store.undoRateLimitEvent('b', 'k');
+          expect(await store.readRateLimitCounter('b', 'k')).toBeUndefined();
+          await store.undoRateLimitEvent('b', 'missing');
+          await store.countRateLimitEvent('b', 'k', t0, 60);
+          await store.clearRateLimitCounter('b', 'k');
+          expect(await store.readRateLimitCounter('b', 'k')).toBeUndefined();
+        });
+      });
+
+      it('simultaneous events are each counted once', async () => {
+        await withStore(async (store) => {
+          const counts = await Promise.all(Array.from({ length: 20 }, () => store.countRateLimitEvent('b', 'k', t0, 60)));
+          expect(counts.map((c) => c.count).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+        });
+      });
+
+      it('purgeExpired removes counters idle longer than any window or back-off', async () => {
+        await withStore(async (store) => {
+          await store.countRateLimitEvent('b', 'old', t0, 60);
+          await store.countRateLimitEvent('b', 'recent', t0 + 1_000_000, 60);
+          await store.purgeExpired(t0 + 1_100_000);
+          expect(await store.readRateLimitCounter('b', 'old')).toBeUndefined();
+          expect(await store.readRateLimitCounter('b', 'recent')).toBeDefined();
+        });
+      });
+    });
+
     describe('revoked access tokens', () => {
       it('a jti is not revoked until revokeAccessToken, then it is; others stay unrevoked', async () => {
         await withStore(async (store) => {

@@ -25,6 +25,7 @@ import {
   type GrantTypeName,
   type InteractionRecord,
   type PurgeCounts,
+  type RateLimitCounter,
   type RefreshTokenRecord,
   type SessionRecord,
   type SigningKeyRecord,
@@ -195,6 +196,13 @@ function isUniqueViolation(err: unknown): boolean {
   );
 }
 
+/** Seconds after its latest event that a rate-limit counter can be purged. */
+export const rateLimitCounterLifetime = 1_000_000 + 7200;
+
+function toRateLimitCounter(r: Row): RateLimitCounter {
+  return { count: Number(r.count), startedAt: Number(r.started_at), lastAt: Number(r.last_at) };
+}
+
 /** Each cache starts over beyond this many records, so memory stays bounded. */
 const maxCachedRecords = 10_000;
 
@@ -239,6 +247,7 @@ export const readOnlyVerbs = new Set([
   'findInteraction',
   'findConsent',
   'findAuthorizationCode',
+  'readRateLimitCounter',
 ]);
 
 /**
@@ -276,12 +285,18 @@ export const writeVerbs = new Set([
   'saveConsent',
   'createAuthorizationCode',
   'consumeAuthorizationCode',
+  'countRateLimitEvent',
+  'countRateLimitFailure',
+  'undoRateLimitEvent',
+  'clearRateLimitCounter',
 ]);
 
 export class SqliteStore implements Store {
   readonly db: Database.Database;
   readonly appliedMigrations: string[];
   private readonly statements = new Map<string, Database.Statement>();
+  /** One machine: rate limits are counted in each process's memory. */
+  readonly sharedAcrossInstances = false;
   private checkpointer: Checkpointer | undefined;
   private groupCommit: GroupCommit | undefined;
   /** Statements that threw (see GroupCommit: a failed verb is rolled back to its savepoint). */
@@ -430,6 +445,9 @@ export class SqliteStore implements Store {
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
       purge('revoked_refresh_families', 'revoked_at <= ?', now - 366 * 86400);
+      // A counter idle longer than the longest window (COUNT/SECONDS allows 999,999 s) or the
+      // longest back-off (an hour) means nothing any more.
+      purge('rate_limit_counters', 'last_at <= ?', now - rateLimitCounterLifetime);
       return counts;
     })();
   }
@@ -869,6 +887,58 @@ export class SqliteStore implements Store {
       now,
     );
     return row && toAuthorizationCode(row);
+  }
+
+  async countRateLimitEvent(bucket: string, key: string, now: number, windowSeconds: number): Promise<RateLimitCounter> {
+    const row = this.get(
+      `INSERT INTO rate_limit_counters (bucket, key, count, started_at, last_at) VALUES (?, ?, 1, ?, ?)
+       ON CONFLICT (bucket, key) DO UPDATE SET
+         count = CASE WHEN started_at + ? <= excluded.started_at THEN 1 ELSE count + 1 END,
+         started_at = CASE WHEN started_at + ? <= excluded.started_at THEN excluded.started_at ELSE started_at END,
+         last_at = excluded.last_at
+       RETURNING *`,
+      bucket,
+      key,
+      now,
+      now,
+      windowSeconds,
+      windowSeconds,
+    );
+    return toRateLimitCounter(row ?? {});
+  }
+
+  async countRateLimitFailure(bucket: string, key: string, now: number, forgetAfterSeconds: number): Promise<RateLimitCounter> {
+    const row = this.get(
+      `INSERT INTO rate_limit_counters (bucket, key, count, started_at, last_at) VALUES (?, ?, 1, ?, ?)
+       ON CONFLICT (bucket, key) DO UPDATE SET
+         count = CASE WHEN last_at + ? <= excluded.last_at THEN 1 ELSE count + 1 END,
+         started_at = CASE WHEN last_at + ? <= excluded.last_at THEN excluded.started_at ELSE last_at END,
+         last_at = excluded.last_at
+       RETURNING *`,
+      bucket,
+      key,
+      now,
+      now,
+      forgetAfterSeconds,
+      forgetAfterSeconds,
+    );
+    return toRateLimitCounter(row ?? {});
+  }
+
+  async readRateLimitCounter(bucket: string, key: string): Promise<RateLimitCounter | undefined> {
+    const row = this.get('SELECT * FROM rate_limit_counters WHERE bucket = ? AND key = ?', bucket, key);
+    return row && toRateLimitCounter(row);
+  }
+
+  async undoRateLimitEvent(bucket: string, key: string): Promise<void> {
+    this.db.transaction(() => {
+      this.run('UPDATE rate_limit_counters SET count = count - 1 WHERE bucket = ? AND key = ?', bucket, key);
+      this.run('DELETE FROM rate_limit_counters WHERE bucket = ? AND key = ? AND count <= 0', bucket, key);
+    })();
+  }
+
+  async clearRateLimitCounter(bucket: string, key: string): Promise<void> {
+    this.run('DELETE FROM rate_limit_counters WHERE bucket = ? AND key = ?', bucket, key);
   }
 }
 

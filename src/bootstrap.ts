@@ -8,7 +8,7 @@ import { epochSeconds } from './clock.js';
 import type { Config } from './config.js';
 import { hashPassword } from './crypto/password.js';
 import { randomUuid, randomString } from './crypto/secrets.js';
-import type { ClientRecord, Store } from './store/store.js';
+import { DuplicateError, type ClientRecord, type Store } from './store/store.js';
 
 export const builtinCliClientId = 'latchkey-cli';
 
@@ -40,14 +40,20 @@ export async function bootstrap(store: Store, config: Config, clock: Clock): Pro
   if ((await store.countUsers()) > 0) return { createdUser: undefined, generatedPassword: undefined };
   const username = config.bootstrapUser ?? 'admin';
   const generated = config.bootstrapPassword === undefined ? randomString(passwordAlphabet, 20) : undefined;
-  await store.createUser({
-    id: randomUuid(),
-    username,
-    email: username.includes('@') ? username : `${username}@localhost`,
-    name: undefined,
-    passwordHash: await hashPassword(config.bootstrapPassword ?? generated ?? ''),
-    disabled: false,
-    createdAt: now,
-  });
+  try {
+    await store.createUser({
+      id: randomUuid(),
+      username,
+      email: username.includes('@') ? username : `${username}@localhost`,
+      name: undefined,
+      passwordHash: await hashPassword(config.bootstrapPassword ?? generated ?? ''),
+      disabled: false,
+      createdAt: now,
+    });
+  } catch (err) {
+    // Another instance starting on the same empty database made the first user (and showed its password).
+    if (err instanceof DuplicateError) return { createdUser: undefined, generatedPassword: undefined };
+    throw err;
+  }
   return { createdUser: username, generatedPassword: generated };
 }

@@ -1,6 +1,7 @@
 /** The lines the terminal shows once the server listens. */
 import type { BootstrapResult } from './bootstrap.js';
 import type { Config } from './config.js';
+import { redactDatabase } from './store/database_url.js';
 
 export function addressOf(config: Config, port: number): string {
   return `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -9,7 +10,7 @@ export function addressOf(config: Config, port: number): string {
 /** Printed straight to the terminal, never through the log: the password is shown exactly once. */
 export function banner(config: Config, port: number, result: BootstrapResult, workers = 1): string {
   const lines = [
-    `Latchkey is listening on ${addressOf(config, port)} (issuer ${config.issuer}, database ${config.databasePath}${workers > 1 ? `, ${workers} worker processes` : ''})`,
+    `Latchkey is listening on ${addressOf(config, port)} (issuer ${config.issuer}, database ${redactDatabase(config.databasePath)}${workers > 1 ? `, ${workers} worker processes` : ''})`,
   ];
   if (result.createdUser) {
     lines.push(

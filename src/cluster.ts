@@ -1,7 +1,7 @@
 /**
  * LATCHKEY_WORKERS=N: N server processes share the port through node:cluster, so a machine with
- * more cores answers more requests, all on the same SQLite file (WAL: readers never wait, writers
- * take turns a commit at a time).
+ * more cores answers more requests, all on the same database (a SQLite file in WAL mode: readers
+ * never wait, writers take turns a commit at a time; or PostgreSQL).
  *
  * The primary process does what must happen once: migrations, the first user and the built-in
  * client, the signing keys, the banner and housekeeping. Then it forks the workers, restarts one
@@ -12,7 +12,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
 import { pino } from 'pino';
 import { unsplittableLimits } from './app.js';
-import { bootstrap } from './bootstrap.js';
+import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { systemClock } from './clock.js';
 import { retiredKeyRetention, type Config } from './config.js';
 import { createSigner } from './crypto/signer.js';
@@ -39,12 +39,19 @@ export interface RunningCluster {
 
 export async function startCluster(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningCluster> {
   const log = pino(loggerOptions(config.logLevel, undefined, { sync: true }) as pino.LoggerOptions).child({ role: 'primary' });
-  const store = openConfiguredStore(config);
-  const result = await bootstrap(store, config, systemClock);
-  // Keys and secrets are created here, once, not raced by N workers starting together.
-  await createSigner(store, systemClock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config) });
-  await store.serverSecret('csrf', () => randomSecret());
-  await store.serverSecret('user_code', () => randomSecret());
+  const store = await openConfiguredStore(config);
+  let result: BootstrapResult;
+  try {
+    result = await bootstrap(store, config, systemClock);
+    // Keys and secrets are created here, once, not raced by N workers starting together.
+    await createSigner(store, systemClock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config) });
+    await store.serverSecret('csrf', () => randomSecret());
+    await store.serverSecret('user_code', () => randomSecret());
+  } catch (err) {
+    // A store left open (a PostgreSQL pool's connections) would keep the failed process alive.
+    await store.close();
+    throw err;
+  }
   const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval);
   const unsplittable = unsplittableLimits(config);
   if (unsplittable.length > 0) {

@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { signingAlgorithms, type SigningAlgorithm } from './crypto/keys.js';
+import { isPostgresUrl, isValidPostgresUrl } from './store/database_url.js';
 
 const seconds = (name: string, fallback: number, min = 1, max = 10 * 365 * 86400) =>
   z
@@ -88,7 +89,13 @@ const environmentSchema = z.object({
       .refine(isIssuerUrl, 'LATCHKEY_ISSUER must be an http(s) URL with no query or fragment')
       .optional(),
   ),
-  LATCHKEY_DB: optionalText.transform((v) => v ?? './data/latchkey.db'),
+  // A postgres:// URL, or else the path of a SQLite file. The message never repeats the value: it may hold a password.
+  LATCHKEY_DB: optionalText
+    .transform((v) => v ?? './data/latchkey.db')
+    .refine(
+      (v) => !isPostgresUrl(v) || isValidPostgresUrl(v),
+      'LATCHKEY_DB is not a valid postgres:// URL (percent-encode any @ : / % in the user name or password)',
+    ),
   LATCHKEY_BOOTSTRAP_USER: optionalText.pipe(
     z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'LATCHKEY_BOOTSTRAP_USER must be 1-64 letters, digits or ._@-').optional(),
   ),
@@ -144,6 +151,7 @@ export interface Config {
   readonly issuer: string;
   readonly port: number;
   readonly host: string;
+  /** LATCHKEY_DB: a SQLite file path or a postgres:// URL (which may hold a password: print it with redactDatabase). */
   readonly databasePath: string;
   readonly bootstrapUser: string | undefined;
   readonly bootstrapPassword: string | undefined;

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { AggregatorRegistry } from 'prom-client';
 import { buildApp } from './app.js';
 import { banner, addressOf } from './banner.js';
-import { bootstrap } from './bootstrap.js';
+import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { systemClock } from './clock.js';
 import { clusterMetricsFromPrimary } from './cluster.js';
 import { startHousekeeping } from './housekeeping.js';
@@ -29,12 +29,21 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   // Answer the primary's metrics requests from the first moment (with nothing until the app exists),
   // so a scrape while this worker starts does not wait for it to time out.
   if (options.worker) new AggregatorRegistry();
-  const store = openConfiguredStore(config, { server: true });
-  const result = options.worker ? undefined : await bootstrap(store, config, systemClock);
-  const app = await buildApp({ config, store, ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}) });
-  // The primary gathers every worker's registry for /metrics.
-  if (options.worker) AggregatorRegistry.setRegistries([app.services.metrics.registry]);
-  await app.listen({ port: config.port, host: config.host });
+  const store = await openConfiguredStore(config, { server: true });
+  let result: BootstrapResult | undefined;
+  let app: FastifyInstance | undefined;
+  try {
+    result = options.worker ? undefined : await bootstrap(store, config, systemClock);
+    app = await buildApp({ config, store, ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}) });
+    // The primary gathers every worker's registry for /metrics.
+    if (options.worker) AggregatorRegistry.setRegistries([app.services.metrics.registry]);
+    await app.listen({ port: config.port, host: config.host });
+  } catch (err) {
+    // A store left open (a PostgreSQL pool's connections) would keep the failed process alive.
+    await app?.close();
+    await store.close();
+    throw err;
+  }
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : config.port;
   const address = addressOf(config, port);

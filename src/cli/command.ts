@@ -15,7 +15,7 @@ export interface CommandContext extends CommandIo {
   positionals: string[];
   config(): Config;
   /** Opens LATCHKEY_DB (running migrations); closed by the dispatcher when the command ends. */
-  store(): Store;
+  store(): Promise<Store>;
 }
 
 export interface Command {

@@ -64,7 +64,8 @@ function globalUsage(): string {
     'Sign in from this machine:',
     ...commands.filter((c) => clientCommands.has(c)).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
     '',
-    'Run and administer the server (on LATCHKEY_DB, default ./data/latchkey.db, also while it runs):',
+    'Run and administer the server, also while it runs (on LATCHKEY_DB: a SQLite file, default ./data/latchkey.db,',
+    'or a postgres:// URL):',
     ...commands.filter((c) => !clientCommands.has(c)).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
     '',
     'Run "latchkey <command> --help" for the options of a command.',
@@ -122,7 +123,7 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
   }
 
   let config: Config | undefined;
-  let store: Store | undefined;
+  let store: Promise<Store> | undefined;
   try {
     return await command.run({
       ...io,
@@ -152,7 +153,9 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
     io.stderr.write(`latchkey: unexpected error: ${(err as Error).message}\n`);
     return exitCodes.failure;
   } finally {
-    await store?.close();
+    // A store that failed to open has nothing to close (its error was reported above).
+    const opened = await store?.catch(() => undefined);
+    await opened?.close();
   }
 }
 

@@ -45,7 +45,8 @@ describe.skipIf(!baseUrl)('two instances on one PostgreSQL database', () => {
     await admin((client) => client.query(`CREATE DATABASE ${database}`));
     const url = new URL(baseUrl ?? '');
     url.pathname = `/${database}`;
-    env = { LATCHKEY_DB: url.toString(), LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: '4/60' };
+    // One issuer for both, as behind one load balancer: a token from either verifies on the other.
+    env = { LATCHKEY_DB: url.toString(), LATCHKEY_ISSUER: 'http://id.latchkey.test', LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: '4/60' };
     // Both start at once on the empty database: one applies the migrations, the other waits for it.
     [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     const add = await runCli(['users', 'add', 'grace', '--email', 'grace@example.com', '--password-stdin'], env, 'grace-password\n');
@@ -94,7 +95,8 @@ describe.skipIf(!baseUrl)('two instances on one PostgreSQL database', () => {
     // The tokens work on both instances, and a refresh on one rotates for both.
     const tokens = issued[0]?.body ?? {};
     for (const server of [a, b]) {
-      expect((await fetch(`${server.base}/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(200);
+      const res = await fetch(`${server.base}/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+      expect({ server: server.base, status: res.status, challenge: res.headers.get('www-authenticate') }).toMatchObject({ status: 200 });
     }
     const refreshed = await post(b, '/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: tokens.refresh_token ?? '' });
     expect(refreshed.status).toBe(200);

@@ -12,7 +12,8 @@ export const apisAddCommand: Command = {
   async run(context) {
     const identifier = validApiIdentifier(context.positionals[0] ?? '');
     try {
-      await context.store().createApi({
+      const store = await context.store();
+      await store.createApi({
         identifier,
         name: validName(context.values.name as string | undefined) ?? identifier,
         createdAt: epochSeconds(systemClock),

@@ -8,7 +8,8 @@ export const apisListCommand: Command = {
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
   async run(context) {
-    const apis = await context.store().listApis();
+    const store = await context.store();
+    const apis = await store.listApis();
     if (context.values.json) {
       context.stdout.write(json(apis.map((a) => ({ identifier: a.identifier, name: a.name, created_at: isoTime(a.createdAt) }))));
     } else {

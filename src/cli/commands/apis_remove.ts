@@ -8,7 +8,8 @@ export const apisRemoveCommand: Command = {
   options: {},
   async run(context) {
     const identifier = context.positionals[0] ?? '';
-    if (!(await context.store().removeApi(identifier))) throw new CommandError(`no API "${identifier}"`);
+    const store = await context.store();
+    if (!(await store.removeApi(identifier))) throw new CommandError(`no API "${identifier}"`);
     context.stderr.write(`Removed API ${identifier}\n`);
     return 0;
   },

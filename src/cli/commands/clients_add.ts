@@ -31,7 +31,8 @@ export const clientsAddCommand: Command = {
     }
     const secret = context.values.confidential ? randomSecret(secretPrefix.clientSecret) : undefined;
     try {
-      await context.store().createClient({
+      const store = await context.store();
+      await store.createClient({
         clientId,
         name: validName(context.values.name as string | undefined) ?? clientId,
         secretHash: secret === undefined ? undefined : sha256(secret),

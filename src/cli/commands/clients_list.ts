@@ -8,7 +8,8 @@ export const clientsListCommand: Command = {
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
   async run(context) {
-    const clients = await context.store().listClients();
+    const store = await context.store();
+    const clients = await store.listClients();
     if (context.values.json) {
       context.stdout.write(
         json(

@@ -10,7 +10,8 @@ export const clientsRemoveCommand: Command = {
   async run(context) {
     const clientId = context.positionals[0] ?? '';
     if (clientId === builtinCliClientId) throw new CommandError(`${builtinCliClientId} is built in and cannot be removed`);
-    if (!(await context.store().removeClient(clientId))) throw new CommandError(`no client "${clientId}"`);
+    const store = await context.store();
+    if (!(await store.removeClient(clientId))) throw new CommandError(`no client "${clientId}"`);
     context.stderr.write(`Removed client ${clientId}\n`);
     return 0;
   },

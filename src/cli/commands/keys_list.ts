@@ -12,7 +12,8 @@ export const keysListCommand: Command = {
   async run(context) {
     const retention = retiredKeyRetention(context.config());
     const now = epochSeconds(systemClock);
-    const keys = (await context.store().listSigningKeys()).sort((a, b) => b.createdAt - a.createdAt);
+    const store = await context.store();
+    const keys = (await store.listSigningKeys()).sort((a, b) => b.createdAt - a.createdAt);
     const rows = keys.map((k) => {
       const publishedUntil = k.retiredAt === undefined ? undefined : k.retiredAt + retention;
       const status = k.retiredAt === undefined ? 'active' : publishedUntil! > now ? 'retired' : 'expired';

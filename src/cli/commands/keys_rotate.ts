@@ -11,7 +11,7 @@ export const keysRotateCommand: Command = {
   positionals: { min: 0, max: 0 },
   options: {},
   async run(context) {
-    const store = context.store();
+    const store = await context.store();
     // One new key for every algorithm that has an active key now or that the configuration needs.
     const active = (await store.listSigningKeys()).filter((k) => k.retiredAt === undefined).map((k) => k.alg);
     const algorithms = [...new Set<SigningAlgorithm>([...algorithmsInUse(context.config().signingAlg), ...active])];

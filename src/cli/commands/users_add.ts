@@ -17,7 +17,7 @@ export const usersAddCommand: Command = {
     const username = validUsername(context.positionals[0] ?? '');
     const email = validEmail(context.values.email as string | undefined);
     const name = validName(context.values.name as string | undefined);
-    const store = context.store();
+    const store = await context.store();
     if (await store.findUserByUsername(username)) throw new CommandError(`user "${username}" already exists`);
     const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
     validPassword(password);

@@ -9,7 +9,8 @@ export const usersDisableCommand: Command = {
   options: {},
   async run(context) {
     const username = context.positionals[0] ?? '';
-    if (!(await context.store().setUserDisabled(username, true))) throw new CommandError(`no user "${username}"`);
+    const store = await context.store();
+    if (!(await store.setUserDisabled(username, true))) throw new CommandError(`no user "${username}"`);
     cliAudit(context, 'user.disabled', { username });
     context.stderr.write(`Disabled user ${username}\n`);
     return 0;

@@ -8,7 +8,8 @@ export const usersListCommand: Command = {
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
   async run(context) {
-    const users = await context.store().listUsers();
+    const store = await context.store();
+    const users = await store.listUsers();
     if (context.values.json) {
       context.stdout.write(
         json(users.map((u) => ({ id: u.id, username: u.username, email: u.email, name: u.name ?? null, disabled: u.disabled, created_at: isoTime(u.createdAt) }))),

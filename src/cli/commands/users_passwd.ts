@@ -11,7 +11,7 @@ export const usersPasswdCommand: Command = {
   options: { 'password-stdin': { type: 'boolean' } },
   async run(context) {
     const username = context.positionals[0] ?? '';
-    const store = context.store();
+    const store = await context.store();
     if (!(await store.findUserByUsername(username))) throw new CommandError(`no user "${username}"`);
     const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
     validPassword(password);

@@ -3,22 +3,10 @@
  * and recorded in schema_migrations, so an interrupted upgrade leaves the database at the last
  * complete version and two processes starting at once never apply a file twice.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type Database from 'better-sqlite3';
+import type { Migration } from '../migration_files.js';
 
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
-
-export function readMigrations(dir: string): Migration[] {
-  return readdirSync(dir)
-    .filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file))
-    .sort()
-    .map((file) => ({ version: Number(file.slice(0, 4)), name: file, sql: readFileSync(join(dir, file), 'utf8') }));
-}
+export { readMigrations, type Migration } from '../migration_files.js';
 
 /** Returns the names of the migrations applied by this call. */
 export function migrate(db: Database.Database, migrations: Migration[], now: number): string[] {

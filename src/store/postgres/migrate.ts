@@ -1,0 +1,59 @@
+/**
+ * Applies the numbered SQL files of migrations/postgres/ in order, each in its own transaction and
+ * recorded in schema_migrations, so an interrupted upgrade leaves the database at the last complete
+ * version. The whole run holds a session advisory lock on one connection: instances starting at
+ * once take turns, and the later ones find every file recorded and apply nothing.
+ */
+import type { Pool } from 'pg';
+import type { Migration } from '../migration_files.js';
+
+/**
+ * The pg_advisory_lock key of a migration run: "LATCHKEY" as a 64-bit number. Fixed for good, since
+ * instances of different versions must agree on it. It is per database, so runs in different
+ * schemas of one database also take turns (harmless: they are short).
+ */
+export const migrationLockKey = '5494765668321150297';
+
+/** A schema name used as is in SQL and in search_path, so it is limited to what needs no quoting. */
+export const schemaNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * Creates `schema` when given and missing (the pool's search_path must already name it), then
+ * applies what is not applied yet. Returns the names of the migrations this call applied.
+ */
+export async function migrate(pool: Pool, migrations: Migration[], now: number, schema?: string): Promise<string[]> {
+  if (schema !== undefined && !schemaNamePattern.test(schema)) throw new Error(`invalid schema name "${schema}"`);
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [migrationLockKey]);
+    // Under the lock: two CREATE SCHEMA IF NOT EXISTS at the same moment can still collide.
+    if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version    INTEGER PRIMARY KEY,
+      name       TEXT NOT NULL,
+      applied_at BIGINT NOT NULL
+    )`);
+    const applied: string[] = [];
+    for (const migration of migrations) {
+      await client.query('BEGIN');
+      try {
+        const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
+        if (done.rowCount === 0) {
+          await client.query(migration.sql);
+          await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [migration.version, migration.name, now]);
+          applied.push(migration.name);
+        }
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    }
+    await client.query('SELECT pg_advisory_unlock($1)', [migrationLockKey]);
+    return applied;
+  } finally {
+    // The connection is closed rather than returned to the pool: ending the session also ends the
+    // lock when a failure left it held, and no half-finished transaction can reach another caller.
+    client.release(true);
+  }
+}

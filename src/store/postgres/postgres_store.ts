@@ -1,0 +1,737 @@
+/**
+ * The Store on PostgreSQL (node-postgres, one pg.Pool per process), for several servers sharing one
+ * database. Same records, same edge cases as the SQLite store; what SQLite gets from having one
+ * writer at a time is made explicit here, because other processes write at the same moment:
+ * - single use (codes, approved device grants, rotation) is one conditional UPDATE … RETURNING,
+ *   which PostgreSQL re-checks against the winner's committed row, so exactly one caller wins;
+ * - a read-compute-write (a device poll, a grace successor) locks its row with SELECT … FOR UPDATE
+ *   inside a transaction on one pooled client;
+ * - every write to a refresh-token family takes that family's transaction lock first, so a token
+ *   inserted while its family is being revoked is still born revoked (see lockFamily).
+ */
+import pg, { type Pool, type PoolClient, type QueryResultRow } from 'pg';
+import { epochSeconds, systemClock } from '../../clock.js';
+import { postgresMigrationsDir } from '../../paths.js';
+import { readMigrations } from '../migration_files.js';
+import {
+  DuplicateError,
+  type ApiRecord,
+  type AuthorizationCodeRecord,
+  type ClientRecord,
+  type ConsentRecord,
+  type DeviceGrantRecord,
+  type GraceRefusal,
+  type InteractionRecord,
+  type PurgeCounts,
+  type RateLimitCounter,
+  type RefreshTokenRecord,
+  type SessionRecord,
+  type SigningKeyRecord,
+  type Store,
+  type UserRecord,
+} from '../store.js';
+import { migrate, schemaNamePattern } from './migrate.js';
+import { rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
+import {
+  toApi,
+  toAuthorizationCode,
+  toClient,
+  toConsent,
+  toDeviceGrant,
+  toInteraction,
+  toRateLimitCounter,
+  toRefreshToken,
+  toSession,
+  toSigningKey,
+  toUser,
+  type Row,
+} from './rows.js';
+
+export interface PostgresStoreOptions {
+  /** A postgres:// or postgresql:// URL (LATCHKEY_DB). */
+  url: string;
+  /**
+   * Keep every table in this schema (created when missing) instead of the connection's default
+   * search_path: how tests give each store a database of its own.
+   */
+  schema?: string;
+  /** Recorded as the time migrations were applied. */
+  now?: number;
+}
+
+/** What a statement runs on: the pool (each statement its own transaction) or one client in a transaction. */
+interface Queryable {
+  query<R extends QueryResultRow>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
+}
+
+/** one / many / run over a Queryable, with positional parameters like the SQLite store's helpers. */
+class Statements {
+  constructor(private readonly target: Queryable) {}
+
+  many(text: string, ...params: unknown[]): Promise<Row[]> {
+    return this.target.query<Row>(text, params).then((result) => result.rows);
+  }
+
+  async one(text: string, ...params: unknown[]): Promise<Row | undefined> {
+    return (await this.many(text, ...params))[0];
+  }
+
+  /** Runs a write; returns how many rows it changed. */
+  async run(text: string, ...params: unknown[]): Promise<number> {
+    return (await this.target.query(text, params)).rowCount ?? 0;
+  }
+}
+
+const uniqueViolation = '23505';
+/** A deadlock victim (or a serialisation failure) was rolled back whole and may simply run again. */
+const retryableErrors = new Set(['40P01', '40001']);
+const transactionAttempts = 3;
+
+const errorCode = (err: unknown): unknown => (err instanceof Error && 'code' in err ? err.code : undefined);
+
+/** The class half of the two-key advisory locks on refresh-token families ("RT"). */
+const familyLockClass = 0x5254;
+
+/**
+ * SQLite's COLLATE NOCASE on users.username: equal regardless of the case of ASCII letters only
+ * (lower() under the "C" collation folds A-Z and nothing else). The unique index is on the same
+ * expression, so the lookup uses it.
+ */
+const usernameIs = (param: string) => `lower(username COLLATE "C") = lower(${param}::text COLLATE "C")`;
+
+/**
+ * The URL with `-c search_path=<schema>` added to its `options` parameter: set at connection
+ * start-up, so every pooled connection works in the schema from its first statement. (In the URL,
+ * since node-postgres lets the URL's parameters win over the pool's own `options`.)
+ */
+function withSearchPath(url: string, schema: string): string {
+  const parsed = new URL(url);
+  const options = parsed.searchParams.get('options');
+  parsed.searchParams.set('options', `${options === null ? '' : `${options} `}-c search_path=${schema}`);
+  return parsed.toString();
+}
+
+/**
+ * PostgreSQL text cannot hold U+0000 (SQLite's can), so no stored key contains it. The lookups that
+ * take a request's raw input (client_id, username, audience, interaction id) answer "no such record"
+ * for such a key, as SQLite does, instead of failing the request with the driver's encoding error.
+ */
+const storable = (key: string): boolean => !key.includes('\u0000');
+
+export class PostgresStore implements Store {
+  /** Several instances share the database: rate limits are counted in it. */
+  readonly sharedAcrossInstances = true;
+  private readonly db: Statements;
+  private ended: Promise<void> | undefined;
+
+  private constructor(
+    private readonly pool: Pool,
+    /** The migrations this instance applied when it opened (none when another instance had). */
+    readonly appliedMigrations: string[],
+  ) {
+    this.db = new Statements(pool);
+  }
+
+  /** Connects and applies the migrations; the store is ready when the promise resolves. */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    if (options.schema !== undefined && !schemaNamePattern.test(options.schema)) {
+      throw new Error(`invalid schema name "${options.schema}": use lower-case letters, digits and _`);
+    }
+    const pool = new pg.Pool({
+      connectionString: options.schema === undefined ? options.url : withSearchPath(options.url, options.schema),
+      // A database that does not answer fails the start (or the request) instead of hanging it.
+      connectionTimeoutMillis: 10_000,
+    });
+    // A pooled connection that breaks while idle (a database restart) is dropped by the pool and
+    // replaced on next use; without a listener the 'error' event would end the process.
+    pool.on('error', () => undefined);
+    try {
+      const applied = await migrate(pool, readMigrations(postgresMigrationsDir), options.now ?? epochSeconds(systemClock), options.schema);
+      return new PostgresStore(pool, applied);
+    } catch (err) {
+      await pool.end();
+      throw err;
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction on one pooled client: COMMIT when it resolves, ROLLBACK when it
+   * throws, and the client always goes back to the pool. A deadlock victim is run again.
+   */
+  private async transaction<T>(work: (tx: Statements) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const client: PoolClient = await this.pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const result = await work(new Statements(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        // A client whose ROLLBACK fails is in an unknown state: it is closed, not reused.
+        await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+        if (attempt < transactionAttempts && retryableErrors.has(errorCode(err) as string)) continue;
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  /** An INSERT whose unique violation is the caller's DuplicateError (as the SQLite store). */
+  private async insert(what: string, text: string, ...params: unknown[]): Promise<void> {
+    try {
+      await this.db.run(text, ...params);
+    } catch (err) {
+      if (errorCode(err) === uniqueViolation) throw new DuplicateError(what);
+      throw err;
+    }
+  }
+
+  /**
+   * Serialises, until the transaction ends, every write to refresh-token family `familyId`: the
+   * insert of a token and the revocation of its family. Without it a rotation and a revocation
+   * running at once would each miss the other's uncommitted row, and leave a live token in a revoked
+   * family. Taken first in each such transaction, before any row lock, so no two can deadlock.
+   */
+  private static async lockFamily(tx: Statements, familyId: string): Promise<void> {
+    await tx.run('SELECT pg_advisory_xact_lock($1, hashtext($2))', familyLockClass, familyId);
+  }
+
+  async ping(): Promise<boolean> {
+    return (await this.db.one('SELECT 1 AS ok'))?.ok === 1;
+  }
+
+  async purgeExpired(now: number, batchSize = -1): Promise<PurgeCounts> {
+    const grace = 86400;
+    // No DELETE … LIMIT in PostgreSQL either; a ctid sub-select gives it (LIMIT NULL: all).
+    const limit = batchSize < 0 ? null : batchSize;
+    return this.transaction(async (tx) => {
+      const purge = (table: string, condition: string, ...params: unknown[]) =>
+        tx.run(`DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE ${condition} LIMIT $${params.length + 1})`, ...params, limit);
+      const counts: PurgeCounts = {
+        interactions: await purge('interactions', 'expires_at <= $1', now),
+        authorizationCodes: await purge('authorization_codes', 'expires_at <= $1', now - grace),
+        deviceGrants: await purge('device_grants', 'expires_at <= $1', now - grace),
+        sessions: await purge('sessions', 'expires_at <= $1', now),
+        // A rotated or revoked token is kept until its family ends: presenting it again is theft.
+        refreshTokens: await purge(
+          'refresh_tokens',
+          'family_expires_at <= $1 OR (rotated_at IS NULL AND revoked_at IS NULL AND expires_at <= $2)',
+          now - grace,
+          now - grace,
+        ),
+        revokedAccessTokens: await purge('revoked_access_tokens', 'expires_at <= $1', now),
+      };
+      // Access tokens of a revoked family are refused by its id, so the row outlives any of them
+      // (access tokens live at most a year).
+      await purge('revoked_refresh_families', 'revoked_at <= $1', now - 366 * 86400);
+      await purge('rate_limit_counters', 'last_at <= $1', now - rateLimitCounterLifetime);
+      return counts;
+    });
+  }
+
+  async close(): Promise<void> {
+    this.ended ??= this.pool.end();
+    await this.ended;
+  }
+
+  async countUsers(): Promise<number> {
+    return Number((await this.db.one('SELECT count(*) AS n FROM users'))?.n ?? 0);
+  }
+
+  async createUser(u: UserRecord): Promise<void> {
+    await this.insert(
+      `user ${u.username}`,
+      'INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      u.id,
+      u.username,
+      u.email,
+      u.name ?? null,
+      u.passwordHash,
+      u.disabled,
+      u.createdAt,
+    );
+  }
+
+  async findUserById(id: string): Promise<UserRecord | undefined> {
+    const row = await this.db.one('SELECT * FROM users WHERE id = $1', id);
+    return row && toUser(row);
+  }
+
+  async findUserByUsername(username: string): Promise<UserRecord | undefined> {
+    if (!storable(username)) return undefined;
+    const row = await this.db.one(`SELECT * FROM users WHERE ${usernameIs('$1')}`, username);
+    return row && toUser(row);
+  }
+
+  async listUsers(): Promise<UserRecord[]> {
+    // NOCASE order, byte by byte: the order SQLite lists them in.
+    return (await this.db.many('SELECT * FROM users ORDER BY lower(username COLLATE "C")')).map(toUser);
+  }
+
+  async setUserDisabled(username: string, disabled: boolean): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      const changed = await tx.one(`UPDATE users SET disabled = $1 WHERE ${usernameIs('$2')} RETURNING id`, disabled, username);
+      // A disabled account keeps no browser sessions.
+      if (changed && disabled) await tx.run('DELETE FROM sessions WHERE user_id = $1', changed.id);
+      return changed !== undefined;
+    });
+  }
+
+  async setUserPassword(username: string, passwordHash: string): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      const changed = await tx.one(`UPDATE users SET password_hash = $1 WHERE ${usernameIs('$2')} RETURNING id`, passwordHash, username);
+      // A new password ends every browser session: whoever knew the old one is signed out.
+      if (changed) await tx.run('DELETE FROM sessions WHERE user_id = $1', changed.id);
+      return changed !== undefined;
+    });
+  }
+
+  private clientParams(c: ClientRecord): unknown[] {
+    return [
+      c.clientId,
+      c.name,
+      c.secretHash ?? null,
+      JSON.stringify(c.redirectUris),
+      JSON.stringify(c.grantTypes),
+      c.requirePkce,
+      c.firstParty,
+      c.builtIn,
+      c.createdAt,
+    ];
+  }
+
+  async createClient(c: ClientRecord): Promise<void> {
+    await this.insert(
+      `client ${c.clientId}`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      ...this.clientParams(c),
+    );
+  }
+
+  async ensureClient(c: ClientRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+      ...this.clientParams(c),
+    );
+  }
+
+  async findClient(clientId: string): Promise<ClientRecord | undefined> {
+    if (!storable(clientId)) return undefined;
+    const row = await this.db.one('SELECT * FROM clients WHERE client_id = $1', clientId);
+    return row && toClient(row);
+  }
+
+  async listClients(): Promise<ClientRecord[]> {
+    // COLLATE "C": byte order, as SQLite sorts, whatever the database's locale.
+    return (await this.db.many('SELECT * FROM clients ORDER BY client_id COLLATE "C"')).map(toClient);
+  }
+
+  async removeClient(clientId: string): Promise<boolean> {
+    return (await this.db.run('DELETE FROM clients WHERE client_id = $1', clientId)) === 1;
+  }
+
+  async createApi(a: ApiRecord): Promise<void> {
+    await this.insert(`API ${a.identifier}`, 'INSERT INTO apis (identifier, name, created_at) VALUES ($1, $2, $3)', a.identifier, a.name, a.createdAt);
+  }
+
+  async findApi(identifier: string): Promise<ApiRecord | undefined> {
+    if (!storable(identifier)) return undefined;
+    const row = await this.db.one('SELECT * FROM apis WHERE identifier = $1', identifier);
+    return row && toApi(row);
+  }
+
+  async listApis(): Promise<ApiRecord[]> {
+    return (await this.db.many('SELECT * FROM apis ORDER BY identifier COLLATE "C"')).map(toApi);
+  }
+
+  async removeApi(identifier: string): Promise<boolean> {
+    return (await this.db.run('DELETE FROM apis WHERE identifier = $1', identifier)) === 1;
+  }
+
+  async listSigningKeys(): Promise<SigningKeyRecord[]> {
+    return (await this.db.many('SELECT * FROM signing_keys ORDER BY created_at, kid COLLATE "C"')).map(toSigningKey);
+  }
+
+  private static async insertSigningKey(tx: Statements, key: Omit<SigningKeyRecord, 'retiredAt'>): Promise<void> {
+    await tx.run(
+      'INSERT INTO signing_keys (kid, alg, private_key_pem, public_jwk, created_at) VALUES ($1, $2, $3, $4, $5)',
+      key.kid,
+      key.alg,
+      key.privateKeyPem,
+      JSON.stringify(key.publicJwk),
+      key.createdAt,
+    );
+  }
+
+  /**
+   * SQLite's BEGIN IMMEDIATE for the signing keys: one changer at a time (this mode conflicts with
+   * itself), while readers go on reading.
+   */
+  private static async lockSigningKeys(tx: Statements): Promise<void> {
+    await tx.run('LOCK TABLE signing_keys IN SHARE ROW EXCLUSIVE MODE');
+  }
+
+  async ensureSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>): Promise<void> {
+    await this.transaction(async (tx) => {
+      await PostgresStore.lockSigningKeys(tx);
+      if (!(await tx.one('SELECT 1 FROM signing_keys WHERE retired_at IS NULL AND alg = $1', key.alg))) await PostgresStore.insertSigningKey(tx, key);
+    });
+  }
+
+  async rotateSigningKeys(keys: Omit<SigningKeyRecord, 'retiredAt'>[], now: number): Promise<void> {
+    await this.transaction(async (tx) => {
+      await PostgresStore.lockSigningKeys(tx);
+      await tx.run('UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL', now);
+      for (const key of keys) await PostgresStore.insertSigningKey(tx, key);
+    });
+  }
+
+  async signingKeysFingerprint(): Promise<string> {
+    const row = await this.db.one('SELECT count(*) AS n, max(created_at) AS c, sum(coalesce(retired_at, 0)) AS r FROM signing_keys');
+    return `${row?.n}:${row?.c}:${row?.r}`;
+  }
+
+  async serverSecret(name: string, generate: () => string): Promise<string> {
+    await this.db.run('INSERT INTO server_secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING', name, generate());
+    return String((await this.db.one('SELECT value FROM server_secrets WHERE name = $1', name))?.value);
+  }
+
+  async createSession(s: SessionRecord): Promise<void> {
+    await this.db.run(
+      'INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
+      s.idHash,
+      s.userId,
+      s.authTime,
+      s.createdAt,
+      s.expiresAt,
+    );
+  }
+
+  async findSession(idHash: string, now: number): Promise<SessionRecord | undefined> {
+    const row = await this.db.one('SELECT * FROM sessions WHERE id_hash = $1 AND expires_at > $2', idHash, now);
+    return row && toSession(row);
+  }
+
+  async deleteSession(idHash: string): Promise<void> {
+    await this.db.run('DELETE FROM sessions WHERE id_hash = $1', idHash);
+  }
+
+  async createDeviceGrant(g: DeviceGrantRecord): Promise<void> {
+    await this.insert(
+      'device code or user code',
+      `INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval,
+         last_polled_at_ms, user_id, auth_time, requester_ip, requester_user_agent, created_at, expires_at, decided_at, consumed_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+      g.id,
+      g.deviceCodeHash,
+      g.userCodeHash,
+      g.clientId,
+      g.scope,
+      g.audience,
+      g.status,
+      g.interval,
+      g.lastPolledAtMs ?? null,
+      g.userId ?? null,
+      g.authTime ?? null,
+      g.requesterIp,
+      g.requesterUserAgent,
+      g.createdAt,
+      g.expiresAt,
+      g.decidedAt ?? null,
+      g.consumedAt ?? null,
+    );
+  }
+
+  async findDeviceGrantByDeviceCode(deviceCodeHash: string): Promise<DeviceGrantRecord | undefined> {
+    const row = await this.db.one('SELECT * FROM device_grants WHERE device_code_hash = $1', deviceCodeHash);
+    return row && toDeviceGrant(row);
+  }
+
+  async findDeviceGrantByUserCode(userCodeHash: string): Promise<DeviceGrantRecord | undefined> {
+    const row = await this.db.one('SELECT * FROM device_grants WHERE user_code_hash = $1', userCodeHash);
+    return row && toDeviceGrant(row);
+  }
+
+  async pollDeviceGrant(
+    deviceCodeHash: string,
+    clientId: string,
+    polledAtMs: number,
+    nextInterval: (before: DeviceGrantRecord) => number,
+  ): Promise<DeviceGrantRecord | undefined> {
+    return this.transaction(async (tx) => {
+      // FOR UPDATE: a poll racing this one (another process) waits and then sees this poll's time.
+      const row = await tx.one('SELECT * FROM device_grants WHERE device_code_hash = $1 FOR UPDATE', deviceCodeHash);
+      if (!row) return undefined;
+      const before = toDeviceGrant(row);
+      if (before.clientId !== clientId) return before;
+      await tx.run('UPDATE device_grants SET last_polled_at_ms = $1, poll_interval = $2 WHERE id = $3', polledAtMs, nextInterval(before), before.id);
+      return before;
+    });
+  }
+
+  async approveDeviceGrant(id: string, userId: string, authTime: number, now: number): Promise<boolean> {
+    return (
+      (await this.db.run(
+        `UPDATE device_grants SET status = 'approved', user_id = $1, auth_time = $2, decided_at = $3
+         WHERE id = $4 AND status = 'pending' AND expires_at > $5`,
+        userId,
+        authTime,
+        now,
+        id,
+        now,
+      )) === 1
+    );
+  }
+
+  async denyDeviceGrant(id: string, now: number): Promise<boolean> {
+    return (
+      (await this.db.run(
+        `UPDATE device_grants SET status = 'denied', decided_at = $1 WHERE id = $2 AND status = 'pending' AND expires_at > $3`,
+        now,
+        id,
+        now,
+      )) === 1
+    );
+  }
+
+  async consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined> {
+    const row = await this.db.one(
+      `UPDATE device_grants SET status = 'consumed', consumed_at = $1
+       WHERE id = $2 AND status = 'approved' AND expires_at > $3 RETURNING *`,
+      now,
+      id,
+      now,
+    );
+    return row && toDeviceGrant(row);
+  }
+
+  /** Inside a transaction that holds the family's lock (lockFamily). */
+  private static async insertRefreshToken(tx: Statements, t: RefreshTokenRecord): Promise<void> {
+    await tx.run(
+      `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
+         expires_at, family_expires_at, rotated_at, revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)))`,
+      t.id,
+      t.tokenHash,
+      t.familyId,
+      t.clientId,
+      t.userId,
+      t.scope,
+      t.audience,
+      t.authTime,
+      t.createdAt,
+      t.expiresAt,
+      t.familyExpiresAt,
+      t.rotatedAt ?? null,
+      t.revokedAt ?? null,
+    );
+  }
+
+  async createRefreshToken(t: RefreshTokenRecord): Promise<void> {
+    await this.transaction(async (tx) => {
+      await PostgresStore.lockFamily(tx, t.familyId);
+      await PostgresStore.insertRefreshToken(tx, t);
+    });
+  }
+
+  async findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
+    const row = await this.db.one('SELECT * FROM refresh_tokens WHERE token_hash = $1', tokenHash);
+    return row && toRefreshToken(row);
+  }
+
+  async rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      await PostgresStore.lockFamily(tx, successor.familyId);
+      const won =
+        (await tx.run(
+          'UPDATE refresh_tokens SET rotated_at = $1, replaced_by = $2 WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL',
+          now,
+          successor.id,
+          id,
+        )) === 1;
+      if (won) await PostgresStore.insertRefreshToken(tx, successor);
+      return won;
+    });
+  }
+
+  async addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal> {
+    return this.transaction(async (tx): Promise<true | GraceRefusal> => {
+      await PostgresStore.lockFamily(tx, successor.familyId);
+      const row = await tx.one('SELECT revoked_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
+      if (!row || row.revoked_at !== null) return 'revoked';
+      if (Number(row.grace_successors) >= limit) return 'limit';
+      // FOR SHARE: a rotation of the first successor waits until this grace successor is committed.
+      const first = row.replaced_by === null ? undefined : await tx.one('SELECT rotated_at FROM refresh_tokens WHERE id = $1 FOR SHARE', row.replaced_by);
+      if (first && first.rotated_at !== null) return 'successor_used';
+      await tx.run('UPDATE refresh_tokens SET grace_successors = grace_successors + 1 WHERE id = $1', id);
+      await PostgresStore.insertRefreshToken(tx, successor);
+      return true;
+    });
+  }
+
+  async isRefreshFamilyRevoked(familyId: string): Promise<boolean> {
+    return (await this.db.one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', familyId)) !== undefined;
+  }
+
+  async revokeRefreshFamily(familyId: string, now: number): Promise<void> {
+    await this.transaction(async (tx) => {
+      await PostgresStore.lockFamily(tx, familyId);
+      await tx.run('INSERT INTO revoked_refresh_families (family_id, revoked_at) VALUES ($1, $2) ON CONFLICT DO NOTHING', familyId, now);
+      await tx.run('UPDATE refresh_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL', now, familyId);
+    });
+  }
+
+  async revokeAccessToken(jti: string, expiresAt: number): Promise<void> {
+    await this.db.run('INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING', jti, expiresAt);
+  }
+
+  async isAccessTokenRevoked(jti: string): Promise<boolean> {
+    return (await this.db.one('SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = $1', jti)) !== undefined;
+  }
+
+  async createInteraction(i: InteractionRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO interactions (id, browser_hash, client_id, request, signed_in_session, max_age, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      i.id,
+      i.browserHash,
+      i.clientId,
+      JSON.stringify(i.request),
+      i.signedInSession ?? null,
+      i.maxAge ?? null,
+      i.createdAt,
+      i.expiresAt,
+    );
+  }
+
+  async findInteraction(id: string, now: number): Promise<InteractionRecord | undefined> {
+    if (!storable(id)) return undefined;
+    const row = await this.db.one('SELECT * FROM interactions WHERE id = $1 AND expires_at > $2', id, now);
+    return row && toInteraction(row);
+  }
+
+  async deleteInteraction(id: string): Promise<void> {
+    await this.db.run('DELETE FROM interactions WHERE id = $1', id);
+  }
+
+  async markInteractionSignedIn(id: string, sessionIdHash: string): Promise<void> {
+    await this.db.run('UPDATE interactions SET signed_in_session = $1 WHERE id = $2', sessionIdHash, id);
+  }
+
+  async findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined> {
+    const row = await this.db.one('SELECT * FROM consents WHERE user_id = $1 AND client_id = $2 AND audience = $3', userId, clientId, audience);
+    return row && toConsent(row);
+  }
+
+  async saveConsent(c: ConsentRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO consents (user_id, client_id, audience, scope, granted_at) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (user_id, client_id, audience) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at`,
+      c.userId,
+      c.clientId,
+      c.audience,
+      c.scope,
+      c.grantedAt,
+    );
+  }
+
+  async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
+         auth_time, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+      c.codeHash,
+      c.clientId,
+      c.userId,
+      c.redirectUri,
+      c.scope,
+      c.audience,
+      c.nonce ?? null,
+      c.codeChallenge ?? null,
+      c.authTime,
+      c.createdAt,
+      c.expiresAt,
+      c.consumedAt ?? null,
+      c.accessTokenJti ?? null,
+      c.refreshFamilyId ?? null,
+    );
+  }
+
+  async findAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | undefined> {
+    const row = await this.db.one('SELECT * FROM authorization_codes WHERE code_hash = $1', codeHash);
+    return row && toAuthorizationCode(row);
+  }
+
+  async consumeAuthorizationCode(
+    codeHash: string,
+    now: number,
+    issued: { accessTokenJti: string; refreshFamilyId: string },
+  ): Promise<AuthorizationCodeRecord | undefined> {
+    const row = await this.db.one(
+      `UPDATE authorization_codes SET consumed_at = $1, access_token_jti = $2, refresh_family_id = $3
+       WHERE code_hash = $4 AND consumed_at IS NULL AND expires_at > $5 RETURNING *`,
+      now,
+      issued.accessTokenJti,
+      issued.refreshFamilyId,
+      codeHash,
+      now,
+    );
+    return row && toAuthorizationCode(row);
+  }
+
+  // ON CONFLICT … DO UPDATE takes the row's lock, so simultaneous events on several instances are
+  // each counted once, in some order.
+  async countRateLimitEvent(bucket: string, key: string, now: number, windowSeconds: number): Promise<RateLimitCounter> {
+    const row = await this.db.one(
+      `INSERT INTO rate_limit_counters (bucket, key, count, started_at, last_at) VALUES ($1, $2, 1, $3, $3)
+       ON CONFLICT (bucket, key) DO UPDATE SET
+         count = CASE WHEN rate_limit_counters.started_at + $4 <= EXCLUDED.started_at THEN 1 ELSE rate_limit_counters.count + 1 END,
+         started_at = CASE WHEN rate_limit_counters.started_at + $4 <= EXCLUDED.started_at THEN EXCLUDED.started_at ELSE rate_limit_counters.started_at END,
+         last_at = EXCLUDED.last_at
+       RETURNING count, started_at, last_at`,
+      bucket,
+      key,
+      now,
+      windowSeconds,
+    );
+    return toRateLimitCounter(row ?? {});
+  }
+
+  async countRateLimitFailure(bucket: string, key: string, now: number, forgetAfterSeconds: number): Promise<RateLimitCounter> {
+    const row = await this.db.one(
+      `INSERT INTO rate_limit_counters (bucket, key, count, started_at, last_at) VALUES ($1, $2, 1, $3, $3)
+       ON CONFLICT (bucket, key) DO UPDATE SET
+         count = CASE WHEN rate_limit_counters.last_at + $4 <= EXCLUDED.last_at THEN 1 ELSE rate_limit_counters.count + 1 END,
+         started_at = CASE WHEN rate_limit_counters.last_at + $4 <= EXCLUDED.last_at THEN EXCLUDED.started_at ELSE rate_limit_counters.last_at END,
+         last_at = EXCLUDED.last_at
+       RETURNING count, started_at, last_at`,
+      bucket,
+      key,
+      now,
+      forgetAfterSeconds,
+    );
+    return toRateLimitCounter(row ?? {});
+  }
+
+  async readRateLimitCounter(bucket: string, key: string): Promise<RateLimitCounter | undefined> {
+    const row = await this.db.one('SELECT count, started_at, last_at FROM rate_limit_counters WHERE bucket = $1 AND key = $2', bucket, key);
+    return row && toRateLimitCounter(row);
+  }
+
+  async undoRateLimitEvent(bucket: string, key: string): Promise<void> {
+    // The row stays locked from the decrement to its removal at zero, so no other instance counts in between.
+    await this.transaction(async (tx) => {
+      const left = await tx.one('UPDATE rate_limit_counters SET count = count - 1 WHERE bucket = $1 AND key = $2 RETURNING count', bucket, key);
+      if (left && Number(left.count) <= 0) await tx.run('DELETE FROM rate_limit_counters WHERE bucket = $1 AND key = $2', bucket, key);
+    });
+  }
+
+  async clearRateLimitCounter(bucket: string, key: string): Promise<void> {
+    await this.db.run('DELETE FROM rate_limit_counters WHERE bucket = $1 AND key = $2', bucket, key);
+  }
+}

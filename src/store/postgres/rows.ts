@@ -1,0 +1,180 @@
+/**
+ * PostgreSQL rows (snake_case) to domain records (camelCase), the same records the SQLite store
+ * returns: NULL becomes undefined, BIGINT (which node-postgres hands over as a string, since it may
+ * exceed 2^53) becomes a number, BOOLEAN stays boolean, and JSON kept as TEXT is parsed.
+ */
+import type { SigningAlgorithm } from '../../crypto/keys.js';
+import type {
+  RateLimitCounter,
+  ApiRecord,
+  AuthorizationCodeRecord,
+  AuthorizationRequest,
+  ClientRecord,
+  ConsentRecord,
+  DeviceGrantRecord,
+  DeviceGrantStatus,
+  GrantTypeName,
+  InteractionRecord,
+  RefreshTokenRecord,
+  SessionRecord,
+  SigningKeyRecord,
+  UserRecord,
+} from '../store.js';
+
+export type Row = Record<string, unknown>;
+
+const text = (v: unknown): string => String(v);
+const optionalText = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
+const optionalNumber = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : Number(v));
+
+export function toUser(r: Row): UserRecord {
+  return {
+    id: text(r.id),
+    username: text(r.username),
+    email: text(r.email),
+    name: optionalText(r.name),
+    passwordHash: text(r.password_hash),
+    disabled: r.disabled === true,
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toClient(r: Row): ClientRecord {
+  return {
+    clientId: text(r.client_id),
+    name: text(r.name),
+    secretHash: optionalText(r.secret_hash),
+    redirectUris: JSON.parse(text(r.redirect_uris)) as string[],
+    grantTypes: JSON.parse(text(r.grant_types)) as GrantTypeName[],
+    requirePkce: r.require_pkce === true,
+    firstParty: r.first_party === true,
+    builtIn: r.built_in === true,
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toApi(r: Row): ApiRecord {
+  return { identifier: text(r.identifier), name: text(r.name), createdAt: Number(r.created_at) };
+}
+
+export function toSigningKey(r: Row): SigningKeyRecord {
+  return {
+    kid: text(r.kid),
+    alg: text(r.alg) as SigningAlgorithm,
+    privateKeyPem: text(r.private_key_pem),
+    publicJwk: JSON.parse(text(r.public_jwk)),
+    createdAt: Number(r.created_at),
+    retiredAt: optionalNumber(r.retired_at),
+  };
+}
+
+export function toSession(r: Row): SessionRecord {
+  return {
+    idHash: text(r.id_hash),
+    userId: text(r.user_id),
+    authTime: Number(r.auth_time),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+  };
+}
+
+export function toDeviceGrant(r: Row): DeviceGrantRecord {
+  return {
+    id: text(r.id),
+    deviceCodeHash: text(r.device_code_hash),
+    userCodeHash: text(r.user_code_hash),
+    clientId: text(r.client_id),
+    scope: text(r.scope),
+    audience: text(r.audience),
+    status: text(r.status) as DeviceGrantStatus,
+    interval: Number(r.poll_interval),
+    lastPolledAtMs: optionalNumber(r.last_polled_at_ms),
+    userId: optionalText(r.user_id),
+    authTime: optionalNumber(r.auth_time),
+    requesterIp: text(r.requester_ip),
+    requesterUserAgent: text(r.requester_user_agent),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+    decidedAt: optionalNumber(r.decided_at),
+    consumedAt: optionalNumber(r.consumed_at),
+  };
+}
+
+export function toRefreshToken(r: Row): RefreshTokenRecord {
+  return {
+    id: text(r.id),
+    tokenHash: text(r.token_hash),
+    familyId: text(r.family_id),
+    clientId: text(r.client_id),
+    userId: text(r.user_id),
+    scope: text(r.scope),
+    audience: text(r.audience),
+    authTime: Number(r.auth_time),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+    familyExpiresAt: Number(r.family_expires_at),
+    rotatedAt: optionalNumber(r.rotated_at),
+    revokedAt: optionalNumber(r.revoked_at),
+  };
+}
+
+function toAuthorizationRequest(json: string): AuthorizationRequest {
+  const r = JSON.parse(json) as Partial<AuthorizationRequest>;
+  // JSON drops undefined members; records always carry every field.
+  return {
+    clientId: String(r.clientId),
+    redirectUri: String(r.redirectUri),
+    scope: String(r.scope),
+    audience: String(r.audience),
+    state: String(r.state),
+    nonce: r.nonce ?? undefined,
+    codeChallenge: r.codeChallenge ?? undefined,
+    prompt: r.prompt ?? [],
+  };
+}
+
+export function toInteraction(r: Row): InteractionRecord {
+  return {
+    id: text(r.id),
+    browserHash: text(r.browser_hash),
+    clientId: text(r.client_id),
+    request: toAuthorizationRequest(text(r.request)),
+    signedInSession: optionalText(r.signed_in_session),
+    maxAge: optionalNumber(r.max_age),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+  };
+}
+
+export function toConsent(r: Row): ConsentRecord {
+  return {
+    userId: text(r.user_id),
+    clientId: text(r.client_id),
+    audience: text(r.audience),
+    scope: text(r.scope),
+    grantedAt: Number(r.granted_at),
+  };
+}
+
+export function toAuthorizationCode(r: Row): AuthorizationCodeRecord {
+  return {
+    codeHash: text(r.code_hash),
+    clientId: text(r.client_id),
+    userId: text(r.user_id),
+    redirectUri: text(r.redirect_uri),
+    scope: text(r.scope),
+    audience: text(r.audience),
+    nonce: optionalText(r.nonce),
+    codeChallenge: optionalText(r.code_challenge),
+    authTime: Number(r.auth_time),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+    consumedAt: optionalNumber(r.consumed_at),
+    accessTokenJti: optionalText(r.access_token_jti),
+    refreshFamilyId: optionalText(r.refresh_family_id),
+  };
+}
+
+export function toRateLimitCounter(r: Row): RateLimitCounter {
+  return { count: Number(r.count), startedAt: Number(r.started_at), lastAt: Number(r.last_at) };
+}

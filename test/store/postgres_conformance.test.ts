@@ -1,0 +1,257 @@
+/**
+ * Runs the Store conformance suite (test/store/conformance.ts) against PostgreSQL, then what only a
+ * shared database has: several instances (each its own pool, as separate processes would have)
+ * racing for the same single-use record, and starting, hence migrating, at the same moment.
+ *
+ * Needs LATCHKEY_TEST_PG_URL (e.g. postgres://latchkey@127.0.0.1:55432/postgres); every store gets
+ * a fresh schema there, dropped at the end. Without the variable the suite is skipped, unless
+ * LATCHKEY_REQUIRE_PG=1 (CI), where a missing database must fail rather than pass by skipping.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { configFrom } from '../../src/config.js';
+import { readMigrations } from '../../src/store/migration_files.js';
+import { openConfiguredStore } from '../../src/store/open.js';
+import { PostgresStore } from '../../src/store/postgres/postgres_store.js';
+import { postgresMigrationsDir } from '../../src/paths.js';
+import { authorizationCode, client, deviceGrant, refreshToken, t0, user } from '../helpers/records.js';
+import { storeConformance } from './conformance.js';
+
+const url = process.env.LATCHKEY_TEST_PG_URL?.trim() || undefined;
+const required = process.env.LATCHKEY_REQUIRE_PG === '1';
+
+const schemas: string[] = [];
+
+function freshSchema(): string {
+  const schema = `latchkey_test_${randomBytes(6).toString('hex')}`;
+  schemas.push(schema);
+  return schema;
+}
+
+afterAll(async () => {
+  if (!url || schemas.length === 0) return;
+  const admin = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await admin.end();
+  }
+});
+
+function openStore(schema = freshSchema(), now = t0): Promise<PostgresStore> {
+  return PostgresStore.open({ url: url!, schema, now });
+}
+
+/** Two instances on one fresh schema, closed when `fn` ends. */
+async function withTwoInstances(fn: (a: PostgresStore, b: PostgresStore) => Promise<void>): Promise<void> {
+  const schema = freshSchema();
+  const a = await openStore(schema);
+  const b = await openStore(schema);
+  try {
+    await a.createUser(user());
+    await a.createClient(client());
+    await fn(a, b);
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+  }
+}
+
+/** 20 calls at once, alternating between the two instances. */
+const racing = <T>(a: PostgresStore, b: PostgresStore, call: (store: PostgresStore, n: number) => Promise<T>): Promise<T[]> =>
+  Promise.all(Array.from({ length: 20 }, (_, n) => call(n % 2 === 0 ? a : b, n)));
+
+if (!url && required) {
+  describe('PostgreSQL store', () => {
+    it('has a database to run against (LATCHKEY_REQUIRE_PG=1)', () => {
+      expect.fail('LATCHKEY_REQUIRE_PG=1 but LATCHKEY_TEST_PG_URL is not set: the PostgreSQL store would go untested');
+    });
+  });
+}
+
+const suite = url ? describe : describe.skip;
+
+suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
+  storeConformance('PostgreSQL', () => openStore());
+
+  describe('two instances racing on one record', () => {
+    it('consumeDeviceGrant: exactly one wins', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.createDeviceGrant(deviceGrant());
+        expect(await a.approveDeviceGrant('grant-1', 'user-alice', t0, t0 + 10)).toBe(true);
+        const results = await racing(a, b, (store) => store.consumeDeviceGrant('grant-1', t0 + 20));
+        expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+        expect((await b.findDeviceGrantByDeviceCode('device-grant-1'))?.status).toBe('consumed');
+      });
+    });
+
+    it('consumeAuthorizationCode: exactly one wins, and its ids are the ones stored', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.createAuthorizationCode(authorizationCode());
+        const results = await racing(a, b, (store, n) =>
+          store.consumeAuthorizationCode('code-hash-1', t0 + 5, { accessTokenJti: `jti-${n}`, refreshFamilyId: `family-${n}` }),
+        );
+        const winners = results.filter((r) => r !== undefined);
+        expect(winners).toHaveLength(1);
+        const stored = await b.findAuthorizationCode('code-hash-1');
+        expect(stored?.accessTokenJti).toBe(winners[0]?.accessTokenJti);
+        expect(stored?.refreshFamilyId).toBe(winners[0]?.refreshFamilyId);
+      });
+    });
+
+    it('rotateRefreshToken: exactly one wins and inserts its successor; the losers insert nothing', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.createRefreshToken(refreshToken({ id: 'old', tokenHash: 'old' }));
+        const successor = (n: number) => refreshToken({ id: `next-${n}`, tokenHash: `next-${n}`, createdAt: t0 + 10 });
+        const results = await racing(a, b, (store, n) => store.rotateRefreshToken('old', successor(n), t0 + 10));
+        expect(results.filter((won) => won)).toHaveLength(1);
+        const stored = await Promise.all(results.map((_, n) => a.findRefreshToken(`next-${n}`)));
+        expect(stored.filter((t) => t !== undefined)).toHaveLength(1);
+        expect(stored[results.indexOf(true)]).toStrictEqual(successor(results.indexOf(true)));
+      });
+    });
+
+    it('pollDeviceGrant: every poll sees the one before it (read-compute-write is one step)', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.createDeviceGrant(deviceGrant({ interval: 5 }));
+        const seen = await racing(a, b, (store, n) =>
+          store.pollDeviceGrant('device-grant-1', 'cli', t0 * 1000 + n, (before) => before.interval + 5),
+        );
+        // Twenty polls that each grew the interval by 5 from what the previous one stored.
+        expect(seen.map((g) => g!.interval).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, n) => 5 + 5 * n));
+        expect((await a.findDeviceGrantByDeviceCode('device-grant-1'))?.interval).toBe(5 + 5 * 20);
+      });
+    });
+
+    it('addGraceSuccessor hands out at most `limit` grace successors', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.createRefreshToken(refreshToken({ id: 'old', tokenHash: 'old' }));
+        expect(await a.rotateRefreshToken('old', refreshToken({ id: 'first', tokenHash: 'first' }), t0 + 1)).toBe(true);
+        const results = await racing(a, b, (store, n) => store.addGraceSuccessor('old', refreshToken({ id: `grace-${n}`, tokenHash: `grace-${n}` }), 3));
+        expect(results.filter((r) => r === true)).toHaveLength(3);
+        expect(results.filter((r) => r === 'limit')).toHaveLength(17);
+      });
+    });
+
+    it('a rotation racing the revocation of its family never leaves a live token in it', async () => {
+      await withTwoInstances(async (a, b) => {
+        for (let n = 0; n < 20; n++) {
+          const familyId = `family-${n}`;
+          await a.createRefreshToken(refreshToken({ id: `old-${n}`, tokenHash: `old-${n}`, familyId }));
+          const successor = refreshToken({ id: `next-${n}`, tokenHash: `next-${n}`, familyId, createdAt: t0 + 1 });
+          await Promise.all([a.rotateRefreshToken(`old-${n}`, successor, t0 + 1), b.revokeRefreshFamily(familyId, t0 + 1)]);
+          for (const hash of [`old-${n}`, `next-${n}`]) {
+            const token = await a.findRefreshToken(hash);
+            if (token) expect(token.revokedAt, `${hash} is in a revoked family`).toBe(t0 + 1);
+          }
+        }
+      });
+    });
+  });
+
+  describe('migrations', () => {
+    const migrationNames = readMigrations(postgresMigrationsDir).map((m) => m.name);
+
+    it('the postgres migrations folder starts with 0001_init.sql', () => {
+      expect(migrationNames[0]).toBe('0001_init.sql');
+    });
+
+    it('two instances migrating one fresh schema at once both open, and each file is applied and recorded once', async () => {
+      const schema = freshSchema();
+      const stores = await Promise.all([openStore(schema, t0), openStore(schema, t0 + 1)]);
+      const admin = new pg.Pool({ connectionString: url, max: 1 });
+      try {
+        expect(stores.map((s) => s.appliedMigrations).sort((x, y) => y.length - x.length)).toEqual([migrationNames, []]);
+        const { rows } = await admin.query(`SELECT version, name FROM ${schema}.schema_migrations ORDER BY version`);
+        expect(rows).toEqual(migrationNames.map((name) => ({ version: Number(name.slice(0, 4)), name })));
+        expect(await stores[0]!.ping()).toBe(true);
+        expect(await stores[1]!.ping()).toBe(true);
+      } finally {
+        await admin.end();
+        await Promise.all(stores.map((s) => s.close()));
+      }
+    });
+
+    it('reopening applies nothing again and keeps the data', async () => {
+      const schema = freshSchema();
+      const first = await openStore(schema, t0);
+      await first.createUser(user());
+      await first.close();
+      const second = await openStore(schema, t0 + 100);
+      try {
+        expect(second.appliedMigrations).toEqual([]);
+        expect(await second.findUserByUsername('ALICE')).toEqual(user());
+      } finally {
+        await second.close();
+      }
+    });
+
+    it('refuses a schema name that would need quoting', async () => {
+      await expect(PostgresStore.open({ url: url!, schema: 'Robert"; DROP' })).rejects.toThrow(/invalid schema name/);
+    });
+  });
+
+  describe('PostgreSQL specifics', () => {
+    it('openConfiguredStore opens a PostgresStore for a postgres:// LATCHKEY_DB (schema chosen by the URL)', async () => {
+      const schema = freshSchema();
+      const admin = new pg.Pool({ connectionString: url, max: 1 });
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      const withSchema = new URL(url!);
+      withSchema.searchParams.set('options', `-c search_path=${schema}`);
+      const store = await openConfiguredStore(configFrom({ LATCHKEY_DB: withSchema.toString() }));
+      try {
+        expect(store).toBeInstanceOf(PostgresStore);
+        await store.createUser(user());
+        const { rows } = await admin.query(`SELECT username FROM ${schema}.users`);
+        expect(rows).toEqual([{ username: 'alice' }]);
+      } finally {
+        await store.close();
+        await admin.end();
+      }
+    });
+
+    it('close() twice is harmless', async () => {
+      const store = await openStore();
+      await store.close();
+      await expect(store.close()).resolves.toBeUndefined();
+    });
+
+    it('usernames match regardless of ASCII case only, as SQLite NOCASE does', async () => {
+      const store = await openStore();
+      try {
+        await store.createUser(user({ username: 'kelvin' }));
+        expect((await store.findUserByUsername('KELVIN'))?.username).toBe('kelvin');
+        // U+212A KELVIN SIGN lower-cases to "k" in Unicode, but is not an ASCII letter.
+        expect(await store.findUserByUsername('\u212Aelvin')).toBeUndefined();
+        expect(await store.setUserDisabled('\u212Aelvin', true)).toBe(false);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('a lookup by a key holding U+0000 (which PostgreSQL text cannot store) finds nothing instead of failing', async () => {
+      const store = await openStore();
+      try {
+        await store.createClient(client());
+        expect(await store.findClient('cli\u0000')).toBeUndefined();
+        expect(await store.findUserByUsername('alice\u0000')).toBeUndefined();
+        expect(await store.findApi('https://api.example.com\u0000')).toBeUndefined();
+        expect(await store.findInteraction('\u0000', t0)).toBeUndefined();
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('lists in byte order whatever the database locale (as SQLite sorts)', async () => {
+      const store = await openStore();
+      try {
+        for (const clientId of ['b', 'B', 'a_b', 'a-b', 'ab', 'A']) await store.createClient(client({ clientId }));
+        expect((await store.listClients()).map((c) => c.clientId)).toEqual(['A', 'B', 'a-b', 'a_b', 'ab', 'b']);
+        for (const username of ['b.x', 'B_y', 'a', 'Ab']) await store.createUser(user({ username }));
+        expect((await store.listUsers()).map((u) => u.username)).toEqual(['a', 'Ab', 'b.x', 'B_y']);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+});

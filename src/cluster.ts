@@ -54,7 +54,8 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
   }
   const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval);
   const unsplittable = unsplittableLimits(config);
-  if (unsplittable.length > 0) {
+  // Limits counted in a shared store are not split between workers.
+  if (unsplittable.length > 0 && !store.sharedAcrossInstances) {
     log.warn({ limits: unsplittable, workers: config.workers }, 'these rate limits are lower than LATCHKEY_WORKERS: each worker allows 1, so the cluster allows up to one per worker');
   }
 

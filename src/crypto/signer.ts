@@ -71,14 +71,17 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
   let checkedAt = 0;
 
   async function load(): Promise<void> {
+    // The fingerprint first: a rotation committed between the two reads then shows as a changed
+    // fingerprint at the next check, instead of old keys kept under the new fingerprint.
+    let fingerprint = await store.signingKeysFingerprint();
     let keys = await store.listSigningKeys();
     for (const alg of algorithmsInUse(accessAlg)) {
       if (newestActive(keys, alg)) continue;
       // Several processes may start at once on a fresh database; the store keeps one key per algorithm.
       await store.ensureSigningKey({ ...generateSigningKey(alg), createdAt: Math.floor(clock()) });
+      fingerprint = await store.signingKeysFingerprint();
       keys = await store.listSigningKeys();
     }
-    const fingerprint = await store.signingKeysFingerprint();
     const toJwsKey = (alg: SigningAlgorithm): JwsKey => {
       const record = newestActive(keys, alg);
       if (!record) throw new Error(`no active ${alg} signing key`);

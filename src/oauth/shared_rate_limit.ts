@@ -74,7 +74,8 @@ export class SharedBackoffLimiter implements FailureLimiter {
     if (!this.rule) return open;
     const counter = await this.store.countRateLimitFailure(this.bucket, key, this.clock(), this.forgetAfter);
     const state = counter.count > 1 ? this.state(counter.count - 1, counter.startedAt) : open;
-    if (state.limited) await this.store.undoRateLimitEvent(this.bucket, key);
+    // Refused: the count and the time of the latest failure go back to what they were.
+    if (state.limited) await this.store.undoRateLimitEvent(this.bucket, key, counter.startedAt);
     return state;
   }
 

@@ -317,7 +317,10 @@ export interface Store {
    */
   countRateLimitFailure(bucket: string, key: string, now: number, forgetAfterSeconds: number): Promise<RateLimitCounter>;
   readRateLimitCounter(bucket: string, key: string): Promise<RateLimitCounter | undefined>;
-  /** Takes one event back (one counted up front that then did not count); a counter at 0 is removed. */
-  undoRateLimitEvent(bucket: string, key: string): Promise<void>;
+  /**
+   * Takes one event back (one counted up front that then did not count); a counter at 0 is removed.
+   * `lastAt`, when given, becomes the counter's latest time again (a refused attempt leaves no trace).
+   */
+  undoRateLimitEvent(bucket: string, key: string, lastAt?: number): Promise<void>;
   clearRateLimitCounter(bucket: string, key: string): Promise<void>;
 }

@@ -1001,6 +1001,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.undoRateLimitEvent('b', 'k');
           expect(await store.readRateLimitCounter('b', 'k')).toBeUndefined();
           await store.undoRateLimitEvent('b', 'missing');
+          await store.countRateLimitFailure('b', 'back', t0, 100);
+          await store.countRateLimitFailure('b', 'back', t0 + 7, 100);
+          await store.undoRateLimitEvent('b', 'back', t0);
+          expect(await store.readRateLimitCounter('b', 'back')).toMatchObject({ count: 1, lastAt: t0 });
           await store.countRateLimitEvent('b', 'k', t0, 60);
           await store.clearRateLimitCounter('b', 'k');
           expect(await store.readRateLimitCounter('b', 'k')).toBeUndefined();

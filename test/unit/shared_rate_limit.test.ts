@@ -81,8 +81,26 @@ describe('SharedBackoffLimiter answers as BackoffLimiter', () => {
           await store.close();
         },
       ),
-      { numRuns: 150 },
+      { numRuns: 400 },
     );
+  });
+
+  it('a refused attempt leaves no trace: the wait still ends when it would have', async () => {
+    const clock = manualClock();
+    const store = new SqliteStore({ path: ':memory:', now: Math.floor(clock()) });
+    const rule = { limit: 1, windowSeconds: 10 };
+    const memory = new BackoffLimiter(rule, clock);
+    const shared = new SharedBackoffLimiter(store, 'bucket', rule, clock);
+    expect(await shared.attempt('alice')).toEqual(memory.attempt('alice'));
+    clock.advance(3);
+    const refused = await shared.attempt('alice');
+    expect(refused).toEqual({ limited: true, retryAfter: 7 });
+    expect(refused).toEqual(memory.attempt('alice'));
+    clock.advance(3);
+    expect(await shared.check('alice')).toEqual({ limited: true, retryAfter: 4 });
+    clock.advance(4);
+    expect(await shared.attempt('alice')).toEqual(memory.attempt('alice'));
+    await store.close();
   });
 
   it('parallel attempts cannot all slip past the limit: each is counted before it is decided', async () => {

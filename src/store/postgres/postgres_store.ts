@@ -723,10 +723,15 @@ export class PostgresStore implements Store {
     return row && toRateLimitCounter(row);
   }
 
-  async undoRateLimitEvent(bucket: string, key: string): Promise<void> {
+  async undoRateLimitEvent(bucket: string, key: string, lastAt?: number): Promise<void> {
     // The row stays locked from the decrement to its removal at zero, so no other instance counts in between.
     await this.transaction(async (tx) => {
-      const left = await tx.one('UPDATE rate_limit_counters SET count = count - 1 WHERE bucket = $1 AND key = $2 RETURNING count', bucket, key);
+      const left = await tx.one(
+        'UPDATE rate_limit_counters SET count = count - 1, last_at = coalesce($3::double precision, last_at) WHERE bucket = $1 AND key = $2 RETURNING count',
+        bucket,
+        key,
+        lastAt ?? null,
+      );
       if (left && Number(left.count) <= 0) await tx.run('DELETE FROM rate_limit_counters WHERE bucket = $1 AND key = $2', bucket, key);
     });
   }

@@ -930,9 +930,9 @@ export class SqliteStore implements Store {
     return row && toRateLimitCounter(row);
   }
 
-  async undoRateLimitEvent(bucket: string, key: string): Promise<void> {
+  async undoRateLimitEvent(bucket: string, key: string, lastAt?: number): Promise<void> {
     this.db.transaction(() => {
-      this.run('UPDATE rate_limit_counters SET count = count - 1 WHERE bucket = ? AND key = ?', bucket, key);
+      this.run('UPDATE rate_limit_counters SET count = count - 1, last_at = coalesce(?, last_at) WHERE bucket = ? AND key = ?', lastAt ?? null, bucket, key);
       this.run('DELETE FROM rate_limit_counters WHERE bucket = ? AND key = ? AND count <= 0', bucket, key);
     })();
   }

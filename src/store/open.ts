@@ -5,7 +5,6 @@
  */
 import { ConfigError, type Config } from '../config.js';
 import { hidePassword, isPostgresUrl, redactDatabase } from './database_url.js';
-import { PostgresStore } from './postgres/postgres_store.js';
 import { openStore } from './sqlite/sqlite_store.js';
 import type { Store } from './store.js';
 
@@ -13,7 +12,11 @@ import type { Store } from './store.js';
 export async function openConfiguredStore(config: Config, options: { server?: boolean } = {}): Promise<Store> {
   const database = config.databasePath;
   try {
-    if (isPostgresUrl(database)) return await PostgresStore.open({ url: database });
+    if (isPostgresUrl(database)) {
+      // Loaded only when used: a SQLite deployment never pays for the driver at each process start.
+      const { PostgresStore } = await import('./postgres/postgres_store.js');
+      return await PostgresStore.open({ url: database });
+    }
     return openStore(database, { backgroundCheckpoints: options.server === true, groupCommit: options.server === true });
   } catch (err) {
     throw new ConfigError([`LATCHKEY_DB: cannot open the database ${redactDatabase(database)}: ${hidePassword((err as Error).message, database)}`]);

@@ -94,7 +94,8 @@ export async function parseAuthorizationRequest(
     return invalid('PKCE is required: send code_challenge with code_challenge_method=S256.');
   }
 
-  if (p.nonce !== undefined && (p.nonce === '' || p.nonce.length > 512)) return invalid('The nonce is malformed.');
+  // Control characters have no place in a nonce (and PostgreSQL text cannot hold U+0000).
+  if (p.nonce !== undefined && (p.nonce === '' || p.nonce.length > 512 || /[\u0000-\u001f\u007f]/.test(p.nonce))) return invalid('The nonce is malformed.');
 
   const prompt = (p.prompt ?? '').split(' ').filter((v) => v !== '');
   if (prompt.some((v) => !promptValues.includes(v))) return invalid('The prompt value is not supported.');

@@ -127,6 +127,8 @@ describe('parseAuthorizationRequest', () => {
       ['max_age empty', { max_age: '' }, 'invalid_request'],
       ['nonce empty', { nonce: '' }, 'invalid_request'],
       ['nonce too long', { nonce: 'n'.repeat(513) }, 'invalid_request'],
+      ['nonce with U+0000', { nonce: 'n\u0000n' }, 'invalid_request'],
+      ['nonce with a line break', { nonce: 'n\nn' }, 'invalid_request'],
     ])('%s → %s', async (_name, changes, code) => {
       const result = await parse(query(changes));
       expect(result.kind).toBe('invalid_redirect');

@@ -45,7 +45,7 @@ import {
   toSigningKey,
   toUser,
   type Row,
-} from './rows.js';
+} from '../rows.js';
 
 export interface PostgresStoreOptions {
   /** A postgres:// or postgresql:// URL (LATCHKEY_DB). */

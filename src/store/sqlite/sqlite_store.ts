@@ -12,17 +12,15 @@ import { migrationsDir } from '../../paths.js';
 import { migrate, readMigrations } from './migrate.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { GroupCommit } from './group_commit.js';
+import { toApi, toAuthorizationCode, toClient, toConsent, toDeviceGrant, toInteraction, toRateLimitCounter, toRefreshToken, toSession, toSigningKey, toUser, type Row } from '../rows.js';
 import {
   DuplicateError,
   type ApiRecord,
   type AuthorizationCodeRecord,
-  type AuthorizationRequest,
   type ClientRecord,
   type ConsentRecord,
   type DeviceGrantRecord,
-  type DeviceGrantStatus,
   type GraceRefusal,
-  type GrantTypeName,
   type InteractionRecord,
   type PurgeCounts,
   type RateLimitCounter,
@@ -32,161 +30,7 @@ import {
   type Store,
   type UserRecord,
 } from '../store.js';
-import type { SigningAlgorithm } from '../../crypto/keys.js';
 
-type Row = Record<string, unknown>;
-
-const text = (v: unknown): string => String(v);
-const optionalText = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
-const optionalNumber = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : Number(v));
-
-function toUser(r: Row): UserRecord {
-  return {
-    id: text(r.id),
-    username: text(r.username),
-    email: text(r.email),
-    name: optionalText(r.name),
-    passwordHash: text(r.password_hash),
-    disabled: r.disabled === 1,
-    createdAt: Number(r.created_at),
-  };
-}
-
-function toClient(r: Row): ClientRecord {
-  return {
-    clientId: text(r.client_id),
-    name: text(r.name),
-    secretHash: optionalText(r.secret_hash),
-    redirectUris: JSON.parse(text(r.redirect_uris)) as string[],
-    grantTypes: JSON.parse(text(r.grant_types)) as GrantTypeName[],
-    requirePkce: r.require_pkce === 1,
-    firstParty: r.first_party === 1,
-    builtIn: r.built_in === 1,
-    createdAt: Number(r.created_at),
-  };
-}
-
-function toApi(r: Row): ApiRecord {
-  return { identifier: text(r.identifier), name: text(r.name), createdAt: Number(r.created_at) };
-}
-
-function toSigningKey(r: Row): SigningKeyRecord {
-  return {
-    kid: text(r.kid),
-    alg: text(r.alg) as SigningAlgorithm,
-    privateKeyPem: text(r.private_key_pem),
-    publicJwk: JSON.parse(text(r.public_jwk)),
-    createdAt: Number(r.created_at),
-    retiredAt: optionalNumber(r.retired_at),
-  };
-}
-
-function toSession(r: Row): SessionRecord {
-  return {
-    idHash: text(r.id_hash),
-    userId: text(r.user_id),
-    authTime: Number(r.auth_time),
-    createdAt: Number(r.created_at),
-    expiresAt: Number(r.expires_at),
-  };
-}
-
-function toDeviceGrant(r: Row): DeviceGrantRecord {
-  return {
-    id: text(r.id),
-    deviceCodeHash: text(r.device_code_hash),
-    userCodeHash: text(r.user_code_hash),
-    clientId: text(r.client_id),
-    scope: text(r.scope),
-    audience: text(r.audience),
-    status: text(r.status) as DeviceGrantStatus,
-    interval: Number(r.poll_interval),
-    lastPolledAtMs: optionalNumber(r.last_polled_at_ms),
-    userId: optionalText(r.user_id),
-    authTime: optionalNumber(r.auth_time),
-    requesterIp: text(r.requester_ip),
-    requesterUserAgent: text(r.requester_user_agent),
-    createdAt: Number(r.created_at),
-    expiresAt: Number(r.expires_at),
-    decidedAt: optionalNumber(r.decided_at),
-    consumedAt: optionalNumber(r.consumed_at),
-  };
-}
-
-function toRefreshToken(r: Row): RefreshTokenRecord {
-  return {
-    id: text(r.id),
-    tokenHash: text(r.token_hash),
-    familyId: text(r.family_id),
-    clientId: text(r.client_id),
-    userId: text(r.user_id),
-    scope: text(r.scope),
-    audience: text(r.audience),
-    authTime: Number(r.auth_time),
-    createdAt: Number(r.created_at),
-    expiresAt: Number(r.expires_at),
-    familyExpiresAt: Number(r.family_expires_at),
-    rotatedAt: optionalNumber(r.rotated_at),
-    revokedAt: optionalNumber(r.revoked_at),
-  };
-}
-
-function toAuthorizationRequest(json: string): AuthorizationRequest {
-  const r = JSON.parse(json) as Partial<AuthorizationRequest>;
-  // JSON drops undefined members; records always carry every field.
-  return {
-    clientId: String(r.clientId),
-    redirectUri: String(r.redirectUri),
-    scope: String(r.scope),
-    audience: String(r.audience),
-    state: String(r.state),
-    nonce: r.nonce ?? undefined,
-    codeChallenge: r.codeChallenge ?? undefined,
-    prompt: r.prompt ?? [],
-  };
-}
-
-function toInteraction(r: Row): InteractionRecord {
-  return {
-    id: text(r.id),
-    browserHash: text(r.browser_hash),
-    clientId: text(r.client_id),
-    request: toAuthorizationRequest(text(r.request)),
-    signedInSession: optionalText(r.signed_in_session),
-    maxAge: optionalNumber(r.max_age),
-    createdAt: Number(r.created_at),
-    expiresAt: Number(r.expires_at),
-  };
-}
-
-function toConsent(r: Row): ConsentRecord {
-  return {
-    userId: text(r.user_id),
-    clientId: text(r.client_id),
-    audience: text(r.audience),
-    scope: text(r.scope),
-    grantedAt: Number(r.granted_at),
-  };
-}
-
-function toAuthorizationCode(r: Row): AuthorizationCodeRecord {
-  return {
-    codeHash: text(r.code_hash),
-    clientId: text(r.client_id),
-    userId: text(r.user_id),
-    redirectUri: text(r.redirect_uri),
-    scope: text(r.scope),
-    audience: text(r.audience),
-    nonce: optionalText(r.nonce),
-    codeChallenge: optionalText(r.code_challenge),
-    authTime: Number(r.auth_time),
-    createdAt: Number(r.created_at),
-    expiresAt: Number(r.expires_at),
-    consumedAt: optionalNumber(r.consumed_at),
-    accessTokenJti: optionalText(r.access_token_jti),
-    refreshFamilyId: optionalText(r.refresh_family_id),
-  };
-}
 
 function isUniqueViolation(err: unknown): boolean {
   return (
@@ -198,10 +42,6 @@ function isUniqueViolation(err: unknown): boolean {
 
 /** Seconds after its latest event that a rate-limit counter can be purged. */
 export const rateLimitCounterLifetime = 1_000_000 + 7200;
-
-function toRateLimitCounter(r: Row): RateLimitCounter {
-  return { count: Number(r.count), startedAt: Number(r.started_at), lastAt: Number(r.last_at) };
-}
 
 /** Each cache starts over beyond this many records, so memory stays bounded. */
 const maxCachedRecords = 10_000;
@@ -616,7 +456,7 @@ export class SqliteStore implements Store {
 
   async serverSecret(name: string, generate: () => string): Promise<string> {
     this.run('INSERT OR IGNORE INTO server_secrets (name, value) VALUES (?, ?)', name, generate());
-    return text(this.get('SELECT value FROM server_secrets WHERE name = ?', name)?.value);
+    return String(this.get('SELECT value FROM server_secrets WHERE name = ?', name)?.value);
   }
 
   async createSession(s: SessionRecord): Promise<void> {

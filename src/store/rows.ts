@@ -1,9 +1,10 @@
 /**
- * PostgreSQL rows (snake_case) to domain records (camelCase), the same records the SQLite store
- * returns: NULL becomes undefined, BIGINT (which node-postgres hands over as a string, since it may
- * exceed 2^53) becomes a number, BOOLEAN stays boolean, and JSON kept as TEXT is parsed.
+ * Database rows (snake_case) to domain records (camelCase), for both stores, so that they return
+ * the very same records: NULL becomes undefined; numbers become numbers (node-postgres hands BIGINT
+ * over as a string, since it may exceed 2^53); a flag is SQLite's 1 or PostgreSQL's true; JSON kept
+ * as TEXT is parsed.
  */
-import type { SigningAlgorithm } from '../../crypto/keys.js';
+import type { SigningAlgorithm } from '../crypto/keys.js';
 import type {
   RateLimitCounter,
   ApiRecord,
@@ -19,13 +20,15 @@ import type {
   SessionRecord,
   SigningKeyRecord,
   UserRecord,
-} from '../store.js';
+} from './store.js';
 
 export type Row = Record<string, unknown>;
 
 const text = (v: unknown): string => String(v);
 const optionalText = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
 const optionalNumber = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : Number(v));
+/** SQLite stores booleans as 1/0, PostgreSQL as true/false. */
+const flag = (v: unknown): boolean => v === true || v === 1;
 
 export function toUser(r: Row): UserRecord {
   return {
@@ -34,7 +37,7 @@ export function toUser(r: Row): UserRecord {
     email: text(r.email),
     name: optionalText(r.name),
     passwordHash: text(r.password_hash),
-    disabled: r.disabled === true,
+    disabled: flag(r.disabled),
     createdAt: Number(r.created_at),
   };
 }
@@ -46,9 +49,9 @@ export function toClient(r: Row): ClientRecord {
     secretHash: optionalText(r.secret_hash),
     redirectUris: JSON.parse(text(r.redirect_uris)) as string[],
     grantTypes: JSON.parse(text(r.grant_types)) as GrantTypeName[],
-    requirePkce: r.require_pkce === true,
-    firstParty: r.first_party === true,
-    builtIn: r.built_in === true,
+    requirePkce: flag(r.require_pkce),
+    firstParty: flag(r.first_party),
+    builtIn: flag(r.built_in),
     createdAt: Number(r.created_at),
   };
 }

@@ -17,13 +17,16 @@ let serverEnv: Record<string, string>;
 let home: string;
 let cliEnv: Record<string, string>;
 const password = 'carol-password';
+/** How long until a just-issued 64 s token has under a minute left (LATCHKEY_ACCESS_TOKEN_TTL below). */
+const staleAfterMs = 4300;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'latchkey-cli-'));
   serverEnv = { LATCHKEY_DB: join(dir, 'server.db') };
   expect((await runCli(['users', 'add', 'carol', '--email', 'carol@example.com', '--name', 'Carol Client', '--password-stdin'], serverEnv, password)).code).toBe(0);
-  // 61 s tokens: fresh right after sign-in, due for refresh (under a minute left) a second later.
-  server = await startServerProcess({ ...serverEnv, LATCHKEY_ACCESS_TOKEN_TTL: '61', LATCHKEY_DEVICE_INTERVAL: '1' });
+  // 64 s tokens: fresh for 4 s after they are issued (long enough for a second `latchkey token`
+  // process to start and read one under CI load), due for refresh (under a minute left) after that.
+  server = await startServerProcess({ ...serverEnv, LATCHKEY_ACCESS_TOKEN_TTL: '64', LATCHKEY_DEVICE_INTERVAL: '1' });
   home = join(dir, 'home');
   cliEnv = { HOME: home, LATCHKEY_ISSUER: server.base };
 });
@@ -91,7 +94,7 @@ describe('latchkey login (browser)', () => {
     expect(userinfo.status).toBe(200);
 
     const refreshBefore = credentials().profiles.default!.refresh_token;
-    await sleep(1200);
+    await sleep(staleAfterMs);
     const second = await runCli(['token'], cliEnv);
     expect(second.code).toBe(0);
     expect(second.stdout.trim()).not.toBe(first.stdout.trim());
@@ -103,14 +106,14 @@ describe('latchkey login (browser)', () => {
       const text = await (await fetch(`${server.base}/metrics`)).text();
       return Number(text.match(/latchkey_tokens_issued_total\{grant_type="refresh_token"\} (\d+)/)?.[1] ?? 0);
     };
-    await sleep(1200);
+    await sleep(staleAfterMs);
     const before = await refreshes();
     const [a, b] = await Promise.all([runCli(['token'], cliEnv), runCli(['token'], cliEnv)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(a.stdout).toBe(b.stdout); // the second waited for the lock and used the first one's token
     expect((await refreshes()) - before).toBe(1);
     expect(credentials().profiles.default).toBeDefined();
-    await sleep(1200);
+    await sleep(staleAfterMs);
     const again = await runCli(['token'], cliEnv); // refreshes with whatever refresh token was saved
     expect(again.code).toBe(0);
   });

@@ -12,7 +12,9 @@ import { systemClock, type Clock } from './clock.js';
 import { retiredKeyRetention, type Config, type RateLimitSetting, type TrustProxy } from './config.js';
 import type { Socket } from 'node:net';
 import { createSigner, type Signer } from './crypto/signer.js';
-import { randomSecret } from './crypto/secrets.js';
+import { loadServerSecrets } from './crypto/server_secrets.js';
+import { openSecretBox } from './crypto/secret_key_file.js';
+import type { SecretBox } from './crypto/secret_box.js';
 import { OAuthError } from './errors.js';
 import { renderErrorPage, type ErrorPage } from './http/pages.js';
 import { baseSecurityHeaders, securityHeaders } from './http/security_headers.js';
@@ -52,6 +54,8 @@ export interface AppDependencies {
   store: Store;
   clock?: Clock;
   signer?: Signer;
+  /** Opens the stored server secrets; default: from LATCHKEY_SECRET_KEY or the key file. */
+  secretBox?: SecretBox;
   rateLimits?: RateLimiters;
   /** false silences logs (tests); otherwise pino at config.logLevel. */
   logger?: boolean;
@@ -59,6 +63,8 @@ export interface AppDependencies {
   metricsText?: () => Promise<string>;
   /** Where log lines go instead of stdout (tests read the audit trail from it). */
   logStream?: { write(line: string): void };
+  /** How the server waits (the sign-in slow-down); default: a timer. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** OAuth bodies are small; anything larger is refused before parsing (413). */
@@ -95,6 +101,7 @@ export function defaultRateLimits(config: Config, clock: Clock, store?: Store): 
       deviceAuthorization: new SharedWindowLimiter(store, 'device_authorization', limits.deviceAuthorization, clock),
       signInAccount: new SharedBackoffLimiter(store, 'signin_account', limits.signInAccount, clock),
       signInAddress: new SharedBackoffLimiter(store, 'signin_address', limits.signInAddress, clock),
+      signInAccountTotal: new SharedWindowLimiter(store, 'signin_account_total', limits.signInAccountTotal, clock),
     };
   }
   const share = (setting: RateLimitSetting | undefined) => perWorker(setting, config.workers);
@@ -104,6 +111,7 @@ export function defaultRateLimits(config: Config, clock: Clock, store?: Store): 
     deviceAuthorization: new RateLimiter(share(limits.deviceAuthorization), clock),
     signInAccount: new BackoffLimiter(share(limits.signInAccount), clock),
     signInAddress: new BackoffLimiter(share(limits.signInAddress), clock),
+    signInAccountTotal: new RateLimiter(share(limits.signInAccountTotal), clock),
   };
 }
 
@@ -138,15 +146,19 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     },
   });
 
+  const secretBox = deps.secretBox ?? (await openSecretBox(config, store));
   const services: Services = {
     config,
     store,
     clock,
-    signer: deps.signer ?? (await createSigner(store, clock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config) })),
+    signer:
+      deps.signer ??
+      (await createSigner(store, clock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config), secretBox })),
     rateLimits: deps.rateLimits ?? defaultRateLimits(config, clock, store),
-    csrfSecret: await store.serverSecret('csrf', () => randomSecret()),
-    userCodeKey: await store.serverSecret('user_code', () => randomSecret()),
+    ...(await loadServerSecrets(store, secretBox)),
+    secretBox,
     metrics: createMetrics(deps.metricsText),
+    sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
   };
   app.decorate('services', services);
 

@@ -23,6 +23,7 @@ export function builtinCliClient(now: number): ClientRecord {
     firstParty: true,
     builtIn: true,
     createdAt: now,
+    tokensRevokedAt: undefined,
   };
 }
 
@@ -49,6 +50,7 @@ export async function bootstrap(store: Store, config: Config, clock: Clock): Pro
       passwordHash: await hashPassword(config.bootstrapPassword ?? generated ?? ''),
       disabled: false,
       createdAt: now,
+      tokensRevokedAt: undefined,
     });
   } catch (err) {
     // Another instance starting on the same empty database made the first user (and showed its password).

@@ -16,7 +16,9 @@ import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { systemClock } from './clock.js';
 import { retiredKeyRetention, type Config } from './config.js';
 import { createSigner } from './crypto/signer.js';
-import { randomSecret } from './crypto/secrets.js';
+import { loadServerSecrets, sealStoredSecrets } from './crypto/server_secrets.js';
+import { openSecretBox } from './crypto/secret_key_file.js';
+import { startupWarnings } from './startup_warnings.js';
 import { startHousekeeping } from './housekeeping.js';
 import { loggerOptions } from './logging.js';
 import { banner } from './banner.js';
@@ -43,15 +45,17 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
   let result: BootstrapResult;
   try {
     result = await bootstrap(store, config, systemClock);
-    // Keys and secrets are created here, once, not raced by N workers starting together.
-    await createSigner(store, systemClock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config) });
-    await store.serverSecret('csrf', () => randomSecret());
-    await store.serverSecret('user_code', () => randomSecret());
+    // Keys and secrets are created (and sealed) here, once, not raced by N workers starting together.
+    const secretBox = await openSecretBox(config, store);
+    await sealStoredSecrets(store, secretBox);
+    await createSigner(store, systemClock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config), secretBox });
+    await loadServerSecrets(store, secretBox);
   } catch (err) {
     // A store left open (a PostgreSQL pool's connections) would keep the failed process alive.
     await store.close();
     throw err;
   }
+  for (const warning of startupWarnings(config, store)) log.warn({ event: 'startup.permissions' }, warning);
   const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval);
   const unsplittable = unsplittableLimits(config);
   // Limits counted in a shared store are not split between workers.

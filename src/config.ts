@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { signingAlgorithms, type SigningAlgorithm } from './crypto/keys.js';
 import { isPostgresUrl, isValidPostgresUrl } from './store/database_url.js';
+import { parseSecretKeys, type SecretKey } from './crypto/secret_box.js';
 
 const seconds = (name: string, fallback: number, min = 1, max = 10 * 365 * 86400) =>
   z
@@ -96,6 +97,17 @@ const environmentSchema = z.object({
       (v) => !isPostgresUrl(v) || isValidPostgresUrl(v),
       'LATCHKEY_DB is not a valid postgres:// URL (percent-encode any @ : / % in the user name or password)',
     ),
+  // Never repeated in a message: it is a secret.
+  LATCHKEY_SECRET_KEY: optionalText.pipe(
+    z
+      .string()
+      .refine(
+        (v) => parseSecretKeys(v) !== undefined,
+        'LATCHKEY_SECRET_KEY must be one or more 256-bit keys, comma-separated, each 43 base64url characters or 64 hex digits (make one with: latchkey secret-key generate)',
+      )
+      .optional(),
+  ),
+  LATCHKEY_SECRET_KEY_FILE: optionalText,
   LATCHKEY_BOOTSTRAP_USER: optionalText.pipe(
     z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'LATCHKEY_BOOTSTRAP_USER must be 1-64 letters, digits or ._@-').optional(),
   ),
@@ -142,6 +154,7 @@ const environmentSchema = z.object({
   LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: rateLimit('LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION', '30/60'),
   LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT', '5/30'),
   LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS', '20/30'),
+  LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL', '20/3600'),
 });
 
 export type LogLevel = (typeof logLevels)[number];
@@ -153,6 +166,13 @@ export interface Config {
   readonly host: string;
   /** LATCHKEY_DB: a SQLite file path or a postgres:// URL (which may hold a password: print it with redactDatabase). */
   readonly databasePath: string;
+  /** LATCHKEY_SECRET_KEY: the keys that encrypt server secrets at rest, the first the current one. */
+  readonly secretKeys: SecretKey[] | undefined;
+  /**
+   * Where the key lives when LATCHKEY_SECRET_KEY is unset: LATCHKEY_SECRET_KEY_FILE, else
+   * `<database>.key` beside a SQLite file; undefined for an in-memory database.
+   */
+  readonly secretKeyFile: string | undefined;
   readonly bootstrapUser: string | undefined;
   readonly bootstrapPassword: string | undefined;
   readonly logLevel: LogLevel;
@@ -197,10 +217,15 @@ export interface Config {
     readonly unknownDeviceCode: RateLimitSetting | undefined;
     /** Device authorization requests per client and address. */
     readonly deviceAuthorization: RateLimitSetting | undefined;
-    /** Failed sign-ins per account: after COUNT failures a wait of SECONDS, doubling with each further failure. */
+    /**
+     * Failed sign-ins per account from one address (or one browser the account signed in on
+     * before): after COUNT failures a wait of SECONDS, doubling with each further failure.
+     */
     readonly signInAccount: RateLimitSetting | undefined;
     /** Failed sign-ins per address, with the same growing back-off. */
     readonly signInAddress: RateLimitSetting | undefined;
+    /** Failed sign-ins per account from unknown browsers, everywhere: past COUNT in SECONDS, attempts are slowed. */
+    readonly signInAccountTotal: RateLimitSetting | undefined;
   };
 }
 
@@ -237,11 +262,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const issuer = (e.LATCHKEY_ISSUER ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
+  const postgres = isPostgresUrl(e.LATCHKEY_DB);
+  if (postgres && e.LATCHKEY_SECRET_KEY === undefined && e.LATCHKEY_SECRET_KEY_FILE === undefined) {
+    throw new ConfigError([
+      'LATCHKEY_SECRET_KEY must be set when LATCHKEY_DB is a postgres:// URL: every instance needs the same key to read the encrypted server secrets (make one with: latchkey secret-key generate)',
+    ]);
+  }
+  const secretKeyFile =
+    e.LATCHKEY_SECRET_KEY_FILE ?? (postgres || e.LATCHKEY_DB === ':memory:' ? undefined : `${e.LATCHKEY_DB}.key`);
   return Object.freeze({
     issuer,
     port: e.PORT,
     host: e.HOST,
     databasePath: e.LATCHKEY_DB,
+    secretKeys: e.LATCHKEY_SECRET_KEY === undefined ? undefined : parseSecretKeys(e.LATCHKEY_SECRET_KEY),
+    secretKeyFile: e.LATCHKEY_SECRET_KEY === undefined ? secretKeyFile : undefined,
     bootstrapUser: e.LATCHKEY_BOOTSTRAP_USER,
     bootstrapPassword: e.LATCHKEY_BOOTSTRAP_PASSWORD,
     logLevel: e.LATCHKEY_LOG_LEVEL ?? 'info',
@@ -268,6 +303,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       deviceAuthorization: e.LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION,
       signInAccount: e.LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT,
       signInAddress: e.LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS,
+      signInAccountTotal: e.LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL,
     }),
   });
 }

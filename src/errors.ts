@@ -45,6 +45,15 @@ export interface OAuthErrorOptions {
   headers?: Record<string, string>;
 }
 
+/**
+ * RFC 6749 §4.1.2.1 / §5.2: error_description is limited to %x20-21 / %x23-5B / %x5D-7E. Ours are
+ * fixed sentences that never quote the request, so this only guards against a slip: anything else
+ * (a quote, a backslash, non-ASCII, angle brackets that would matter in a page) becomes "?".
+ */
+export function safeDescription(text: string): string {
+  return text.replace(/[^\x20\x21\x23-\x3B\x3D\x3F-\x5B\x5D-\x7E]/g, '?').slice(0, 256);
+}
+
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;
   readonly status: number;
@@ -56,7 +65,7 @@ export class OAuthError extends Error {
     super(`${code}: ${description}`);
     this.name = 'OAuthError';
     this.code = code;
-    this.description = description;
+    this.description = safeDescription(description);
     this.status = options.status ?? defaultStatus[code] ?? 400;
     this.detail = options.detail;
     this.headers = options.headers ?? {};

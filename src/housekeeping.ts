@@ -1,7 +1,9 @@
 /**
  * Housekeeping: every LATCHKEY_HOUSEKEEPING_INTERVAL seconds, expired rows are removed in batches
  * of a few hundred, yielding to the event loop between batches, so a large backlog never holds up
- * requests (better-sqlite3 is synchronous: one huge DELETE would).
+ * requests (better-sqlite3 is synchronous: one huge DELETE would). Then the space they held goes
+ * back to the file system (SQLite's incremental vacuum), also in steps, so a database that once
+ * grew shrinks again.
  */
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
@@ -11,13 +13,24 @@ import type { PurgeCounts, Store } from './store/store.js';
 export const purgeBatchSize = 500;
 
 export async function purgeAll(store: Store, clock: Clock, batchSize = purgeBatchSize, keepGoing: () => boolean = () => true): Promise<PurgeCounts> {
-  const total: PurgeCounts = { interactions: 0, authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0 };
+  const total: PurgeCounts = { authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0 };
   for (;;) {
     const counts = await store.purgeExpired(epochSeconds(clock), batchSize);
     for (const key of Object.keys(total) as (keyof PurgeCounts)[]) total[key] += counts[key];
     if (Object.values(counts).every((n) => n < batchSize)) return total;
     await yieldToEventLoop();
     if (!keepGoing()) return total;
+  }
+}
+
+/** Releases free pages in steps of `pagesPerStep`, yielding between steps; returns how many. */
+export async function reclaimAll(store: Store, keepGoing: () => boolean = () => true, pagesPerStep = 2000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const released = await store.reclaimSpace(pagesPerStep);
+    total += released;
+    if (released < pagesPerStep || !keepGoing()) return total;
+    await yieldToEventLoop();
   }
 }
 
@@ -32,10 +45,12 @@ export function startHousekeeping(store: Store, clock: Clock, log: FastifyBaseLo
   const timer = setInterval(() => {
     if (running) return;
     running = purgeAll(store, clock, purgeBatchSize, () => !stopped)
+      .then(async (counts) => {
+        const pagesReleased = await reclaimAll(store, () => !stopped);
+        if (Object.values(counts).some((n) => n > 0) || pagesReleased > 0) log.info({ event: 'housekeeping.purged', ...counts, pagesReleased }, 'housekeeping');
+      })
       .then(
-        (counts) => {
-          if (Object.values(counts).some((n) => n > 0)) log.info({ event: 'housekeeping.purged', ...counts }, 'housekeeping');
-        },
+        () => undefined,
         (err: unknown) => log.error({ err }, 'housekeeping failed'),
       )
       .finally(() => {

@@ -13,6 +13,9 @@ import { clusterMetricsFromPrimary } from './cluster.js';
 import { startHousekeeping } from './housekeeping.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './store/open.js';
+import { openSecretBox } from './crypto/secret_key_file.js';
+import { sealStoredSecrets } from './crypto/server_secrets.js';
+import { startupWarnings } from './startup_warnings.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -33,8 +36,11 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   let result: BootstrapResult | undefined;
   let app: FastifyInstance | undefined;
   try {
+    const secretBox = await openSecretBox(config, store);
+    // Stored secrets go under the current key: plaintext from before encryption, or a rotated-out key.
+    if (!options.worker) await sealStoredSecrets(store, secretBox);
     result = options.worker ? undefined : await bootstrap(store, config, systemClock);
-    app = await buildApp({ config, store, ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}) });
+    app = await buildApp({ config, store, secretBox, ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}) });
     // The primary gathers every worker's registry for /metrics.
     if (options.worker) AggregatorRegistry.setRegistries([app.services.metrics.registry]);
     await app.listen({ port: config.port, host: config.host });
@@ -48,6 +54,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const port = typeof bound === 'object' && bound ? bound.port : config.port;
   const address = addressOf(config, port);
   if (result) out.write(banner(config, port, result));
+  if (!options.worker) for (const warning of startupWarnings(config, store)) app.log.warn({ event: 'startup.permissions' }, warning);
 
   const housekeeping = options.worker ? undefined : startHousekeeping(store, systemClock, app.log, config.housekeepingInterval);
 

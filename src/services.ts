@@ -5,6 +5,7 @@ import type { Signer } from './crypto/signer.js';
 import type { FailureLimiter, WindowLimiter } from './oauth/rate_limit.js';
 import type { Metrics } from './http/metrics.js';
 import type { Store } from './store/store.js';
+import type { SecretBox } from './crypto/secret_box.js';
 
 export interface RateLimiters {
   /** Wrong user codes entered at /activate, per source address (RFC 8628 §5.1). */
@@ -13,9 +14,14 @@ export interface RateLimiters {
   unknownDeviceCode: WindowLimiter;
   /** Device authorization requests, per client and source address. */
   deviceAuthorization: WindowLimiter;
-  /** Failed sign-ins per account (lower-cased username) and per source address. */
+  /**
+   * Failed sign-ins per account (lower-cased username) and address, or per account and known
+   * browser (device cookie); and per source address (see oauth/signin_throttle.ts).
+   */
   signInAccount: FailureLimiter;
   signInAddress: FailureLimiter;
+  /** Failed sign-ins on one account from unknown browsers, all addresses together: past it, attempts are slowed. */
+  signInAccountTotal: WindowLimiter;
 }
 
 export interface Services {
@@ -28,5 +34,9 @@ export interface Services {
   csrfSecret: string;
   /** Key of the user-code HMAC (see userCodeDigest). */
   userCodeKey: string;
+  /** Seals and opens secrets stored in the database (connector secrets, TOTP secrets). */
+  secretBox: SecretBox;
   metrics: Metrics;
+  /** Waits (the sign-in slow-down); tests pass one that records instead of sleeping. */
+  sleep(ms: number): Promise<void>;
 }

@@ -42,8 +42,9 @@ export async function seedBase(store: SqliteStore, now: number): Promise<void> {
     passwordHash: 'scrypt$disabled',
     disabled: false,
     createdAt: now,
+    tokensRevokedAt: undefined,
   });
-  const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now };
+  const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now, tokensRevokedAt: undefined };
   await store.createClient({ ...common, clientId: deviceClientId, name: 'Bench device', redirectUris: [], grantTypes: ['device_code', 'refresh_token'] });
   await store.createClient({ ...common, clientId: webClientId, name: 'Bench web', redirectUris: [redirectUri], grantTypes: ['authorization_code', 'refresh_token'] });
 }

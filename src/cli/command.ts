@@ -2,6 +2,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import type { Store } from '../store/store.js';
+import type { SecretBox } from '../crypto/secret_box.js';
 
 export interface CommandIo {
   stdout: NodeJS.WritableStream;
@@ -16,6 +17,8 @@ export interface CommandContext extends CommandIo {
   config(): Config;
   /** Opens LATCHKEY_DB (running migrations); closed by the dispatcher when the command ends. */
   store(): Promise<Store>;
+  /** The key(s) that encrypt server secrets (LATCHKEY_SECRET_KEY or the key file). */
+  secretBox(): Promise<SecretBox>;
 }
 
 export interface Command {

@@ -10,11 +10,14 @@ import { fileURLToPath } from 'node:url';
 import { AdminInputError } from '../admin/validation.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { openConfiguredStore } from '../store/open.js';
+import { openSecretBox } from '../crypto/secret_key_file.js';
+import { SecretKeyError, type SecretBox } from '../crypto/secret_box.js';
 import type { Store } from '../store/store.js';
 import { CommandError, exitCodes, type Command, type CommandIo } from './command.js';
 import { apisAddCommand } from './commands/apis_add.js';
 import { apisListCommand } from './commands/apis_list.js';
 import { apisRemoveCommand } from './commands/apis_remove.js';
+import { apisUpdateCommand } from './commands/apis_update.js';
 import { clientsAddCommand } from './commands/clients_add.js';
 import { clientsListCommand } from './commands/clients_list.js';
 import { clientsRemoveCommand } from './commands/clients_remove.js';
@@ -25,8 +28,12 @@ import { whoamiCommand } from './client/whoami.js';
 import { keysListCommand } from './commands/keys_list.js';
 import { keysRotateCommand } from './commands/keys_rotate.js';
 import { serveCommand } from './commands/serve.js';
+import { secretKeyGenerateCommand } from './commands/secret_key_generate.js';
+import { secretKeyRotateCommand } from './commands/secret_key_rotate.js';
 import { usersAddCommand } from './commands/users_add.js';
 import { usersDisableCommand } from './commands/users_disable.js';
+import { usersEnableCommand } from './commands/users_enable.js';
+import { usersRevokeTokensCommand } from './commands/users_revoke_tokens.js';
 import { usersListCommand } from './commands/users_list.js';
 import { usersPasswdCommand } from './commands/users_passwd.js';
 
@@ -39,15 +46,20 @@ export const commands: Command[] = [
   usersAddCommand,
   usersListCommand,
   usersDisableCommand,
+  usersEnableCommand,
   usersPasswdCommand,
+  usersRevokeTokensCommand,
   clientsAddCommand,
   clientsListCommand,
   clientsRemoveCommand,
   apisAddCommand,
+  apisUpdateCommand,
   apisListCommand,
   apisRemoveCommand,
   keysListCommand,
   keysRotateCommand,
+  secretKeyGenerateCommand,
+  secretKeyRotateCommand,
 ];
 
 export const configExitCode = 3;
@@ -124,6 +136,7 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
 
   let config: Config | undefined;
   let store: Promise<Store> | undefined;
+  let box: Promise<SecretBox> | undefined;
   try {
     return await command.run({
       ...io,
@@ -131,10 +144,19 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
       positionals: parsed.positionals,
       config: () => (config ??= loadConfig(io.env)),
       store: () => (store ??= openConfiguredStore((config ??= loadConfig(io.env)))),
+      secretBox: () =>
+        (box ??= (async () => {
+          const c = (config ??= loadConfig(io.env));
+          return openSecretBox(c, await (store ??= openConfiguredStore(c)));
+        })()),
     });
   } catch (err) {
     if (err instanceof ConfigError) {
       for (const problem of err.problems) io.stderr.write(`latchkey: ${problem}\n`);
+      return configExitCode;
+    }
+    if (err instanceof SecretKeyError) {
+      io.stderr.write(`latchkey: LATCHKEY_SECRET_KEY: ${err.message}\n`);
       return configExitCode;
     }
     if (err instanceof AdminInputError) {

@@ -11,11 +11,12 @@
  * table at most once a second and reloads when it changed. A retired key stays published (and
  * accepted) until every token it signed has expired.
  */
-import { createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { compactVerify, createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { Clock } from '../clock.js';
 import type { Store, SigningKeyRecord } from '../store/store.js';
 import { generateSigningKey, idTokenAlgorithm, privateKeyFromPem, type PublicJwk, type SigningAlgorithm } from './keys.js';
 import { signJws, type JwsKey } from './jwt_sign.js';
+import type { SecretBox } from './secret_box.js';
 
 export interface Signer {
   /** Signs an access token (typ at+jwt) with the configured algorithm's active key. */
@@ -30,6 +31,11 @@ export interface Signer {
    * at+jwt, not expired), or undefined.
    */
   verifyAccessToken(token: string): Promise<JWTPayload | undefined>;
+  /**
+   * The `sub` of an id_token this server issued to `clientId` (signature by a published key, `iss`,
+   * `aud`), even an expired one (an id_token_hint or a logout hint, OIDC Core §3.1.2.1); else undefined.
+   */
+  idTokenHintSubject(token: string, clientId: string): Promise<string | undefined>;
   /** Reloads the keys from the store now. */
   refresh(): Promise<void>;
 }
@@ -40,6 +46,17 @@ export interface SignerOptions {
   accessTokenAlgorithm?: SigningAlgorithm;
   /** How long a retired key stays published: the longest lifetime of anything it signed. */
   retiredKeyRetention: number;
+  /** Private keys are stored sealed with it (see secret_box.ts). */
+  secretBox: SecretBox;
+}
+
+/** Where a signing key's private key lives, bound into its encryption. */
+export const signingKeyContext = (kid: string) => `signing_key:${kid}`;
+
+/** A new key of `alg`, its private key sealed for the store. */
+export function newSealedSigningKey(box: SecretBox, alg: SigningAlgorithm, createdAt: number): Omit<SigningKeyRecord, 'retiredAt'> {
+  const key = generateSigningKey(alg);
+  return { ...key, privateKeyPem: box.seal(signingKeyContext(key.kid), key.privateKeyPem), createdAt };
 }
 
 interface LoadedKeys {
@@ -78,14 +95,14 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
     for (const alg of algorithmsInUse(accessAlg)) {
       if (newestActive(keys, alg)) continue;
       // Several processes may start at once on a fresh database; the store keeps one key per algorithm.
-      await store.ensureSigningKey({ ...generateSigningKey(alg), createdAt: Math.floor(clock()) });
+      await store.ensureSigningKey(newSealedSigningKey(options.secretBox, alg, Math.floor(clock())));
       fingerprint = await store.signingKeysFingerprint();
       keys = await store.listSigningKeys();
     }
     const toJwsKey = (alg: SigningAlgorithm): JwsKey => {
       const record = newestActive(keys, alg);
       if (!record) throw new Error(`no active ${alg} signing key`);
-      return { alg, kid: record.kid, privateKey: privateKeyFromPem(record.privateKeyPem) };
+      return { alg, kid: record.kid, privateKey: privateKeyFromPem(options.secretBox.open(signingKeyContext(record.kid), record.privateKeyPem)) };
     };
     const accessKey = toJwsKey(accessAlg);
     const idTokenKey = accessAlg === idTokenAlgorithm ? accessKey : toJwsKey(idTokenAlgorithm);
@@ -147,6 +164,21 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
           requiredClaims: ['sub', 'exp', 'iat', 'jti', 'client_id'],
         });
         return payload;
+      } catch {
+        return undefined;
+      }
+    },
+    async idTokenHintSubject(token, clientId) {
+      if (token.length > 8192 || token.split('.').length !== 3) return undefined;
+      const keys = await current();
+      try {
+        // compactVerify checks only the signature (and the algorithm): expiry must not matter here.
+        const { payload, protectedHeader } = await compactVerify(token, keys.verifyKeys, { algorithms: keys.publishedAlgorithms });
+        if (protectedHeader.typ !== undefined && protectedHeader.typ !== 'JWT') return undefined;
+        const claims = JSON.parse(new TextDecoder().decode(payload)) as JWTPayload;
+        const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+        if (claims.iss !== options.issuer || !audience.includes(clientId) || typeof claims.sub !== 'string' || claims.sub === '') return undefined;
+        return claims.sub;
       } catch {
         return undefined;
       }

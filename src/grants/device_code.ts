@@ -69,6 +69,10 @@ export const deviceCodeGrant = {
     if (!user || user.disabled) {
       throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'approving user missing or disabled' });
     }
+    // Approved with a sign-in that has since been ended (a new password, revoke-tokens): no tokens.
+    if (user.tokensRevokedAt !== undefined && (grant.decidedAt ?? 0) <= user.tokensRevokedAt) {
+      throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'approved before the user\'s tokens were revoked' });
+    }
     const consumed = await store.consumeDeviceGrant(grant.id, Math.floor(nowMs / 1000));
     if (!consumed) throw new OAuthError('invalid_grant', 'The device code has already been used.');
 

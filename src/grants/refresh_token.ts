@@ -49,8 +49,9 @@ export const refreshTokenGrant = {
     if (accessScope === undefined) throw new OAuthError('invalid_scope', 'A refresh may not ask for more scope than was granted.');
     const user = await store.findUserById(token.userId);
     if (!user || user.disabled) throw invalidToken('user missing or disabled');
+    if (user.tokensRevokedAt !== undefined && token.createdAt <= user.tokensRevokedAt) throw invalidToken('issued before the user\'s tokens were revoked');
 
-    const successor = newRefreshToken(config, now, { ...token, familyExpiresAt: token.familyExpiresAt });
+    const successor = newRefreshToken(config, now, { ...token, familyExpiresAt: token.familyExpiresAt, parentId: token.id });
     if (decision.kind === 'rotate' && !(await store.rotateRefreshToken(token.id, successor.record, now))) {
       // Someone else rotated or revoked it between our read and our write: decide again.
       const current = await store.findRefreshToken(token.tokenHash);

@@ -9,6 +9,7 @@ export type AuditEvent =
   | 'signin.success'
   | 'signin.failure'
   | 'signin.rate_limited'
+  | 'signin.slowed'
   | 'signout'
   | 'consent.granted'
   | 'authorization.code_issued'
@@ -23,9 +24,16 @@ export type AuditEvent =
   | 'token.revoked'
   | 'refresh_token.reuse_detected'
   | 'key.rotated'
+  | 'secret_key.rotated'
   | 'client.created'
+  | 'client.removed'
+  | 'api.created'
+  | 'api.updated'
   | 'user.created'
-  | 'user.disabled';
+  | 'user.disabled'
+  | 'user.enabled'
+  | 'user.password_changed'
+  | 'user.tokens_revoked';
 
 export interface AuditSource {
   log: FastifyBaseLogger;

@@ -15,8 +15,9 @@ export function singleValued(input: unknown): Fields {
   }
   const fields: Fields = {};
   for (const [name, value] of Object.entries(input as Record<string, unknown>)) {
-    if (Array.isArray(value)) throw new OAuthError('invalid_request', `The parameter ${name.slice(0, 64)} is repeated.`);
-    if (typeof value !== 'string') throw new OAuthError('invalid_request', `The parameter ${name.slice(0, 64)} is malformed.`);
+    // The name is the sender's text: it goes to the log, never into the answer (RFC 6749 §4.1.2.1).
+    if (Array.isArray(value)) throw new OAuthError('invalid_request', 'A parameter is repeated.', { detail: `repeated parameter ${name.slice(0, 64)}` });
+    if (typeof value !== 'string') throw new OAuthError('invalid_request', 'A parameter is malformed.', { detail: `malformed parameter ${name.slice(0, 64)}` });
     fields[name] = value;
   }
   return fields;
@@ -29,8 +30,10 @@ export function parseFields<T>(schema: z.ZodType<T>, input: unknown): T {
   if (!result.success) {
     const issue = result.error.issues[0];
     const name = issue?.path[0] === undefined ? '' : String(issue.path[0]);
-    const message = issue?.message && !issue.message.startsWith('Invalid') ? issue.message : `The parameter ${name} is invalid.`;
-    throw new OAuthError('invalid_request', message);
+    // Our own messages are sentences ending in a full stop; zod's defaults ("Too big: expected
+    // string to have <=256 characters") are not meant for clients. `name` is a key of our schema.
+    const message = issue?.message?.endsWith('.') ? issue.message : `The parameter ${name} is invalid.`;
+    throw new OAuthError('invalid_request', message, { detail: issue?.message ?? '' });
   }
   return result.data;
 }

@@ -46,8 +46,8 @@ export function renderErrorPage(
  * redirect). The result is re-serialised by URL, so it is percent-encoded ASCII and always fits
  * in a Location header.
  */
-export function safeReturnTo(value: string | undefined, fallback = '/activate'): string {
-  if (!value || value.length > 2048) return fallback;
+export function safeReturnTo(value: string | undefined, fallback = '/activate', maxLength = 2048): string {
+  if (!value || value.length > maxLength) return fallback;
   if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return fallback;
   if (/[\u0000-\u001f\u007f\\]/.test(value)) return fallback;
   const base = 'http://return-to.invalid';

@@ -41,13 +41,15 @@ export async function startSession(
   reply: FastifyReply,
   services: Services,
   user: UserRecord,
+  /** The authorization request this sign-in is made for, if any. */
+  interactionId?: string,
 ): Promise<SignedIn> {
   const { config, store, clock } = services;
   const previous = request.cookies[cookieNames(config).session];
   if (previous && previous.length <= 128) await store.deleteSession(sha256(previous));
   const id = randomSecret();
   const now = epochSeconds(clock);
-  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime: now, createdAt: now, expiresAt: now + config.sessionTtl };
+  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime: now, createdAt: now, expiresAt: now + config.sessionTtl, interactionId };
   await store.createSession(session);
   setCookie(reply, config, cookieNames(config).session, id, config.sessionTtl);
   const signedIn = { session, user };

@@ -15,7 +15,21 @@ import { grantableScope, parseScope } from './scope.js';
 export type ParsedAuthorizationRequest =
   | { kind: 'invalid_page'; message: string }
   | { kind: 'invalid_redirect'; redirectUri: string; state: string | undefined; error: OAuthError }
-  | { kind: 'valid'; client: ClientRecord; request: AuthorizationRequest; maxAge: number | undefined };
+  | { kind: 'valid'; client: ClientRecord; request: AuthorizationRequest; maxAge: number | undefined; expectedSubject: string | undefined };
+
+/**
+ * Longest values accepted. The request travels sealed in the browser's URLs until a person acts
+ * (oauth/interaction.ts), so these bound its size; they are generous for real clients (a state is
+ * typically 32-200 characters, a nonce 16-64).
+ */
+export const maxStateLength = 1024;
+export const maxNonceLength = 256;
+
+/**
+ * Checks an id_token_hint: the `sub` of an id_token this server issued to the client (signature,
+ * issuer, audience; an expired one is fine, OIDC Core §3.1.2.1), or undefined when it is not one.
+ */
+export type IdTokenHintCheck = (hint: string, clientId: string) => Promise<string | undefined>;
 
 const promptValues: readonly string[] = ['none', 'login', 'consent', 'select_account'];
 
@@ -33,6 +47,7 @@ export async function parseAuthorizationRequest(
   store: Store,
   config: Config,
   query: unknown,
+  checkIdTokenHint: IdTokenHintCheck = async () => undefined,
 ): Promise<ParsedAuthorizationRequest> {
   const q = (query && typeof query === 'object' ? query : {}) as Record<string, unknown>;
 
@@ -50,12 +65,12 @@ export async function parseAuthorizationRequest(
 
   // 2. Everything else is answered to the client.
   const rawState = single(q, 'state');
-  const state = typeof rawState === 'string' && rawState.length <= 2048 ? rawState : undefined;
+  const state = typeof rawState === 'string' && rawState.length <= maxStateLength ? rawState : undefined;
   const fail = (error: OAuthError): ParsedAuthorizationRequest => ({ kind: 'invalid_redirect', redirectUri, state, error });
   const invalid = (description: string) => fail(new OAuthError('invalid_request', description));
 
   for (const [name, value] of Object.entries(q)) {
-    if (typeof value !== 'string') return invalid(`The parameter ${name.slice(0, 64)} is repeated.`);
+    if (typeof value !== 'string') return fail(new OAuthError('invalid_request', 'A parameter is repeated.', { detail: `repeated parameter ${name.slice(0, 64)}` }));
   }
   const p = q as Record<string, string | undefined>;
 
@@ -95,7 +110,7 @@ export async function parseAuthorizationRequest(
   }
 
   // Control characters have no place in a nonce (and PostgreSQL text cannot hold U+0000).
-  if (p.nonce !== undefined && (p.nonce === '' || p.nonce.length > 512 || /[\u0000-\u001f\u007f]/.test(p.nonce))) return invalid('The nonce is malformed.');
+  if (p.nonce !== undefined && (p.nonce === '' || p.nonce.length > maxNonceLength || /[\u0000-\u001f\u007f]/.test(p.nonce))) return invalid('The nonce is malformed.');
 
   const prompt = (p.prompt ?? '').split(' ').filter((v) => v !== '');
   if (prompt.some((v) => !promptValues.includes(v))) return invalid('The prompt value is not supported.');
@@ -107,10 +122,19 @@ export async function parseAuthorizationRequest(
     maxAge = Number(p.max_age);
   }
 
+  // A hint that is not an id_token of ours for this client is an error, not something to ignore
+  // (OIDC Core §3.1.2.1): with prompt=none the client relies on it to name the person.
+  let expectedSubject: string | undefined;
+  if (p.id_token_hint !== undefined) {
+    expectedSubject = p.id_token_hint.length <= 8192 ? await checkIdTokenHint(p.id_token_hint, client.clientId) : undefined;
+    if (expectedSubject === undefined) return invalid('The id_token_hint is not a valid ID token of this server for this client.');
+  }
+
   return {
     kind: 'valid',
     client,
     maxAge,
+    expectedSubject,
     request: {
       clientId: client.clientId,
       redirectUri,

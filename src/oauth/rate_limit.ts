@@ -22,8 +22,14 @@ export interface RateLimitState {
 export interface WindowLimiter {
   /** Whether one more event would exceed the limit, without counting anything. */
   check(key: string): RateLimitState | Promise<RateLimitState>;
-  /** Counts one event for the key; limited when this event went past the limit. */
+  /**
+   * Counts one event for the key; limited when this event went past the limit. Counting and
+   * deciding are one atomic step, so parallel requests cannot all slip under the limit: count up
+   * front, then take the event back with undo() if it turns out not to count (a right code).
+   */
   hit(key: string): RateLimitState | Promise<RateLimitState>;
+  /** Takes back one event counted by hit(). */
+  undo(key: string): void | Promise<void>;
 }
 
 /** A growing back-off after failures (BackoffLimiter in memory, SharedBackoffLimiter in a shared store). */
@@ -86,6 +92,13 @@ export class RateLimiter implements WindowLimiter {
     }
     window.count++;
     return this.state(window, 0);
+  }
+
+  undo(key: string): void {
+    const window = this.windows.get(key);
+    if (!window) return;
+    window.count--;
+    if (window.count <= 0) this.windows.delete(key);
   }
 
   private makeRoom(): void {

@@ -17,6 +17,8 @@ export interface NewRefreshToken {
 export type RefreshTokenFields = Pick<RefreshTokenRecord, 'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime'> & {
   /** Kept from the family when rotating; a new family ends LATCHKEY_REFRESH_TOKEN_TTL from now. */
   familyExpiresAt?: number;
+  /** The token this one succeeds (rotation, grace); none for the first of a family. */
+  parentId?: string;
 };
 
 export function newRefreshToken(config: Config, now: number, fields: RefreshTokenFields): NewRefreshToken {
@@ -38,6 +40,8 @@ export function newRefreshToken(config: Config, now: number, fields: RefreshToke
       familyExpiresAt,
       rotatedAt: undefined,
       revokedAt: undefined,
+      parentId: fields.parentId,
+      supersededAt: undefined,
     },
   };
 }
@@ -61,6 +65,9 @@ export function decideRefresh(token: RefreshTokenRecord, client: ClientRecord, n
   if (token.clientId !== client.clientId) return { kind: 'wrong_client' };
   if (token.revokedAt !== undefined) return { kind: 'revoked' };
   if (now >= token.familyExpiresAt) return { kind: 'expired' };
+  // A sibling of this token was used: this branch was handed to a second holder (a racing process
+  // or a thief) and is dead. Presenting it is reuse, grace window or not (RFC 9700 §4.14.2).
+  if (token.supersededAt !== undefined) return { kind: 'reuse' };
   // A rotated token presented again is theft even past its own idle expiry: the thief may be
   // rotating the family while the rightful client sleeps (RFC 9700 §4.14).
   if (token.rotatedAt !== undefined) {

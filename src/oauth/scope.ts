@@ -21,7 +21,7 @@ export function parseScope(raw: string | undefined): ScopeValue[] {
   for (const token of tokens) {
     if (!scopeTokenPattern.test(token)) throw new OAuthError('invalid_scope', 'The scope contains characters that are not allowed.');
     if (!(supportedScopes as readonly string[]).includes(token)) {
-      throw new OAuthError('invalid_scope', `The scope "${token.slice(0, 64)}" is not supported.`);
+      throw new OAuthError('invalid_scope', 'A requested scope is not supported.', { detail: `unsupported scope ${token.slice(0, 64)}` });
     }
     if (!result.includes(token as ScopeValue)) result.push(token as ScopeValue);
   }

@@ -31,10 +31,16 @@ export class SharedWindowLimiter implements WindowLimiter {
     return this.state(counter.count, counter.startedAt, 1);
   }
 
+  /** One atomic INSERT … ON CONFLICT … RETURNING: the count this event got decides, in every instance. */
   async hit(key: string): Promise<RateLimitState> {
     if (!this.rule) return open;
     const counter = await this.store.countRateLimitEvent(this.bucket, key, this.clock(), this.rule.windowSeconds);
     return this.state(counter.count, counter.startedAt, 0);
+  }
+
+  async undo(key: string): Promise<void> {
+    if (!this.rule) return;
+    await this.store.undoRateLimitEvent(this.bucket, key);
   }
 }
 

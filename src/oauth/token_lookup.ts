@@ -30,13 +30,22 @@ export async function identifyToken(services: Services, token: string, hint: str
 
 /**
  * The user behind a verified access token while it is still live: not revoked by its jti, not
- * issued with a refresh-token family that has been revoked since, and its user not disabled.
+ * issued with a refresh-token family that has been revoked since, issued by a client that still
+ * exists (and not by an earlier client of the same id), its user not disabled, and issued after
+ * the user's last "end everything" (a new password, `users revoke-tokens`). `iat` is in seconds,
+ * so a token issued in the very second of a revocation is refused too: better one re-sign-in
+ * than a stolen token that survives.
  */
 export async function liveAccessTokenUser(services: Services, claims: JWTPayload): Promise<UserRecord | undefined> {
   const { store } = services;
+  const issuedAt = Number(claims.iat);
   if (await store.isAccessTokenRevoked(String(claims.jti))) return undefined;
   const family = claims[familyClaim];
   if (typeof family === 'string' && (await store.isRefreshFamilyRevoked(family))) return undefined;
+  const client = await store.findClient(String(claims.client_id));
+  if (!client || (client.tokensRevokedAt !== undefined && issuedAt <= client.tokensRevokedAt)) return undefined;
   const user = await store.findUserById(String(claims.sub));
-  return user && !user.disabled ? user : undefined;
+  if (!user || user.disabled) return undefined;
+  if (user.tokensRevokedAt !== undefined && issuedAt <= user.tokensRevokedAt) return undefined;
+  return user;
 }

@@ -2,10 +2,12 @@
  * The Authorization Code flow in the browser (RFC 6749 §4.1, OIDC Core §3.1.2, RFC 8252).
  * GET /authorize validates the request and keeps it as an interaction bound to this browser;
  * the person then signs in if needed (prompt=login and max_age ask for a fresh sign-in), gives
- * consent unless it was given before or the client is first-party, and for loopback redirects
- * with no page shown on the way confirms with one click (RFC 8252 §8.6), since any program on the
- * machine could be listening there. prompt=none answers login_required or consent_required instead
- * of showing anything. Success redirects with code, state and iss (RFC 9207).
+ * consent unless it was given before or the client is first-party, and for loopback and
+ * private-use redirects confirms with one click unless the consent page was shown (RFC 8252 §8.6),
+ * since any program on the machine could be listening there. prompt=none answers login_required
+ * or consent_required instead of showing anything. Success redirects with code, state and iss
+ * (RFC 9207). The pending request is never stored: it travels sealed (oauth/interaction.ts), so a
+ * flood of anonymous requests costs no disk.
  */
 import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -15,6 +17,7 @@ import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
 import { audienceName } from '../oauth/audience.js';
 import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
+import { newInteraction, openInteraction, sealInteraction, sealedInteractionPattern, type Interaction } from '../oauth/interaction.js';
 import { formActionSource, isLoopbackRedirect, isPrivateUseRedirect, withResponseParams } from '../oauth/redirect.js';
 import { describeScopes } from '../oauth/scope.js';
 import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
@@ -22,28 +25,36 @@ import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
 import { allowFormActionTo } from '../http/security_headers.js';
 import { currentSession, type SignedIn } from '../http/session.js';
-import type { InteractionRecord } from '../store/store.js';
+import type { Services } from '../services.js';
 
-/** How long a person has to sign in and answer before the request must start over. */
-const interactionLifetime = 600;
 /** RFC 6749 §4.1.2 recommends at most 10 minutes; one is plenty for a client to redeem. */
 export const authorizationCodeLifetime = 60;
 
-const continueQuery = z.object({ interaction: z.string().max(128).default('') });
+/** A sealed interaction is at most this long (the request's own parameters are capped too). */
+const maxSealedLength = 24_100;
+const continueQuery = z.object({ interaction: z.string().max(maxSealedLength).default('') });
 const decisionForm = z.object({
-  interaction: z.string().max(128).default(''),
+  interaction: z.string().max(maxSealedLength).default(''),
   decision: z.string().max(16).optional(),
   csrf_token: z.string().max(256).optional(),
 });
 
-export function continuePath(interactionId: string): string {
-  return `/authorize/continue?interaction=${encodeURIComponent(interactionId)}`;
+export function continuePath(sealed: string): string {
+  return `/authorize/continue?interaction=${sealed}`;
 }
 
-/** The interaction behind a return_to of the sign-in page, if it is one (to widen its form-action). */
-export function interactionIdOf(returnTo: string): string | undefined {
-  const match = /^\/authorize\/continue\?interaction=([A-Za-z0-9_-]{1,128})$/.exec(returnTo);
-  return match?.[1];
+/** The sealed interaction behind a return_to of the sign-in page, if it is one. */
+export function sealedInteractionOf(returnTo: string): string | undefined {
+  const prefix = '/authorize/continue?interaction=';
+  if (!returnTo.startsWith(prefix)) return undefined;
+  const sealed = returnTo.slice(prefix.length);
+  return sealedInteractionPattern.test(sealed) ? sealed : undefined;
+}
+
+/** Opens the interaction sealed in a return_to or form field, if genuine, for this browser, and unexpired. */
+export function openSealedInteraction(request: FastifyRequest, reply: FastifyReply, services: Services, sealed: string | undefined): Interaction | undefined {
+  if (sealed === undefined || sealed === '') return undefined;
+  return openInteraction(services.csrfSecret, browserBinding(request, reply, services.config), sealed, epochSeconds(services.clock));
 }
 
 export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
@@ -60,9 +71,8 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     return reply.redirect(withResponseParams(redirectUri, { ...params, iss: config.issuer }), status);
   }
 
-  /** A final answer: the interaction is over. */
-  async function redirectError(reply: FastifyReply, interaction: InteractionRecord, error: OAuthError, status: 302 | 303) {
-    await store.deleteInteraction(interaction.id);
+  /** A final answer to the client. */
+  function redirectError(reply: FastifyReply, interaction: Interaction, error: OAuthError, status: 302 | 303) {
     return redirectWith(reply, interaction.request.redirectUri, { error: error.code, error_description: error.description, state: interaction.request.state }, status);
   }
 
@@ -70,16 +80,20 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
    * Whether the sign-in is good enough for this request: prompt=login needs a sign-in done for
    * this very request, max_age one recent enough. Checked again when a decision is posted.
    */
-  function signInState(interaction: InteractionRecord, signedIn: SignedIn | undefined) {
-    const signedInHere = signedIn !== undefined && signedIn.session.idHash === interaction.signedInSession;
+  function signInState(interaction: Interaction, signedIn: SignedIn | undefined) {
+    const signedInHere = signedIn !== undefined && signedIn.session.interactionId === interaction.id;
+    // A valid id_token_hint names the person the client expects; someone else signed in must sign
+    // in again (unless they just did, for this very request: then it is their answer).
+    const expectedPerson = interaction.expectedSubject === undefined || signedIn?.user.id === interaction.expectedSubject || signedInHere;
     const fresh =
       signedIn !== undefined &&
+      expectedPerson &&
       (!interaction.request.prompt.includes('login') || signedInHere) &&
       (interaction.maxAge === undefined || epochSeconds(clock) - signedIn.session.authTime <= interaction.maxAge);
     return { signedInHere, fresh };
   }
 
-  async function issueCode(request: FastifyRequest, reply: FastifyReply, interaction: InteractionRecord, signedIn: SignedIn, status: 302 | 303) {
+  async function issueCode(request: FastifyRequest, reply: FastifyReply, interaction: Interaction, signedIn: SignedIn, status: 302 | 303) {
     const now = epochSeconds(clock);
     const code = randomSecret(secretPrefix.authorizationCode);
     const r = interaction.request;
@@ -99,19 +113,18 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       accessTokenJti: undefined,
       refreshFamilyId: undefined,
     });
-    await store.deleteInteraction(interaction.id);
     audit(request, 'authorization.code_issued', { clientId: r.clientId, userId: signedIn.user.id });
     return redirectWith(reply, r.redirectUri, { code, state: r.state }, status);
   }
 
   /** Decides the next step of an interaction: sign in, consent, loopback confirmation, or the code. */
-  async function proceed(request: FastifyRequest, reply: FastifyReply, interaction: InteractionRecord, status: 302 | 303) {
+  async function proceed(request: FastifyRequest, reply: FastifyReply, interaction: Interaction, sealed: string, status: 302 | 303) {
     const r = interaction.request;
     const signedIn = await currentSession(request, services);
-    const { signedInHere, fresh } = signInState(interaction, signedIn);
+    const { fresh } = signInState(interaction, signedIn);
     if (!signedIn || !fresh) {
       if (r.prompt.includes('none')) return redirectError(reply, interaction, new OAuthError('login_required', 'The user must sign in.'), status);
-      return reply.redirect(`/login?return_to=${encodeURIComponent(continuePath(interaction.id))}&fresh=${signedIn ? '1' : '0'}`, 303);
+      return reply.redirect(`/login?return_to=${encodeURIComponent(continuePath(sealed))}&fresh=${signedIn ? '1' : '0'}`, 303);
     }
     const client = await store.findClient(r.clientId);
     if (!client) return renderErrorPage(request, reply, services, { heading: 'Unknown application', message: 'This application is no longer registered.' }, 400);
@@ -120,9 +133,11 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const granted = new Set(consent?.scope.split(' ') ?? []);
     const consentNeeded = r.prompt.includes('consent') || (!client.firstParty && !r.scope.split(' ').every((s) => granted.has(s)));
     // Any program on the machine can listen on a loopback port or claim a private-use scheme, so
-    // such a redirect needs the person to have acted on this request: a sign-in for it, or a click.
+    // such a redirect needs the person to have seen a page naming the application and said yes:
+    // the consent page, or this one-click confirmation. A sign-in page does not count — prompt=login
+    // is the client's to choose, and must not remove an anti-phishing step (RFC 8252 §8.6).
     const interceptable = isLoopbackRedirect(r.redirectUri) || isPrivateUseRedirect(r.redirectUri);
-    const confirmNeeded = !consentNeeded && interceptable && !signedInHere;
+    const confirmNeeded = !consentNeeded && interceptable;
 
     if (consentNeeded || confirmNeeded) {
       if (r.prompt.includes('none')) {
@@ -136,22 +151,15 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
         access: describeScopes(r.scope),
         audienceName: await audienceName(store, config, r.audience),
         redirectHost: new URL(r.redirectUri).host || r.redirectUri,
-        interaction: interaction.id,
-        csrfToken: await csrfToken(request, reply, services, 'authorize_decision', interaction.id),
+        interaction: sealed,
+        csrfToken: await csrfToken(request, reply, services, 'authorize_decision', sealed),
       });
     }
     return issueCode(request, reply, interaction, signedIn, status);
   }
 
-  async function loadInteraction(request: FastifyRequest, reply: FastifyReply, id: string): Promise<InteractionRecord | undefined> {
-    if (id === '') return undefined;
-    const interaction = await store.findInteraction(id, epochSeconds(clock));
-    if (!interaction || interaction.browserHash !== browserBinding(request, reply, config)) return undefined;
-    return interaction;
-  }
-
   app.get('/authorize', page, async (request, reply) => {
-    const parsed = await parseAuthorizationRequest(store, config, request.query);
+    const parsed = await parseAuthorizationRequest(store, config, request.query, (hint, clientId) => services.signer.idTokenHintSubject(hint, clientId));
     if (parsed.kind === 'invalid_page') {
       audit(request, 'authorization.refused', { reason: parsed.message });
       return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: parsed.message }, 400);
@@ -160,27 +168,16 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       audit(request, 'authorization.refused', { error: parsed.error.code });
       return redirectWith(reply, parsed.redirectUri, { error: parsed.error.code, error_description: parsed.error.description, state: parsed.state }, 302);
     }
-    const now = epochSeconds(clock);
-    const { request: authorizationRequest, maxAge } = parsed;
-    const interaction: InteractionRecord = {
-      id: randomSecret(),
-      browserHash: browserBinding(request, reply, config),
-      clientId: parsed.client.clientId,
-      request: authorizationRequest,
-      signedInSession: undefined,
-      maxAge,
-      createdAt: now,
-      expiresAt: now + interactionLifetime,
-    };
-    await store.createInteraction(interaction);
-    return proceed(request, reply, interaction, 302);
+    const interaction = newInteraction(parsed.request, { maxAge: parsed.maxAge, expectedSubject: parsed.expectedSubject, now: epochSeconds(clock) });
+    const sealed = sealInteraction(services.csrfSecret, browserBinding(request, reply, config), interaction);
+    return proceed(request, reply, interaction, sealed, 302);
   });
 
   app.get('/authorize/continue', page, async (request, reply) => {
-    const { interaction: id } = parseFields(continueQuery, request.query);
-    const interaction = await loadInteraction(request, reply, id);
+    const { interaction: sealed } = parseFields(continueQuery, request.query);
+    const interaction = openSealedInteraction(request, reply, services, sealed);
     if (!interaction) return renderErrorPage(request, reply, services, expiredPage, 400);
-    return proceed(request, reply, interaction, 302);
+    return proceed(request, reply, interaction, sealed, 302);
   });
 
   app.post('/authorize/decision', page, async (request, reply) => {
@@ -189,16 +186,15 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     if (!(await csrfTokenValid(request, services, 'authorize_decision', form.csrf_token, form.interaction))) {
       return renderErrorPage(request, reply, services, formExpiredPage, 403);
     }
-    const interaction = await loadInteraction(request, reply, form.interaction);
+    const interaction = openSealedInteraction(request, reply, services, form.interaction);
     if (!interaction) return renderErrorPage(request, reply, services, expiredPage, 400);
     const signedIn = await currentSession(request, services);
-    if (!signedIn || !signInState(interaction, signedIn).fresh) return proceed(request, reply, interaction, 303);
+    if (!signedIn || !signInState(interaction, signedIn).fresh) return proceed(request, reply, interaction, form.interaction, 303);
     if (form.decision !== 'allow' && form.decision !== 'deny') {
       return renderErrorPage(request, reply, services, { heading: 'Choose Allow or Deny', message: 'The answer was missing. Go back and choose again.' }, 400);
     }
     if (form.decision === 'deny') {
-      await store.deleteInteraction(interaction.id);
-      audit(request, 'authorization.denied', { clientId: interaction.clientId, userId: signedIn.user.id });
+      audit(request, 'authorization.denied', { clientId: interaction.request.clientId, userId: signedIn.user.id });
       return redirectError(reply, interaction, new OAuthError('access_denied', 'The user denied the request.'), 303);
     }
     const r = interaction.request;

@@ -16,6 +16,7 @@ import { DuplicateError } from '../store/store.js';
 import { tooManyRequests } from '../errors.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
 import { parseFields } from '../http/form.js';
+import { headerText } from '../http/header_text.js';
 import { postOnly } from './method_not_allowed.js';
 
 const deviceAuthorizationParams = z.object({
@@ -67,7 +68,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
           userId: undefined,
           authTime: undefined,
           requesterIp: request.ip,
-          requesterUserAgent: (request.headers['user-agent'] ?? 'unknown').slice(0, 256),
+          requesterUserAgent: headerText(request.headers['user-agent']) || 'unknown',
           createdAt: now,
           expiresAt: now + config.deviceCodeTtl,
           decidedAt: undefined,

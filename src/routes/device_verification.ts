@@ -50,18 +50,22 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
   const { config, store, clock, rateLimits } = services;
   const page = { config: { page: true } };
 
-  /** Finds the pending grant for a typed code, counting wrong codes against the address. */
+  /**
+   * Finds the pending grant for a typed code, counting wrong codes against the address. Every try
+   * is counted before the lookup, in one atomic step with the decision (so parallel guesses cannot
+   * all pass a check made before any was counted), and a right code takes its count back.
+   */
   async function lookUp(request: FastifyRequest, typed: string): Promise<Lookup> {
     const key = rateLimitKey(request.ip);
-    const blocked = await rateLimits.userCodeEntry.check(key);
-    if (blocked.limited) throw tooManyRequests(blocked.retryAfter, 'Too many wrong codes. Wait a few minutes and try again.');
+    const counted = await rateLimits.userCodeEntry.hit(key);
+    if (counted.limited) throw tooManyRequests(counted.retryAfter, 'Too many wrong codes. Wait a few minutes and try again.');
     const canonical = normalizeUserCode(typed);
     const grant = canonical === undefined ? undefined : await store.findDeviceGrantByUserCode(userCodeDigest(services.userCodeKey, canonical));
     if (!canonical || !grant) {
-      await rateLimits.userCodeEntry.hit(key);
       audit(request, 'device.user_code_rejected', { reason: canonical ? 'unknown' : 'malformed' });
       return { error: canonical ? messages.unknown : messages.malformed };
     }
+    await rateLimits.userCodeEntry.undo(key);
     if (grant.status !== 'pending' || grant.expiresAt <= epochSeconds(clock)) return { error: messages.finished };
     return { grant, userCode: formatUserCode(canonical) };
   }

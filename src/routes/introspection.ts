@@ -1,10 +1,13 @@
 /**
  * POST /oauth/introspect (RFC 7662), for confidential clients (the APIs that check tokens).
  * Anything not a live token of ours — unknown, expired, revoked, rotated, of a disabled user —
- * is `{"active": false}` and nothing more (§2.2). Refresh tokens are introspectable only by the
- * client they were issued to.
+ * is `{"active": false}` and nothing more (§2.2). A client learns about a token only if it is the
+ * token's own client or one registered for the token's audience (`apis add
+ * --introspection-client`): anyone else gets `{"active": false}` too, so a client cannot read
+ * another's tokens (§4). Refresh tokens are introspectable only by the client they were issued to.
  */
 import type { FastifyInstance } from 'fastify';
+import type { JWTPayload } from 'jose';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { parseFields } from '../http/form.js';
@@ -21,6 +24,18 @@ const introspectionParams = z.object({
 
 export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
   const { store, clock, config } = app.services;
+
+  /** The token's own client, or a client the token's audience (an API) names as its introspector. */
+  async function mayIntrospect(clientId: string, claims: JWTPayload): Promise<boolean> {
+    if (claims.client_id === clientId) return true;
+    const audiences = Array.isArray(claims.aud) ? claims.aud : typeof claims.aud === 'string' ? [claims.aud] : [];
+    for (const audience of audiences) {
+      const api = await store.findApi(audience);
+      if (api?.introspectionClients.includes(clientId)) return true;
+    }
+    return false;
+  }
+
   postOnly(app, '/oauth/introspect');
   app.post('/oauth/introspect', async (request, reply) => {
     reply.header('cache-control', 'no-store');
@@ -34,6 +49,7 @@ export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
 
     if (found.kind === 'access_token') {
       const c = found.claims;
+      if (!(await mayIntrospect(client.clientId, c))) return inactive;
       const user = await liveAccessTokenUser(app.services, c);
       if (!user) return inactive;
       return {

@@ -1,26 +1,31 @@
 /**
  * Sign-in and sign-out for people. A sign-in always issues a fresh session id (no fixation); an
  * unknown username costs the same scrypt time as a wrong password; the place to return to after
- * sign-in must be a path on this server (no open redirect).
+ * sign-in must be a path on this server (no open redirect). Guessing is throttled without ever
+ * locking the account's owner out (oauth/signin_throttle.ts, http/device_cookie.ts).
  */
 import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decoyPasswordHash, verifyPassword } from '../crypto/password.js';
 import { hmacSha256 } from '../crypto/secrets.js';
-import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
+import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
 import { allowFormActionTo } from '../http/security_headers.js';
-import { epochSeconds } from '../clock.js';
 import { formActionSource } from '../oauth/redirect.js';
-import { interactionIdOf } from './authorize.js';
+import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { tooManyRequests } from '../errors.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
+import { throttleSignIn } from '../oauth/signin_throttle.js';
+import { knownFor, readDeviceCookie, rememberDevice } from '../http/device_cookie.js';
 import { currentSession, endSession, startSession } from '../http/session.js';
 
+/** A return_to may carry a sealed authorization request (see oauth/interaction.ts). */
+const maxReturnToLength = 24_200;
+
 const loginQuery = z.object({
-  return_to: z.string().max(2048).optional(),
+  return_to: z.string().max(maxReturnToLength).optional(),
   /** 1 when a fresh sign-in is required although the person is signed in (prompt=login, max_age). */
   fresh: z.string().max(1).optional(),
 });
@@ -29,7 +34,7 @@ const loginForm = z.object({
   username: z.string().max(256).default(''),
   password: z.string().max(1024).default(''),
   csrf_token: z.string().max(256).optional(),
-  return_to: z.string().max(2048).optional(),
+  return_to: z.string().max(maxReturnToLength).optional(),
 });
 
 export async function loginRoutes(app: FastifyInstance): Promise<void> {
@@ -41,17 +46,16 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
    * When the sign-in continues an authorization request, the page names the application, and its
    * CSP lets the form's redirect chain end at the client (browsers check form-action on redirects).
    */
-  async function authorizationContext(reply: FastifyReply, returnTo: string): Promise<string | undefined> {
-    const id = interactionIdOf(returnTo);
-    const interaction = id === undefined ? undefined : await store.findInteraction(id, epochSeconds(services.clock));
+  async function authorizationContext(request: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<string | undefined> {
+    const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo));
     if (!interaction) return undefined;
     allowFormActionTo(reply, formActionSource(interaction.request.redirectUri));
-    return (await store.findClient(interaction.clientId))?.name;
+    return (await store.findClient(interaction.request.clientId))?.name;
   }
 
   app.get('/login', page, async (request, reply) => {
     const { return_to, fresh } = parseFields(loginQuery, request.query);
-    const returnTo = safeReturnTo(return_to);
+    const returnTo = safeReturnTo(return_to, '/activate', maxReturnToLength);
     const signedIn = await currentSession(request, services);
     if (signedIn && fresh !== '1') return reply.redirect(returnTo, 303);
     return renderPage(request, reply, services, 'login', {
@@ -59,14 +63,14 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       csrfToken: await csrfToken(request, reply, services, 'login'),
       returnTo,
       username: signedIn?.user.username ?? '',
-      clientName: await authorizationContext(reply, returnTo),
+      clientName: await authorizationContext(request, reply, returnTo),
       error: undefined,
     });
   });
 
   app.post('/login', page, async (request, reply) => {
     const form = parseFields(loginForm, request.body);
-    const returnTo = safeReturnTo(form.return_to);
+    const returnTo = safeReturnTo(form.return_to, '/activate', maxReturnToLength);
     if (!(await csrfTokenValid(request, services, 'login', form.csrf_token))) {
       return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Sign in' } }, 403);
     }
@@ -81,50 +85,45 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
           csrfToken: await csrfToken(request, reply, services, 'login'),
           returnTo,
           username: form.username,
-          clientName: await authorizationContext(reply, returnTo),
+          clientName: await authorizationContext(request, reply, returnTo),
           error,
         },
         status,
       );
     if (form.username === '' || form.password === '') return again('Enter your username and password.', 400);
 
-    // Growing back-off per account and per address. The attempt is counted before the password
-    // work (scrypt runs off the event loop), so parallel guesses cannot all slip past the check;
-    // a success takes its count back.
+    // The attempt is counted before the password work (scrypt runs off the event loop), so
+    // parallel guesses cannot all slip past the check; a success takes its count back.
     const accountKey = form.username.toLowerCase();
-    const addressKey = rateLimitKey(request.ip);
     const who = { usernameDigest: hmacSha256(services.csrfSecret, `username:${accountKey}`).slice(0, 16) };
-    const { signInAccount, signInAddress } = services.rateLimits;
-    const accountState = await signInAccount.attempt(accountKey);
-    const addressState = accountState.limited ? accountState : await signInAddress.attempt(addressKey);
-    if (addressState.limited) {
-      // Neither refused attempt stays counted (the account's was, if only the address refused).
-      if (!accountState.limited) await signInAccount.undo(accountKey);
-      audit(request, 'signin.rate_limited', who);
-      throw tooManyRequests(addressState.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
+    const device = readDeviceCookie(request, services);
+    const knownDevice = knownFor(device, services, accountKey) ? device?.id : undefined;
+    const throttle = await throttleSignIn(services.rateLimits, { account: accountKey, addressKey: rateLimitKey(request.ip), knownDevice });
+    if (throttle.kind === 'refused') {
+      audit(request, 'signin.rate_limited', { ...who, knownDevice: knownDevice !== undefined });
+      throw tooManyRequests(throttle.state.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
+    }
+    if (throttle.pauseMs > 0) {
+      audit(request, 'signin.slowed', { ...who, pauseMs: throttle.pauseMs });
+      await services.sleep(throttle.pauseMs);
     }
 
     const user = await store.findUserByUsername(form.username);
     const passwordMatches = await verifyPassword(form.password, user?.passwordHash ?? (await decoyPasswordHash()));
     // A disabled account answers like a wrong password: otherwise the answer would confirm a guess.
     if (!user || !passwordMatches || user.disabled) {
+      await throttle.finish(false);
       services.metrics.signInFailures.inc();
       // Never the typed username: people type their password there. A keyed digest still lets
       // an operator see repeated attempts on one name.
       audit(request, 'signin.failure', user ? { userId: user.id, reason: user.disabled && passwordMatches ? 'disabled' : 'password' } : { ...who, reason: 'unknown_user' });
       return again('Wrong username or password.', 401);
     }
-    await signInAccount.reset(accountKey);
-    await signInAddress.undo(addressKey);
-    const { session } = await startSession(request, reply, services, user);
-    // A sign-in done for an authorization request counts as acting on that request.
-    const interactionId = interactionIdOf(returnTo);
-    if (interactionId !== undefined) {
-      const interaction = await store.findInteraction(interactionId, epochSeconds(services.clock));
-      if (interaction && interaction.browserHash === browserBinding(request, reply, services.config)) {
-        await store.markInteractionSignedIn(interaction.id, session.idHash);
-      }
-    }
+    await throttle.finish(true);
+    rememberDevice(reply, services, device, accountKey);
+    // A sign-in done for an authorization request is what that request's prompt=login asks for.
+    const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo));
+    await startSession(request, reply, services, user, interaction?.id);
     audit(request, 'signin.success', { userId: user.id });
     return reply.redirect(returnTo, 303);
   });

@@ -9,13 +9,11 @@ import type {
   RateLimitCounter,
   ApiRecord,
   AuthorizationCodeRecord,
-  AuthorizationRequest,
   ClientRecord,
   ConsentRecord,
   DeviceGrantRecord,
   DeviceGrantStatus,
   GrantTypeName,
-  InteractionRecord,
   RefreshTokenRecord,
   SessionRecord,
   SigningKeyRecord,
@@ -39,6 +37,7 @@ export function toUser(r: Row): UserRecord {
     passwordHash: text(r.password_hash),
     disabled: flag(r.disabled),
     createdAt: Number(r.created_at),
+    tokensRevokedAt: optionalNumber(r.tokens_revoked_at),
   };
 }
 
@@ -53,11 +52,17 @@ export function toClient(r: Row): ClientRecord {
     firstParty: flag(r.first_party),
     builtIn: flag(r.built_in),
     createdAt: Number(r.created_at),
+    tokensRevokedAt: optionalNumber(r.tokens_revoked_at),
   };
 }
 
 export function toApi(r: Row): ApiRecord {
-  return { identifier: text(r.identifier), name: text(r.name), createdAt: Number(r.created_at) };
+  return {
+    identifier: text(r.identifier),
+    name: text(r.name),
+    createdAt: Number(r.created_at),
+    introspectionClients: JSON.parse(text(r.introspection_clients ?? '[]')) as string[],
+  };
 }
 
 export function toSigningKey(r: Row): SigningKeyRecord {
@@ -78,6 +83,7 @@ export function toSession(r: Row): SessionRecord {
     authTime: Number(r.auth_time),
     createdAt: Number(r.created_at),
     expiresAt: Number(r.expires_at),
+    interactionId: optionalText(r.interaction_id),
   };
 }
 
@@ -118,34 +124,8 @@ export function toRefreshToken(r: Row): RefreshTokenRecord {
     familyExpiresAt: Number(r.family_expires_at),
     rotatedAt: optionalNumber(r.rotated_at),
     revokedAt: optionalNumber(r.revoked_at),
-  };
-}
-
-function toAuthorizationRequest(json: string): AuthorizationRequest {
-  const r = JSON.parse(json) as Partial<AuthorizationRequest>;
-  // JSON drops undefined members; records always carry every field.
-  return {
-    clientId: String(r.clientId),
-    redirectUri: String(r.redirectUri),
-    scope: String(r.scope),
-    audience: String(r.audience),
-    state: String(r.state),
-    nonce: r.nonce ?? undefined,
-    codeChallenge: r.codeChallenge ?? undefined,
-    prompt: r.prompt ?? [],
-  };
-}
-
-export function toInteraction(r: Row): InteractionRecord {
-  return {
-    id: text(r.id),
-    browserHash: text(r.browser_hash),
-    clientId: text(r.client_id),
-    request: toAuthorizationRequest(text(r.request)),
-    signedInSession: optionalText(r.signed_in_session),
-    maxAge: optionalNumber(r.max_age),
-    createdAt: Number(r.created_at),
-    expiresAt: Number(r.expires_at),
+    parentId: optionalText(r.parent_id),
+    supersededAt: optionalNumber(r.superseded_at),
   };
 }
 

@@ -15,6 +15,11 @@ export interface UserRecord {
   passwordHash: string;
   disabled: boolean;
   createdAt: number;
+  /**
+   * Access tokens of this user issued at or before this time are refused, and so are codes and
+   * device approvals made by then (a new password, a disabled account, `users revoke-tokens`).
+   */
+  tokensRevokedAt: number | undefined;
 }
 
 export interface ClientRecord {
@@ -28,12 +33,19 @@ export interface ClientRecord {
   firstParty: boolean;
   builtIn: boolean;
   createdAt: number;
+  /**
+   * Set by the store when this client_id was removed before and registered again: tokens issued at
+   * or before that removal belonged to the old client and are refused. Callers pass undefined.
+   */
+  tokensRevokedAt: number | undefined;
 }
 
 export interface ApiRecord {
   identifier: string;
   name: string;
   createdAt: number;
+  /** Confidential clients (the API's own servers) that may introspect tokens issued for it (RFC 7662 §4). */
+  introspectionClients: string[];
 }
 
 export interface SigningKeyRecord {
@@ -51,6 +63,8 @@ export interface SessionRecord {
   authTime: number;
   createdAt: number;
   expiresAt: number;
+  /** The authorization request (interaction id) this sign-in was made for, if any: what prompt=login asks for. */
+  interactionId: string | undefined;
 }
 
 export type DeviceGrantStatus = 'pending' | 'approved' | 'denied' | 'consumed';
@@ -94,10 +108,24 @@ export interface RefreshTokenRecord {
   /** When it was replaced by a successor. */
   rotatedAt: number | undefined;
   revokedAt: number | undefined;
+  /** The token this one succeeded (undefined for the first of a family). */
+  parentId: string | undefined;
+  /**
+   * When a sibling (another successor of the same parent) was used: this branch is dead, and
+   * presenting it is reuse (RFC 9700 §4.14.2), whatever the grace window says.
+   */
+  supersededAt: number | undefined;
 }
 
 /** Why a reuse within the grace window was not granted a fresh pair. */
 export type GraceRefusal = 'limit' | 'successor_used' | 'revoked';
+
+/** A server secret as stored, for re-encryption under a new key (see resealSecrets). */
+export interface SealedSecret {
+  /** Where it lives, e.g. "signing_key:<kid>" or "server_secret:<name>": bound into the encryption. */
+  context: string;
+  value: string;
+}
 
 export type PromptValue = 'none' | 'login' | 'consent';
 
@@ -111,23 +139,6 @@ export interface AuthorizationRequest {
   nonce: string | undefined;
   codeChallenge: string | undefined;
   prompt: PromptValue[];
-}
-
-export interface InteractionRecord {
-  id: string;
-  /** Digest of the browser's CSRF cookie: only the browser that started it may continue it. */
-  browserHash: string;
-  clientId: string;
-  request: AuthorizationRequest;
-  /**
-   * The session (id digest) created by a sign-in done for this very request: what prompt=login
-   * asks for, and what makes a loopback confirmation unnecessary.
-   */
-  signedInSession: string | undefined;
-  /** OIDC max_age: the sign-in may be at most this many seconds old when the code is issued. */
-  maxAge: number | undefined;
-  createdAt: number;
-  expiresAt: number;
 }
 
 export interface ConsentRecord {
@@ -172,7 +183,7 @@ export class DuplicateError extends Error {
 }
 
 /** How many rows of each kind purgeExpired removed. */
-export type PurgeCounts = Record<'interactions' | 'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens', number>;
+export type PurgeCounts = Record<'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens', number>;
 
 export interface Store {
   /**
@@ -180,6 +191,8 @@ export interface Store {
    * in it so that limits hold across instances. A SQLite file serves one machine; it counts in memory.
    */
   readonly sharedAcrossInstances: boolean;
+  /** Problems with who may read the store's files, for the server to warn about at start. */
+  readonly permissionWarnings?: readonly string[];
 
   ping(): Promise<boolean>;
   /**
@@ -198,10 +211,19 @@ export interface Store {
   findUserById(id: string): Promise<UserRecord | undefined>;
   findUserByUsername(username: string): Promise<UserRecord | undefined>;
   listUsers(): Promise<UserRecord[]>;
-  /** Returns false when there is no such user. */
-  setUserDisabled(username: string, disabled: boolean): Promise<boolean>;
-  /** Also ends the user's browser sessions. Returns false when there is no such user. */
-  setUserPassword(username: string, passwordHash: string): Promise<boolean>;
+  /**
+   * Returns false when there is no such user. Disabling also ends everything the user holds, as
+   * revokeUserTokens does, so enabling again brings none of it back.
+   */
+  setUserDisabled(username: string, disabled: boolean, now: number): Promise<boolean>;
+  /** Also ends everything the user holds, as revokeUserTokens does. Returns false when there is no such user. */
+  setUserPassword(username: string, passwordHash: string, now: number): Promise<boolean>;
+  /**
+   * Ends everything a user holds, in one step (RFC 6819 §5.2.2.3): browser sessions, every refresh
+   * family (revoked, so their access tokens are refused too), and access tokens, codes and device
+   * approvals issued at or before `now` (tokensRevokedAt). Returns false when there is no such user.
+   */
+  revokeUserTokens(username: string, now: number): Promise<boolean>;
 
   /** Throws DuplicateError when the client_id is taken. */
   createClient(client: ClientRecord): Promise<void>;
@@ -209,12 +231,17 @@ export interface Store {
   ensureClient(client: ClientRecord): Promise<void>;
   findClient(clientId: string): Promise<ClientRecord | undefined>;
   listClients(): Promise<ClientRecord[]>;
-  /** Removes the client and everything issued to it. Returns false when there is no such client. */
-  removeClient(clientId: string): Promise<boolean>;
+  /**
+   * Removes the client and everything issued to it, and remembers when: a client registered again
+   * under the same id gets tokensRevokedAt, so it inherits no token. False when there is no such client.
+   */
+  removeClient(clientId: string, now: number): Promise<boolean>;
 
   createApi(api: ApiRecord): Promise<void>;
   findApi(identifier: string): Promise<ApiRecord | undefined>;
   listApis(): Promise<ApiRecord[]>;
+  /** Replaces the API's name and introspection clients. Returns false when there is no such API. */
+  updateApi(api: ApiRecord): Promise<boolean>;
   removeApi(identifier: string): Promise<boolean>;
 
   listSigningKeys(): Promise<SigningKeyRecord[]>;
@@ -225,8 +252,17 @@ export interface Store {
   /** A value that changes whenever a key is added or retired (cheap: for noticing rotations). */
   signingKeysFingerprint(): Promise<string>;
 
-  /** A server-wide random secret by name, created by `generate` on first use (shared by all processes). */
+  /**
+   * A server-wide secret by name, created by `generate` on first use (shared by all processes). The
+   * value is stored as given: callers hand in and get back the encrypted form (crypto/secret_box.ts).
+   */
   serverSecret(name: string, generate: () => string): Promise<string>;
+  /**
+   * Re-encrypts every stored server secret (signing keys' private keys, server secrets) in one
+   * transaction: `reseal` gets each value with its context and returns the new value (or the same).
+   * Returns how many values changed.
+   */
+  resealSecrets(reseal: (secret: SealedSecret) => string): Promise<number>;
 
   createSession(session: SessionRecord): Promise<void>;
   /** The session if it exists and has not expired at `now`. */
@@ -261,14 +297,16 @@ export interface Store {
   findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
   /**
    * Rotation as one conditional step: marks token `id` rotated at `now` only if it is neither
-   * rotated nor revoked, and then inserts `successor`. Returns false (and inserts nothing) when
-   * another rotation or a revocation got there first.
+   * rotated, revoked nor superseded, supersedes its unused siblings (the other successors of its
+   * parent), and inserts `successor` (whose parentId is `id`). Returns false (and inserts nothing)
+   * when another rotation, a revocation or a sibling got there first.
    */
   rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean>;
   /**
    * A reuse of rotated token `id` within the grace window, as one conditional step: inserts
-   * `successor` only while the family is not revoked, fewer than `limit` grace successors were
-   * handed out for `id`, and its first successor has not been used yet. Returns true, or why not.
+   * `successor` only while the family is not revoked, `id` is not superseded, fewer than `limit`
+   * grace successors were handed out for `id`, and none of its successors has been used yet.
+   * Returns true, or why not.
    */
   addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal>;
   isRefreshFamilyRevoked(familyId: string): Promise<boolean>;
@@ -281,13 +319,6 @@ export interface Store {
   /** Remembers a revoked access token's jti until the token would have expired. */
   revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
   isAccessTokenRevoked(jti: string): Promise<boolean>;
-
-  createInteraction(interaction: InteractionRecord): Promise<void>;
-  /** The interaction if it exists and has not expired at `now`. */
-  findInteraction(id: string, now: number): Promise<InteractionRecord | undefined>;
-  deleteInteraction(id: string): Promise<void>;
-  /** Records that the person signed in for this interaction, creating session `sessionIdHash`. */
-  markInteractionSignedIn(id: string, sessionIdHash: string): Promise<void>;
 
   findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined>;
   /** Inserts or replaces the consent of (user, client, audience). */
@@ -323,4 +354,11 @@ export interface Store {
    */
   undoRateLimitEvent(bucket: string, key: string, lastAt?: number): Promise<void>;
   clearRateLimitCounter(bucket: string, key: string): Promise<void>;
+
+  /**
+   * Gives the space of purged rows back to the file system where the store can (SQLite's
+   * incremental vacuum, a bounded number of pages per call); a no-op where the database manages
+   * it (PostgreSQL's autovacuum). Returns how many pages were released.
+   */
+  reclaimSpace(maxPages?: number): Promise<number>;
 }

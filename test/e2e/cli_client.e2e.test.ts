@@ -4,12 +4,12 @@
  * the person: it follows the printed address in a cookie-jar browser, signs in, and lets the
  * browser's redirect reach the CLI's loopback listener; for --device it approves the printed code.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { actOnDeviceCode, Browser, fetchTransport, inputValue, signIn } from '../helpers/browser.js';
-import { runCli, spawnCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { runCli, spawnCli, startServerProcess, type RunningCli, type ServerProcess } from '../helpers/process.js';
 
 let dir: string;
 let server: ServerProcess;
@@ -39,8 +39,8 @@ afterAll(async () => {
 const credentialsPath = () => join(home, '.latchkey', 'credentials.json');
 const credentials = () => JSON.parse(readFileSync(credentialsPath(), 'utf8')) as { version: number; profiles: Record<string, Record<string, unknown>> };
 
-/** The person's part of `latchkey login`: open the printed address, sign in, let the redirect reach the CLI. */
-async function completeBrowserSignIn(authorizationUrl: string, decision: 'allow' | 'deny' = 'allow', browser = new Browser(fetchTransport(server.base))) {
+/** The person's part at the identity provider: open the address and sign in; returns where the browser is sent back to. */
+async function signInAtServer(authorizationUrl: string, decision: 'allow' | 'deny' = 'allow', browser = new Browser(fetchTransport(server.base))) {
   const url = new URL(authorizationUrl);
   let page = await browser.get(url.pathname + url.search);
   if (page.status === 303) {
@@ -52,7 +52,12 @@ async function completeBrowserSignIn(authorizationUrl: string, decision: 'allow'
     page = await browser.post('/authorize/decision', { csrf_token: inputValue(page.body, 'csrf_token')!, interaction: inputValue(page.body, 'interaction')!, decision });
   }
   expect(page.location).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
-  const landing = await fetch(page.location!);
+  return page.location!;
+}
+
+/** The person's part of `latchkey login`: open the printed address, sign in, let the redirect reach the CLI. */
+async function completeBrowserSignIn(authorizationUrl: string, decision: 'allow' | 'deny' = 'allow', browser = new Browser(fetchTransport(server.base))) {
+  const landing = await fetch(await signInAtServer(authorizationUrl, decision, browser));
   return { landing: { status: landing.status, body: await landing.text() }, browser };
 }
 
@@ -199,6 +204,127 @@ describe('latchkey login (browser)', () => {
     cli.child.kill('SIGINT');
     expect(await cli.exit).toBe(130);
     expect(cli.stderr()).toContain('latchkey: cancelled');
+  });
+});
+
+describe('latchkey login does not leak the authorization request to other local users', () => {
+  // Whatever is on the browser command's command line, every local account can read from
+  // /proc/PID/cmdline. Were it the authorization request (state, nonce, code_challenge), another
+  // account could open it first, sign in as itself, and have the CLI store its tokens.
+  const running: RunningCli[] = [];
+  afterEach(() => {
+    for (const cli of running.splice(0)) if (cli.child.exitCode === null) cli.child.kill();
+  });
+
+  /** A stand-in for $BROWSER that records each call's arguments (one a line, then END) and exits. */
+  function fakeBrowser(name: string) {
+    const log = join(dir, `${name}.argv`);
+    const command = join(dir, `${name}-browser.sh`);
+    writeFileSync(command, `#!/bin/sh\nprintf '%s\\n' "$@" END >> '${log}'\n`, { mode: 0o755 });
+    return {
+      command,
+      /** The arguments of every call so far, once there has been one. */
+      async calls(timeoutMs = 15_000): Promise<string[][]> {
+        const started = Date.now();
+        for (;;) {
+          const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
+          if (text.endsWith('END\n')) return text.split('END\n').slice(0, -1).map((call) => call.split('\n').slice(0, -1));
+          if (Date.now() - started > timeoutMs) throw new Error(`$BROWSER was not called: "${text}"`);
+          await sleep(25);
+        }
+      },
+    };
+  }
+
+  /** `latchkey login` opening "the browser" (no --no-browser), and the address it printed on stderr. */
+  async function loginWith(browser: { command: string }, profile: string) {
+    const cli = spawnCli(['login', '--profile', profile], { ...cliEnv, BROWSER: browser.command });
+    running.push(cli);
+    const [printed] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
+    return { cli, authorization: new URL(printed) };
+  }
+
+  it('the browser command gets only a one-time start address, which redirects once to the printed request', async () => {
+    const browser = fakeBrowser('once');
+    const { cli, authorization } = await loginWith(browser, 'start');
+    const calls = await browser.calls();
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toHaveLength(1);
+    const start = calls[0]![0]!;
+    const callbackPort = new URL(authorization.searchParams.get('redirect_uri')!).port;
+    expect(start).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${callbackPort}/start\\?t=[A-Za-z0-9_-]{43,}$`));
+    for (const name of ['state', 'nonce', 'code_challenge']) {
+      const value = authorization.searchParams.get(name);
+      expect(value).toBeTruthy();
+      expect(start).not.toContain(value);
+    }
+    expect(start).not.toContain('/authorize');
+
+    const opened = await fetch(start, { redirect: 'manual' });
+    expect(opened.status).toBe(302);
+    expect(opened.headers.get('location')).toBe(authorization.href);
+    expect(opened.headers.get('cache-control')).toBe('no-store');
+    expect(opened.headers.get('referrer-policy')).toBe('no-referrer');
+    await opened.text();
+    const { landing } = await completeBrowserSignIn(opened.headers.get('location')!);
+    expect(landing.status).toBe(200);
+    expect(await cli.exit).toBe(0);
+    expect(cli.stderr()).toContain(`Signed in to ${server.base} as carol (profile start).`);
+    expect(credentials().profiles.start).toMatchObject({ issuer: server.base, client_id: 'latchkey-cli', token_type: 'Bearer' });
+  });
+
+  it('a start address opened twice cancels the sign-in: 400, exit 1, nothing stored, the callback refused', async () => {
+    const browser = fakeBrowser('twice');
+    const { cli, authorization } = await loginWith(browser, 'hijacked');
+    const start = (await browser.calls())[0]![0]!;
+    // Another local account read the address and opened it first…
+    const first = await fetch(start, { redirect: 'manual' });
+    expect(first.status).toBe(302);
+    await first.text();
+    // …then the person's browser opens it.
+    const second = await fetch(start, { redirect: 'manual' });
+    expect(second.status).toBe(400);
+    expect(second.headers.get('cache-control')).toBe('no-store');
+    expect(await second.text()).toContain('opened twice');
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr()).toContain(
+      'latchkey: the sign-in address was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run latchkey login again.\n',
+    );
+    // The intruder signs in as itself and its browser is sent back with the right state: nobody takes it.
+    const callback = await signInAtServer(first.headers.get('location')!);
+    expect(new URL(callback).searchParams.get('state')).toBe(authorization.searchParams.get('state'));
+    expect(await fetch(callback).then((r) => r.status, () => 'refused')).toBe('refused');
+    expect(existsSync(credentialsPath()) ? credentials().profiles.hijacked : undefined).toBeUndefined();
+  });
+
+  it('a wrong t, no t, another path or another method gets 404 and the sign-in carries on', async () => {
+    const browser = fakeBrowser('probed');
+    const { cli, authorization } = await loginWith(browser, 'probed');
+    const start = (await browser.calls())[0]![0]!;
+    const { origin, searchParams } = new URL(start);
+    const t = searchParams.get('t')!;
+    const probes: [string, RequestInit][] = [
+      [`${origin}/start?t=${'A'.repeat(t.length)}`, {}],
+      [`${origin}/start?t=${t.slice(0, -1)}`, {}],
+      [`${origin}/start?t=${t}x`, {}],
+      [`${origin}/start`, {}],
+      [`${origin}/start/?t=${t}`, {}],
+      [start, { method: 'POST' }],
+      [start, { method: 'HEAD' }],
+    ];
+    for (const [url, init] of probes) {
+      const res = await fetch(url, { ...init, redirect: 'manual' });
+      expect(res.status, `${init.method ?? 'GET'} ${url}`).toBe(404);
+      expect(res.headers.get('location')).toBeNull();
+      await res.text();
+    }
+    const opened = await fetch(start, { redirect: 'manual' });
+    expect(opened.status).toBe(302);
+    expect(opened.headers.get('location')).toBe(authorization.href);
+    const { landing } = await completeBrowserSignIn(opened.headers.get('location')!);
+    expect(landing.status).toBe(200);
+    expect(await cli.exit).toBe(0);
+    expect(credentials().profiles.probed).toMatchObject({ issuer: server.base });
   });
 });
 

@@ -46,7 +46,8 @@ describe.skipIf(!baseUrl)('two instances on one PostgreSQL database', () => {
     const url = new URL(baseUrl ?? '');
     url.pathname = `/${database}`;
     // One issuer for both, as behind one load balancer: a token from either verifies on the other.
-    env = { LATCHKEY_DB: url.toString(), LATCHKEY_ISSUER: 'http://id.latchkey.test', LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: '4/60' };
+    // Every instance shares the key that encrypts the server secrets in the database.
+    env = { LATCHKEY_DB: url.toString(), LATCHKEY_SECRET_KEY: 'K'.repeat(43), LATCHKEY_ISSUER: 'http://id.latchkey.test', LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: '4/60' };
     // Both start at once on the empty database: one applies the migrations, the other waits for it.
     [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     const add = await runCli(['users', 'add', 'grace', '--email', 'grace@example.com', '--password-stdin'], env, 'grace-password\n');

@@ -42,7 +42,7 @@ if (!url && required) {
     const admin = new pg.Pool({ connectionString: url, max: 1 });
     await admin.query(`CREATE SCHEMA ${schema}`);
     await admin.end();
-    env = { LATCHKEY_DB: databaseUrl(), LATCHKEY_DEVICE_INTERVAL: '1' };
+    env = { LATCHKEY_DB: databaseUrl(), LATCHKEY_SECRET_KEY: 'K'.repeat(43), LATCHKEY_DEVICE_INTERVAL: '1' };
   });
 
   afterAll(async () => {
@@ -95,7 +95,7 @@ if (!url && required) {
     const unreachable = new URL(databaseUrl());
     unreachable.hostname = '127.0.0.1';
     unreachable.port = '1';
-    const res = await runCli(['serve'], { LATCHKEY_DB: unreachable.toString() });
+    const res = await runCli(['serve'], { LATCHKEY_DB: unreachable.toString(), LATCHKEY_SECRET_KEY: 'K'.repeat(43) });
     expect(res.code).toBe(3);
     expect(res.stderr.trim().split('\n')).toHaveLength(1);
     expect(res.stderr).toMatch(/^latchkey: LATCHKEY_DB: cannot open the database postgres(ql)?:\/\/[^ ]*:\*\*\*@127\.0\.0\.1:1\//);

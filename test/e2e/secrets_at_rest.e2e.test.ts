@@ -48,6 +48,9 @@ describe('secrets at rest', () => {
         await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', client_secret: secret!, code, redirect_uri: 'https://app.example.com/cb', code_verifier: pkce.verifier }) })
       ).json();
       secrets.push(codeTokens.refresh_token);
+      // The server's own secrets: a stolen database must not let anyone forge a CSRF token or a
+      // user-code digest, nor sign a token (issue 14 item 5).
+      secrets.push(t.app.services.csrfSecret, t.app.services.userCodeKey);
       expect(secrets.every((s) => typeof s === 'string' && s.length >= 8)).toBe(true);
     } finally {
       await t.close();
@@ -58,6 +61,10 @@ describe('secrets at rest', () => {
     for (const secret of secrets) {
       expect({ secret, found: raw.includes(Buffer.from(secret, 'utf8')) }).toEqual({ secret, found: false });
     }
+    expect(raw.includes(Buffer.from('PRIVATE KEY'))).toBe(false);
+    // The key that opens them is beside the database, not in it.
+    const keyFile = readFileSync(`${path}.key`, 'utf8').trim();
+    expect(raw.includes(Buffer.from(keyFile))).toBe(false);
     rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -23,10 +23,12 @@ export interface TestApp {
 
 export async function testApp(
   env: Record<string, string> = {},
-  options: { path?: string; logLines?: string[] } = {},
+  options: { path?: string; logLines?: string[]; sleep?: (ms: number) => Promise<void> } = {},
 ): Promise<TestApp> {
   const clock = manualClock();
-  const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', ...env });
+  // LATCHKEY_DB names the store's file, so that the secret key file lives beside it (or, in
+  // memory, the key is this process's own).
+  const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', LATCHKEY_DB: options.path ?? ':memory:', ...env });
   const store = new SqliteStore({ path: options.path ?? ':memory:', now: Math.floor(clock()) });
   await bootstrap(store, config, clock);
   const lines = options.logLines;
@@ -35,6 +37,8 @@ export async function testApp(
     store,
     clock,
     rateLimits: defaultRateLimits(config, clock),
+    // The sign-in slow-down would make tests wait for real; they see what it asked for instead.
+    sleep: options.sleep ?? (async () => undefined),
     ...(lines ? { logStream: { write: (line: string) => void lines.push(line) } } : { logger: false }),
   });
   await app.ready();
@@ -64,6 +68,7 @@ export async function addUser(
     passwordHash: await hashPassword(password),
     disabled: false,
     createdAt: 1_800_000_000,
+    tokensRevokedAt: undefined,
     ...extra,
   };
   await store.createUser(user);
@@ -93,13 +98,14 @@ export async function addClient(
     firstParty: options.firstParty ?? false,
     builtIn: false,
     createdAt: 1_800_000_000,
+    tokensRevokedAt: undefined,
   };
   await store.createClient(client);
   return { client, secret };
 }
 
-export async function addApi(store: SqliteStore, identifier: string, name = 'Example API'): Promise<void> {
-  await store.createApi({ identifier, name, createdAt: 1_800_000_000 });
+export async function addApi(store: SqliteStore, identifier: string, name = 'Example API', introspectionClients: string[] = []): Promise<void> {
+  await store.createApi({ identifier, name, createdAt: 1_800_000_000, introspectionClients });
 }
 
 export const deviceGrantType = 'urn:ietf:params:oauth:grant-type:device_code';

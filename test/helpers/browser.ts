@@ -39,6 +39,8 @@ export function fetchTransport(baseUrl: string): Transport {
 
 export class Browser {
   readonly cookies = new Map<string, string>();
+  /** Sent with every request, e.g. an X-Forwarded-For to play a person at another address. */
+  extraHeaders: Record<string, string> = {};
 
   constructor(
     private readonly transport: Transport,
@@ -59,7 +61,7 @@ export class Browser {
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
     const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    return { 'user-agent': this.userAgent, accept: 'text/html', ...(cookie ? { cookie } : {}), ...extra };
+    return { 'user-agent': this.userAgent, accept: 'text/html', ...(cookie ? { cookie } : {}), ...this.extraHeaders, ...extra };
   }
 
   async get(path: string): Promise<BrowserResponse> {

@@ -9,7 +9,6 @@ import type {
   ClientRecord,
   ConsentRecord,
   DeviceGrantRecord,
-  InteractionRecord,
   RefreshTokenRecord,
   SessionRecord,
   SigningKeyRecord,
@@ -29,6 +28,7 @@ export function user(overrides: Partial<UserRecord> = {}): UserRecord {
     passwordHash: 'scrypt$32768$8$1$salt$hash',
     disabled: false,
     createdAt: t0,
+    tokensRevokedAt: undefined,
     ...overrides,
   };
 }
@@ -44,12 +44,13 @@ export function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
     firstParty: false,
     builtIn: false,
     createdAt: t0,
+    tokensRevokedAt: undefined,
     ...overrides,
   };
 }
 
 export function api(overrides: Partial<ApiRecord> = {}): ApiRecord {
-  return { identifier: 'https://api.example.com', name: 'Example API', createdAt: t0, ...overrides };
+  return { identifier: 'https://api.example.com', name: 'Example API', createdAt: t0, introspectionClients: [], ...overrides };
 }
 
 export function signingKey(kid: string, createdAt = t0, alg: SigningKeyRecord['alg'] = 'RS256'): Omit<SigningKeyRecord, 'retiredAt'> {
@@ -63,7 +64,7 @@ export function signingKey(kid: string, createdAt = t0, alg: SigningKeyRecord['a
 }
 
 export function session(overrides: Partial<SessionRecord> = {}): SessionRecord {
-  return { idHash: 'session-hash-1', userId: 'user-alice', authTime: t0, createdAt: t0, expiresAt: t0 + 3600, ...overrides };
+  return { idHash: 'session-hash-1', userId: 'user-alice', authTime: t0, createdAt: t0, expiresAt: t0 + 3600, interactionId: undefined, ...overrides };
 }
 
 export function deviceGrant(overrides: Partial<DeviceGrantRecord> = {}): DeviceGrantRecord {
@@ -105,6 +106,8 @@ export function refreshToken(overrides: Partial<RefreshTokenRecord> = {}): Refre
     familyExpiresAt: t0 + 30 * 86400,
     rotatedAt: undefined,
     revokedAt: undefined,
+    parentId: undefined,
+    supersededAt: undefined,
     ...overrides,
   };
 }
@@ -121,20 +124,6 @@ export function authorizationRequest(overrides: Partial<AuthorizationRequest> = 
     nonce: 'nonce-123',
     codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
     prompt: [],
-    ...overrides,
-  };
-}
-
-export function interaction(overrides: Partial<InteractionRecord> = {}): InteractionRecord {
-  return {
-    id: 'interaction-1',
-    browserHash: 'browser-hash-1',
-    clientId: 'cli',
-    request: authorizationRequest(),
-    signedInSession: undefined,
-    maxAge: undefined,
-    createdAt: t0,
-    expiresAt: t0 + 600,
     ...overrides,
   };
 }

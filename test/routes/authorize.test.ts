@@ -290,7 +290,7 @@ describe('decisions are bound to their request (review findings)', () => {
     await signInFirst();
     const stepUp = await browser.get(authorizeUrl({ client_id: 'first', prompt: 'login' }));
     expect(stepUp.status).toBe(303); // to the sign-in page
-    const interaction = decodeURIComponent(stepUp.location!).match(/interaction=([A-Za-z0-9_-]+)/)![1]!;
+    const interaction = decodeURIComponent(stepUp.location!).match(/interaction=([A-Za-z0-9_.-]+)/)![1]!;
     const other = await browser.get(authorizeUrl({ client_id: 'native', redirect_uri: 'http://127.0.0.1:4561/callback' }));
     expect(other.status).toBe(200);
     const res = await browser.post('/authorize/decision', { csrf_token: inputValue(other.body, 'csrf_token')!, interaction, decision: 'allow' });
@@ -324,10 +324,18 @@ describe('decisions are bound to their request (review findings)', () => {
     expect(res.body).toContain('Continue to Mobile App?');
   });
 
-  it('an error redirect ends the interaction', async () => {
-    const res = await browser.get(authorizeUrl({ prompt: 'none' }));
-    expect(new URL(res.location!).searchParams.get('error')).toBe('login_required');
-    expect(t.store.db.prepare('SELECT count(*) AS n FROM interactions').get()).toEqual({ n: 0 });
+  it('a sealed request that was altered, or made for another browser, is refused', async () => {
+    const start = await browser.get(authorizeUrl({}));
+    const continuePath = decodeURIComponent(start.location!.split('return_to=')[1]!.split('&')[0]!);
+    const [body, mac] = continuePath.split('interaction=')[1]!.split('.');
+    const wire = JSON.parse(Buffer.from(body!, 'base64url').toString('utf8'));
+    wire.r = 'https://evil.example/cb';
+    const forged = `${Buffer.from(JSON.stringify(wire)).toString('base64url')}.${mac}`;
+    await signInFirst();
+    const res = await browser.get(`/authorize/continue?interaction=${forged}`);
+    expect(res.status).toBe(400);
+    expect(res.body).toContain('This sign-in has expired');
+    expect(res.location).toBeUndefined();
   });
 
   it('a confidential client does not have to use PKCE', async () => {
@@ -359,11 +367,36 @@ describe('loopback redirects (RFC 8252)', () => {
     expect(done.location!.startsWith('http://127.0.0.1:40111/callback?code=lk_ac_')).toBe(true);
   });
 
-  it('after a sign-in in the same request, no extra confirmation', async () => {
+  // Issue 14 item 7: a sign-in page is not the person saying yes to this application, so it does
+  // not replace the confirmation — above all when the client itself asked for it with prompt=login.
+  it('a sign-in in the same request still ends on the confirmation, which then sends the code', async () => {
     const start = await browser.get(authorizeUrl({ client_id: 'latchkey-cli', redirect_uri: 'http://127.0.0.1:40111/callback' }));
-    const done = await signInThrough(start);
-    expect(done.status).toBe(302);
+    const confirm = await signInThrough(start);
+    expect(confirm.status).toBe(200);
+    expect(confirm.body).toContain('Continue to Latchkey CLI?');
+    const done = await decide(confirm, 'allow');
+    expect(done.status).toBe(303);
     expect(done.location!.startsWith('http://127.0.0.1:40111/callback?code=lk_ac_')).toBe(true);
+  });
+
+  it('prompt=login does not remove the confirmation (RFC 8252 §8.6)', async () => {
+    await signInFirst();
+    const start = await browser.get(authorizeUrl({ client_id: 'latchkey-cli', redirect_uri: 'http://127.0.0.1:40111/callback', prompt: 'login' }));
+    expect(start.status).toBe(303);
+    const login = await browser.get(start.location!);
+    const after = await signIn(browser, login, 'alice', 'alice-password');
+    const confirm = await browser.get(after.location!);
+    expect(confirm.status).toBe(200);
+    expect(confirm.body).toContain('Continue to Latchkey CLI?');
+    expect(confirm.location).toBeUndefined();
+  });
+
+  it('a private-use redirect with prompt=login also keeps the confirmation', async () => {
+    await addClient(t.store, 'mobile', { name: 'Mobile App', redirectUris: ['com.example.mobile:/cb'], grantTypes: ['authorization_code'], firstParty: true });
+    const start = await browser.get(authorizeUrl({ client_id: 'mobile', redirect_uri: 'com.example.mobile:/cb', prompt: 'login' }));
+    const confirm = await signInThrough(start);
+    expect(confirm.status).toBe(200);
+    expect(confirm.body).toContain('Continue to Mobile App?');
   });
 
   it('prompt=none to a loopback redirect with no page shown → consent_required', async () => {
@@ -376,5 +409,104 @@ describe('loopback redirects (RFC 8252)', () => {
     const res = await browser.get(authorizeUrl({ client_id: 'latchkey-cli', redirect_uri: 'http://localhost:40111/callback' }));
     expect(res.status).toBe(400);
     expect(res.location).toBeUndefined();
+  });
+});
+
+describe('anonymous requests cost no storage (issue 14)', () => {
+  const tables = () =>
+    (t.store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(({ name }) => name);
+  const rowCounts = () => Object.fromEntries(tables().map((name) => [name, (t.store.db.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n]));
+
+  it('a flood of anonymous /authorize requests with long state and nonce writes nothing to the database', async () => {
+    const before = rowCounts();
+    const pages = t.store.db.pragma('page_count', { simple: true });
+    for (let i = 0; i < 300; i++) {
+      const res = await t.app.inject({ method: 'GET', url: authorizeUrl({ state: `${i}`.padEnd(1024, 's'), nonce: 'n'.repeat(256) }) });
+      expect(res.statusCode).toBe(303); // to the sign-in page
+    }
+    expect(rowCounts()).toEqual(before);
+    expect(t.store.db.pragma('page_count', { simple: true })).toBe(pages);
+  });
+
+  it('the request is still there after the sign-in: state, nonce and PKCE reach the code', async () => {
+    const { verifier, challenge } = pkcePair();
+    const state = 'x'.repeat(1024);
+    const start = await browser.get(authorizeUrl({ client_id: 'first', state, nonce: 'n'.repeat(256), code_challenge: challenge }));
+    const done = await signInThrough(start);
+    expect(done.status).toBe(302);
+    expect(redirectParams(done).get('state')).toBe(state);
+    const code = await t.store.findAuthorizationCode(sha256(redirectParams(done).get('code')!));
+    expect(code).toMatchObject({ nonce: 'n'.repeat(256), redirectUri: web, clientId: 'first' });
+    expect(code!.codeChallenge).toBe(challenge);
+    expect(verifier).toBeTruthy();
+  });
+
+  it('state and nonce are capped (1024 and 256 characters)', async () => {
+    const longState = redirectParams(await browser.get(authorizeUrl({ state: 's'.repeat(1025) })));
+    expect(longState.get('error')).toBe('invalid_request');
+    expect(longState.get('state')).toBeNull();
+    const longNonce = redirectParams(await browser.get(authorizeUrl({ nonce: 'n'.repeat(257) })));
+    expect(longNonce.get('error')).toBe('invalid_request');
+    expect(longNonce.get('state')).toBe('state-123');
+  });
+});
+
+describe('id_token_hint (OIDC Core §3.1.2.1)', () => {
+  /** A real id_token of `first` for alice: sign in, get a code, redeem it. */
+  async function idTokenOf(clientId = 'first'): Promise<string> {
+    const { verifier, challenge } = pkcePair();
+    await signInFirst();
+    const done = await browser.get(authorizeUrl({ client_id: clientId, code_challenge: challenge, nonce: 'n-1' }));
+    const code = redirectParams(done).get('code')!;
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: web, code_verifier: verifier }).toString(),
+    });
+    expect(res.statusCode).toBe(200);
+    return res.json().id_token;
+  }
+
+  it('a garbage hint with prompt=none is an error, not ignored', async () => {
+    await signInFirst();
+    const q = redirectParams(await browser.get(authorizeUrl({ client_id: 'first', prompt: 'none', id_token_hint: 'not.a.token' })));
+    expect(q.get('error')).toBe('invalid_request');
+    expect(q.get('code')).toBeNull();
+    expect(q.get('state')).toBe('state-123');
+  });
+
+  it('a tampered hint is refused too', async () => {
+    const hint = await idTokenOf();
+    const [h, p, sig] = hint.split('.');
+    const payload = JSON.parse(Buffer.from(p!, 'base64url').toString('utf8'));
+    payload.sub = 'someone-else';
+    const tampered = `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${sig}`;
+    expect(redirectParams(await browser.get(authorizeUrl({ client_id: 'first', prompt: 'none', id_token_hint: tampered }))).get('error')).toBe('invalid_request');
+  });
+
+  it('a hint issued to another client is refused', async () => {
+    await addClient(t.store, 'first2', { redirectUris: [web], grantTypes: ['authorization_code'], firstParty: true });
+    const hint = await idTokenOf();
+    expect(redirectParams(await browser.get(authorizeUrl({ client_id: 'first2', prompt: 'none', id_token_hint: hint }))).get('error')).toBe('invalid_request');
+  });
+
+  it('a valid hint for the signed-in person gives a code with prompt=none, even once the id_token has expired', async () => {
+    const hint = await idTokenOf();
+    t.clock.advance(2 * 3600); // past the id_token's hour; the sign-in (12 hours) still holds
+    const res = await browser.get(authorizeUrl({ client_id: 'first', prompt: 'none', id_token_hint: hint }));
+    expect(redirectParams(res).get('code')).toMatch(/^lk_ac_/);
+  });
+
+  it('a valid hint naming someone else than the signed-in person: login_required with prompt=none, a new sign-in otherwise', async () => {
+    const hint = await idTokenOf();
+    await addUser(t.store, 'bob', 'bob-password');
+    const other = new Browser(injectTransport(t.app));
+    expect((await signIn(other, await other.get('/login'), 'bob', 'bob-password')).status).toBe(303);
+    const none = await other.get(authorizeUrl({ client_id: 'first', prompt: 'none', id_token_hint: hint }));
+    expect(redirectParams(none).get('error')).toBe('login_required');
+    const interactive = await other.get(authorizeUrl({ client_id: 'first', id_token_hint: hint }));
+    expect(interactive.status).toBe(303);
+    expect(interactive.location).toMatch(/^\/login\?return_to=.*&fresh=1$/);
   });
 });

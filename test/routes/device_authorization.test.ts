@@ -108,7 +108,7 @@ describe('POST /oauth/device/code', () => {
       payload: 'client_id=tv&scope=openid&scope=email',
     });
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ error: 'invalid_request', error_description: 'The parameter scope is repeated.' });
+    expect(res.json()).toEqual({ error: 'invalid_request', error_description: 'A parameter is repeated.' });
   });
 
   describe('confidential clients', () => {

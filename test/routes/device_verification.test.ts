@@ -167,6 +167,16 @@ describe('GET /activate/confirm', () => {
     expect(res.body).toMatch(/<button type="submit" name="decision" value="deny"/);
     expect(res.body).toContain('Signed in as <strong>alice</strong>');
   });
+
+  it('shows a User-Agent sent as UTF-8 as the device sent it (issue 14 item 12), escaped', async () => {
+    // Node hands header bytes over one latin1 character per byte: this is what "Café TV" arrives as.
+    const sent = 'Café TV — Wohnzimmer <b>📺</b>';
+    const { user_code } = await startDeviceFlow(Buffer.from(sent, 'utf8').toString('latin1'));
+    await signedInBrowser();
+    const res = await browser.get(`/activate/confirm?user_code=${user_code}`);
+    expect(res.body).toContain('Café TV — Wohnzimmer &lt;b&gt;📺&lt;/b&gt;');
+    expect(res.body).not.toContain('CafÃ©');
+  });
 });
 
 describe('POST /activate/confirm', () => {

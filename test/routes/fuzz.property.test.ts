@@ -68,6 +68,9 @@ const gets = ['/authorize', '/authorize/continue', '/activate', '/activate/confi
 
 let requestsChecked = 0;
 
+/** RFC 6749 §4.1.2.1: %x20-21 / %x23-5B / %x5D-7E, and never an echo of the request. */
+const allowedDescription = /^[\x20\x21\x23-\x5B\x5D-\x7E]*$/;
+
 function expectWellFormed(url: string, res: { statusCode: number; headers: Record<string, unknown>; body: string }) {
   requestsChecked++;
   expect(res.statusCode).toBeLessThan(500);
@@ -75,6 +78,8 @@ function expectWellFormed(url: string, res: { statusCode: number; headers: Recor
   if (res.statusCode >= 300 && res.statusCode < 400) {
     const location = String(res.headers.location);
     expect(location.startsWith('/') || location.startsWith('https://app.example.com/cb?') || /^http:\/\/127\.0\.0\.1(:\d+)?\/callback\?/.test(location)).toBe(true);
+    const description = location.startsWith('/') ? null : new URL(location).searchParams.get('error_description');
+    if (description !== null) expect(description).toMatch(allowedDescription);
     return;
   }
   if (res.statusCode >= 400) {
@@ -82,6 +87,7 @@ function expectWellFormed(url: string, res: { statusCode: number; headers: Recor
       const body = JSON.parse(res.body);
       expect(typeof body.error).toBe('string');
       expect(typeof body.error_description).toBe('string');
+      expect(body.error_description).toMatch(allowedDescription);
     } else {
       expect(String(res.headers['content-type'])).toMatch(/^text\/html/);
       expect(pagePosts.includes(url) || gets.includes(url)).toBe(true);

@@ -95,6 +95,54 @@ describe('hostile bodies at the API endpoints', () => {
   });
 });
 
+describe('error_description never carries the sender\'s text (RFC 6749 §4.1.2.1)', () => {
+  const allowed = /^[\x20\x21\x23-\x5B\x5D-\x7E]*$/;
+  const hostileName = encodeURIComponent('"<img src=x>é\\');
+
+  it('a repeated parameter with a hostile name at the API endpoints', async () => {
+    for (const url of apiEndpoints) {
+      const payload = `client_id=tv&${hostileName}=1&${hostileName}=2`;
+      const res = await t.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({ error: 'invalid_request', error_description: 'A parameter is repeated.' });
+    }
+  });
+
+  it('an unsupported scope is not quoted back', async () => {
+    const payload = `client_id=tv&scope=${encodeURIComponent('openid <script>alert(1)</script>')}`;
+    const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload });
+    expect(res.json()).toEqual({ error: 'invalid_scope', error_description: 'A requested scope is not supported.' });
+  });
+
+  it('the authorization error redirect carries only allowed characters and no request text', async () => {
+    await addClient(t.store, 'web', { redirectUris: ['https://app.example.com/cb'], grantTypes: ['authorization_code'] });
+    const query = `client_id=web&redirect_uri=${encodeURIComponent('https://app.example.com/cb')}&response_type=code&state=s&${hostileName}=1&${hostileName}=2`;
+    const res = await t.app.inject({ method: 'GET', url: `/authorize?${query}` });
+    expect(res.statusCode).toBe(302);
+    const description = new URL(res.headers.location!).searchParams.get('error_description')!;
+    expect(description).toBe('A parameter is repeated.');
+    const scoped = await t.app.inject({
+      method: 'GET',
+      url: `/authorize?client_id=web&redirect_uri=${encodeURIComponent('https://app.example.com/cb')}&response_type=code&state=s&scope=${encodeURIComponent('openid "é<b>')}`,
+    });
+    const scopedDescription = new URL(scoped.headers.location!).searchParams.get('error_description')!;
+    expect(scopedDescription).toMatch(allowed);
+    expect(scopedDescription).not.toContain('<b>');
+  });
+
+  it('zod\'s own messages (with < and =) never reach the client', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/revoke',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `client_id=tv&token=x&token_type_hint=${'h'.repeat(100)}`,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error_description).toMatch(allowed);
+    expect(res.json().error_description).not.toMatch(/[<=]/);
+  });
+});
+
 describe('hostile requests to the pages', () => {
   const pages = ['/activate', '/activate/confirm', '/login', '/authorize/decision'];
   for (const url of pages) {

@@ -88,7 +88,7 @@ describe('POST /login', () => {
   });
 
   it('a disabled account cannot sign in, and the answer does not reveal a right password', async () => {
-    await t.store.setUserDisabled('alice', true);
+    await t.store.setUserDisabled('alice', true, Math.floor(t.clock()));
     const res = await attempt('alice', 'alice-password');
     expect(res.status).toBe(401);
     expect(res.body).toContain('Wrong username or password.');
@@ -122,7 +122,7 @@ describe('POST /login', () => {
 
   it('disabling the user ends the session', async () => {
     await attempt('alice', 'alice-password');
-    await t.store.setUserDisabled('alice', true);
+    await t.store.setUserDisabled('alice', true, Math.floor(t.clock()));
     expect((await browser.get('/activate')).body).not.toContain('Signed in as');
   });
 });

@@ -47,6 +47,103 @@ describe('sign-in attempts', () => {
   });
 });
 
+// Issue 14 item 2: guessing is throttled where it comes from, never by locking the account itself.
+describe('the owner is never locked out by someone guessing their password', () => {
+  const behindProxy = { LATCHKEY_TRUST_PROXY: '1' };
+  /** A browser at an address of its own (through the trusted proxy's X-Forwarded-For). */
+  function browserAt(address: string): Browser {
+    const browser = new Browser(injectTransport(t.app));
+    browser.extraHeaders = { 'x-forwarded-for': address };
+    return browser;
+  }
+  const attempt = async (browser: Browser, password: string, username = 'alice') => signIn(browser, await browser.get('/login'), username, password);
+
+  it('6 wrong passwords from one address, then the right one from a fresh browser elsewhere: signed in', async () => {
+    t = await testApp(behindProxy);
+    await addUser(t.store, 'alice', 'alice-password');
+    const attacker = browserAt('203.0.113.66');
+    for (let i = 0; i < 6; i++) await attempt(attacker, 'wrong-guess');
+    expect((await attempt(attacker, 'wrong-guess')).status).toBe(429);
+    expect((await attempt(browserAt('198.51.100.7'), 'alice-password')).status).toBe(303);
+    // and the attacker is still held back, with a growing wait
+    const held = await attempt(attacker, 'alice-password');
+    expect(held.status).toBe(429);
+  });
+
+  it("a browser the owner signed in with before stays usable even behind the attacker's own address", async () => {
+    t = await testApp(behindProxy);
+    await addUser(t.store, 'alice', 'alice-password');
+    const owner = browserAt('203.0.113.66');
+    expect((await attempt(owner, 'alice-password')).status).toBe(303);
+    expect([...owner.cookies.keys()]).toContain('latchkey_device');
+    await owner.post('/logout', {});
+    const attacker = browserAt('203.0.113.66'); // same address, no device cookie
+    for (let i = 0; i < 12; i++) await attempt(attacker, 'wrong-guess');
+    expect((await attempt(attacker, 'alice-password')).status).toBe(429);
+    expect((await attempt(owner, 'alice-password')).status).toBe(303);
+    // Hours of guessing later, still the same.
+    for (let hour = 0; hour < 3; hour++) {
+      await owner.post('/logout', {});
+      t.clock.advance(3600);
+      await attempt(attacker, 'wrong-guess');
+      expect((await attempt(owner, 'alice-password')).status).toBe(303);
+    }
+  });
+
+  it("a known browser's own failures are throttled on their own, and do not spill onto the address", async () => {
+    t = await testApp(behindProxy);
+    await addUser(t.store, 'alice', 'alice-password');
+    const owner = browserAt('203.0.113.10');
+    await attempt(owner, 'alice-password');
+    await owner.post('/logout', {});
+    for (let i = 0; i < 5; i++) expect((await attempt(owner, 'typo-typo')).status).toBe(401);
+    expect((await attempt(owner, 'alice-password')).status).toBe(429);
+    expect((await attempt(browserAt('203.0.113.10'), 'alice-password')).status).toBe(303); // another browser there
+  });
+
+  it('a device cookie counts only for the account that signed in with it, and a forged one counts for nothing', async () => {
+    t = await testApp(behindProxy);
+    await addUser(t.store, 'alice', 'alice-password');
+    await addUser(t.store, 'bob', 'bob-password');
+    const browser = browserAt('203.0.113.20');
+    await attempt(browser, 'alice-password');
+    await browser.post('/logout', {});
+    for (let i = 0; i < 5; i++) await attempt(browser, 'wrong-guess', 'bob');
+    expect((await attempt(browser, 'bob-password', 'bob')).status).toBe(429); // known for alice, not for bob
+    const value = browser.cookies.get('latchkey_device')!;
+    const forged = browserAt('203.0.113.20');
+    forged.cookies.set('latchkey_device', value.replace(/\.[^.]+$/, `.${'A'.repeat(43)}`));
+    for (let i = 0; i < 5; i++) await attempt(forged, 'wrong-guess');
+    expect((await attempt(forged, 'alice-password')).status).toBe(429);
+  });
+
+  it('an account guessed at from many addresses is slowed — each attempt waits — but never refused', async () => {
+    const pauses: number[] = [];
+    t = await testApp({ ...behindProxy, LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL: '20/3600' }, { sleep: async (ms) => void pauses.push(ms) });
+    await addUser(t.store, 'alice', 'alice-password');
+    for (let i = 0; i < 20; i++) expect((await attempt(browserAt(`198.51.100.${i + 1}`), 'wrong-guess')).status).toBe(401);
+    expect(pauses).toEqual([]);
+    expect((await attempt(browserAt('192.0.2.200'), 'wrong-guess')).status).toBe(401);
+    expect(pauses).toEqual([3000]);
+    // The owner from a fresh browser and address: slowed too, but signed in.
+    expect((await attempt(browserAt('192.0.2.201'), 'alice-password')).status).toBe(303);
+    expect(pauses).toEqual([3000, 3000]);
+  });
+
+  it('a browser the owner used before is not slowed during such an attack', async () => {
+    const pauses: number[] = [];
+    t = await testApp({ ...behindProxy, LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL: '3/3600' }, { sleep: async (ms) => void pauses.push(ms) });
+    await addUser(t.store, 'alice', 'alice-password');
+    const owner = browserAt('192.0.2.1');
+    await attempt(owner, 'alice-password');
+    await owner.post('/logout', {});
+    for (let i = 0; i < 5; i++) await attempt(browserAt(`198.51.100.${i + 1}`), 'wrong-guess');
+    pauses.length = 0;
+    expect((await attempt(owner, 'alice-password')).status).toBe(303);
+    expect(pauses).toEqual([]);
+  });
+});
+
 describe('device authorization requests', () => {
   it('per client and address (LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION): 429 with an OAuth body', async () => {
     t = await testApp({ LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: '3/60' });

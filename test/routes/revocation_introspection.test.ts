@@ -11,7 +11,8 @@ let apiSecret: string;
 beforeEach(async () => {
   t = await testApp();
   alice = await addUser(t.store, 'alice');
-  await addApi(t.store, 'https://api.example.com');
+  // resource-server is the API's own server: it may introspect tokens issued for the API (RFC 7662 §4).
+  await addApi(t.store, 'https://api.example.com', 'Example API', ['resource-server']);
   await addClient(t.store, 'cli');
   await addClient(t.store, 'other');
   apiSecret = (await addClient(t.store, 'resource-server', { confidential: true, grantTypes: ['device_code', 'refresh_token'] })).secret!;
@@ -113,9 +114,9 @@ describe('POST /oauth/introspect (RFC 7662)', () => {
     const next = await post('/oauth/token', { grant_type: 'refresh_token', client_id: 'resource-server', client_secret: apiSecret, refresh_token: tokens.refresh_token! });
     expect(next.statusCode).toBe(200);
     expect((await introspect(tokens.refresh_token!)).json()).toEqual({ active: false });
-    await t.store.setUserDisabled('alice', true);
+    await t.store.setUserDisabled('alice', true, Math.floor(t.clock()));
     expect((await introspect(next.json().access_token)).json()).toEqual({ active: false });
-    await t.store.setUserDisabled('alice', false);
+    await t.store.setUserDisabled('alice', false, Math.floor(t.clock()));
     t.clock.advance(86400);
     expect((await introspect(next.json().access_token)).json()).toEqual({ active: false });
   });

@@ -9,7 +9,7 @@ import { generateSigningKey, privateKeyFromPem, signingAlgorithms } from '../../
 import { signJws, signJwsSync } from '../../src/crypto/jwt_sign.js';
 import { importJWK } from 'jose';
 import type { UserRecord } from '../../src/store/store.js';
-import { addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
+import { addApi, addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, injectTransport, signIn } from '../helpers/browser.js';
 import { refresh, tokensFor } from '../helpers/flows.js';
 
@@ -51,6 +51,8 @@ describe.each(signingAlgorithms)('a server with LATCHKEY_SIGNING_ALG=%s', (alg) 
     t = await testApp({ LATCHKEY_SIGNING_ALG: alg });
     alice = await addUser(t.store, 'alice', 'alice-password');
     await addClient(t.store, 'tv', { grantTypes: ['device_code', 'refresh_token'] });
+    // The API's own server may introspect the tokens issued for it (RFC 7662 §4).
+    await addApi(t.store, 'https://api.example.com', 'Example API', ['api']);
   }
 
   it('signs access tokens with it, publishes its key first and an RS256 key for id_tokens, and accepts its tokens everywhere', async () => {
@@ -60,7 +62,7 @@ describe.each(signingAlgorithms)('a server with LATCHKEY_SIGNING_ALG=%s', (alg) 
     expect(new Set(jwks.keys.map((k) => k.alg))).toEqual(new Set([alg, 'RS256']));
     for (const key of jwks.keys) expect(Object.keys(key).some((member) => ['d', 'p', 'q', 'dp', 'dq', 'qi'].includes(member))).toBe(false);
 
-    const tokens = await tokensFor(t, alice, 'tv');
+    const tokens = await tokensFor(t, alice, 'tv', { audience: 'https://api.example.com' });
     expect(decodeProtectedHeader(tokens.access_token)).toMatchObject({ alg, typ: 'at+jwt', kid: jwks.keys[0]?.kid });
     const { payload } = await jwtVerify(tokens.access_token, createLocalJWKSet(jwks), { issuer: t.config.issuer, typ: 'at+jwt', algorithms: [alg] });
     expect(payload.sub).toBe(alice.id);

@@ -156,7 +156,7 @@ describe('POST /oauth/token grant_type=authorization_code', () => {
 
   it('the approving user disabled meanwhile → invalid_grant', async () => {
     const { code, verifier } = await obtainCode('spa');
-    await t.store.setUserDisabled('alice', true);
+    await t.store.setUserDisabled('alice', true, Math.floor(t.clock()));
     await expectError(await redeem({ client_id: 'spa', code, code_verifier: verifier }), 400, 'invalid_grant');
   });
 

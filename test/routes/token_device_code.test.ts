@@ -179,7 +179,7 @@ describe('POST /oauth/token grant_type=device_code', () => {
     it('the approving user disabled meanwhile', async () => {
       const { device_code, user_code } = await startDeviceFlow();
       await approve(user_code);
-      await t.store.setUserDisabled('alice', true);
+      await t.store.setUserDisabled('alice', true, Math.floor(t.clock()));
       await expectError(await poll(device_code), 400, 'invalid_grant');
     });
 

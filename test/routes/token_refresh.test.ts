@@ -77,7 +77,7 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
 
   it('a disabled user → invalid_grant', async () => {
     const first = await tokensFor(t, alice, 'cli');
-    await t.store.setUserDisabled('alice', true);
+    await t.store.setUserDisabled('alice', true, Math.floor(t.clock()));
     await expectError(await refresh(t, 'cli', first.refresh_token!), 'invalid_grant');
   });
 
@@ -136,8 +136,58 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
       expect(bRes.statusCode).toBe(200);
       const b = bRes.json();
       expect(b.refresh_token).not.toBe(a.refresh_token);
-      expect((await refresh(t, 'cli', a.refresh_token)).statusCode).toBe(200);
+      // The racing process that kept b goes on; a (never used by anyone) simply dies with it.
       expect((await refresh(t, 'cli', b.refresh_token)).statusCode).toBe(200);
+    });
+
+    // Issue 14 item 3: a thief replaying the rotated token inside the grace window must not get a
+    // second live branch. Whichever branch is used first wins; the other is dead, and presenting
+    // it revokes the family (RFC 9700 §4.14.2: one of them eventually presents an invalidated token).
+    it('a thief inside the grace window cannot fork the family: the victim rotates on, the thief is caught', async () => {
+      const rt0 = (await tokensFor(t, alice, 'cli')).refresh_token!;
+      const l1 = (await refresh(t, 'cli', rt0)).json(); // the victim rotates
+      t.clock.advance(2);
+      const t1 = (await refresh(t, 'cli', rt0)).json(); // the thief replays RT0 in the grace window
+      expect(t1.refresh_token).toMatch(/^lk_rt_/);
+      const l2 = (await refresh(t, 'cli', l1.refresh_token)).json(); // the victim goes on
+      expect(l2.refresh_token).toMatch(/^lk_rt_/);
+      t.clock.advance(60); // long past the window
+      await expectError(await refresh(t, 'cli', t1.refresh_token), 'invalid_grant'); // the thief's branch is dead…
+      await expectError(await refresh(t, 'cli', l2.refresh_token), 'invalid_grant'); // …and the family revoked
+      const userinfo = await t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${t1.access_token}` } });
+      expect(userinfo.statusCode).toBe(401);
+    });
+
+    it('a thief who uses the grace successor first: the victim\'s next refresh is refused and the family revoked', async () => {
+      const rt0 = (await tokensFor(t, alice, 'cli')).refresh_token!;
+      const l1 = (await refresh(t, 'cli', rt0)).json();
+      const t1 = (await refresh(t, 'cli', rt0)).json();
+      const t2 = (await refresh(t, 'cli', t1.refresh_token)).json(); // the thief rotates on
+      expect(t2.refresh_token).toMatch(/^lk_rt_/);
+      t.clock.advance(60);
+      await expectError(await refresh(t, 'cli', l1.refresh_token), 'invalid_grant');
+      await expectError(await refresh(t, 'cli', t2.refresh_token), 'invalid_grant');
+    });
+
+    it('never two branches rotating after the window, whatever the order of use', async () => {
+      const rt0 = (await tokensFor(t, alice, 'cli')).refresh_token!;
+      let victim = (await refresh(t, 'cli', rt0)).json().refresh_token as string;
+      let thief = (await refresh(t, 'cli', rt0)).json().refresh_token as string;
+      const live: string[] = [];
+      for (let round = 0; round < 4; round++) {
+        t.clock.advance(30);
+        for (const who of ['victim', 'thief'] as const) {
+          const res = await refresh(t, 'cli', who === 'victim' ? victim : thief);
+          if (res.statusCode === 200) {
+            live.push(who);
+            if (who === 'victim') victim = res.json().refresh_token;
+            else thief = res.json().refresh_token;
+          }
+        }
+      }
+      expect(live.filter((who) => who === 'thief')).toHaveLength(0);
+      expect(live.slice(0, 1)).toEqual(['victim']);
+      expect(live.length).toBeLessThanOrEqual(1); // after the thief's attempt the family is gone
     });
 
     it('within the grace window by another client is still refused', async () => {
@@ -155,12 +205,15 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
       await expectError(await refresh(t, 'cli', second.refresh_token), 'invalid_grant');
     });
 
-    it('three concurrent refreshes of one token (three racing processes): each gets its own pair', async () => {
+    it('three concurrent refreshes of one token (three racing processes): each gets its own pair, and the first used goes on', async () => {
       const first = await tokensFor(t, alice, 'cli');
       const results = await Promise.all(Array.from({ length: 3 }, () => refresh(t, 'cli', first.refresh_token!)));
       expect(results.map((r) => r.statusCode)).toEqual([200, 200, 200]);
       expect(new Set(results.map((r) => r.json().refresh_token)).size).toBe(3);
-      for (const r of results) expect((await refresh(t, 'cli', r.json().refresh_token)).statusCode).toBe(200);
+      const [kept, ...dropped] = results.map((r) => r.json().refresh_token as string);
+      expect((await refresh(t, 'cli', kept!)).statusCode).toBe(200);
+      // A process that kept another pair and uses it later is a second branch: refused, family revoked.
+      await expectError(await refresh(t, 'cli', dropped[0]!), 'invalid_grant');
     });
 
     it('the grace cannot fork the family without limit: a fourth reuse in the window revokes it', async () => {

@@ -88,7 +88,7 @@ describe('GET/POST /userinfo (OIDC Core §5.3, RFC 6750)', () => {
 
   it('a disabled user → 401', async () => {
     const { access_token } = await tokensFor(t, alice, 'cli');
-    await t.store.setUserDisabled('alice', true);
+    await t.store.setUserDisabled('alice', true, Math.floor(t.clock()));
     expect((await get({ authorization: `Bearer ${access_token}` })).statusCode).toBe(401);
   });
 });

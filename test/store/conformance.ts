@@ -9,11 +9,9 @@ import { DuplicateError, type AuthorizationCodeRecord, type DeviceGrantRecord, t
 import {
   api,
   authorizationCode,
-  authorizationRequest,
   client,
   consent,
   deviceGrant,
-  interaction,
   refreshToken,
   session,
   signingKey,
@@ -106,11 +104,11 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       it('disables and re-enables a user; false for an unknown user', async () => {
         await withStore(async (store) => {
           await store.createUser(user());
-          expect(await store.setUserDisabled('alice', true)).toBe(true);
+          expect(await store.setUserDisabled('alice', true, t0)).toBe(true);
           expect((await store.findUserById('user-alice'))?.disabled).toBe(true);
-          expect(await store.setUserDisabled('alice', false)).toBe(true);
+          expect(await store.setUserDisabled('alice', false, t0)).toBe(true);
           expect((await store.findUserById('user-alice'))?.disabled).toBe(false);
-          expect(await store.setUserDisabled('nobody', true)).toBe(false);
+          expect(await store.setUserDisabled('nobody', true, t0)).toBe(false);
           expect(await store.countUsers()).toBe(1);
         });
       });
@@ -122,7 +120,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createSession(session({ idHash: 'a1', userId: 'user-alice' }));
           await store.createSession(session({ idHash: 'a2', userId: 'user-alice' }));
           await store.createSession(session({ idHash: 'b1', userId: 'user-bob' }));
-          expect(await store.setUserDisabled('alice', true)).toBe(true);
+          expect(await store.setUserDisabled('alice', true, t0)).toBe(true);
           expect(await store.findSession('a1', t0)).toBeUndefined();
           expect(await store.findSession('a2', t0)).toBeUndefined();
           expect(await store.findSession('b1', t0)).toEqual(session({ idHash: 'b1', userId: 'user-bob' }));
@@ -133,8 +131,9 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         await withStore(async (store) => {
           await store.createUser(user());
           await store.createSession(session());
-          expect(await store.setUserDisabled('alice', false)).toBe(true);
+          expect(await store.setUserDisabled('alice', false, t0)).toBe(true);
           expect(await store.findSession('session-hash-1', t0)).toEqual(session());
+          expect((await store.findUserById('user-alice'))?.tokensRevokedAt).toBeUndefined();
         });
       });
 
@@ -142,10 +141,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         await withStore(async (store) => {
           await store.createUser(user({ username: 'alice' }));
           await store.createUser(user({ username: 'bob' }));
-          expect(await store.setUserPassword('alice', 'scrypt$new')).toBe(true);
+          expect(await store.setUserPassword('alice', 'scrypt$new', t0)).toBe(true);
           expect((await store.findUserById('user-alice'))?.passwordHash).toBe('scrypt$new');
           expect((await store.findUserById('user-bob'))?.passwordHash).toBe('scrypt$32768$8$1$salt$hash');
-          expect(await store.setUserPassword('nobody', 'scrypt$x')).toBe(false);
+          expect(await store.setUserPassword('nobody', 'scrypt$x', t0)).toBe(false);
         });
       });
 
@@ -155,9 +154,59 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createUser(user({ username: 'bob' }));
           await store.createSession(session({ idHash: 'alice-session', userId: 'user-alice' }));
           await store.createSession(session({ idHash: 'bob-session', userId: 'user-bob' }));
-          expect(await store.setUserPassword('alice', 'scrypt$new')).toBe(true);
+          expect(await store.setUserPassword('alice', 'scrypt$new', t0)).toBe(true);
           expect(await store.findSession('alice-session', t0)).toBeUndefined();
           expect(await store.findSession('bob-session', t0)).toBeDefined();
+        });
+      });
+
+      // revokeUserTokens, a new password and disabling all end the same things (RFC 6819 §5.2.2.3).
+      const endings: Array<[string, (store: Store, now: number) => Promise<boolean>]> = [
+        ['revokeUserTokens', (store, now) => store.revokeUserTokens('ALICE', now)],
+        ['setUserPassword', (store, now) => store.setUserPassword('alice', 'scrypt$new', now)],
+        ['setUserDisabled', (store, now) => store.setUserDisabled('alice', true, now)],
+      ];
+      for (const [verb, end] of endings) {
+        it(`${verb} ends the user's sessions and refresh families and marks when, and leaves other users alone`, async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            await store.createSession(session({ idHash: 'alice-session' }));
+            await store.createSession(session({ idHash: 'bob-session', userId: 'user-bob' }));
+            await store.createRefreshToken(refreshToken({ id: 'a1', tokenHash: 'a1', familyId: 'fam-a' }));
+            await store.createRefreshToken(refreshToken({ id: 'a2', tokenHash: 'a2', familyId: 'fam-b' }));
+            await store.createRefreshToken(refreshToken({ id: 'b1', tokenHash: 'b1', familyId: 'fam-bob', userId: 'user-bob' }));
+            expect(await end(store, t0 + 5)).toBe(true);
+            expect((await store.findUserById('user-alice'))?.tokensRevokedAt).toBe(t0 + 5);
+            expect(await store.findSession('alice-session', t0)).toBeUndefined();
+            expect((await store.findRefreshToken('a1'))?.revokedAt).toBe(t0 + 5);
+            expect((await store.findRefreshToken('a2'))?.revokedAt).toBe(t0 + 5);
+            expect(await store.isRefreshFamilyRevoked('fam-a')).toBe(true);
+            expect(await store.isRefreshFamilyRevoked('fam-b')).toBe(true);
+            // A token that joins a revoked family later (a rotation racing this) is born revoked.
+            await store.createRefreshToken(refreshToken({ id: 'a3', tokenHash: 'a3', familyId: 'fam-a' }));
+            expect((await store.findRefreshToken('a3'))?.revokedAt).toBe(t0 + 5);
+            expect(await store.findSession('bob-session', t0)).toBeDefined();
+            expect((await store.findRefreshToken('b1'))?.revokedAt).toBeUndefined();
+            expect(await store.isRefreshFamilyRevoked('fam-bob')).toBe(false);
+            expect((await store.findUserById('user-bob'))?.tokensRevokedAt).toBeUndefined();
+          });
+        });
+      }
+
+      it('revokeUserTokens never moves the mark back, and is false for an unknown user', async () => {
+        await withSeededStore(async (store) => {
+          expect(await store.revokeUserTokens('alice', t0 + 10)).toBe(true);
+          expect(await store.revokeUserTokens('alice', t0 + 3)).toBe(true);
+          expect((await store.findUserById('user-alice'))?.tokensRevokedAt).toBe(t0 + 10);
+          expect(await store.revokeUserTokens('nobody', t0)).toBe(false);
+          expect(await store.revokeUserTokens('\u0000', t0)).toBe(false);
+        });
+      });
+
+      it('keeps tokensRevokedAt given at creation', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ tokensRevokedAt: t0 - 1 }));
+          expect((await store.findUserById('user-alice'))?.tokensRevokedAt).toBe(t0 - 1);
         });
       });
     });
@@ -212,11 +261,26 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         await withStore(async (store) => {
           await store.createClient(client({ clientId: 'a' }));
           await store.createClient(client({ clientId: 'b' }));
-          expect(await store.removeClient('a')).toBe(true);
+          expect(await store.removeClient('a', t0)).toBe(true);
           expect(await store.findClient('a')).toBeUndefined();
-          expect(await store.removeClient('a')).toBe(false);
-          expect(await store.removeClient('never')).toBe(false);
+          expect(await store.removeClient('a', t0)).toBe(false);
+          expect(await store.removeClient('never', t0)).toBe(false);
           expect((await store.listClients()).map((c) => c.clientId)).toEqual(['b']);
+        });
+      });
+
+      it('a client registered again under a removed id carries the removal time; others do not', async () => {
+        await withStore(async (store) => {
+          await store.createClient(client({ clientId: 'a' }));
+          expect(await store.removeClient('a', t0 + 7)).toBe(true);
+          await store.createClient(client({ clientId: 'a', createdAt: t0 + 8 }));
+          expect(await store.findClient('a')).toEqual(client({ clientId: 'a', createdAt: t0 + 8, tokensRevokedAt: t0 + 7 }));
+          await store.ensureClient(client({ clientId: 'fresh' }));
+          expect((await store.findClient('fresh'))?.tokensRevokedAt).toBeUndefined();
+          // Removed again later: the newer time counts.
+          expect(await store.removeClient('a', t0 + 20)).toBe(true);
+          await store.ensureClient(client({ clientId: 'a' }));
+          expect((await store.findClient('a'))?.tokensRevokedAt).toBe(t0 + 20);
         });
       });
 
@@ -227,7 +291,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createDeviceGrant(deviceGrant({ id: 'theirs', clientId: 'other' }));
           await store.createRefreshToken(refreshToken({ id: 'rt-mine', tokenHash: 'rt-mine' }));
           await store.createRefreshToken(refreshToken({ id: 'rt-theirs', tokenHash: 'rt-theirs', clientId: 'other' }));
-          expect(await store.removeClient('cli')).toBe(true);
+          expect(await store.removeClient('cli', t0)).toBe(true);
           expect(await store.findDeviceGrantByDeviceCode('device-mine')).toBeUndefined();
           expect(await store.findDeviceGrantByUserCode('user-mine')).toBeUndefined();
           expect(await store.findRefreshToken('rt-mine')).toBeUndefined();
@@ -258,6 +322,17 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createApi(api({ name: 'First' }));
           await expect(store.createApi(api({ name: 'Second' }))).rejects.toBeInstanceOf(DuplicateError);
           expect((await store.findApi('https://api.example.com'))?.name).toBe('First');
+        });
+      });
+
+      it('keeps introspection clients, and updateApi replaces the name and the list', async () => {
+        await withStore(async (store) => {
+          await store.createApi(api({ introspectionClients: ['rs-1', 'rs-2'] }));
+          expect(await store.findApi('https://api.example.com')).toEqual(api({ introspectionClients: ['rs-1', 'rs-2'] }));
+          expect(await store.updateApi(api({ name: 'Renamed', introspectionClients: ['rs-3'] }))).toBe(true);
+          expect(await store.findApi('https://api.example.com')).toEqual(api({ name: 'Renamed', introspectionClients: ['rs-3'] }));
+          expect(await store.updateApi(api({ identifier: 'https://none.example.com' }))).toBe(false);
+          expect(await store.listApis()).toEqual([api({ name: 'Renamed', introspectionClients: ['rs-3'] })]);
         });
       });
     });
@@ -310,9 +385,69 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.serverSecret('a', () => 'other')).toBe('value-a');
         });
       });
+
+      it('resealSecrets rewrites every signing key and server secret in one step, with its context, and counts changes', async () => {
+        await withStore(async (store) => {
+          await store.ensureSigningKey(signingKey('k1'));
+          await store.ensureSigningKey(signingKey('k2', t0, 'ES256'));
+          await store.serverSecret('csrf', () => 'csrf-value');
+          await store.serverSecret('user_code', () => 'sealed:already');
+          const seen: string[] = [];
+          const changed = await store.resealSecrets(({ context, value }) => {
+            seen.push(context);
+            return value.startsWith('sealed:') ? value : `sealed:${context}:${value.length}`;
+          });
+          expect(changed).toBe(3);
+          expect(seen.sort()).toEqual(['server_secret:csrf', 'server_secret:user_code', 'signing_key:k1', 'signing_key:k2']);
+          const keys = await store.listSigningKeys();
+          expect(keys.map((k) => k.privateKeyPem).sort()).toEqual([
+            `sealed:signing_key:k1:${signingKey('k1').privateKeyPem.length}`,
+            `sealed:signing_key:k2:${signingKey('k2').privateKeyPem.length}`,
+          ]);
+          expect(await store.serverSecret('csrf', () => 'other')).toBe('sealed:server_secret:csrf:10');
+          expect(await store.serverSecret('user_code', () => 'other')).toBe('sealed:already');
+          expect(await store.resealSecrets(({ value }) => value)).toBe(0);
+        });
+      });
+
+      it('resealSecrets changes nothing when the function throws half way', async () => {
+        await withStore(async (store) => {
+          await store.ensureSigningKey(signingKey('k1'));
+          await store.serverSecret('csrf', () => 'csrf-value');
+          await expect(
+            store.resealSecrets(({ context, value }) => {
+              if (context.startsWith('server_secret')) throw new Error('no key');
+              return `changed:${value}`;
+            }),
+          ).rejects.toThrow('no key');
+          expect((await store.listSigningKeys())[0]?.privateKeyPem).toBe(signingKey('k1').privateKeyPem);
+          expect(await store.serverSecret('csrf', () => 'x')).toBe('csrf-value');
+        });
+      });
+    });
+
+    describe('reclaimSpace', () => {
+      it('can always be called, and releases no negative number of pages', async () => {
+        await withSeededStore(async (store) => {
+          for (let i = 0; i < 200; i++) await store.createSession(session({ idHash: `s-${i}`, expiresAt: t0 - 1 }));
+          await store.purgeExpired(t0);
+          expect(await store.reclaimSpace()).toBeGreaterThanOrEqual(0);
+          expect(await store.reclaimSpace(1)).toBeGreaterThanOrEqual(0);
+        });
+      });
     });
 
     describe('sessions', () => {
+      it('keeps the authorization request a sign-in was made for', async () => {
+        await withSeededStore(async (store) => {
+          const s = session({ interactionId: 'interaction-7' });
+          await store.createSession(s);
+          expect(await store.findSession('session-hash-1', t0)).toStrictEqual(s);
+          await store.createSession(session({ idHash: 'plain' }));
+          expect((await store.findSession('plain', t0))?.interactionId).toBeUndefined();
+        });
+      });
+
       it('finds a session only before it expires', async () => {
         await withSeededStore(async (store) => {
           const s = session({ expiresAt: t0 + 100 });
@@ -574,87 +709,6 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
-    describe('interactions', () => {
-      it('creates and finds an interaction with every field intact', async () => {
-        await withSeededStore(async (store) => {
-          const i = interaction({ signedInSession: 'session-digest-1', maxAge: 300 });
-          await store.createInteraction(i);
-          const found = await store.findInteraction('interaction-1', t0);
-          expect(found).toStrictEqual(i);
-          expect(found?.signedInSession).toBe('session-digest-1');
-          expect(found?.maxAge).toBe(300);
-        });
-      });
-
-      it('keeps an absent signedInSession and maxAge absent', async () => {
-        await withSeededStore(async (store) => {
-          await store.createInteraction(interaction());
-          const found = await store.findInteraction('interaction-1', t0);
-          expect(found).toStrictEqual(interaction());
-          expect(found?.signedInSession).toBeUndefined();
-          expect(found?.maxAge).toBeUndefined();
-        });
-      });
-
-      it('the request round-trips exactly, including characters that need escaping', async () => {
-        await withSeededStore(async (store) => {
-          const request = authorizationRequest({
-            redirectUri: 'com.example.app:/cb?x=1&y=%20',
-            scope: 'openid profile email offline_access',
-            state: 'ünïcödé "quoted" \\ back\\slash \n newline \u2028 😀',
-            nonce: "n'once<>&",
-            prompt: ['login', 'consent'],
-          });
-          await store.createInteraction(interaction({ request }));
-          const found = await store.findInteraction('interaction-1', t0);
-          expect(found?.request).toStrictEqual(request);
-        });
-      });
-
-      it('a request without nonce and code challenge comes back without them', async () => {
-        await withSeededStore(async (store) => {
-          const request = authorizationRequest({ nonce: undefined, codeChallenge: undefined, prompt: ['none'] });
-          await store.createInteraction(interaction({ request }));
-          const found = await store.findInteraction('interaction-1', t0);
-          expect(found?.request).toEqual(request);
-          expect(found?.request.nonce).toBeUndefined();
-          expect(found?.request.codeChallenge).toBeUndefined();
-          expect(found?.request.prompt).toStrictEqual(['none']);
-        });
-      });
-
-      it('finds an interaction only before it expires (expiresAt is the first instant of expiry)', async () => {
-        await withSeededStore(async (store) => {
-          const i = interaction({ expiresAt: t0 + 600 });
-          await store.createInteraction(i);
-          expect(await store.findInteraction('interaction-1', t0 + 599)).toStrictEqual(i);
-          expect(await store.findInteraction('interaction-1', t0 + 600)).toBeUndefined();
-          expect(await store.findInteraction('interaction-1', t0 + 5000)).toBeUndefined();
-        });
-      });
-
-      it('returns undefined for an unknown id', async () => {
-        await withSeededStore(async (store) => {
-          await store.createInteraction(interaction());
-          expect(await store.findInteraction('interaction-2', t0)).toBeUndefined();
-          expect(await store.findInteraction('browser-hash-1', t0)).toBeUndefined();
-        });
-      });
-
-      it('deleteInteraction removes that interaction only, and deleting again is harmless', async () => {
-        await withSeededStore(async (store) => {
-          await store.createInteraction(interaction({ id: 'i1' }));
-          await store.createInteraction(interaction({ id: 'i2' }));
-          await store.deleteInteraction('i1');
-          expect(await store.findInteraction('i1', t0)).toBeUndefined();
-          expect(await store.findInteraction('i2', t0)).toStrictEqual(interaction({ id: 'i2' }));
-          await store.deleteInteraction('i1');
-          await store.deleteInteraction('never');
-          expect(await store.findInteraction('i2', t0)).toStrictEqual(interaction({ id: 'i2' }));
-        });
-      });
-    });
-
     describe('consents', () => {
       it('findConsent is undefined before any consent', async () => {
         await withSeededStore(async (store) => {
@@ -868,8 +922,55 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
+      it('rotating one successor of a parent supersedes its unused siblings, which then cannot rotate (RFC 9700 §4.14.2)', async () => {
+        await withSeededStore(async (store) => {
+          await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
+          const first = refreshToken({ id: 'first', tokenHash: 'first', parentId: 'p' });
+          expect(await store.rotateRefreshToken('p', first, t0 + 1)).toBe(true);
+          // A racing process (or a thief) reusing p within the grace window gets a second successor.
+          const grace = refreshToken({ id: 'grace', tokenHash: 'grace', parentId: 'p' });
+          expect(await store.addGraceSuccessor('p', grace, 2)).toBe(true);
+          // The thief's branch is used first: the victim's branch is dead from then on.
+          expect(await store.rotateRefreshToken('grace', refreshToken({ id: 'g2', tokenHash: 'g2', parentId: 'grace' }), t0 + 2)).toBe(true);
+          expect((await store.findRefreshToken('first'))?.supersededAt).toBe(t0 + 2);
+          expect((await store.findRefreshToken('grace'))?.supersededAt).toBeUndefined();
+          expect(await store.rotateRefreshToken('first', refreshToken({ id: 'f2', tokenHash: 'f2', parentId: 'first' }), t0 + 3)).toBe(false);
+          expect(await store.findRefreshToken('f2')).toBeUndefined();
+          // And no more grace successors of p: one of its successors is in use.
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'late', tokenHash: 'late', parentId: 'p' }), 2)).toBe('successor_used');
+          expect(await store.findRefreshToken('late')).toBeUndefined();
+        });
+      });
+
+      it('a superseded token gets no grace successor either', async () => {
+        await withSeededStore(async (store) => {
+          await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
+          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'a', tokenHash: 'a', parentId: 'p' }), t0 + 1)).toBe(true);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'b', tokenHash: 'b', parentId: 'p' }), 2)).toBe(true);
+          expect(await store.rotateRefreshToken('a', refreshToken({ id: 'a2', tokenHash: 'a2', parentId: 'a' }), t0 + 2)).toBe(true);
+          // b is dead; a thief presenting it within its own "grace" gets nothing.
+          expect(await store.addGraceSuccessor('b', refreshToken({ id: 'b2', tokenHash: 'b2', parentId: 'b' }), 2)).toBe('successor_used');
+          expect(await store.findRefreshToken('b2')).toBeUndefined();
+        });
+      });
+
+      it('grace successors are limited, and refused once the first successor was used or the family revoked', async () => {
+        await withSeededStore(async (store) => {
+          await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
+          expect(await store.rotateRefreshToken('p', refreshToken({ id: 's0', tokenHash: 's0', parentId: 'p' }), t0 + 1)).toBe(true);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's1', tokenHash: 's1', parentId: 'p' }), 2)).toBe(true);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's2', tokenHash: 's2', parentId: 'p' }), 2)).toBe(true);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's3', tokenHash: 's3', parentId: 'p' }), 2)).toBe('limit');
+          await store.revokeRefreshFamily('family-1', t0 + 2);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's4', tokenHash: 's4', parentId: 'p' }), 5)).toBe('revoked');
+        });
+      });
+
       it('refresh tokens round-trip every field', async () => {
         await withSeededStore(async (store) => {
+          const parented = refreshToken({ id: 'child', tokenHash: 'child', parentId: 'rt-0', supersededAt: t0 + 2 });
+          await store.createRefreshToken(parented);
+          expect(await store.findRefreshToken('child')).toStrictEqual(parented);
           const t = refreshToken({ rotatedAt: t0 + 3, revokedAt: t0 + 4 });
           await store.createRefreshToken(t);
           expect(await store.findRefreshToken(t.tokenHash)).toStrictEqual(t);
@@ -888,19 +989,9 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('markInteractionSignedIn records the session of a sign-in done for it', async () => {
-        await withSeededStore(async (store) => {
-          await store.createInteraction(interaction());
-          await store.markInteractionSignedIn('interaction-1', 'session-digest-9');
-          expect((await store.findInteraction('interaction-1', t0))?.signedInSession).toBe('session-digest-9');
-        });
-      });
-
       it('purgeExpired removes what can no longer matter and keeps the rest', async () => {
         await withSeededStore(async (store) => {
           const day = 86400;
-          await store.createInteraction(interaction({ id: 'gone', expiresAt: t0 }));
-          await store.createInteraction(interaction({ id: 'kept', expiresAt: t0 + 1 }));
           await store.createSession(session({ idHash: 'old-session', expiresAt: t0 }));
           await store.createSession(session({ idHash: 'live-session', expiresAt: t0 + 60 }));
           await store.createDeviceGrant(deviceGrant({ id: 'old-grant', expiresAt: t0 - day }));
@@ -914,15 +1005,23 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.revokeRefreshFamily('recent-family', t0 - 2 * day);
           await store.revokeAccessToken('expired-jti', t0);
           await store.revokeAccessToken('live-jti', t0 + 60);
+          await store.createClient(client({ clientId: 'removed-long-ago' }));
+          await store.removeClient('removed-long-ago', t0 - 367 * day);
+          await store.createClient(client({ clientId: 'removed-lately' }));
+          await store.removeClient('removed-lately', t0 - 2 * day);
 
           const counts = await store.purgeExpired(t0);
-          expect(counts).toEqual({ interactions: 1, authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1 });
+          expect(counts).toEqual({ authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1 });
           expect(await store.findRefreshToken('rotated-rt')).toBeDefined();
           expect(await store.findRefreshToken('ended-rt')).toBeUndefined();
           // Revoked families are remembered for a year (access tokens of theirs are refused by it).
           expect(await store.isRefreshFamilyRevoked('recent-family')).toBe(true);
           expect(await store.isRefreshFamilyRevoked('ancient-family')).toBe(false);
-          expect(await store.findInteraction('kept', t0)).toBeDefined();
+          // A removal is remembered for a year too (the old client's tokens could still be live).
+          await store.ensureClient(client({ clientId: 'removed-long-ago' }));
+          await store.ensureClient(client({ clientId: 'removed-lately' }));
+          expect((await store.findClient('removed-long-ago'))?.tokensRevokedAt).toBeUndefined();
+          expect((await store.findClient('removed-lately'))?.tokensRevokedAt).toBe(t0 - 2 * day);
           expect(await store.findSession('live-session', t0)).toBeDefined();
           expect(await store.findDeviceGrantByDeviceCode('device-recent-grant')).toBeDefined();
           expect(await store.findDeviceGrantByDeviceCode('device-old-grant')).toBeUndefined();
@@ -1049,26 +1148,21 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
     });
 
     describe('removing a client (Authorization Code flow records)', () => {
-      it("removes its authorization codes, interactions and consents, not other clients'", async () => {
+      it("removes its authorization codes and consents, not other clients'", async () => {
         await withSeededStore(async (store) => {
           await store.createClient(client({ clientId: 'other' }));
           const theirCode = authorizationCode({ codeHash: 'code-theirs', clientId: 'other' });
-          const theirInteraction = interaction({ id: 'i-theirs', clientId: 'other', request: authorizationRequest({ clientId: 'other' }) });
           const theirConsent = consent({ clientId: 'other' });
           await store.createAuthorizationCode(authorizationCode({ codeHash: 'code-mine' }));
           await store.createAuthorizationCode(theirCode);
-          await store.createInteraction(interaction({ id: 'i-mine' }));
-          await store.createInteraction(theirInteraction);
           await store.saveConsent(consent());
           await store.saveConsent(theirConsent);
 
-          expect(await store.removeClient('cli')).toBe(true);
+          expect(await store.removeClient('cli', t0)).toBe(true);
 
           expect(await store.findAuthorizationCode('code-mine')).toBeUndefined();
-          expect(await store.findInteraction('i-mine', t0)).toBeUndefined();
           expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toBeUndefined();
           expect(await store.findAuthorizationCode('code-theirs')).toStrictEqual(theirCode);
-          expect(await store.findInteraction('i-theirs', t0)).toStrictEqual(theirInteraction);
           expect(await store.findConsent('user-alice', 'other', 'https://api.example.com')).toStrictEqual(theirConsent);
         });
       });

@@ -198,7 +198,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       await admin.query(`CREATE SCHEMA ${schema}`);
       const withSchema = new URL(url!);
       withSchema.searchParams.set('options', `-c search_path=${schema}`);
-      const store = await openConfiguredStore(configFrom({ LATCHKEY_DB: withSchema.toString() }));
+      const store = await openConfiguredStore(configFrom({ LATCHKEY_DB: withSchema.toString(), LATCHKEY_SECRET_KEY: 'k'.repeat(43) }));
       try {
         expect(store).toBeInstanceOf(PostgresStore);
         await store.createUser(user());
@@ -223,7 +223,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect((await store.findUserByUsername('KELVIN'))?.username).toBe('kelvin');
         // U+212A KELVIN SIGN lower-cases to "k" in Unicode, but is not an ASCII letter.
         expect(await store.findUserByUsername('\u212Aelvin')).toBeUndefined();
-        expect(await store.setUserDisabled('\u212Aelvin', true)).toBe(false);
+        expect(await store.setUserDisabled('\u212Aelvin', true, t0)).toBe(false);
       } finally {
         await store.close();
       }
@@ -236,7 +236,8 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect(await store.findClient('cli\u0000')).toBeUndefined();
         expect(await store.findUserByUsername('alice\u0000')).toBeUndefined();
         expect(await store.findApi('https://api.example.com\u0000')).toBeUndefined();
-        expect(await store.findInteraction('\u0000', t0)).toBeUndefined();
+        expect(await store.revokeUserTokens('alice\u0000', t0)).toBe(false);
+        expect(await store.removeClient('cli\u0000', t0)).toBe(false);
       } finally {
         await store.close();
       }

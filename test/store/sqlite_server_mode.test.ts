@@ -145,9 +145,9 @@ describe('the directory cache', () => {
       expect((await server.findUserById(user().id))?.disabled).toBe(false);
       expect(await server.findApi('https://api.example.com')).toBeUndefined();
 
-      await cli.removeClient(client().clientId);
-      await cli.setUserDisabled(user().username, true);
-      await cli.createApi({ identifier: 'https://api.example.com', name: 'API', createdAt: t0 });
+      await cli.removeClient(client().clientId, t0);
+      await cli.setUserDisabled(user().username, true, t0);
+      await cli.createApi({ identifier: 'https://api.example.com', name: 'API', createdAt: t0, introspectionClients: [] });
 
       expect(await server.findClient(client().clientId)).toBeUndefined();
       expect((await server.findUserById(user().id))?.disabled).toBe(true);

@@ -3,13 +3,17 @@
  * real file, then checks what only SQLite has: the migration runner and the connection pragmas.
  */
 import { describe, it, expect, afterAll } from 'vitest';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { manualClock } from '../../src/clock.js';
+import { purgeAll, reclaimAll } from '../../src/housekeeping.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { readMigrations } from '../../src/store/sqlite/migrate.js';
 import { migrationsDir } from '../../src/paths.js';
 import { storeConformance, t0, user } from './conformance.js';
+import { session } from '../helpers/records.js';
 
 // ─── Implementations ────────────────────────────────────────────────────────────────────────
 
@@ -106,6 +110,47 @@ describe('SqliteStore specifics', () => {
   });
 });
 
+describe('SqliteStore gives space back (issue 14 item 1)', () => {
+  it('a new file uses incremental vacuum, and purged rows shrink the file once reclaimed', async () => {
+    const path = tempDbPath();
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      expect(store.db.pragma('auto_vacuum', { simple: true })).toBe(2);
+      await store.createUser(user());
+      const padding = 'x'.repeat(2000);
+      store.bulk(() => {
+        for (let i = 0; i < 5000; i++) void store.createSession(session({ idHash: `old-${i}-${padding}`, expiresAt: t0 - 1 }));
+      });
+      store.db.pragma('wal_checkpoint(TRUNCATE)');
+      const grown = statSync(path).size;
+      expect(grown).toBeGreaterThan(10_000_000);
+      await purgeAll(store, manualClock(t0), 500);
+      const released = await reclaimAll(store);
+      expect(released).toBeGreaterThan(2000);
+      store.db.pragma('wal_checkpoint(TRUNCATE)');
+      expect(statSync(path).size).toBeLessThan(grown / 5);
+      expect(await store.reclaimSpace()).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('an older file without it is converted once when opened', async () => {
+    const path = tempDbPath();
+    const old = new Database(path);
+    old.pragma('journal_mode = WAL');
+    old.exec('CREATE TABLE leftover (x TEXT)');
+    expect(old.pragma('auto_vacuum', { simple: true })).toBe(0);
+    old.close();
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      expect(store.db.pragma('auto_vacuum', { simple: true })).toBe(2);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('SqliteStore file permissions', () => {
   it('creates the folder 0700 and the database, WAL and shared-memory files 0600 (they hold the signing keys)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'latchkey-perm-'));
@@ -116,6 +161,23 @@ describe('SqliteStore file permissions', () => {
       await store.createUser(user());
       expect(statSync(join(dir, 'nested')).mode & 0o777).toBe(0o700);
       for (const file of [path, `${path}-wal`, `${path}-shm`]) expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(store.permissionWarnings).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('an existing database readable by others is reported (not changed), and its -wal/-shm are made 0600', async () => {
+    const path = tempDbPath();
+    const first = new SqliteStore({ path, now: t0 });
+    await first.close();
+    chmodSync(path, 0o644);
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      await store.createUser(user());
+      expect(statSync(path).mode & 0o777).toBe(0o644);
+      for (const file of [`${path}-wal`, `${path}-shm`]) expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(store.permissionWarnings).toEqual([`the database file ${path} can be read by other users (mode 0644): run chmod 600 ${path}`]);
     } finally {
       await store.close();
     }

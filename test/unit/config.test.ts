@@ -22,6 +22,7 @@ const defaultRateLimits = {
   deviceAuthorization: { limit: 30, windowSeconds: 60 },
   signInAccount: { limit: 5, windowSeconds: 30 },
   signInAddress: { limit: 20, windowSeconds: 30 },
+  signInAccountTotal: { limit: 20, windowSeconds: 3600 },
 };
 
 describe('loadConfig defaults', () => {
@@ -31,6 +32,8 @@ describe('loadConfig defaults', () => {
       port: 3000,
       host: '127.0.0.1',
       databasePath: './data/latchkey.db',
+      secretKeys: undefined,
+      secretKeyFile: './data/latchkey.db.key',
       bootstrapUser: undefined,
       bootstrapPassword: undefined,
       logLevel: 'info',
@@ -102,12 +105,15 @@ describe('loadConfig defaults', () => {
         LATCHKEY_REFRESH_REUSE_GRACE: '0',
         LATCHKEY_SESSION_TTL: '7200',
         LATCHKEY_DEFAULT_AUDIENCE: 'https://api.example.com',
+        LATCHKEY_SECRET_KEY_FILE: '/run/secrets/latchkey.key',
       }),
     ).toEqual({
       issuer: 'https://id.example.com',
       port: 4000,
       host: '0.0.0.0',
       databasePath: '/var/lib/latchkey/db.sqlite',
+      secretKeys: undefined,
+      secretKeyFile: '/run/secrets/latchkey.key',
       bootstrapUser: 'admin@example.com',
       bootstrapPassword: 'long enough',
       logLevel: 'debug',
@@ -130,6 +136,34 @@ describe('loadConfig defaults', () => {
       accentColor: undefined,
       rateLimits: defaultRateLimits,
     });
+  });
+
+  it('LATCHKEY_SECRET_KEY: one or more keys, the first the current one; no key file then', () => {
+    const a = 'A'.repeat(43);
+    const b = 'ab'.repeat(32);
+    const config = loadConfig({ LATCHKEY_SECRET_KEY: `${a}, ${b}` });
+    expect(config.secretKeys?.map((k) => k.key.length)).toEqual([32, 32]);
+    expect(config.secretKeys?.[0]?.key).toEqual(Buffer.from(a, 'base64url'));
+    expect(config.secretKeys?.[1]?.key).toEqual(Buffer.from(b, 'hex'));
+    expect(config.secretKeyFile).toBeUndefined();
+  });
+
+  it('LATCHKEY_SECRET_KEY that is not a 256-bit key is refused without repeating it', () => {
+    for (const value of ['short', 'A'.repeat(42), `${'A'.repeat(43)},oops`, 'g'.repeat(64)]) {
+      const problems = problemsOf({ LATCHKEY_SECRET_KEY: value });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^LATCHKEY_SECRET_KEY must be one or more 256-bit keys/);
+      expect(problems[0]).not.toContain(value);
+    }
+  });
+
+  it('a postgres:// database needs LATCHKEY_SECRET_KEY (every instance must share the key)', () => {
+    expect(problemsOf({ LATCHKEY_DB: 'postgres://u@db/latchkey' })).toEqual([expect.stringMatching(/^LATCHKEY_SECRET_KEY must be set when LATCHKEY_DB is a postgres:\/\/ URL/)]);
+    expect(loadConfig({ LATCHKEY_DB: 'postgres://u@db/latchkey', LATCHKEY_SECRET_KEY: 'A'.repeat(43) }).secretKeyFile).toBeUndefined();
+  });
+
+  it('an in-memory database has no key file (an ephemeral key)', () => {
+    expect(loadConfig({ LATCHKEY_DB: ':memory:' }).secretKeyFile).toBeUndefined();
   });
 
   it('configFrom validates overrides the same way', () => {

@@ -47,8 +47,13 @@ describe('hidePassword', () => {
 });
 
 describe('LATCHKEY_DB in the configuration', () => {
+  /** Any valid key: a postgres:// database needs LATCHKEY_SECRET_KEY. */
+  const secretKey = 'k'.repeat(43);
+
   it('accepts a postgres:// URL as is', () => {
-    expect(loadConfig({ LATCHKEY_DB: 'postgres://latchkey:s3cret@db:5432/latchkey' }).databasePath).toBe('postgres://latchkey:s3cret@db:5432/latchkey');
+    expect(loadConfig({ LATCHKEY_DB: 'postgres://latchkey:s3cret@db:5432/latchkey', LATCHKEY_SECRET_KEY: secretKey }).databasePath).toBe(
+      'postgres://latchkey:s3cret@db:5432/latchkey',
+    );
   });
 
   it('refuses a URL that does not parse, without repeating it (it may hold a password)', () => {
@@ -63,7 +68,7 @@ describe('LATCHKEY_DB in the configuration', () => {
   });
 
   it('the banner shows the database without its password', () => {
-    const config = configFrom({ LATCHKEY_DB: 'postgres://latchkey:s3cret@db:5432/latchkey' });
+    const config = configFrom({ LATCHKEY_DB: 'postgres://latchkey:s3cret@db:5432/latchkey', LATCHKEY_SECRET_KEY: secretKey });
     const text = banner(config, 3000, { createdUser: undefined, generatedPassword: undefined });
     expect(text).toContain('database postgres://latchkey:***@db:5432/latchkey');
     expect(text).not.toContain('s3cret');
@@ -71,7 +76,7 @@ describe('LATCHKEY_DB in the configuration', () => {
 
   it('a database that cannot be reached is a ConfigError naming LATCHKEY_DB, without the password', async () => {
     // Port 1 on the loopback address: nothing listens, so the connection is refused at once.
-    const config = configFrom({ LATCHKEY_DB: 'postgres://latchkey:s3cret@127.0.0.1:1/latchkey' });
+    const config = configFrom({ LATCHKEY_DB: 'postgres://latchkey:s3cret@127.0.0.1:1/latchkey', LATCHKEY_SECRET_KEY: secretKey });
     const opened = openConfiguredStore(config);
     await expect(opened).rejects.toBeInstanceOf(ConfigError);
     const err = (await opened.catch((e: unknown) => e)) as ConfigError;

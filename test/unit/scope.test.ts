@@ -14,6 +14,7 @@ function client(grantTypes: GrantTypeName[]): ClientRecord {
     firstParty: false,
     builtIn: false,
     createdAt: 1_800_000_000,
+    tokensRevokedAt: undefined,
   };
 }
 
@@ -63,17 +64,20 @@ describe('parseScope', () => {
     const err = scopeError('openid admin');
     expect(err.code).toBe('invalid_scope');
     expect(err.status).toBe(400);
-    expect(err.description).toBe('The scope "admin" is not supported.');
+    // The description never quotes the request (RFC 6749 §4.1.2.1); the log gets the value.
+    expect(err.description).toBe('A requested scope is not supported.');
+    expect(err.detail).toBe('unsupported scope admin');
   });
 
   it('is case-sensitive (OPENID is unknown)', () => {
     expect(scopeError('OPENID').code).toBe('invalid_scope');
   });
 
-  it('shortens a long unknown scope in the description', () => {
+  it('shortens a long unknown scope in the log detail, and keeps it out of the description', () => {
     const err = scopeError('x'.repeat(500));
     expect(err.code).toBe('invalid_scope');
-    expect(err.description).toBe(`The scope "${'x'.repeat(64)}" is not supported.`);
+    expect(err.description).toBe('A requested scope is not supported.');
+    expect(err.detail).toBe(`unsupported scope ${'x'.repeat(64)}`);
   });
 
   const badCharacters: Array<[string, string]> = [

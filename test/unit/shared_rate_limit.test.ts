@@ -18,7 +18,7 @@ describe('SharedWindowLimiter answers as RateLimiter', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({ limit: fc.integer({ min: 1, max: 4 }), windowSeconds: fc.integer({ min: 1, max: 30 }) }),
-        fc.array(fc.tuple(fc.constantFrom('hit', 'check', 'wait'), fc.constantFrom(...keys), fc.integer({ min: 0, max: 20 })), { maxLength: 40 }),
+        fc.array(fc.tuple(fc.constantFrom('hit', 'check', 'undo', 'wait'), fc.constantFrom(...keys), fc.integer({ min: 0, max: 20 })), { maxLength: 40 }),
         async (rule, steps) => {
           const clock = manualClock();
           const store = new SqliteStore({ path: ':memory:', now: Math.floor(clock()) });
@@ -27,6 +27,10 @@ describe('SharedWindowLimiter answers as RateLimiter', () => {
           for (const [action, key, seconds] of steps) {
             if (action === 'wait') clock.advance(seconds);
             else if (action === 'hit') expect(await shared.hit(key)).toEqual(memory.hit(key));
+            else if (action === 'undo') {
+              await shared.undo(key);
+              memory.undo(key);
+            }
             else expect(await shared.check(key)).toEqual(memory.check(key));
           }
           await store.close();

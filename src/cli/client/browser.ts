@@ -1,4 +1,7 @@
-/** Opens a URL in the person's default browser ($BROWSER, else the platform's opener). */
+/**
+ * Opens a URL in the person's default browser ($BROWSER, else the platform's opener). The URL is
+ * on the opener's command line, which every local account can read: pass nothing secret.
+ */
 import { spawn } from 'node:child_process';
 
 export function openBrowser(url: string, browserCommand: string | undefined): void {

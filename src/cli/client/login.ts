@@ -1,7 +1,8 @@
 /**
  * `latchkey login`: the Authorization Code flow with PKCE, state and nonce through a loopback
  * listener and the default browser, or with --device the Device Code flow for machines without
- * one. The tokens are stored for the profile; the id_token is verified by openid-client.
+ * one. The tokens are stored for the profile; the id_token is verified by openid-client. The
+ * browser is started with a one-time local address (see loopback.ts), never with the request.
  */
 import { homedir } from 'node:os';
 import QRCode from 'qrcode';
@@ -13,7 +14,7 @@ import { openBrowser } from './browser.js';
 import { CredentialsStore, type Profile } from './credentials.js';
 import { clientHelp } from './help.js';
 import { pollForTokens } from './device_poll.js';
-import { listenForCallback, SignInAborted, SignInTimeout, type Callback } from './loopback.js';
+import { listenForCallback, SignInAborted, SignInHijacked, SignInTimeout, type Callback } from './loopback.js';
 import { describe, discover, oidc, printable } from './oidc.js';
 
 const defaultScope = 'openid email profile offline_access';
@@ -27,6 +28,12 @@ const deviceTokenResponse = z.object({
   scope: z.string().optional(),
 });
 const browserTimeoutMs = 5 * 60 * 1000;
+
+const openedTwice = () =>
+  new CommandError(
+    'the sign-in address was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run latchkey login again.',
+    exitCodes.failure,
+  );
 
 interface LoginOptions {
   issuer: string;
@@ -53,9 +60,13 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
       ...(o.audience ? { audience: o.audience } : {}),
     });
     if (hints.ssh) context.stderr.write('This looks like an SSH session without a display: "latchkey login --device" may suit it better.\n');
+    // In full, for --no-browser and for tools that read it: the terminal is the person's own, unlike a command line.
     context.stderr.write(`Open this address in a browser to sign in:\n\n  ${url.href}\n\n`);
     if (context.values['no-browser'] !== true) {
-      openBrowser(url.href, hints.browser);
+      // Not the request itself: the browser's command line is readable by every local account
+      // (/proc/PID/cmdline), and whoever opened the request first could sign in as themselves and
+      // have their tokens stored here. The start address works once, and a second use cancels.
+      openBrowser(listener.startAddress(url.href), hints.browser);
       context.stderr.write('Opening your browser… (waiting up to 5 minutes)\n');
     }
     let callback: Callback;
@@ -64,6 +75,7 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
     } catch (err) {
       if (err instanceof SignInTimeout) throw new CommandError('no sign-in was completed within 5 minutes', exitCodes.expired);
       if (err instanceof SignInAborted) throw new CommandError('cancelled', exitCodes.interrupted);
+      if (err instanceof SignInHijacked) throw openedTwice();
       throw err;
     }
     answer = callback.finish;
@@ -81,6 +93,8 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
     } catch (err) {
       throw new CommandError(`the sign-in could not be completed: ${describe(err)}`);
     }
+    // The second opening may have come while the code was being redeemed: the tokens may be theirs.
+    if (listener.openedTwice()) throw openedTwice();
     answer(true);
     answer = undefined;
     return tokens;
@@ -155,7 +169,8 @@ export const loginCommand: Command = {
       "  --audience A      an API to get the access token for (default: the provider's default)",
       '  --scope S         scopes to ask for (default: "openid email profile offline_access")',
       '  --device          the Device Code flow: a code to approve on any other device',
-      '  --no-browser      print the address instead of opening the browser',
+      '  --no-browser      print the address, do not open the browser (the browser is given a',
+      '                    one-time local address, never the sign-in request itself)',
       '',
     ].join('\n'),
   ),

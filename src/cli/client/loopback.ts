@@ -4,9 +4,15 @@
  * other path or state is refused (400/404) and the listener keeps waiting, so another local
  * program or a web page probing ports cannot end or spoil the sign-in. The browser's answer is
  * held until the caller has finished (code exchanged, id_token verified), so it tells the truth.
+ *
+ * It also serves the one-time start address given to the browser command in place of the
+ * authorization request, since a command line is readable by every local account
+ * (/proc/PID/cmdline). The start address redirects once; opened a second time, two parties raced
+ * for it and there is no telling which was the person, so the sign-in is cancelled.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { constantTimeEqual, randomSecret } from '../../crypto/secrets.js';
 
 export interface Callback {
   url: URL;
@@ -16,8 +22,15 @@ export interface Callback {
 
 export interface CallbackListener {
   redirectUri: string;
-  /** Resolves with the callback carrying the expected state, or rejects on timeout or abort. */
+  /**
+   * Returns `http://127.0.0.1:<port>/start?t=<256 random bits>`, which redirects once to
+   * `authorizationUrl`: safe to put on a command line. At most one per listener.
+   */
+  startAddress(authorizationUrl: string): string;
+  /** Resolves with the callback carrying the expected state; rejects on timeout, abort or a start address opened twice. */
   callback: Promise<Callback>;
+  /** Whether the start address was opened twice, which may happen after the callback came. */
+  openedTwice(): boolean;
   close(): void;
 }
 
@@ -32,6 +45,8 @@ const page = (title: string, message: string) =>
 
 export class SignInTimeout extends Error {}
 export class SignInAborted extends Error {}
+/** The start address was opened a second time: someone else may have used it first. */
+export class SignInHijacked extends Error {}
 
 const headers = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', connection: 'close' };
 
@@ -41,10 +56,50 @@ export async function listenForCallback(expectedState: string, timeoutMs: number
     settle = { resolve, reject };
   });
   let accepted = false;
+  let start: { token: string; location: string; used: boolean } | undefined;
+  let cancelled = false;
+  let signedIn = false;
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+    if (request.method === 'GET' && url.pathname === '/start' && start && constantTimeEqual(url.searchParams.get('t') ?? '', start.token)) {
+      if (!start.used) {
+        start.used = true;
+        // no-referrer: the authorization server need not learn the start address either.
+        response.writeHead(302, { location: start.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', connection: 'close' }).end();
+        return;
+      }
+      if (signedIn) {
+        // Too late to stop it: say so, rather than claim nothing was saved.
+        response
+          .writeHead(400, headers)
+          .end(
+            page(
+              'Sign-in address opened twice',
+              'This sign-in address was opened twice, after the sign-in had finished. If it was not you who signed in, run latchkey logout and then latchkey login in your terminal.',
+            ),
+          );
+        return;
+      }
+      // Whoever came first got the authorization request and may be signing in as themselves, so
+      // no callback is taken any more, whichever of the two it comes from.
+      cancelled = true;
+      response
+        .writeHead(400, headers)
+        .end(
+          page(
+            'Sign-in cancelled',
+            'This sign-in address was opened twice, so another program on this computer may have tried to take over the sign-in. Nothing was saved. Run latchkey login again in your terminal.',
+          ),
+        );
+      settle?.reject(new SignInHijacked('the start address was opened twice'));
+      return;
+    }
     if (request.method !== 'GET' || url.pathname !== '/callback' || accepted) {
       response.writeHead(404, headers).end(page('Not found', 'There is nothing here.'));
+      return;
+    }
+    if (cancelled) {
+      response.writeHead(400, headers).end(page('Sign-in cancelled', 'This sign-in was cancelled in your terminal. Nothing was saved.'));
       return;
     }
     if (url.searchParams.get('state') !== expectedState) {
@@ -55,6 +110,7 @@ export async function listenForCallback(expectedState: string, timeoutMs: number
     settle?.resolve({
       url: new URL(`${redirectUri}${url.search}`),
       finish(ok) {
+        signedIn = ok;
         response
           .writeHead(ok ? 200 : 400, headers)
           .end(
@@ -80,5 +136,10 @@ export async function listenForCallback(expectedState: string, timeoutMs: number
     server.close();
     server.closeAllConnections();
   };
-  return { redirectUri, callback, close };
+  const startAddress = (authorizationUrl: string) => {
+    if (start) throw new Error('a sign-in has one start address');
+    start = { token: randomSecret(), location: authorizationUrl, used: false };
+    return `http://127.0.0.1:${port}/start?t=${start.token}`;
+  };
+  return { redirectUri, startAddress, callback, openedTwice: () => cancelled, close };
 }

@@ -11,9 +11,16 @@ export const apisListCommand: Command = {
     const store = await context.store();
     const apis = await store.listApis();
     if (context.values.json) {
-      context.stdout.write(json(apis.map((a) => ({ identifier: a.identifier, name: a.name, created_at: isoTime(a.createdAt) }))));
+      context.stdout.write(
+        json(apis.map((a) => ({ identifier: a.identifier, name: a.name, introspection_clients: a.introspectionClients, created_at: isoTime(a.createdAt) }))),
+      );
     } else {
-      context.stdout.write(table(apis.map((a) => [a.identifier, a.name, isoTime(a.createdAt)]), ['IDENTIFIER', 'NAME', 'CREATED']));
+      context.stdout.write(
+        table(
+          apis.map((a) => [a.identifier, a.name, isoTime(a.createdAt), a.introspectionClients.join(',') || '-']),
+          ['IDENTIFIER', 'NAME', 'CREATED', 'INTROSPECTION CLIENTS'],
+        ),
+      );
     }
     return 0;
   },

@@ -43,6 +43,7 @@ export const clientsAddCommand: Command = {
         firstParty: context.values['first-party'] === true,
         builtIn: false,
         createdAt: epochSeconds(systemClock),
+        tokensRevokedAt: undefined,
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`client "${clientId}" already exists`);

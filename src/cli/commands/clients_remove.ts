@@ -1,9 +1,11 @@
 import { builtinCliClientId } from '../../bootstrap.js';
+import { epochSeconds, systemClock } from '../../clock.js';
+import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 
 export const clientsRemoveCommand: Command = {
   path: ['clients', 'remove'],
-  summary: 'Remove a client application and everything issued to it',
+  summary: 'Remove a client application and everything issued to it (its access tokens stop working at once)',
   usage: 'latchkey clients remove <client_id>',
   positionals: { min: 1, max: 1 },
   options: {},
@@ -11,7 +13,8 @@ export const clientsRemoveCommand: Command = {
     const clientId = context.positionals[0] ?? '';
     if (clientId === builtinCliClientId) throw new CommandError(`${builtinCliClientId} is built in and cannot be removed`);
     const store = await context.store();
-    if (!(await store.removeClient(clientId))) throw new CommandError(`no client "${clientId}"`);
+    if (!(await store.removeClient(clientId, epochSeconds(systemClock)))) throw new CommandError(`no client "${clientId}"`);
+    cliAudit(context, 'client.removed', { clientId });
     context.stderr.write(`Removed client ${clientId}\n`);
     return 0;
   },

@@ -1,6 +1,6 @@
 import { epochSeconds, systemClock } from '../../clock.js';
-import { generateSigningKey, type SigningAlgorithm } from '../../crypto/keys.js';
-import { algorithmsInUse } from '../../crypto/signer.js';
+import type { SigningAlgorithm } from '../../crypto/keys.js';
+import { algorithmsInUse, newSealedSigningKey } from '../../crypto/signer.js';
 import type { Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
@@ -16,7 +16,8 @@ export const keysRotateCommand: Command = {
     const active = (await store.listSigningKeys()).filter((k) => k.retiredAt === undefined).map((k) => k.alg);
     const algorithms = [...new Set<SigningAlgorithm>([...algorithmsInUse(context.config().signingAlg), ...active])];
     const now = epochSeconds(systemClock);
-    const keys = algorithms.map((alg) => ({ ...generateSigningKey(alg), createdAt: now }));
+    const box = await context.secretBox();
+    const keys = algorithms.map((alg) => newSealedSigningKey(box, alg, now));
     await store.rotateSigningKeys(keys, now);
     for (const key of keys) cliAudit(context, 'key.rotated', { kid: key.kid, alg: key.alg });
     context.stderr.write(

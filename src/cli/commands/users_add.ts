@@ -30,6 +30,7 @@ export const usersAddCommand: Command = {
         passwordHash: await hashPassword(password),
         disabled: false,
         createdAt: epochSeconds(systemClock),
+        tokensRevokedAt: undefined,
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`user "${username}" already exists`);

@@ -1,16 +1,17 @@
+import { epochSeconds, systemClock } from '../../clock.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
 export const usersDisableCommand: Command = {
   path: ['users', 'disable'],
-  summary: 'Disable a user: no more sign-ins, sessions ended, no more tokens',
+  summary: 'Disable a user: no more sign-ins; sessions, refresh tokens and access tokens end',
   usage: 'latchkey users disable <username>',
   positionals: { min: 1, max: 1 },
   options: {},
   async run(context) {
     const username = context.positionals[0] ?? '';
     const store = await context.store();
-    if (!(await store.setUserDisabled(username, true))) throw new CommandError(`no user "${username}"`);
+    if (!(await store.setUserDisabled(username, true, epochSeconds(systemClock)))) throw new CommandError(`no user "${username}"`);
     cliAudit(context, 'user.disabled', { username });
     context.stderr.write(`Disabled user ${username}\n`);
     return 0;

@@ -1,11 +1,13 @@
+import { epochSeconds, systemClock } from '../../clock.js';
 import { hashPassword } from '../../crypto/password.js';
+import { cliAudit } from '../audit_log.js';
 import { validPassword } from '../../admin/validation.js';
 import { CommandError, type Command } from '../command.js';
 import { obtainPassword } from '../password_input.js';
 
 export const usersPasswdCommand: Command = {
   path: ['users', 'passwd'],
-  summary: "Set a user's password",
+  summary: "Set a user's password; every session and token of theirs ends",
   usage: 'latchkey users passwd <username> [--password-stdin]',
   positionals: { min: 1, max: 1 },
   options: { 'password-stdin': { type: 'boolean' } },
@@ -15,8 +17,9 @@ export const usersPasswdCommand: Command = {
     if (!(await store.findUserByUsername(username))) throw new CommandError(`no user "${username}"`);
     const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
     validPassword(password);
-    if (!(await store.setUserPassword(username, await hashPassword(password)))) throw new CommandError(`no user "${username}"`);
-    context.stderr.write(`Changed the password of ${username}\n`);
+    if (!(await store.setUserPassword(username, await hashPassword(password), epochSeconds(systemClock)))) throw new CommandError(`no user "${username}"`);
+    cliAudit(context, 'user.password_changed', { username });
+    context.stderr.write(`Changed the password of ${username}; their sessions, refresh tokens and access tokens have ended\n`);
     if (generated) context.stdout.write(`New password for ${username} (shown only once): ${password}\n`);
     return 0;
   },

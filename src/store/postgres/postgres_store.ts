@@ -21,10 +21,10 @@ import {
   type ConsentRecord,
   type DeviceGrantRecord,
   type GraceRefusal,
-  type InteractionRecord,
   type PurgeCounts,
   type RateLimitCounter,
   type RefreshTokenRecord,
+  type SealedSecret,
   type SessionRecord,
   type SigningKeyRecord,
   type Store,
@@ -38,7 +38,6 @@ import {
   toClient,
   toConsent,
   toDeviceGrant,
-  toInteraction,
   toRateLimitCounter,
   toRefreshToken,
   toSession,
@@ -210,7 +209,6 @@ export class PostgresStore implements Store {
       const purge = (table: string, condition: string, ...params: unknown[]) =>
         tx.run(`DELETE FROM ${table} WHERE ctid IN (SELECT ctid FROM ${table} WHERE ${condition} LIMIT $${params.length + 1})`, ...params, limit);
       const counts: PurgeCounts = {
-        interactions: await purge('interactions', 'expires_at <= $1', now),
         authorizationCodes: await purge('authorization_codes', 'expires_at <= $1', now - grace),
         deviceGrants: await purge('device_grants', 'expires_at <= $1', now - grace),
         sessions: await purge('sessions', 'expires_at <= $1', now),
@@ -226,6 +224,7 @@ export class PostgresStore implements Store {
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
       await purge('revoked_refresh_families', 'revoked_at <= $1', now - 366 * 86400);
+      await purge('removed_clients', 'removed_at <= $1', now - 366 * 86400);
       await purge('rate_limit_counters', 'last_at <= $1', now - rateLimitCounterLifetime);
       return counts;
     });
@@ -243,7 +242,7 @@ export class PostgresStore implements Store {
   async createUser(u: UserRecord): Promise<void> {
     await this.insert(
       `user ${u.username}`,
-      'INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      'INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
       u.id,
       u.username,
       u.email,
@@ -251,6 +250,7 @@ export class PostgresStore implements Store {
       u.passwordHash,
       u.disabled,
       u.createdAt,
+      u.tokensRevokedAt ?? null,
     );
   }
 
@@ -270,21 +270,46 @@ export class PostgresStore implements Store {
     return (await this.db.many('SELECT * FROM users ORDER BY lower(username COLLATE "C")')).map(toUser);
   }
 
-  async setUserDisabled(username: string, disabled: boolean): Promise<boolean> {
+  /**
+   * Inside a transaction: sessions, refresh families and earlier access tokens of the user end.
+   * Each family is revoked under its own lock (lockFamily, in a fixed order), so a rotation racing
+   * this cannot leave a live successor behind.
+   */
+  private static async endEverythingOf(tx: Statements, userId: string, now: number): Promise<void> {
+    await tx.run('UPDATE users SET tokens_revoked_at = greatest(coalesce(tokens_revoked_at, 0), $1) WHERE id = $2', now, userId);
+    await tx.run('DELETE FROM sessions WHERE user_id = $1', userId);
+    const families = await tx.many('SELECT DISTINCT family_id COLLATE "C" AS family_id FROM refresh_tokens WHERE user_id = $1 ORDER BY 1', userId);
+    for (const { family_id: familyId } of families) {
+      await PostgresStore.lockFamily(tx, String(familyId));
+      await tx.run('INSERT INTO revoked_refresh_families (family_id, revoked_at) VALUES ($1, $2) ON CONFLICT DO NOTHING', familyId, now);
+      await tx.run('UPDATE refresh_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL', now, familyId);
+    }
+  }
+
+  async setUserDisabled(username: string, disabled: boolean, now: number): Promise<boolean> {
     return this.transaction(async (tx) => {
       const changed = await tx.one(`UPDATE users SET disabled = $1 WHERE ${usernameIs('$2')} RETURNING id`, disabled, username);
-      // A disabled account keeps no browser sessions.
-      if (changed && disabled) await tx.run('DELETE FROM sessions WHERE user_id = $1', changed.id);
+      // A disabled account keeps nothing: enabling it again must not bring old sign-ins back.
+      if (changed && disabled) await PostgresStore.endEverythingOf(tx, String(changed.id), now);
       return changed !== undefined;
     });
   }
 
-  async setUserPassword(username: string, passwordHash: string): Promise<boolean> {
+  async setUserPassword(username: string, passwordHash: string, now: number): Promise<boolean> {
     return this.transaction(async (tx) => {
       const changed = await tx.one(`UPDATE users SET password_hash = $1 WHERE ${usernameIs('$2')} RETURNING id`, passwordHash, username);
-      // A new password ends every browser session: whoever knew the old one is signed out.
-      if (changed) await tx.run('DELETE FROM sessions WHERE user_id = $1', changed.id);
+      // Whoever knew the old password is signed out everywhere (RFC 6819 §5.2.2.3).
+      if (changed) await PostgresStore.endEverythingOf(tx, String(changed.id), now);
       return changed !== undefined;
+    });
+  }
+
+  async revokeUserTokens(username: string, now: number): Promise<boolean> {
+    if (!storable(username)) return false;
+    return this.transaction(async (tx) => {
+      const found = await tx.one(`SELECT id FROM users WHERE ${usernameIs('$1')} FOR UPDATE`, username);
+      if (found) await PostgresStore.endEverythingOf(tx, String(found.id), now);
+      return found !== undefined;
     });
   }
 
@@ -305,16 +330,16 @@ export class PostgresStore implements Store {
   async createClient(c: ClientRecord): Promise<void> {
     await this.insert(
       `client ${c.clientId}`,
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, tokens_revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, (SELECT removed_at FROM removed_clients WHERE client_id = $1))`,
       ...this.clientParams(c),
     );
   }
 
   async ensureClient(c: ClientRecord): Promise<void> {
     await this.db.run(
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, tokens_revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, (SELECT removed_at FROM removed_clients WHERE client_id = $1)) ON CONFLICT DO NOTHING`,
       ...this.clientParams(c),
     );
   }
@@ -330,12 +355,36 @@ export class PostgresStore implements Store {
     return (await this.db.many('SELECT * FROM clients ORDER BY client_id COLLATE "C"')).map(toClient);
   }
 
-  async removeClient(clientId: string): Promise<boolean> {
-    return (await this.db.run('DELETE FROM clients WHERE client_id = $1', clientId)) === 1;
+  async removeClient(clientId: string, now: number): Promise<boolean> {
+    if (!storable(clientId)) return false;
+    return this.transaction(async (tx) => {
+      const removed = (await tx.run('DELETE FROM clients WHERE client_id = $1', clientId)) === 1;
+      if (removed) {
+        await tx.run(
+          `INSERT INTO removed_clients (client_id, removed_at) VALUES ($1, $2)
+           ON CONFLICT (client_id) DO UPDATE SET removed_at = greatest(removed_clients.removed_at, EXCLUDED.removed_at)`,
+          clientId,
+          now,
+        );
+      }
+      return removed;
+    });
   }
 
   async createApi(a: ApiRecord): Promise<void> {
-    await this.insert(`API ${a.identifier}`, 'INSERT INTO apis (identifier, name, created_at) VALUES ($1, $2, $3)', a.identifier, a.name, a.createdAt);
+    await this.insert(
+      `API ${a.identifier}`,
+      'INSERT INTO apis (identifier, name, created_at, introspection_clients) VALUES ($1, $2, $3, $4)',
+      a.identifier,
+      a.name,
+      a.createdAt,
+      JSON.stringify(a.introspectionClients),
+    );
+  }
+
+  async updateApi(a: ApiRecord): Promise<boolean> {
+    if (!storable(a.identifier)) return false;
+    return (await this.db.run('UPDATE apis SET name = $1, introspection_clients = $2 WHERE identifier = $3', a.name, JSON.stringify(a.introspectionClients), a.identifier)) === 1;
   }
 
   async findApi(identifier: string): Promise<ApiRecord | undefined> {
@@ -400,14 +449,34 @@ export class PostgresStore implements Store {
     return String((await this.db.one('SELECT value FROM server_secrets WHERE name = $1', name))?.value);
   }
 
+  async resealSecrets(reseal: (secret: SealedSecret) => string): Promise<number> {
+    return this.transaction(async (tx) => {
+      await PostgresStore.lockSigningKeys(tx);
+      await tx.run('LOCK TABLE server_secrets IN SHARE ROW EXCLUSIVE MODE');
+      let changed = 0;
+      for (const row of await tx.many('SELECT kid, private_key_pem FROM signing_keys ORDER BY kid COLLATE "C"')) {
+        const value = String(row.private_key_pem);
+        const next = reseal({ context: `signing_key:${String(row.kid)}`, value });
+        if (next !== value) changed += await tx.run('UPDATE signing_keys SET private_key_pem = $1 WHERE kid = $2', next, row.kid);
+      }
+      for (const row of await tx.many('SELECT name, value FROM server_secrets ORDER BY name COLLATE "C"')) {
+        const value = String(row.value);
+        const next = reseal({ context: `server_secret:${String(row.name)}`, value });
+        if (next !== value) changed += await tx.run('UPDATE server_secrets SET value = $1 WHERE name = $2', next, row.name);
+      }
+      return changed;
+    });
+  }
+
   async createSession(s: SessionRecord): Promise<void> {
     await this.db.run(
-      'INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
+      'INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id) VALUES ($1, $2, $3, $4, $5, $6)',
       s.idHash,
       s.userId,
       s.authTime,
       s.createdAt,
       s.expiresAt,
+      s.interactionId ?? null,
     );
   }
 
@@ -513,9 +582,9 @@ export class PostgresStore implements Store {
   private static async insertRefreshToken(tx: Statements, t: RefreshTokenRecord): Promise<void> {
     await tx.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)))`,
+               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -529,6 +598,8 @@ export class PostgresStore implements Store {
       t.familyExpiresAt,
       t.rotatedAt ?? null,
       t.revokedAt ?? null,
+      t.parentId ?? null,
+      t.supersededAt ?? null,
     );
   }
 
@@ -547,24 +618,38 @@ export class PostgresStore implements Store {
   async rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean> {
     return this.transaction(async (tx) => {
       await PostgresStore.lockFamily(tx, successor.familyId);
-      const won =
-        (await tx.run(
-          'UPDATE refresh_tokens SET rotated_at = $1, replaced_by = $2 WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL',
+      const rotated = await tx.one(
+        `UPDATE refresh_tokens SET rotated_at = $1, replaced_by = $2
+         WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL AND superseded_at IS NULL RETURNING parent_id`,
+        now,
+        successor.id,
+        id,
+      );
+      if (!rotated) return false;
+      // This branch is now the family's only live one: its unused siblings are dead.
+      if (rotated.parent_id !== null) {
+        await tx.run(
+          'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND id <> $3 AND rotated_at IS NULL AND superseded_at IS NULL',
           now,
-          successor.id,
+          rotated.parent_id,
           id,
-        )) === 1;
-      if (won) await PostgresStore.insertRefreshToken(tx, successor);
-      return won;
+        );
+      }
+      await PostgresStore.insertRefreshToken(tx, successor);
+      return true;
     });
   }
 
   async addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal> {
     return this.transaction(async (tx): Promise<true | GraceRefusal> => {
       await PostgresStore.lockFamily(tx, successor.familyId);
-      const row = await tx.one('SELECT revoked_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
+      const row = await tx.one('SELECT revoked_at, superseded_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
       if (!row || row.revoked_at !== null) return 'revoked';
+      if (row.superseded_at !== null) return 'successor_used';
       if (Number(row.grace_successors) >= limit) return 'limit';
+      // Any successor already used means a live branch exists: another would be theft. (Every
+      // write in the family holds its lock, so no successor is rotated while this looks.)
+      if (await tx.one('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = $1 AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
       // FOR SHARE: a rotation of the first successor waits until this grace successor is committed.
       const first = row.replaced_by === null ? undefined : await tx.one('SELECT rotated_at FROM refresh_tokens WHERE id = $1 FOR SHARE', row.replaced_by);
       if (first && first.rotated_at !== null) return 'successor_used';
@@ -592,35 +677,6 @@ export class PostgresStore implements Store {
 
   async isAccessTokenRevoked(jti: string): Promise<boolean> {
     return (await this.db.one('SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = $1', jti)) !== undefined;
-  }
-
-  async createInteraction(i: InteractionRecord): Promise<void> {
-    await this.db.run(
-      `INSERT INTO interactions (id, browser_hash, client_id, request, signed_in_session, max_age, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      i.id,
-      i.browserHash,
-      i.clientId,
-      JSON.stringify(i.request),
-      i.signedInSession ?? null,
-      i.maxAge ?? null,
-      i.createdAt,
-      i.expiresAt,
-    );
-  }
-
-  async findInteraction(id: string, now: number): Promise<InteractionRecord | undefined> {
-    if (!storable(id)) return undefined;
-    const row = await this.db.one('SELECT * FROM interactions WHERE id = $1 AND expires_at > $2', id, now);
-    return row && toInteraction(row);
-  }
-
-  async deleteInteraction(id: string): Promise<void> {
-    await this.db.run('DELETE FROM interactions WHERE id = $1', id);
-  }
-
-  async markInteractionSignedIn(id: string, sessionIdHash: string): Promise<void> {
-    await this.db.run('UPDATE interactions SET signed_in_session = $1 WHERE id = $2', sessionIdHash, id);
   }
 
   async findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined> {
@@ -738,5 +794,10 @@ export class PostgresStore implements Store {
 
   async clearRateLimitCounter(bucket: string, key: string): Promise<void> {
     await this.db.run('DELETE FROM rate_limit_counters WHERE bucket = $1 AND key = $2', bucket, key);
+  }
+
+  /** PostgreSQL's autovacuum makes purged rows' space reusable; nothing to do here. */
+  async reclaimSpace(): Promise<number> {
+    return 0;
   }
 }

@@ -5,14 +5,14 @@
  * atomic on its own; multi-statement verbs run in one transaction that never spans an await.
  */
 import Database from 'better-sqlite3';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { epochSeconds, systemClock } from '../../clock.js';
 import { migrationsDir } from '../../paths.js';
 import { migrate, readMigrations } from './migrate.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { GroupCommit } from './group_commit.js';
-import { toApi, toAuthorizationCode, toClient, toConsent, toDeviceGrant, toInteraction, toRateLimitCounter, toRefreshToken, toSession, toSigningKey, toUser, type Row } from '../rows.js';
+import { toApi, toAuthorizationCode, toClient, toConsent, toDeviceGrant, toRateLimitCounter, toRefreshToken, toSession, toSigningKey, toUser, type Row } from '../rows.js';
 import {
   DuplicateError,
   type ApiRecord,
@@ -21,10 +21,10 @@ import {
   type ConsentRecord,
   type DeviceGrantRecord,
   type GraceRefusal,
-  type InteractionRecord,
   type PurgeCounts,
   type RateLimitCounter,
   type RefreshTokenRecord,
+  type SealedSecret,
   type SessionRecord,
   type SigningKeyRecord,
   type Store,
@@ -84,7 +84,6 @@ export const readOnlyVerbs = new Set([
   'findRefreshToken',
   'isRefreshFamilyRevoked',
   'isAccessTokenRevoked',
-  'findInteraction',
   'findConsent',
   'findAuthorizationCode',
   'readRateLimitCounter',
@@ -99,14 +98,17 @@ export const writeVerbs = new Set([
   'createUser',
   'setUserDisabled',
   'setUserPassword',
+  'revokeUserTokens',
   'createClient',
   'ensureClient',
   'removeClient',
   'createApi',
+  'updateApi',
   'removeApi',
   'ensureSigningKey',
   'rotateSigningKeys',
   'serverSecret',
+  'resealSecrets',
   'createSession',
   'deleteSession',
   'createDeviceGrant',
@@ -119,9 +121,6 @@ export const writeVerbs = new Set([
   'addGraceSuccessor',
   'revokeRefreshFamily',
   'revokeAccessToken',
-  'createInteraction',
-  'deleteInteraction',
-  'markInteractionSignedIn',
   'saveConsent',
   'createAuthorizationCode',
   'consumeAuthorizationCode',
@@ -129,6 +128,7 @@ export const writeVerbs = new Set([
   'countRateLimitFailure',
   'undoRateLimitEvent',
   'clearRateLimitCounter',
+  'reclaimSpace',
 ]);
 
 export class SqliteStore implements Store {
@@ -141,6 +141,8 @@ export class SqliteStore implements Store {
   private groupCommit: GroupCommit | undefined;
   /** Statements that threw (see GroupCommit: a failed verb is rolled back to its savepoint). */
   private failedStatements = 0;
+  /** Files other users can read (the database file): for the server to warn about at start. */
+  readonly permissionWarnings: string[] = [];
   /**
    * Clients, users and APIs read on every token request, kept until directory_version changes
    * (triggers bump it on any write, from any process); one indexed read checks it per lookup.
@@ -161,6 +163,9 @@ export class SqliteStore implements Store {
     }
     this.db = new Database(options.path);
     this.db.pragma('busy_timeout = 5000');
+    // Space freed by purges goes back to the file system (reclaimSpace). A new file gets it before
+    // its first table; an older one is converted once with a VACUUM (see ensureIncrementalVacuum).
+    if (options.path !== ':memory:') ensureIncrementalVacuum(this.db);
     if (options.path !== ':memory:') {
       this.db.pragma('journal_mode = WAL');
       // NORMAL in WAL mode survives a killed process; only a power cut can lose the last commits.
@@ -168,6 +173,7 @@ export class SqliteStore implements Store {
     }
     this.db.pragma('foreign_keys = ON');
     this.appliedMigrations = migrate(this.db, readMigrations(migrationsDir), options.now ?? epochSeconds(systemClock));
+    if (options.path !== ':memory:') this.tightenPermissions(options.path);
     if (options.backgroundCheckpoints && options.path !== ':memory:') {
       this.db.pragma('wal_autocheckpoint = 0');
       // Once a checkpoint has emptied it, the WAL file is cut back to this size.
@@ -177,6 +183,26 @@ export class SqliteStore implements Store {
       });
     }
     if (options.groupCommit) this.enableGroupCommit();
+  }
+
+  /**
+   * SQLite gives the -wal and -shm files the mode of the database file, so a database made loose
+   * (0644) by hand or by an old version would spread its keys and codes into world-readable side
+   * files: those are made 0600 here, and the database file is reported, not changed (an operator
+   * may have chosen a group for backups).
+   */
+  private tightenPermissions(path: string): void {
+    for (const file of [`${path}-wal`, `${path}-shm`]) {
+      try {
+        if (existsSync(file) && (statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+      } catch {
+        // Not ours to change (another owner): the database file warning below covers it.
+      }
+    }
+    const mode = statSync(path).mode & 0o777;
+    if ((mode & 0o077) !== 0) {
+      this.permissionWarnings.push(`the database file ${path} can be read by other users (mode ${mode.toString(8).padStart(4, '0')}): run chmod 600 ${path}`);
+    }
   }
 
   /** Routes every write verb of this instance through one GroupCommit. */
@@ -269,7 +295,6 @@ export class SqliteStore implements Store {
       this.run(`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${condition} LIMIT ?)`, ...params, batchSize);
     return this.db.transaction(() => {
       const counts: PurgeCounts = {
-        interactions: purge('interactions', 'expires_at <= ?', now),
         authorizationCodes: purge('authorization_codes', 'expires_at <= ?', now - grace),
         deviceGrants: purge('device_grants', 'expires_at <= ?', now - grace),
         sessions: purge('sessions', 'expires_at <= ?', now),
@@ -285,6 +310,8 @@ export class SqliteStore implements Store {
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
       purge('revoked_refresh_families', 'revoked_at <= ?', now - 366 * 86400);
+      // Likewise a removal only matters while the old client's access tokens could still be live.
+      purge('removed_clients', 'removed_at <= ?', now - 366 * 86400);
       // A counter idle longer than the longest window (COUNT/SECONDS allows 999,999 s) or the
       // longest back-off (an hour) means nothing any more.
       purge('rate_limit_counters', 'last_at <= ?', now - rateLimitCounterLifetime);
@@ -305,7 +332,7 @@ export class SqliteStore implements Store {
   async createUser(u: UserRecord): Promise<void> {
     this.insert(
       `user ${u.username}`,
-      'INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       u.id,
       u.username,
       u.email,
@@ -313,6 +340,7 @@ export class SqliteStore implements Store {
       u.passwordHash,
       u.disabled ? 1 : 0,
       u.createdAt,
+      u.tokensRevokedAt ?? null,
     );
   }
 
@@ -332,23 +360,41 @@ export class SqliteStore implements Store {
     return this.all('SELECT * FROM users ORDER BY username').map(toUser);
   }
 
-  async setUserDisabled(username: string, disabled: boolean): Promise<boolean> {
+  /** Inside a transaction: sessions, refresh families and earlier access tokens of the user end. */
+  private endEverythingOf(userId: string, now: number): void {
+    this.run('UPDATE users SET tokens_revoked_at = max(coalesce(tokens_revoked_at, 0), ?) WHERE id = ?', now, userId);
+    this.run('DELETE FROM sessions WHERE user_id = ?', userId);
+    this.run(
+      'INSERT OR IGNORE INTO revoked_refresh_families (family_id, revoked_at) SELECT DISTINCT family_id, ? FROM refresh_tokens WHERE user_id = ?',
+      now,
+      userId,
+    );
+    this.run('UPDATE refresh_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL', now, userId);
+  }
+
+  async setUserDisabled(username: string, disabled: boolean, now: number): Promise<boolean> {
     return this.db.transaction(() => {
-      const changed = this.run('UPDATE users SET disabled = ? WHERE username = ?', disabled ? 1 : 0, username) === 1;
-      // A disabled account keeps no browser sessions.
-      if (changed && disabled) {
-        this.run('DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE username = ?)', username);
-      }
-      return changed;
+      const row = this.get('UPDATE users SET disabled = ? WHERE username = ? RETURNING id', disabled ? 1 : 0, username);
+      // A disabled account keeps nothing: enabling it again must not bring old sign-ins back.
+      if (row && disabled) this.endEverythingOf(String(row.id), now);
+      return row !== undefined;
     })();
   }
 
-  async setUserPassword(username: string, passwordHash: string): Promise<boolean> {
+  async setUserPassword(username: string, passwordHash: string, now: number): Promise<boolean> {
     return this.db.transaction(() => {
-      const changed = this.run('UPDATE users SET password_hash = ? WHERE username = ?', passwordHash, username) === 1;
-      // A new password ends every browser session: whoever knew the old one is signed out.
-      if (changed) this.run('DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE username = ?)', username);
-      return changed;
+      const row = this.get('UPDATE users SET password_hash = ? WHERE username = ? RETURNING id', passwordHash, username);
+      // Whoever knew the old password is signed out everywhere (RFC 6819 §5.2.2.3).
+      if (row) this.endEverythingOf(String(row.id), now);
+      return row !== undefined;
+    })();
+  }
+
+  async revokeUserTokens(username: string, now: number): Promise<boolean> {
+    return this.db.transaction(() => {
+      const row = this.get('SELECT id FROM users WHERE username = ?', username);
+      if (row) this.endEverythingOf(String(row.id), now);
+      return row !== undefined;
     })();
   }
 
@@ -363,22 +409,23 @@ export class SqliteStore implements Store {
       c.firstParty ? 1 : 0,
       c.builtIn ? 1 : 0,
       c.createdAt,
+      c.clientId,
     ];
   }
 
   async createClient(c: ClientRecord): Promise<void> {
     this.insert(
       `client ${c.clientId}`,
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, tokens_revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
       ...this.clientParams(c),
     );
   }
 
   async ensureClient(c: ClientRecord): Promise<void> {
     this.run(
-      `INSERT OR IGNORE INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT OR IGNORE INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, tokens_revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
       ...this.clientParams(c),
     );
   }
@@ -394,12 +441,34 @@ export class SqliteStore implements Store {
     return this.all('SELECT * FROM clients ORDER BY client_id').map(toClient);
   }
 
-  async removeClient(clientId: string): Promise<boolean> {
-    return this.run('DELETE FROM clients WHERE client_id = ?', clientId) === 1;
+  async removeClient(clientId: string, now: number): Promise<boolean> {
+    return this.db.transaction(() => {
+      const removed = this.run('DELETE FROM clients WHERE client_id = ?', clientId) === 1;
+      if (removed) {
+        this.run(
+          `INSERT INTO removed_clients (client_id, removed_at) VALUES (?, ?)
+           ON CONFLICT (client_id) DO UPDATE SET removed_at = max(removed_at, excluded.removed_at)`,
+          clientId,
+          now,
+        );
+      }
+      return removed;
+    })();
   }
 
   async createApi(a: ApiRecord): Promise<void> {
-    this.insert(`API ${a.identifier}`, 'INSERT INTO apis (identifier, name, created_at) VALUES (?, ?, ?)', a.identifier, a.name, a.createdAt);
+    this.insert(
+      `API ${a.identifier}`,
+      'INSERT INTO apis (identifier, name, created_at, introspection_clients) VALUES (?, ?, ?, ?)',
+      a.identifier,
+      a.name,
+      a.createdAt,
+      JSON.stringify(a.introspectionClients),
+    );
+  }
+
+  async updateApi(a: ApiRecord): Promise<boolean> {
+    return this.run('UPDATE apis SET name = ?, introspection_clients = ? WHERE identifier = ?', a.name, JSON.stringify(a.introspectionClients), a.identifier) === 1;
   }
 
   async findApi(identifier: string): Promise<ApiRecord | undefined> {
@@ -459,14 +528,34 @@ export class SqliteStore implements Store {
     return String(this.get('SELECT value FROM server_secrets WHERE name = ?', name)?.value);
   }
 
+  async resealSecrets(reseal: (secret: SealedSecret) => string): Promise<number> {
+    return this.db
+      .transaction(() => {
+        let changed = 0;
+        for (const row of this.all('SELECT kid, private_key_pem FROM signing_keys')) {
+          const value = String(row.private_key_pem);
+          const next = reseal({ context: `signing_key:${String(row.kid)}`, value });
+          if (next !== value) changed += this.run('UPDATE signing_keys SET private_key_pem = ? WHERE kid = ?', next, row.kid);
+        }
+        for (const row of this.all('SELECT name, value FROM server_secrets')) {
+          const value = String(row.value);
+          const next = reseal({ context: `server_secret:${String(row.name)}`, value });
+          if (next !== value) changed += this.run('UPDATE server_secrets SET value = ? WHERE name = ?', next, row.name);
+        }
+        return changed;
+      })
+      .immediate();
+  }
+
   async createSession(s: SessionRecord): Promise<void> {
     this.run(
-      'INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES (?, ?, ?, ?, ?)',
+      'INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id) VALUES (?, ?, ?, ?, ?, ?)',
       s.idHash,
       s.userId,
       s.authTime,
       s.createdAt,
       s.expiresAt,
+      s.interactionId ?? null,
     );
   }
 
@@ -570,9 +659,9 @@ export class SqliteStore implements Store {
   private insertRefreshToken(t: RefreshTokenRecord): void {
     this.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)))`,
+               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -587,6 +676,8 @@ export class SqliteStore implements Store {
       t.rotatedAt ?? null,
       t.revokedAt ?? null,
       t.familyId,
+      t.parentId ?? null,
+      t.supersededAt ?? null,
     );
   }
 
@@ -601,18 +692,36 @@ export class SqliteStore implements Store {
 
   async rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean> {
     return this.db.transaction(() => {
-      const won =
-        this.run('UPDATE refresh_tokens SET rotated_at = ?, replaced_by = ? WHERE id = ? AND rotated_at IS NULL AND revoked_at IS NULL', now, successor.id, id) === 1;
-      if (won) this.insertRefreshToken(successor);
-      return won;
+      const rotated = this.get(
+        `UPDATE refresh_tokens SET rotated_at = ?, replaced_by = ?
+         WHERE id = ? AND rotated_at IS NULL AND revoked_at IS NULL AND superseded_at IS NULL RETURNING parent_id`,
+        now,
+        successor.id,
+        id,
+      );
+      if (!rotated) return false;
+      // This branch is now the family's only live one: its unused siblings are dead.
+      if (rotated.parent_id !== null) {
+        this.run(
+          'UPDATE refresh_tokens SET superseded_at = ? WHERE parent_id = ? AND id <> ? AND rotated_at IS NULL AND superseded_at IS NULL',
+          now,
+          rotated.parent_id,
+          id,
+        );
+      }
+      this.insertRefreshToken(successor);
+      return true;
     })();
   }
 
   async addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal> {
     return this.db.transaction((): true | GraceRefusal => {
-      const row = this.get('SELECT revoked_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = ?', id);
+      const row = this.get('SELECT revoked_at, superseded_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = ?', id);
       if (!row || row.revoked_at !== null) return 'revoked';
+      if (row.superseded_at !== null) return 'successor_used';
       if (Number(row.grace_successors) >= limit) return 'limit';
+      // Any successor already used (the first, or a grace one) means a live branch exists: another is theft.
+      if (this.get('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = ? AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
       const first = row.replaced_by === null ? undefined : this.get('SELECT rotated_at FROM refresh_tokens WHERE id = ?', row.replaced_by);
       if (first && first.rotated_at !== null) return 'successor_used';
       this.run('UPDATE refresh_tokens SET grace_successors = grace_successors + 1 WHERE id = ?', id);
@@ -638,34 +747,6 @@ export class SqliteStore implements Store {
 
   async isAccessTokenRevoked(jti: string): Promise<boolean> {
     return this.get('SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = ?', jti) !== undefined;
-  }
-
-  async createInteraction(i: InteractionRecord): Promise<void> {
-    this.run(
-      `INSERT INTO interactions (id, browser_hash, client_id, request, signed_in_session, max_age, created_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      i.id,
-      i.browserHash,
-      i.clientId,
-      JSON.stringify(i.request),
-      i.signedInSession ?? null,
-      i.maxAge ?? null,
-      i.createdAt,
-      i.expiresAt,
-    );
-  }
-
-  async findInteraction(id: string, now: number): Promise<InteractionRecord | undefined> {
-    const row = this.get('SELECT * FROM interactions WHERE id = ? AND expires_at > ?', id, now);
-    return row && toInteraction(row);
-  }
-
-  async deleteInteraction(id: string): Promise<void> {
-    this.run('DELETE FROM interactions WHERE id = ?', id);
-  }
-
-  async markInteractionSignedIn(id: string, sessionIdHash: string): Promise<void> {
-    this.run('UPDATE interactions SET signed_in_session = ? WHERE id = ?', sessionIdHash, id);
   }
 
   async findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined> {
@@ -779,6 +860,34 @@ export class SqliteStore implements Store {
 
   async clearRateLimitCounter(bucket: string, key: string): Promise<void> {
     this.run('DELETE FROM rate_limit_counters WHERE bucket = ? AND key = ?', bucket, key);
+  }
+
+  async reclaimSpace(maxPages = 2000): Promise<number> {
+    const free = () => Number(this.db.pragma('freelist_count', { simple: true }));
+    const before = free();
+    if (before === 0) return 0;
+    // Each call releases at most maxPages (8 MB at 4 KiB pages), so it never holds the writer long.
+    this.db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(maxPages))})`);
+    return before - free();
+  }
+}
+
+/**
+ * auto_vacuum=INCREMENTAL keeps a list of free pages that reclaimSpace can cut off the end of the
+ * file; without it a file that once grew (a flood, a backlog of expired rows) never shrinks. The
+ * mode takes effect on an empty database at once, on an existing one only through a VACUUM, which
+ * rewrites the file: done once, when nobody else holds it (otherwise at a later start).
+ */
+function ensureIncrementalVacuum(db: Database.Database): void {
+  const incremental = 2;
+  if (Number(db.pragma('auto_vacuum', { simple: true })) === incremental) return;
+  db.pragma('auto_vacuum = INCREMENTAL');
+  const hasTables = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get() !== undefined;
+  if (!hasTables) return;
+  try {
+    db.exec('VACUUM');
+  } catch {
+    // Busy (another process is writing): the conversion waits for a quieter start.
   }
 }
 

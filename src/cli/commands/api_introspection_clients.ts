@@ -1,0 +1,18 @@
+/**
+ * `--introspection-client` of `apis add` and `apis update`: the confidential clients (the API's own
+ * servers) that may introspect tokens issued for the API (RFC 7662 §4). Each must exist and have a
+ * secret, since only confidential clients can introspect at all.
+ */
+import { validClientId } from '../../admin/validation.js';
+import type { Store } from '../../store/store.js';
+import { CommandError } from '../command.js';
+
+export async function validIntrospectionClients(store: Store, values: string[] | undefined): Promise<string[]> {
+  const ids = [...new Set((values ?? []).map(validClientId))];
+  for (const id of ids) {
+    const client = await store.findClient(id);
+    if (!client) throw new CommandError(`no client "${id}" (register it first: latchkey clients add ${id} --confidential)`);
+    if (client.secretHash === undefined) throw new CommandError(`client "${id}" is public; only confidential clients can introspect tokens`);
+  }
+  return ids;
+}

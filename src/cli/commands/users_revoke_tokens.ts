@@ -1,0 +1,26 @@
+import { epochSeconds, systemClock } from '../../clock.js';
+import { CommandError, type Command } from '../command.js';
+import { cliAudit } from '../audit_log.js';
+
+export const usersRevokeTokensCommand: Command = {
+  path: ['users', 'revoke-tokens'],
+  summary: "End every sign-in of a user: browser sessions, refresh tokens and access tokens",
+  usage: 'latchkey users revoke-tokens <username>',
+  help: [
+    'Signs the person out everywhere (a lost laptop, a leaked token): their browser sessions end, every',
+    'refresh token is revoked, and access tokens issued until now are refused by the userinfo and',
+    'introspection endpoints. APIs that check JWTs themselves see it only when the tokens expire',
+    '(LATCHKEY_ACCESS_TOKEN_TTL). The password stays as it is.',
+    '',
+  ].join('\n'),
+  positionals: { min: 1, max: 1 },
+  options: {},
+  async run(context) {
+    const username = context.positionals[0] ?? '';
+    const store = await context.store();
+    if (!(await store.revokeUserTokens(username, epochSeconds(systemClock)))) throw new CommandError(`no user "${username}"`);
+    cliAudit(context, 'user.tokens_revoked', { username });
+    context.stderr.write(`Ended every sign-in of ${username}\n`);
+    return 0;
+  },
+};

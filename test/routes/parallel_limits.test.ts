@@ -1,0 +1,139 @@
+/**
+ * Limits under parallel load (issue 14 item 10): many requests at once must not slip past a limit
+ * because each was checked before any was counted. On SQLite (one instance, counted in memory) and
+ * on PostgreSQL (two instances sharing the counters in the database, each request counted and
+ * decided in one statement).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { bootstrap } from '../../src/bootstrap.js';
+import { manualClock } from '../../src/clock.js';
+import { configFrom } from '../../src/config.js';
+import { PostgresStore } from '../../src/store/postgres/postgres_store.js';
+import { form, testApp } from '../helpers/app.js';
+import { Browser, injectTransport, inputValue, signIn } from '../helpers/browser.js';
+import { hashPassword } from '../../src/crypto/password.js';
+
+/** 60 wrong user codes at once from one address, spread over the given apps. */
+async function wrongCodesAtOnce(apps: FastifyInstance[]): Promise<number[]> {
+  const browsers = apps.map((app) => new Browser(injectTransport(app)));
+  const pages = await Promise.all(browsers.map((b) => b.get('/activate')));
+  return Promise.all(
+    Array.from({ length: 60 }, async (_, n) => {
+      const i = n % apps.length;
+      const res = await browsers[i]!.post('/activate', { csrf_token: inputValue(pages[i]!.body, 'csrf_token')!, user_code: 'BCDF-GHJK' });
+      return res.status;
+    }),
+  );
+}
+
+describe('SQLite: one instance', () => {
+  it('60 wrong user codes at once: exactly 10 are answered "wrong code", the other 50 get 429', async () => {
+    const t = await testApp();
+    try {
+      const statuses = await wrongCodesAtOnce([t.app]);
+      expect(statuses.filter((s) => s === 400)).toHaveLength(10);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(50);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a right code does not use up the budget', async () => {
+    const t = await testApp({ LATCHKEY_RATE_LIMIT_USER_CODE: '2/60' });
+    try {
+      const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'latchkey-cli' }) })).json();
+      const browser = new Browser(injectTransport(t.app));
+      for (let i = 0; i < 5; i++) {
+        const page = await browser.get('/activate');
+        const res = await browser.post('/activate', { csrf_token: inputValue(page.body, 'csrf_token')!, user_code: device.user_code });
+        expect(res.status).toBe(303);
+      }
+      const page = await browser.get('/activate');
+      expect((await browser.post('/activate', { csrf_token: inputValue(page.body, 'csrf_token')!, user_code: 'BCDF-GHJK' })).status).toBe(400);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+const url = process.env.LATCHKEY_TEST_PG_URL?.trim() || undefined;
+const required = process.env.LATCHKEY_REQUIRE_PG === '1';
+if (!url && required) {
+  describe('PostgreSQL: two instances', () => {
+    it('has a database to run against (LATCHKEY_REQUIRE_PG=1)', () => {
+      expect.fail('LATCHKEY_REQUIRE_PG=1 but LATCHKEY_TEST_PG_URL is not set');
+    });
+  });
+}
+
+const schemas: string[] = [];
+afterAll(async () => {
+  if (!url || schemas.length === 0) return;
+  const admin = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await admin.end();
+  }
+});
+
+(url ? describe : describe.skip)('PostgreSQL: two instances sharing the counters', () => {
+  /** Two server instances (apps) on one fresh schema, as two machines behind a load balancer would be. */
+  async function twoInstances(env: Record<string, string> = {}) {
+    const schema = `latchkey_test_${randomBytes(6).toString('hex')}`;
+    schemas.push(schema);
+    const clock = manualClock();
+    const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_SECRET_KEY: 'K'.repeat(43), LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', ...env });
+    const stores = [await PostgresStore.open({ url: url!, schema }), await PostgresStore.open({ url: url!, schema })];
+    await bootstrap(stores[0]!, config, clock);
+    const apps = await Promise.all(stores.map((store) => buildApp({ config, store, clock, logger: false, sleep: async () => undefined })));
+    return {
+      apps,
+      store: stores[0]!,
+      async close() {
+        for (const app of apps) await app.close();
+        for (const store of stores) await store.close();
+      },
+    };
+  }
+
+  it('60 wrong user codes at once over both: exactly 10 are answered "wrong code", the other 50 get 429', async () => {
+    const instances = await twoInstances();
+    try {
+      const statuses = await wrongCodesAtOnce(instances.apps);
+      expect(statuses.filter((s) => s === 400)).toHaveLength(10);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(50);
+    } finally {
+      await instances.close();
+    }
+  });
+
+  it('30 wrong passwords at once over both: at most the limit get a password checked', async () => {
+    const instances = await twoInstances();
+    try {
+      await instances.store.createUser({
+        id: 'user-alice',
+        username: 'alice',
+        email: 'alice@example.com',
+        name: undefined,
+        passwordHash: await hashPassword('alice-password'),
+        disabled: false,
+        createdAt: 1_800_000_000,
+        tokensRevokedAt: undefined,
+      });
+      const browsers = instances.apps.map((app) => new Browser(injectTransport(app)));
+      const pages = await Promise.all(browsers.map((b) => b.get('/login')));
+      const statuses = await Promise.all(
+        Array.from({ length: 30 }, async (_, n) => (await signIn(browsers[n % 2]!, pages[n % 2]!, 'alice', 'wrong-guess')).status),
+      );
+      expect(statuses.filter((s) => s === 401)).toHaveLength(5);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(25);
+    } finally {
+      await instances.close();
+    }
+  });
+});

@@ -25,6 +25,15 @@ ALTER TABLE refresh_tokens ADD COLUMN parent_id TEXT;
 ALTER TABLE refresh_tokens ADD COLUMN superseded_at INTEGER;
 CREATE INDEX refresh_tokens_parent ON refresh_tokens(parent_id);
 CREATE INDEX refresh_tokens_user ON refresh_tokens(user_id);
+-- Tokens rotated before this version: the first successor is known (replaced_by).
+UPDATE refresh_tokens SET parent_id = (SELECT p.id FROM refresh_tokens p WHERE p.replaced_by = refresh_tokens.id)
+WHERE parent_id IS NULL AND id IN (SELECT replaced_by FROM refresh_tokens WHERE replaced_by IS NOT NULL);
+-- Grace successors handed out before this version have no recorded parent, so a family that got
+-- one may already have forked: such a family is revoked (its people sign in again, once).
+INSERT OR IGNORE INTO revoked_refresh_families (family_id, revoked_at)
+  SELECT DISTINCT family_id, CAST(strftime('%s', 'now') AS INTEGER) FROM refresh_tokens WHERE grace_successors > 0 AND revoked_at IS NULL;
+UPDATE refresh_tokens SET revoked_at = CAST(strftime('%s', 'now') AS INTEGER)
+WHERE revoked_at IS NULL AND family_id IN (SELECT family_id FROM refresh_tokens WHERE grace_successors > 0);
 
 -- The confidential clients that may introspect tokens issued for an API (RFC 7662 §4): JSON array.
 ALTER TABLE apis ADD COLUMN introspection_clients TEXT NOT NULL DEFAULT '[]';

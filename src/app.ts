@@ -24,6 +24,7 @@ import { createMetrics } from './http/metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { BackoffLimiter, RateLimiter } from './oauth/rate_limit.js';
 import { SharedBackoffLimiter, SharedWindowLimiter } from './oauth/shared_rate_limit.js';
+import { SlowLane } from './oauth/signin_throttle.js';
 import { viewsDir } from './paths.js';
 import type { RateLimiters, Services } from './services.js';
 import type { Store } from './store/store.js';
@@ -159,6 +160,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     secretBox,
     metrics: createMetrics(deps.metricsText),
     sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    signInSlowLane: new SlowLane(),
   };
   app.decorate('services', services);
 

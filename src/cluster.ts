@@ -16,7 +16,7 @@ import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { systemClock } from './clock.js';
 import { retiredKeyRetention, type Config } from './config.js';
 import { createSigner } from './crypto/signer.js';
-import { loadServerSecrets, sealStoredSecrets } from './crypto/server_secrets.js';
+import { loadServerSecrets, sealPlaintextSecrets } from './crypto/server_secrets.js';
 import { openSecretBox } from './crypto/secret_key_file.js';
 import { startupWarnings } from './startup_warnings.js';
 import { startHousekeeping } from './housekeeping.js';
@@ -41,13 +41,13 @@ export interface RunningCluster {
 
 export async function startCluster(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningCluster> {
   const log = pino(loggerOptions(config.logLevel, undefined, { sync: true }) as pino.LoggerOptions).child({ role: 'primary' });
-  const store = await openConfiguredStore(config);
+  const store = await openConfiguredStore(config, { convertVacuum: true });
   let result: BootstrapResult;
   try {
     result = await bootstrap(store, config, systemClock);
     // Keys and secrets are created (and sealed) here, once, not raced by N workers starting together.
     const secretBox = await openSecretBox(config, store);
-    await sealStoredSecrets(store, secretBox);
+    await sealPlaintextSecrets(store, secretBox);
     await createSigner(store, systemClock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config), secretBox });
     await loadServerSecrets(store, secretBox);
   } catch (err) {
@@ -55,7 +55,8 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
     await store.close();
     throw err;
   }
-  for (const warning of startupWarnings(config, store)) log.warn({ event: 'startup.permissions' }, warning);
+  for (const warning of startupWarnings(config, store)) log.warn({ event: 'startup.warning' }, warning);
+  if (store.vacuumConversion === 'converted') log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
   const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval);
   const unsplittable = unsplittableLimits(config);
   // Limits counted in a shared store are not split between workers.

@@ -14,7 +14,7 @@ import { startHousekeeping } from './housekeeping.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './store/open.js';
 import { openSecretBox } from './crypto/secret_key_file.js';
-import { sealStoredSecrets } from './crypto/server_secrets.js';
+import { sealPlaintextSecrets } from './crypto/server_secrets.js';
 import { startupWarnings } from './startup_warnings.js';
 
 export interface RunningServer {
@@ -32,13 +32,13 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   // Answer the primary's metrics requests from the first moment (with nothing until the app exists),
   // so a scrape while this worker starts does not wait for it to time out.
   if (options.worker) new AggregatorRegistry();
-  const store = await openConfiguredStore(config, { server: true });
+  const store = await openConfiguredStore(config, { server: true, convertVacuum: !options.worker });
   let result: BootstrapResult | undefined;
   let app: FastifyInstance | undefined;
   try {
     const secretBox = await openSecretBox(config, store);
-    // Stored secrets go under the current key: plaintext from before encryption, or a rotated-out key.
-    if (!options.worker) await sealStoredSecrets(store, secretBox);
+    // Secrets an older version stored in the clear are encrypted now (the primary does it once).
+    if (!options.worker) await sealPlaintextSecrets(store, secretBox);
     result = options.worker ? undefined : await bootstrap(store, config, systemClock);
     app = await buildApp({ config, store, secretBox, ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}) });
     // The primary gathers every worker's registry for /metrics.
@@ -54,7 +54,10 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const port = typeof bound === 'object' && bound ? bound.port : config.port;
   const address = addressOf(config, port);
   if (result) out.write(banner(config, port, result));
-  if (!options.worker) for (const warning of startupWarnings(config, store)) app.log.warn({ event: 'startup.permissions' }, warning);
+  if (!options.worker) {
+    for (const warning of startupWarnings(config, store)) app.log.warn({ event: 'startup.warning' }, warning);
+    if (store.vacuumConversion === 'converted') app.log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
+  }
 
   const housekeeping = options.worker ? undefined : startHousekeeping(store, systemClock, app.log, config.housekeepingInterval);
 

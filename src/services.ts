@@ -6,6 +6,7 @@ import type { FailureLimiter, WindowLimiter } from './oauth/rate_limit.js';
 import type { Metrics } from './http/metrics.js';
 import type { Store } from './store/store.js';
 import type { SecretBox } from './crypto/secret_box.js';
+import type { SlowLane } from './oauth/signin_throttle.js';
 
 export interface RateLimiters {
   /** Wrong user codes entered at /activate, per source address (RFC 8628 §5.1). */
@@ -34,9 +35,15 @@ export interface Services {
   csrfSecret: string;
   /** Key of the user-code HMAC (see userCodeDigest). */
   userCodeKey: string;
+  /** Key of the HMAC that seals pending authorization requests. */
+  interactionKey: string;
+  /** Key of the HMAC that signs device cookies. */
+  deviceCookieKey: string;
   /** Seals and opens secrets stored in the database (connector secrets, TOTP secrets). */
   secretBox: SecretBox;
   metrics: Metrics;
   /** Waits (the sign-in slow-down); tests pass one that records instead of sleeping. */
   sleep(ms: number): Promise<void>;
+  /** Sign-in attempts on an account under a distributed attack, one at a time. */
+  signInSlowLane: SlowLane;
 }

@@ -129,7 +129,7 @@ export async function seedRefreshTokens(store: SqliteStore, count: number, now: 
       authTime: now,
     });
     tokens.push(token.value);
-    return store.createRefreshToken(token.record);
+    return store.createRefreshToken(token.record).then(() => undefined);
   });
   return tokens;
 }

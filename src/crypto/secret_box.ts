@@ -94,11 +94,12 @@ export class SecretBox {
   }
 
   /**
-   * The plaintext of a sealed value. A value stored in the clear (a database from before
-   * encryption) is returned as it is: the server seals those at its next start.
+   * The plaintext of a sealed value. A value stored in the clear is refused: the server seals what
+   * an older version left at its start, so one found later was put there by someone who could
+   * write to the database (their own signing key, say) and must not be used.
    */
   open(context: string, stored: string): string {
-    if (!isSealed(stored)) return stored;
+    if (!isSealed(stored)) throw new SecretKeyError(`the stored secret ${context} is not encrypted: refusing to use it`);
     const [, id = '', nonce = '', body = ''] = stored.split('.');
     let key = this.keys.find((k) => k.id === id);
     if (!key && this.reload) {
@@ -118,9 +119,9 @@ export class SecretBox {
     }
   }
 
-  /** The stored form under the current key: unchanged if it already is, else opened and sealed again. */
+  /** The stored form under the current key: unchanged if it already is, else opened (or, in the clear, taken as is) and sealed again. */
   reseal(context: string, stored: string): string {
     if (sealedKeyId(stored) === this.currentKeyId) return stored;
-    return this.seal(context, this.open(context, stored));
+    return this.seal(context, isSealed(stored) ? this.open(context, stored) : stored);
   }
 }

@@ -4,7 +4,7 @@
  * (LATCHKEY_SECRET_KEY_FILE, default `<database>.key`), created 0600 on first use. The file holds
  * one key per line, the first the current one; `latchkey secret-key rotate` rewrites it.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Config } from '../config.js';
 import { randomBytes } from 'node:crypto';
@@ -37,21 +37,73 @@ export function writeKeyFile(path: string, keyTexts: string[]): void {
   renameSync(temporary, path);
 }
 
-/** Creates the key file with a new key unless it exists (several processes may race: one wins). */
+/**
+ * Creates the key file with a new key unless it exists. The key is written to a temporary file
+ * first and linked into place, which fails if the file exists: so the key file is never seen empty
+ * or half-written, and of several processes racing, exactly one key wins.
+ */
 function ensureKeyFile(path: string): void {
+  if (existsSync(path)) return;
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  let fd: number;
-  try {
-    fd = openSync(path, 'wx', 0o600);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return;
-    throw new SecretKeyError(`cannot create the secret key file ${path}: ${(err as Error).message}`);
-  }
+  const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const fd = openSync(temporary, 'wx', 0o600);
   try {
     writeSync(fd, `${generateSecretKeyText()}\n`);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
+  }
+  try {
+    linkSync(temporary, path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw new SecretKeyError(`cannot create the secret key file ${path}: ${(err as Error).message}`);
+  } finally {
+    unlinkSync(temporary);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `work` holding `<key file>.lock`, so that `secret-key rotate` and `keys rotate` never
+ * interleave (a signing key sealed under a key that a rotation is removing would be lost). A lock
+ * left by a process that died is taken over.
+ */
+export async function withKeyFileLock<T>(path: string, work: () => Promise<T>, timeoutMs = 30_000): Promise<T> {
+  const lock = `${path}.lock`;
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const fd = openSync(lock, 'wx', 0o600);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number(readFileSync(lock, 'utf8').trim());
+      if (!isAlive(holder)) {
+        unlinkSync(lock);
+        continue;
+      }
+      if (Date.now() > deadline) throw new SecretKeyError(`${lock} is held by process ${holder}: another key rotation is running`);
+      await sleep(100);
+    }
+  }
+  try {
+    return await work();
+  } finally {
+    unlinkSync(lock);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

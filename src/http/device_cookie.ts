@@ -28,11 +28,11 @@ export function deviceCookieName(services: Services): string {
 }
 
 function accountDigest(services: Services, account: string): string {
-  return hmacSha256(services.csrfSecret, `device-account:${account.toLowerCase()}`).slice(0, 16);
+  return hmacSha256(services.deviceCookieKey, `device-account:${account.toLowerCase()}`).slice(0, 16);
 }
 
 function mac(services: Services, body: string): string {
-  return hmacSha256(services.csrfSecret, `device:v1:${body}`);
+  return hmacSha256(services.deviceCookieKey, `device:v1:${body}`);
 }
 
 /** The browser's device cookie, if it carries one that this server signed. */

@@ -65,7 +65,8 @@ export async function parseAuthorizationRequest(
 
   // 2. Everything else is answered to the client.
   const rawState = single(q, 'state');
-  const state = typeof rawState === 'string' && rawState.length <= maxStateLength ? rawState : undefined;
+  // RFC 6749 Appendix A.5: state is VSCHAR (printable ASCII); anything else is not echoed back.
+  const state = typeof rawState === 'string' && rawState.length <= maxStateLength && /^[\x20-\x7e]*$/.test(rawState) ? rawState : undefined;
   const fail = (error: OAuthError): ParsedAuthorizationRequest => ({ kind: 'invalid_redirect', redirectUri, state, error });
   const invalid = (description: string) => fail(new OAuthError('invalid_request', description));
 

@@ -8,9 +8,13 @@
  * - a browser where the account signed in before (a device cookie) is counted on its own, per
  *   (account, browser), and is exempt from the two above, so it stays usable even behind the
  *   attacker's address;
- * - per account, from everywhere (LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL): past the limit, each
- *   further attempt from an unknown browser is answered only after a pause — slowed, never refused.
+ * - per account, from everywhere (LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL): past the limit,
+ *   attempts from unknown browsers go through a slow lane, one at a time per account, each after a
+ *   pause — so thousands of addresses guessing in parallel get one guess per pause, not thousands,
+ *   while the owner still gets in (after a wait) instead of being refused.
  * Every attempt is counted before the password is checked, in one atomic step with the decision.
+ * Accounts are keyed by a keyed digest of the typed name: people type passwords into that field,
+ * and the counters must not keep what they typed.
  */
 import type { RateLimiters } from '../services.js';
 import type { RateLimitState } from './rate_limit.js';
@@ -19,7 +23,7 @@ import type { RateLimitState } from './rate_limit.js';
 export const slowDownMs = 3000;
 
 export interface SignInAttempt {
-  /** The typed username, lower-cased (an unknown name is throttled like a real one). */
+  /** A keyed digest of the typed username, lower-cased (an unknown name is throttled like a real one). */
   account: string;
   /** The address, as rate limits key it (rateLimitKey). */
   addressKey: string;
@@ -35,6 +39,8 @@ export type ThrottleDecision =
       pauseMs: number;
       /** Reports the outcome: a success takes the up-front counts back, a failure adds to the account's total. */
       finish(success: boolean): Promise<void>;
+      /** The attempt was not made after all (the slow lane was full): its up-front counts are taken back. */
+      cancel(): Promise<void>;
     };
 
 export async function throttleSignIn(limits: RateLimiters, attempt: SignInAttempt): Promise<ThrottleDecision> {
@@ -62,5 +68,37 @@ export async function throttleSignIn(limits: RateLimiters, attempt: SignInAttemp
         await limits.signInAccountTotal.hit(attempt.account);
       }
     },
+    async cancel() {
+      await limits.signInAccount.undo(pairKey);
+      if (!known) await limits.signInAddress.undo(attempt.addressKey);
+    },
   };
+}
+
+/** Answer of SlowLane.run when too many attempts already wait for the account. */
+export const laneFull = Symbol('laneFull');
+
+/**
+ * One attempt at a time per account, in arrival order, with a bound on how many may wait (each
+ * waiting attempt holds a connection). In this process: several instances each have their own.
+ */
+export class SlowLane {
+  private readonly lanes = new Map<string, { tail: Promise<unknown>; waiting: number }>();
+
+  constructor(private readonly maxWaiting = 16) {}
+
+  async run<T>(key: string, work: () => Promise<T>): Promise<T | typeof laneFull> {
+    const lane = this.lanes.get(key) ?? { tail: Promise.resolve(), waiting: 0 };
+    if (lane.waiting >= this.maxWaiting) return laneFull;
+    lane.waiting++;
+    this.lanes.set(key, lane);
+    const turn = lane.tail.then(work, work);
+    lane.tail = turn.catch(() => undefined);
+    try {
+      return await turn;
+    } finally {
+      lane.waiting--;
+      if (lane.waiting === 0) this.lanes.delete(key);
+    }
+  }
 }

@@ -43,7 +43,10 @@ export async function liveAccessTokenUser(services: Services, claims: JWTPayload
   const family = claims[familyClaim];
   if (typeof family === 'string' && (await store.isRefreshFamilyRevoked(family))) return undefined;
   const client = await store.findClient(String(claims.client_id));
-  if (!client || (client.tokensRevokedAt !== undefined && issuedAt <= client.tokensRevokedAt)) return undefined;
+  if (!client) return undefined;
+  // A token older than its client belongs to an earlier client of the same id (also one removed
+  // before removals were recorded); tokensRevokedAt also catches a removal in the same second.
+  if (issuedAt < client.createdAt || (client.tokensRevokedAt !== undefined && issuedAt <= client.tokensRevokedAt)) return undefined;
   const user = await store.findUserById(String(claims.sub));
   if (!user || user.disabled) return undefined;
   if (user.tokensRevokedAt !== undefined && issuedAt <= user.tokensRevokedAt) return undefined;

@@ -5,6 +5,7 @@
  * with `openid` an id_token (OIDC Core §2, §3.1.3.6).
  */
 import { epochSeconds } from '../clock.js';
+import { OAuthError } from '../errors.js';
 import { leftHalfSha256, randomId } from '../crypto/secrets.js';
 import type { Services } from '../services.js';
 import type { ClientRecord, UserRecord } from '../store/store.js';
@@ -59,7 +60,11 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       audience: input.audience,
       authTime: input.authTime,
     });
-    await store.createRefreshToken(refresh.record);
+    // Not if the person's sign-ins were ended since the grant read the user (a new password racing
+    // this redemption): the family would escape that revocation.
+    if (!(await store.createRefreshToken(refresh.record, { userTokensRevokedAt: input.user.tokensRevokedAt }))) {
+      throw new OAuthError('invalid_grant', 'The sign-in has ended. Sign in again.', { detail: "the user's tokens were revoked during the redemption" });
+    }
     refreshToken = refresh.value;
   }
   const accessToken = await signer.signAccessToken({

@@ -18,7 +18,7 @@ import { OAuthError } from '../errors.js';
 import { audienceName } from '../oauth/audience.js';
 import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
 import { newInteraction, openInteraction, sealInteraction, sealedInteractionPattern, type Interaction } from '../oauth/interaction.js';
-import { formActionSource, isLoopbackRedirect, isPrivateUseRedirect, withResponseParams } from '../oauth/redirect.js';
+import { formActionSource, isLoopbackRedirect, isPrivateUseRedirect, redirectUriAllowed, withResponseParams } from '../oauth/redirect.js';
 import { describeScopes } from '../oauth/scope.js';
 import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
@@ -54,7 +54,7 @@ export function sealedInteractionOf(returnTo: string): string | undefined {
 /** Opens the interaction sealed in a return_to or form field, if genuine, for this browser, and unexpired. */
 export function openSealedInteraction(request: FastifyRequest, reply: FastifyReply, services: Services, sealed: string | undefined): Interaction | undefined {
   if (sealed === undefined || sealed === '') return undefined;
-  return openInteraction(services.csrfSecret, browserBinding(request, reply, services.config), sealed, epochSeconds(services.clock));
+  return openInteraction(services.interactionKey, browserBinding(request, reply, services.config), sealed, epochSeconds(services.clock));
 }
 
 export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
@@ -128,6 +128,10 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     const client = await store.findClient(r.clientId);
     if (!client) return renderErrorPage(request, reply, services, { heading: 'Unknown application', message: 'This application is no longer registered.' }, 400);
+    // The sealed request may be up to ten minutes old: its redirect must still be registered.
+    if (!redirectUriAllowed(r.redirectUri, client.redirectUris)) {
+      return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: 'The address this application asked to return to is not registered for it.' }, 400);
+    }
 
     const consent = await store.findConsent(signedIn.user.id, client.clientId, r.audience);
     const granted = new Set(consent?.scope.split(' ') ?? []);
@@ -169,7 +173,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       return redirectWith(reply, parsed.redirectUri, { error: parsed.error.code, error_description: parsed.error.description, state: parsed.state }, 302);
     }
     const interaction = newInteraction(parsed.request, { maxAge: parsed.maxAge, expectedSubject: parsed.expectedSubject, now: epochSeconds(clock) });
-    const sealed = sealInteraction(services.csrfSecret, browserBinding(request, reply, config), interaction);
+    const sealed = sealInteraction(services.interactionKey, browserBinding(request, reply, config), interaction);
     return proceed(request, reply, interaction, sealed, 302);
   });
 

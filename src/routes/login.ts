@@ -17,7 +17,7 @@ import { formActionSource } from '../oauth/redirect.js';
 import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { tooManyRequests } from '../errors.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
-import { throttleSignIn } from '../oauth/signin_throttle.js';
+import { laneFull, slowDownMs, throttleSignIn } from '../oauth/signin_throttle.js';
 import { knownFor, readDeviceCookie, rememberDevice } from '../http/device_cookie.js';
 import { currentSession, endSession, startSession } from '../http/session.js';
 
@@ -95,21 +95,38 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     // The attempt is counted before the password work (scrypt runs off the event loop), so
     // parallel guesses cannot all slip past the check; a success takes its count back.
     const accountKey = form.username.toLowerCase();
-    const who = { usernameDigest: hmacSha256(services.csrfSecret, `username:${accountKey}`).slice(0, 16) };
+    const accountDigest = hmacSha256(services.csrfSecret, `username:${accountKey}`).slice(0, 22);
+    const who = { usernameDigest: accountDigest.slice(0, 16) };
     const device = readDeviceCookie(request, services);
     const knownDevice = knownFor(device, services, accountKey) ? device?.id : undefined;
-    const throttle = await throttleSignIn(services.rateLimits, { account: accountKey, addressKey: rateLimitKey(request.ip), knownDevice });
+    const throttle = await throttleSignIn(services.rateLimits, { account: accountDigest, addressKey: rateLimitKey(request.ip), knownDevice });
     if (throttle.kind === 'refused') {
       audit(request, 'signin.rate_limited', { ...who, knownDevice: knownDevice !== undefined });
       throw tooManyRequests(throttle.state.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
     }
-    if (throttle.pauseMs > 0) {
-      audit(request, 'signin.slowed', { ...who, pauseMs: throttle.pauseMs });
-      await services.sleep(throttle.pauseMs);
-    }
 
-    const user = await store.findUserByUsername(form.username);
-    const passwordMatches = await verifyPassword(form.password, user?.passwordHash ?? (await decoyPasswordHash()));
+    const check = async () => {
+      const found = await store.findUserByUsername(form.username);
+      return { user: found, matches: await verifyPassword(form.password, found?.passwordHash ?? (await decoyPasswordHash())) };
+    };
+    let checked: Awaited<ReturnType<typeof check>>;
+    if (throttle.pauseMs > 0) {
+      // Under a distributed attack: one attempt at a time for this account, each after a pause.
+      audit(request, 'signin.slowed', { ...who, pauseMs: throttle.pauseMs });
+      const outcome = await services.signInSlowLane.run(accountDigest, async () => {
+        await services.sleep(throttle.pauseMs);
+        return check();
+      });
+      if (outcome === laneFull) {
+        await throttle.cancel();
+        audit(request, 'signin.rate_limited', { ...who, knownDevice: false, reason: 'slow_lane_full' });
+        throw tooManyRequests(slowDownMs / 1000, 'Too many sign-in attempts. Wait a moment and try again.');
+      }
+      checked = outcome;
+    } else {
+      checked = await check();
+    }
+    const { user, matches: passwordMatches } = checked;
     // A disabled account answers like a wrong password: otherwise the answer would confirm a guess.
     if (!user || !passwordMatches || user.disabled) {
       await throttle.finish(false);
@@ -119,11 +136,16 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       audit(request, 'signin.failure', user ? { userId: user.id, reason: user.disabled && passwordMatches ? 'disabled' : 'password' } : { ...who, reason: 'unknown_user' });
       return again('Wrong username or password.', 401);
     }
-    await throttle.finish(true);
-    rememberDevice(reply, services, device, accountKey);
     // A sign-in done for an authorization request is what that request's prompt=login asks for.
     const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo));
-    await startSession(request, reply, services, user, interaction?.id);
+    if (!(await startSession(request, reply, services, user, interaction?.id))) {
+      // The password changed while this one was being checked: it is the old one.
+      await throttle.finish(false);
+      audit(request, 'signin.failure', { userId: user.id, reason: 'password_changed' });
+      return again('Wrong username or password.', 401);
+    }
+    await throttle.finish(true);
+    rememberDevice(reply, services, device, accountKey);
     audit(request, 'signin.success', { userId: user.id });
     return reply.redirect(returnTo, 303);
   });

@@ -8,8 +8,11 @@ import { hidePassword, isPostgresUrl, redactDatabase } from './database_url.js';
 import { openStore } from './sqlite/sqlite_store.js';
 import type { Store } from './store.js';
 
-/** `server`: the long-running server's store (SQLite: background WAL checkpoints and group commit). */
-export async function openConfiguredStore(config: Config, options: { server?: boolean } = {}): Promise<Store> {
+/**
+ * `server`: the long-running server's store (SQLite: background WAL checkpoints and group commit).
+ * `convertVacuum`: the one process that may convert an older SQLite file (see SqliteStore).
+ */
+export async function openConfiguredStore(config: Config, options: { server?: boolean; convertVacuum?: boolean } = {}): Promise<Store> {
   const database = config.databasePath;
   try {
     if (isPostgresUrl(database)) {
@@ -17,7 +20,11 @@ export async function openConfiguredStore(config: Config, options: { server?: bo
       const { PostgresStore } = await import('./postgres/postgres_store.js');
       return await PostgresStore.open({ url: database });
     }
-    return openStore(database, { backgroundCheckpoints: options.server === true, groupCommit: options.server === true });
+    return openStore(database, {
+      backgroundCheckpoints: options.server === true,
+      groupCommit: options.server === true,
+      convertToIncrementalVacuum: options.convertVacuum === true,
+    });
   } catch (err) {
     throw new ConfigError([`LATCHKEY_DB: cannot open the database ${redactDatabase(database)}: ${hidePassword((err as Error).message, database)}`]);
   }

@@ -120,6 +120,15 @@ export interface RefreshTokenRecord {
 /** Why a reuse within the grace window was not granted a fresh pair. */
 export type GraceRefusal = 'limit' | 'successor_used' | 'revoked';
 
+/**
+ * "Only if the user's tokens have not been revoked since I read the user": what the user's
+ * tokensRevokedAt was when the caller checked the person. A sign-in or a token issuance racing a
+ * new password (or revoke-tokens) then cannot leave a live session or refresh family behind.
+ */
+export interface UserRevocationGuard {
+  userTokensRevokedAt: number | undefined;
+}
+
 /** A server secret as stored, for re-encryption under a new key (see resealSecrets). */
 export interface SealedSecret {
   /** Where it lives, e.g. "signing_key:<kid>" or "server_secret:<name>": bound into the encryption. */
@@ -193,8 +202,16 @@ export interface Store {
   readonly sharedAcrossInstances: boolean;
   /** Problems with who may read the store's files, for the server to warn about at start. */
   readonly permissionWarnings?: readonly string[];
+  /** What opening did to an older SQLite file's vacuum mode (see SqliteStore), for the server to log. */
+  readonly vacuumConversion?: 'not_needed' | 'converted' | 'postponed' | 'busy';
 
   ping(): Promise<boolean>;
+  /**
+   * The database server's clock (epoch seconds). Admin commands may run on any machine: revocation
+   * marks are set no earlier than this, so a command on a machine whose clock is behind cannot let
+   * tokens issued meanwhile by the servers survive.
+   */
+  databaseTime(): Promise<number>;
   /**
    * Removes what can no longer matter at `now`: expired sessions, interactions and revoked-token
    * entries at once; codes, device grants and refresh tokens a day after they expired (so that for
@@ -233,7 +250,8 @@ export interface Store {
   listClients(): Promise<ClientRecord[]>;
   /**
    * Removes the client and everything issued to it, and remembers when: a client registered again
-   * under the same id gets tokensRevokedAt, so it inherits no token. False when there is no such client.
+   * under the same id gets tokensRevokedAt, so it inherits no token; it is also taken off every
+   * API's introspection clients. False when there is no such client.
    */
   removeClient(clientId: string, now: number): Promise<boolean>;
 
@@ -263,8 +281,18 @@ export interface Store {
    * Returns how many values changed.
    */
   resealSecrets(reseal: (secret: SealedSecret) => string): Promise<number>;
+  /**
+   * After secrets stored in the clear were replaced: makes sure their old bytes are gone from the
+   * database's files (SQLite: freed space zeroed and the WAL truncated; PostgreSQL: the two small
+   * tables rewritten).
+   */
+  scrubFreedSpace(): Promise<void>;
 
-  createSession(session: SessionRecord): Promise<void>;
+  /**
+   * Stores the session; with a guard, only while the user's tokensRevokedAt is still what the
+   * caller read (else nothing is stored and the answer is false).
+   */
+  createSession(session: SessionRecord, guard?: UserRevocationGuard): Promise<boolean>;
   /** The session if it exists and has not expired at `now`. */
   findSession(idHash: string, now: number): Promise<SessionRecord | undefined>;
   deleteSession(idHash: string): Promise<void>;
@@ -292,7 +320,8 @@ export interface Store {
   /** approved → consumed, atomically; the grant for the single caller that won, else undefined. */
   consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined>;
 
-  createRefreshToken(token: RefreshTokenRecord): Promise<void>;
+  /** Stores the token; with a guard, only while the user's tokensRevokedAt is still what the caller read. */
+  createRefreshToken(token: RefreshTokenRecord, guard?: UserRevocationGuard): Promise<boolean>;
   /** The token in whatever state it is (live, rotated, revoked, expired), or undefined. */
   findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
   /**

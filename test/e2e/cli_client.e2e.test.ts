@@ -297,6 +297,25 @@ describe('latchkey login does not leak the authorization request to other local 
     expect(existsSync(credentialsPath()) ? credentials().profiles.hijacked : undefined).toBeUndefined();
   });
 
+  it('another program that finishes a whole sign-in before the browser opens the address is caught, and nothing is stored', async () => {
+    const browser = fakeBrowser('raced');
+    const { cli } = await loginWith(browser, 'raced');
+    const start = (await browser.calls())[0]![0]!;
+    // The intruder, fast: opens the start address, signs in as itself, sends the code back.
+    const first = await fetch(start, { redirect: 'manual' });
+    await first.text();
+    const landing = fetch(await signInAtServer(first.headers.get('location')!));
+    // The person's browser, a moment later (a cold start), opens the address too.
+    await sleep(800);
+    const second = await fetch(start, { redirect: 'manual' });
+    expect(second.status).toBe(400);
+    await second.text();
+    expect((await landing).status).toBe(400);
+    expect(await cli.exit).toBe(1);
+    expect(cli.stderr()).toContain('the sign-in address was opened twice');
+    expect(existsSync(credentialsPath()) ? credentials().profiles.raced : undefined).toBeUndefined();
+  });
+
   it('a wrong t, no t, another path or another method gets 404 and the sign-in carries on', async () => {
     const browser = fakeBrowser('probed');
     const { cli, authorization } = await loginWith(browser, 'probed');

@@ -441,6 +441,22 @@ describe('anonymous requests cost no storage (issue 14)', () => {
     expect(verifier).toBeTruthy();
   });
 
+  it('a state that is not printable ASCII (RFC 6749 VSCHAR) is refused and not echoed', async () => {
+    for (const state of ['caf\u00e9', 'a\u0001b']) {
+      const q = redirectParams(await browser.get(authorizeUrl({ state })));
+      expect(q.get('error')).toBe('invalid_request');
+      expect(q.get('state')).toBeNull();
+    }
+  });
+
+  it('a sealed request whose redirect URI was unregistered meanwhile sends nothing there', async () => {
+    const start = await browser.get(authorizeUrl({ client_id: 'first' }));
+    t.store.db.prepare("UPDATE clients SET redirect_uris = '[]' WHERE client_id = 'first'").run();
+    const done = await signInThrough(start);
+    expect(done.status).toBe(400);
+    expect(done.location).toBeUndefined();
+  });
+
   it('state and nonce are capped (1024 and 256 characters)', async () => {
     const longState = redirectParams(await browser.get(authorizeUrl({ state: 's'.repeat(1025) })));
     expect(longState.get('error')).toBe('invalid_request');

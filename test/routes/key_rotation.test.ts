@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
-import { generateSigningKey } from '../../src/crypto/keys.js';
+import { newSealedSigningKey } from '../../src/crypto/signer.js';
 import type { UserRecord } from '../../src/store/store.js';
 import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
 import { tokensFor } from '../helpers/flows.js';
@@ -18,10 +18,10 @@ afterEach(() => t.close());
 const jwks = async () => (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: { kid: string }[] };
 const kids = async () => (await jwks()).keys.map((k) => k.kid);
 
-/** What `latchkey keys rotate` does, from another process: straight to the store. */
+/** What `latchkey keys rotate` does, from another process: a new key, sealed, straight to the store. */
 async function rotateElsewhere(): Promise<string> {
-  const key = generateSigningKey();
-  await t.store.rotateSigningKeys([{ ...key, createdAt: Math.floor(t.clock()) }], Math.floor(t.clock()));
+  const key = newSealedSigningKey(t.app.services.secretBox, 'RS256', Math.floor(t.clock()));
+  await t.store.rotateSigningKeys([key], Math.floor(t.clock()));
   return key.kid;
 }
 

@@ -4,9 +4,9 @@
  * on PostgreSQL (two instances sharing the counters in the database, each request counted and
  * decided in one statement).
  */
-import { afterAll, describe, expect, it } from 'vitest';
-import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { describeWithPostgres, freshSchema, pgTestUrl } from '../helpers/postgres.js';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { bootstrap } from '../../src/bootstrap.js';
@@ -60,39 +60,18 @@ describe('SQLite: one instance', () => {
   });
 });
 
-const url = process.env.LATCHKEY_TEST_PG_URL?.trim() || undefined;
-const required = process.env.LATCHKEY_REQUIRE_PG === '1';
-if (!url && required) {
-  describe('PostgreSQL: two instances', () => {
-    it('has a database to run against (LATCHKEY_REQUIRE_PG=1)', () => {
-      expect.fail('LATCHKEY_REQUIRE_PG=1 but LATCHKEY_TEST_PG_URL is not set');
-    });
-  });
-}
-
-const schemas: string[] = [];
-afterAll(async () => {
-  if (!url || schemas.length === 0) return;
-  const admin = new pg.Pool({ connectionString: url, max: 1 });
-  try {
-    for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  } finally {
-    await admin.end();
-  }
-});
-
-(url ? describe : describe.skip)('PostgreSQL: two instances sharing the counters', () => {
+describeWithPostgres('PostgreSQL: two instances sharing the counters', () => {
   /** Two server instances (apps) on one fresh schema, as two machines behind a load balancer would be. */
   async function twoInstances(env: Record<string, string> = {}) {
-    const schema = `latchkey_test_${randomBytes(6).toString('hex')}`;
-    schemas.push(schema);
+    const schema = freshSchema();
     const clock = manualClock();
     const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_SECRET_KEY: 'K'.repeat(43), LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', ...env });
-    const stores = [await PostgresStore.open({ url: url!, schema }), await PostgresStore.open({ url: url!, schema })];
+    const stores = [await PostgresStore.open({ url: pgTestUrl!, schema }), await PostgresStore.open({ url: pgTestUrl!, schema })];
     await bootstrap(stores[0]!, config, clock);
     const apps = await Promise.all(stores.map((store) => buildApp({ config, store, clock, logger: false, sleep: async () => undefined })));
     return {
       apps,
+      schema,
       store: stores[0]!,
       async close() {
         for (const app of apps) await app.close();
@@ -107,6 +86,29 @@ afterAll(async () => {
       const statuses = await wrongCodesAtOnce(instances.apps);
       expect(statuses.filter((s) => s === 400)).toHaveLength(10);
       expect(statuses.filter((s) => s === 429)).toHaveLength(50);
+    } finally {
+      await instances.close();
+    }
+  });
+
+  it('a username with U+0000 is a wrong password, not a 500; the counters never hold what was typed', async () => {
+    const instances = await twoInstances();
+    try {
+      const browser = new Browser(injectTransport(instances.apps[0]!));
+      for (const username of ['ali\u0000ce', 'my-secret-password']) {
+        const res = await signIn(browser, await browser.get('/login'), username, 'whatever-pass');
+        expect(res.status).toBe(401);
+      }
+      const pool = new pg.Pool({ connectionString: pgTestUrl, max: 1 });
+      try {
+        const schema = instances.schema;
+        const rows = await pool.query(`SELECT bucket, key FROM ${schema}.rate_limit_counters`);
+        expect(rows.rows.length).toBeGreaterThan(0);
+        expect(JSON.stringify(rows.rows)).not.toContain('my-secret-password');
+        expect(JSON.stringify(rows.rows)).not.toContain('ali');
+      } finally {
+        await pool.end();
+      }
     } finally {
       await instances.close();
     }

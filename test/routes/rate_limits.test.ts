@@ -130,6 +130,26 @@ describe('the owner is never locked out by someone guessing their password', () 
     expect(pauses).toEqual([3000, 3000]);
   });
 
+  it('under such an attack, attempts from unknown browsers go one at a time; past 16 waiting, 429 for a few seconds', async () => {
+    let inPause = 0;
+    let most = 0;
+    const sleep = async () => {
+      inPause++;
+      most = Math.max(most, inPause);
+      await new Promise((r) => setTimeout(r, 10));
+      inPause--;
+    };
+    t = await testApp({ ...behindProxy, LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL: '2/3600' }, { sleep });
+    await addUser(t.store, 'alice', 'alice-password');
+    for (let i = 0; i < 2; i++) await attempt(browserAt(`198.51.100.${i + 1}`), 'wrong-guess');
+    const browsers = Array.from({ length: 20 }, (_, i) => browserAt(`203.0.113.${i + 1}`));
+    const pages = await Promise.all(browsers.map((b) => b.get('/login')));
+    const statuses = await Promise.all(browsers.map(async (b, i) => (await signIn(b, pages[i]!, 'alice', 'wrong-guess')).status));
+    expect(most).toBe(1); // never two guesses at once on this account
+    expect(statuses.filter((s) => s === 401)).toHaveLength(16);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(4);
+  });
+
   it('a browser the owner used before is not slowed during such an attack', async () => {
     const pauses: number[] = [];
     t = await testApp({ ...behindProxy, LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL: '3/3600' }, { sleep: async (ms) => void pauses.push(ms) });

@@ -97,6 +97,46 @@ describe('a new password ends every sign-in of the person (RFC 6819 §5.2.2.3)',
   });
 });
 
+// Access tokens with no refresh family (no offline_access): only the user's revocation mark can
+// refuse them, so these prove the userinfo and introspection checks themselves.
+describe('access tokens without a refresh token are refused too', () => {
+  const endings: Array<[string, () => Promise<unknown>]> = [
+    ['a new password', async () => t.store.setUserPassword('alice', await hashPassword('a-new-password'), now())],
+    ['revoke-tokens', () => t.store.revokeUserTokens('alice', now())],
+    ['disable', () => t.store.setUserDisabled('alice', true, now())],
+  ];
+  for (const [what, end] of endings) {
+    it(`after ${what}`, async () => {
+      const tokens = await tokensFor(t, alice, 'cli', { scope: 'openid email', audience: api });
+      expect(tokens.refresh_token).toBeUndefined();
+      expect((await userinfo(tokens.access_token)).statusCode).toBe(200);
+      later();
+      await end();
+      if (what === 'disable') await t.store.setUserDisabled('alice', false, now()); // enabled again: the mark still holds
+      expect((await userinfo(tokens.access_token)).statusCode).toBe(401);
+      expect((await introspect(tokens.access_token)).json()).toEqual({ active: false });
+    });
+  }
+
+  it('after the client is removed and registered again', async () => {
+    const tokens = await tokensFor(t, alice, 'cli', { scope: 'openid' });
+    later();
+    await t.store.removeClient('cli', now());
+    await addClient(t.store, 'cli');
+    expect((await userinfo(tokens.access_token)).statusCode).toBe(401);
+  });
+
+  it('a client removed before removals were recorded: a token older than the client now registered is refused', async () => {
+    const tokens = await tokensFor(t, alice, 'cli', { scope: 'openid' });
+    // What an older version did: delete the row and remember nothing.
+    t.store.db.prepare("DELETE FROM clients WHERE client_id = 'cli'").run();
+    const { client } = await addClient(t.store, 'cli');
+    t.store.db.prepare("UPDATE clients SET created_at = ? WHERE client_id = 'cli'").run(now() + 1);
+    expect(client.clientId).toBe('cli');
+    expect((await userinfo(tokens.access_token)).statusCode).toBe(401);
+  });
+});
+
 describe('revokeUserTokens (latchkey users revoke-tokens) and disable / enable', () => {
   it('revoke-tokens ends sign-ins but keeps the password', async () => {
     const tokens = await tokensFor(t, alice, 'cli');
@@ -143,6 +183,14 @@ describe('a removed client leaves no live token behind (issue 14 item 9)', () =>
 });
 
 describe('introspection answers only those the token concerns (RFC 7662 §4, issue 14 item 8)', () => {
+  it('a removed client is taken off the APIs it could introspect for: the same id registered again cannot', async () => {
+    const tokens = await tokensFor(t, alice, 'cli', { audience: api });
+    await t.store.removeClient('resource-server', now());
+    expect((await t.store.findApi(api))?.introspectionClients).toEqual([]);
+    const again = (await addClient(t.store, 'resource-server', { confidential: true, grantTypes: ['device_code'] })).secret!;
+    expect((await introspect(tokens.access_token, 'resource-server', again)).json()).toEqual({ active: false });
+  });
+
   it('the API registered for the token\'s audience: active', async () => {
     const tokens = await tokensFor(t, alice, 'cli', { audience: api });
     expect((await introspect(tokens.access_token)).json()).toMatchObject({ active: true, aud: api, client_id: 'cli' });

@@ -50,6 +50,14 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
+    it("databaseTime is the database's clock, in whole epoch seconds", async () => {
+      await withStore(async (store) => {
+        const time = await store.databaseTime();
+        expect(Number.isInteger(time)).toBe(true);
+        expect(Math.abs(time - Date.now() / 1000)).toBeLessThan(5);
+      });
+    });
+
     describe('users', () => {
       it('creates and finds a user by id and by username, with every field intact', async () => {
         await withStore(async (store) => {
@@ -438,6 +446,21 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
     });
 
     describe('sessions', () => {
+      it('createSession with a guard stores nothing once the user\'s tokens were revoked since it was read', async () => {
+        await withSeededStore(async (store) => {
+          expect(await store.createSession(session({ idHash: 'before' }), { userTokensRevokedAt: undefined })).toBe(true);
+          await store.revokeUserTokens('alice', t0 + 5);
+          // A sign-in that read the user before the revocation.
+          expect(await store.createSession(session({ idHash: 'racing' }), { userTokensRevokedAt: undefined })).toBe(false);
+          expect(await store.findSession('racing', t0)).toBeUndefined();
+          expect(await store.findSession('before', t0)).toBeUndefined(); // ended by the revocation
+          // One that read it afterwards.
+          expect(await store.createSession(session({ idHash: 'after' }), { userTokensRevokedAt: t0 + 5 })).toBe(true);
+          expect(await store.findSession('after', t0)).toBeDefined();
+          expect(await store.createSession(session({ idHash: 'unguarded' }))).toBe(true);
+        });
+      });
+
       it('keeps the authorization request a sign-in was made for', async () => {
         await withSeededStore(async (store) => {
           const s = session({ interactionId: 'interaction-7' });
@@ -919,6 +942,16 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.revokeRefreshFamily('family-1', t0 + 5);
           expect(await store.rotateRefreshToken('old', refreshToken({ id: 'next', tokenHash: 'next' }), t0 + 10)).toBe(false);
           expect(await store.findRefreshToken('next')).toBeUndefined();
+        });
+      });
+
+      it('createRefreshToken with a guard stores nothing once the user\'s tokens were revoked since it was read', async () => {
+        await withSeededStore(async (store) => {
+          await store.revokeUserTokens('alice', t0 + 5);
+          expect(await store.createRefreshToken(refreshToken({ id: 'racing', tokenHash: 'racing' }), { userTokensRevokedAt: undefined })).toBe(false);
+          expect(await store.findRefreshToken('racing')).toBeUndefined();
+          expect(await store.createRefreshToken(refreshToken({ id: 'fresh', tokenHash: 'fresh', familyId: 'f2' }), { userTokensRevokedAt: t0 + 5 })).toBe(true);
+          expect((await store.findRefreshToken('fresh'))?.revokedAt).toBeUndefined();
         });
       });
 

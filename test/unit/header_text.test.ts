@@ -14,6 +14,10 @@ describe('headerText (issue 14 item 12: a device\'s User-Agent shown as sent)', 
     expect(headerText('Caf\u00e9')).toBe('Caf\u00e9'); // a lone 0xE9 byte is not UTF-8
   });
 
+  it('drops bidirectional overrides and zero-width characters that would disguise the text', () => {
+    expect(headerText(asReceived('curl/8\u202Eexe.evil\u202C \u2066x\u2069\u200B\uFEFF'))).toBe('curl/8exe.evil x');
+  });
+
   it('drops control characters and cuts to the limit without splitting a character', () => {
     expect(headerText('a\u0000b\u001bc\u0085d')).toBe('abcd');
     expect(headerText(asReceived('😀'.repeat(300)), 5)).toBe('😀'.repeat(5));

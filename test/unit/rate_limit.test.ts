@@ -1,6 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { manualClock } from '../../src/clock.js';
 import { BackoffLimiter, RateLimiter, rateLimitKey } from '../../src/oauth/rate_limit.js';
+import { laneFull, SlowLane } from '../../src/oauth/signin_throttle.js';
 
 const open = { limited: false, retryAfter: 0 };
 
@@ -229,5 +230,45 @@ describe('perWorker: each of N cluster workers allows 1/N of a limit, rounded do
     expect(perWorker({ limit: 5, windowSeconds: 30 }, 4)).toEqual({ limit: 1, windowSeconds: 30 });
     expect(perWorker({ limit: 1, windowSeconds: 60 }, 4)).toEqual({ limit: 1, windowSeconds: 60 });
     expect(perWorker(undefined, 4)).toBeUndefined();
+  });
+});
+
+describe('SlowLane (sign-in attempts on an account under a distributed attack)', () => {
+  it('runs one attempt at a time per account, in order; other accounts are not held up', async () => {
+    const lane = new SlowLane(10);
+    let running = 0;
+    let most = 0;
+    const order: number[] = [];
+    const attempt = (n: number) => async () => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((r) => setTimeout(r, 5));
+      order.push(n);
+      running--;
+      return n;
+    };
+    const results = await Promise.all([1, 2, 3, 4].map((n) => lane.run('alice', attempt(n))));
+    expect(results).toEqual([1, 2, 3, 4]);
+    expect(order).toEqual([1, 2, 3, 4]);
+    expect(most).toBe(1);
+    running = 0;
+    most = 0;
+    await Promise.all([lane.run('alice', attempt(5)), lane.run('bob', attempt(6))]);
+    expect(most).toBe(2);
+  });
+
+  it('refuses more than its bound of waiting attempts, and a failing attempt does not block the next', async () => {
+    const lane = new SlowLane(2);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const first = lane.run('alice', () => gate.then(() => 'first'));
+    const second = lane.run('alice', async () => {
+      throw new Error('boom');
+    });
+    expect(await lane.run('alice', async () => 'third')).toBe(laneFull);
+    release();
+    expect(await first).toBe('first');
+    await expect(second).rejects.toThrow('boom');
+    expect(await lane.run('alice', async () => 'later')).toBe('later');
   });
 });

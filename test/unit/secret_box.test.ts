@@ -55,11 +55,13 @@ describe('SecretBox', () => {
     expect(new SecretBox([keyB]).open('c', moved)).toBe('v');
   });
 
-  it('a value stored in the clear (a database from before encryption) opens as is, and reseal seals it', () => {
+  it('a value stored in the clear is never used as it is (someone wrote it there), but reseal seals one an older version left', () => {
     const box = new SecretBox([keyA]);
     expect(isSealed('-----BEGIN PRIVATE KEY-----')).toBe(false);
-    expect(box.open('c', 'plain')).toBe('plain');
-    expect(isSealed(box.reseal('c', 'plain'))).toBe(true);
+    expect(() => box.open('c', 'plain')).toThrow(/is not encrypted: refusing to use it/);
+    const sealed = box.reseal('c', 'plain');
+    expect(isSealed(sealed)).toBe(true);
+    expect(box.open('c', sealed)).toBe('plain');
   });
 
   it('asks for its keys again when a value names one it does not hold (a key file rotated meanwhile)', () => {

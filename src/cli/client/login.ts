@@ -28,6 +28,14 @@ const deviceTokenResponse = z.object({
   scope: z.string().optional(),
 });
 const browserTimeoutMs = 5 * 60 * 1000;
+/**
+ * How long after starting the browser a second opening of the start address is still awaited
+ * before anything is stored: a program racing the person can finish a whole sign-in before a
+ * browser has even started, and is caught only when the browser then opens the address too.
+ */
+const settleAfterLaunchMs = 5000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const openedTwice = () =>
   new CommandError(
@@ -62,11 +70,13 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
     if (hints.ssh) context.stderr.write('This looks like an SSH session without a display: "latchkey login --device" may suit it better.\n');
     // In full, for --no-browser and for tools that read it: the terminal is the person's own, unlike a command line.
     context.stderr.write(`Open this address in a browser to sign in:\n\n  ${url.href}\n\n`);
+    let launchedAt: number | undefined;
     if (context.values['no-browser'] !== true) {
       // Not the request itself: the browser's command line is readable by every local account
       // (/proc/PID/cmdline), and whoever opened the request first could sign in as themselves and
       // have their tokens stored here. The start address works once, and a second use cancels.
       openBrowser(listener.startAddress(url.href), hints.browser);
+      launchedAt = Date.now();
       context.stderr.write('Opening your browser… (waiting up to 5 minutes)\n');
     }
     let callback: Callback;
@@ -92,6 +102,12 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
       tokens = await oidc.authorizationCodeGrant(config, callback.url, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
     } catch (err) {
       throw new CommandError(`the sign-in could not be completed: ${describe(err)}`);
+    }
+    // A sign-in finished this soon after the browser started may be another program's, done before
+    // the person's browser opened the start address: wait until it would have, then look.
+    if (launchedAt !== undefined && !listener.openedTwice() && Date.now() < launchedAt + settleAfterLaunchMs) {
+      context.stderr.write('Finishing the sign-in…\n');
+      while (Date.now() < launchedAt + settleAfterLaunchMs && !listener.openedTwice() && !o.signal.aborted) await sleep(100);
     }
     // The second opening may have come while the code was being redeemed: the tokens may be theirs.
     if (listener.openedTwice()) throw openedTwice();

@@ -1,5 +1,5 @@
+import { revocationTime } from '../revocation_time.js';
 import { builtinCliClientId } from '../../bootstrap.js';
-import { epochSeconds, systemClock } from '../../clock.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 
@@ -13,7 +13,7 @@ export const clientsRemoveCommand: Command = {
     const clientId = context.positionals[0] ?? '';
     if (clientId === builtinCliClientId) throw new CommandError(`${builtinCliClientId} is built in and cannot be removed`);
     const store = await context.store();
-    if (!(await store.removeClient(clientId, epochSeconds(systemClock)))) throw new CommandError(`no client "${clientId}"`);
+    if (!(await store.removeClient(clientId, await revocationTime(store)))) throw new CommandError(`no client "${clientId}"`);
     cliAudit(context, 'client.removed', { clientId });
     context.stderr.write(`Removed client ${clientId}\n`);
     return 0;

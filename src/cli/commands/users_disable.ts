@@ -1,4 +1,4 @@
-import { epochSeconds, systemClock } from '../../clock.js';
+import { revocationTime } from '../revocation_time.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
@@ -11,7 +11,7 @@ export const usersDisableCommand: Command = {
   async run(context) {
     const username = context.positionals[0] ?? '';
     const store = await context.store();
-    if (!(await store.setUserDisabled(username, true, epochSeconds(systemClock)))) throw new CommandError(`no user "${username}"`);
+    if (!(await store.setUserDisabled(username, true, await revocationTime(store)))) throw new CommandError(`no user "${username}"`);
     cliAudit(context, 'user.disabled', { username });
     context.stderr.write(`Disabled user ${username}\n`);
     return 0;

@@ -1,4 +1,4 @@
-import { epochSeconds, systemClock } from '../../clock.js';
+import { revocationTime } from '../revocation_time.js';
 import { hashPassword } from '../../crypto/password.js';
 import { cliAudit } from '../audit_log.js';
 import { validPassword } from '../../admin/validation.js';
@@ -17,7 +17,7 @@ export const usersPasswdCommand: Command = {
     if (!(await store.findUserByUsername(username))) throw new CommandError(`no user "${username}"`);
     const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
     validPassword(password);
-    if (!(await store.setUserPassword(username, await hashPassword(password), epochSeconds(systemClock)))) throw new CommandError(`no user "${username}"`);
+    if (!(await store.setUserPassword(username, await hashPassword(password), await revocationTime(store)))) throw new CommandError(`no user "${username}"`);
     cliAudit(context, 'user.password_changed', { username });
     context.stderr.write(`Changed the password of ${username}; their sessions, refresh tokens and access tokens have ended\n`);
     if (generated) context.stdout.write(`New password for ${username} (shown only once): ${password}\n`);

@@ -1,4 +1,4 @@
-import { epochSeconds, systemClock } from '../../clock.js';
+import { revocationTime } from '../revocation_time.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
@@ -18,7 +18,7 @@ export const usersRevokeTokensCommand: Command = {
   async run(context) {
     const username = context.positionals[0] ?? '';
     const store = await context.store();
-    if (!(await store.revokeUserTokens(username, epochSeconds(systemClock)))) throw new CommandError(`no user "${username}"`);
+    if (!(await store.revokeUserTokens(username, await revocationTime(store)))) throw new CommandError(`no user "${username}"`);
     cliAudit(context, 'user.tokens_revoked', { username });
     context.stderr.write(`Ended every sign-in of ${username}\n`);
     return 0;

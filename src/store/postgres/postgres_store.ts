@@ -26,6 +26,7 @@ import {
   type RefreshTokenRecord,
   type SealedSecret,
   type SessionRecord,
+  type UserRevocationGuard,
   type SigningKeyRecord,
   type Store,
   type UserRecord,
@@ -197,6 +198,10 @@ export class PostgresStore implements Store {
     await tx.run('SELECT pg_advisory_xact_lock($1, hashtext($2))', familyLockClass, familyId);
   }
 
+  async databaseTime(): Promise<number> {
+    return Number((await this.db.one('SELECT floor(extract(epoch FROM clock_timestamp())) AS now'))?.now);
+  }
+
   async ping(): Promise<boolean> {
     return (await this.db.one('SELECT 1 AS ok'))?.ok === 1;
   }
@@ -366,6 +371,13 @@ export class PostgresStore implements Store {
           clientId,
           now,
         );
+        // A client registered later under this id must not inherit the right to introspect.
+        await tx.run(
+          `UPDATE apis SET introspection_clients = (
+             SELECT coalesce(json_agg(v), '[]'::json)::text FROM json_array_elements_text(introspection_clients::json) AS v WHERE v <> $1)
+           WHERE introspection_clients::jsonb ? $1`,
+          clientId,
+        );
       }
       return removed;
     });
@@ -468,15 +480,28 @@ export class PostgresStore implements Store {
     });
   }
 
-  async createSession(s: SessionRecord): Promise<void> {
-    await this.db.run(
-      'INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id) VALUES ($1, $2, $3, $4, $5, $6)',
-      s.idHash,
-      s.userId,
-      s.authTime,
-      s.createdAt,
-      s.expiresAt,
-      s.interactionId ?? null,
+  async scrubFreedSpace(): Promise<void> {
+    // The old rows' versions stay in the table files until rewritten; these tables are tiny.
+    await this.db.run('VACUUM FULL signing_keys, server_secrets');
+  }
+
+  async createSession(s: SessionRecord, guard?: UserRevocationGuard): Promise<boolean> {
+    // One statement: the user row is read under the insert's snapshot; a revocation committing
+    // after it deletes this session (it exists by then), one committing before it is seen here.
+    return (
+      (await this.db.run(
+        `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id)
+         SELECT $1, $2, $3, $4, $5, $6 WHERE $7::boolean OR EXISTS (
+           SELECT 1 FROM users WHERE id = $2 AND tokens_revoked_at IS NOT DISTINCT FROM $8::bigint FOR SHARE)`,
+        s.idHash,
+        s.userId,
+        s.authTime,
+        s.createdAt,
+        s.expiresAt,
+        s.interactionId ?? null,
+        guard === undefined,
+        guard?.userTokensRevokedAt ?? null,
+      )) === 1
     );
   }
 
@@ -603,10 +628,17 @@ export class PostgresStore implements Store {
     );
   }
 
-  async createRefreshToken(t: RefreshTokenRecord): Promise<void> {
-    await this.transaction(async (tx) => {
+  async createRefreshToken(t: RefreshTokenRecord, guard?: UserRevocationGuard): Promise<boolean> {
+    return this.transaction(async (tx) => {
       await PostgresStore.lockFamily(tx, t.familyId);
+      if (guard !== undefined) {
+        // FOR SHARE waits for a revocation holding the user row (endEverythingOf updates it first),
+        // and holds such a revocation back until this family is committed, so it is then revoked too.
+        const row = await tx.one('SELECT tokens_revoked_at FROM users WHERE id = $1 FOR SHARE', t.userId);
+        if (!row || (row.tokens_revoked_at === null ? undefined : Number(row.tokens_revoked_at)) !== guard.userTokensRevokedAt) return false;
+      }
       await PostgresStore.insertRefreshToken(tx, t);
+      return true;
     });
   }
 

@@ -26,6 +26,7 @@ import {
   type RefreshTokenRecord,
   type SealedSecret,
   type SessionRecord,
+  type UserRevocationGuard,
   type SigningKeyRecord,
   type Store,
   type UserRecord,
@@ -63,10 +64,20 @@ export interface SqliteStoreOptions {
   backgroundCheckpoints?: boolean;
   /** Commit the writes of one event-loop turn together (the server's store; see group_commit.ts). */
   groupCommit?: boolean;
+  /**
+   * Convert a file made without incremental vacuum (by an older version) with a one-time VACUUM:
+   * the server does it at start, before it listens; short admin commands never do.
+   */
+  convertToIncrementalVacuum?: boolean;
 }
 
-/** The verbs that only read: they run at once. */
+/**
+ * The verbs that run at once: the reads, and scrubFreedSpace, which commits the pending batch
+ * itself and then checkpoints (a checkpoint cannot run inside a transaction).
+ */
 export const readOnlyVerbs = new Set([
+  'scrubFreedSpace',
+  'databaseTime',
   'ping',
   'countUsers',
   'findUserById',
@@ -143,6 +154,8 @@ export class SqliteStore implements Store {
   private failedStatements = 0;
   /** Files other users can read (the database file): for the server to warn about at start. */
   readonly permissionWarnings: string[] = [];
+  /** What opening did to the file's vacuum mode, for the server to log. */
+  readonly vacuumConversion: VacuumConversion;
   /**
    * Clients, users and APIs read on every token request, kept until directory_version changes
    * (triggers bump it on any write, from any process); one indexed read checks it per lookup.
@@ -165,7 +178,7 @@ export class SqliteStore implements Store {
     this.db.pragma('busy_timeout = 5000');
     // Space freed by purges goes back to the file system (reclaimSpace). A new file gets it before
     // its first table; an older one is converted once with a VACUUM (see ensureIncrementalVacuum).
-    if (options.path !== ':memory:') ensureIncrementalVacuum(this.db);
+    this.vacuumConversion = options.path === ':memory:' ? 'not_needed' : ensureIncrementalVacuum(this.db, options.convertToIncrementalVacuum === true);
     if (options.path !== ':memory:') {
       this.db.pragma('journal_mode = WAL');
       // NORMAL in WAL mode survives a killed process; only a power cut can lose the last commits.
@@ -282,6 +295,10 @@ export class SqliteStore implements Store {
    */
   bulk(work: () => void): void {
     this.db.transaction(work)();
+  }
+
+  async databaseTime(): Promise<number> {
+    return Number(this.get('SELECT unixepoch() AS now')?.now);
   }
 
   async ping(): Promise<boolean> {
@@ -451,6 +468,13 @@ export class SqliteStore implements Store {
           clientId,
           now,
         );
+        // A client registered later under this id must not inherit the right to introspect.
+        this.run(
+          `UPDATE apis SET introspection_clients = (SELECT json_group_array(value) FROM json_each(apis.introspection_clients) WHERE value <> ?)
+           WHERE EXISTS (SELECT 1 FROM json_each(apis.introspection_clients) WHERE value = ?)`,
+          clientId,
+          clientId,
+        );
       }
       return removed;
     })();
@@ -529,6 +553,16 @@ export class SqliteStore implements Store {
   }
 
   async resealSecrets(reseal: (secret: SealedSecret) => string): Promise<number> {
+    // Zero the bytes the old values leave behind, instead of leaving them in free space.
+    this.db.pragma('secure_delete = ON');
+    try {
+      return this.resealInTransaction(reseal);
+    } finally {
+      this.db.pragma('secure_delete = OFF');
+    }
+  }
+
+  private resealInTransaction(reseal: (secret: SealedSecret) => string): number {
     return this.db
       .transaction(() => {
         let changed = 0;
@@ -547,15 +581,27 @@ export class SqliteStore implements Store {
       .immediate();
   }
 
-  async createSession(s: SessionRecord): Promise<void> {
-    this.run(
-      'INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id) VALUES (?, ?, ?, ?, ?, ?)',
-      s.idHash,
-      s.userId,
-      s.authTime,
-      s.createdAt,
-      s.expiresAt,
-      s.interactionId ?? null,
+  async scrubFreedSpace(): Promise<void> {
+    this.groupCommit?.flush();
+    this.db.pragma('wal_checkpoint(TRUNCATE)');
+  }
+
+  async createSession(s: SessionRecord, guard?: UserRevocationGuard): Promise<boolean> {
+    // SQLite's IS compares NULLs as equal: "tokens_revoked_at is still what the caller read".
+    return (
+      this.run(
+        `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id)
+         SELECT ?, ?, ?, ?, ?, ? WHERE ? OR (SELECT tokens_revoked_at FROM users WHERE id = ?) IS ?`,
+        s.idHash,
+        s.userId,
+        s.authTime,
+        s.createdAt,
+        s.expiresAt,
+        s.interactionId ?? null,
+        guard === undefined ? 1 : 0,
+        s.userId,
+        guard?.userTokensRevokedAt ?? null,
+      ) === 1
     );
   }
 
@@ -681,8 +727,15 @@ export class SqliteStore implements Store {
     );
   }
 
-  async createRefreshToken(t: RefreshTokenRecord): Promise<void> {
-    this.insertRefreshToken(t);
+  async createRefreshToken(t: RefreshTokenRecord, guard?: UserRevocationGuard): Promise<boolean> {
+    return this.db.transaction(() => {
+      if (guard !== undefined) {
+        const row = this.get('SELECT tokens_revoked_at FROM users WHERE id = ?', t.userId);
+        if (!row || (row.tokens_revoked_at === null ? undefined : Number(row.tokens_revoked_at)) !== guard.userTokensRevokedAt) return false;
+      }
+      this.insertRefreshToken(t);
+      return true;
+    })();
   }
 
   async findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
@@ -872,25 +925,31 @@ export class SqliteStore implements Store {
   }
 }
 
+export type VacuumConversion = 'not_needed' | 'converted' | 'postponed' | 'busy';
+
 /**
  * auto_vacuum=INCREMENTAL keeps a list of free pages that reclaimSpace can cut off the end of the
  * file; without it a file that once grew (a flood, a backlog of expired rows) never shrinks. The
  * mode takes effect on an empty database at once, on an existing one only through a VACUUM, which
- * rewrites the file: done once, when nobody else holds it (otherwise at a later start).
+ * rewrites the file: done once, by the server at start (`convert`), never by a short admin command
+ * (a VACUUM of a large file would hold the write lock longer than a running server waits).
  */
-function ensureIncrementalVacuum(db: Database.Database): void {
+function ensureIncrementalVacuum(db: Database.Database, convert: boolean): VacuumConversion {
   const incremental = 2;
-  if (Number(db.pragma('auto_vacuum', { simple: true })) === incremental) return;
-  db.pragma('auto_vacuum = INCREMENTAL');
+  if (Number(db.pragma('auto_vacuum', { simple: true })) === incremental) return 'not_needed';
   const hasTables = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get() !== undefined;
-  if (!hasTables) return;
+  if (hasTables && !convert) return 'postponed';
+  db.pragma('auto_vacuum = INCREMENTAL');
+  if (!hasTables) return 'not_needed';
   try {
     db.exec('VACUUM');
+    return 'converted';
   } catch {
-    // Busy (another process is writing): the conversion waits for a quieter start.
+    // Another process is writing: the next start tries again.
+    return 'busy';
   }
 }
 
-export function openStore(path: string, options: { backgroundCheckpoints?: boolean; groupCommit?: boolean } = {}): SqliteStore {
+export function openStore(path: string, options: { backgroundCheckpoints?: boolean; groupCommit?: boolean; convertToIncrementalVacuum?: boolean } = {}): SqliteStore {
   return new SqliteStore({ path, ...options });
 }

@@ -38,6 +38,7 @@ import { introspectionRoutes } from './routes/introspection.js';
 import { revocationRoutes } from './routes/revocation.js';
 import { userinfoRoutes } from './routes/userinfo.js';
 import { loginRoutes } from './routes/login.js';
+import { connectorRoutes } from './routes/connectors.js';
 import { tokenRoutes } from './routes/token.js';
 
 declare module 'fastify' {
@@ -209,6 +210,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(introspectionRoutes);
   await app.register(userinfoRoutes);
   await app.register(loginRoutes);
+  await app.register(connectorRoutes);
   await app.register(deviceVerificationRoutes);
   await app.register(authorizeRoutes);
   return app;

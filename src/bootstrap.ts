@@ -51,6 +51,9 @@ export async function bootstrap(store: Store, config: Config, clock: Clock): Pro
       disabled: false,
       createdAt: now,
       tokensRevokedAt: undefined,
+      source: 'local',
+      emailVerified: true,
+      groups: [],
     });
   } catch (err) {
     // Another instance starting on the same empty database made the first user (and showed its password).

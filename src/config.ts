@@ -136,6 +136,7 @@ const environmentSchema = z.object({
   LATCHKEY_REFRESH_REUSE_GRACE: seconds('LATCHKEY_REFRESH_REUSE_GRACE', 5, 0, 300),
   LATCHKEY_HOUSEKEEPING_INTERVAL: seconds('LATCHKEY_HOUSEKEEPING_INTERVAL', 60, 1, 86400),
   LATCHKEY_SHUTDOWN_TIMEOUT: seconds('LATCHKEY_SHUTDOWN_TIMEOUT', 8, 1, 600),
+  LATCHKEY_UPSTREAM_TIMEOUT: seconds('LATCHKEY_UPSTREAM_TIMEOUT', 10, 1, 120),
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
   LATCHKEY_TRUST_PROXY: trustProxySchema,
@@ -194,6 +195,8 @@ export interface Config {
   readonly housekeepingInterval: number;
   /** Seconds a shutdown waits for requests in flight before closing their connections. */
   readonly shutdownTimeout: number;
+  /** Seconds any one request to an upstream identity provider (OIDC, GitHub, LDAP) may take. */
+  readonly upstreamTimeout: number;
   /** `aud` of access tokens requested without `audience`. */
   readonly defaultAudience: string;
   /**
@@ -291,6 +294,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionTtl: e.LATCHKEY_SESSION_TTL,
     housekeepingInterval: e.LATCHKEY_HOUSEKEEPING_INTERVAL,
     shutdownTimeout: e.LATCHKEY_SHUTDOWN_TIMEOUT,
+    upstreamTimeout: e.LATCHKEY_UPSTREAM_TIMEOUT,
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
     trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
     secureCookies: issuer.startsWith('https:'),

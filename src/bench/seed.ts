@@ -43,6 +43,9 @@ export async function seedBase(store: SqliteStore, now: number): Promise<void> {
     disabled: false,
     createdAt: now,
     tokensRevokedAt: undefined,
+    source: 'local',
+    emailVerified: true,
+    groups: [],
   });
   const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now, tokensRevokedAt: undefined };
   await store.createClient({ ...common, clientId: deviceClientId, name: 'Bench device', redirectUris: [], grantTypes: ['device_code', 'refresh_token'] });

@@ -21,6 +21,9 @@ import { apisUpdateCommand } from './commands/apis_update.js';
 import { clientsAddCommand } from './commands/clients_add.js';
 import { clientsListCommand } from './commands/clients_list.js';
 import { clientsRemoveCommand } from './commands/clients_remove.js';
+import { connectorsAddCommand } from './commands/connectors_add.js';
+import { connectorsListCommand } from './commands/connectors_list.js';
+import { connectorsRemoveCommand } from './commands/connectors_remove.js';
 import { loginCommand } from './client/login.js';
 import { logoutCommand } from './client/logout.js';
 import { tokenCommand } from './client/token.js';
@@ -52,6 +55,9 @@ export const commands: Command[] = [
   clientsAddCommand,
   clientsListCommand,
   clientsRemoveCommand,
+  connectorsAddCommand,
+  connectorsListCommand,
+  connectorsRemoveCommand,
   apisAddCommand,
   apisUpdateCommand,
   apisListCommand,

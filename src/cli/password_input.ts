@@ -8,7 +8,7 @@ import { randomString } from '../crypto/secrets.js';
 
 const generatedAlphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
 
-async function readAll(stdin: NodeJS.ReadableStream): Promise<string> {
+export async function readAll(stdin: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
   return Buffer.concat(chunks).toString('utf8');

@@ -15,6 +15,8 @@ export interface Metrics {
   deviceAuthorizations: Counter<'outcome'>;
   signInFailures: Counter;
   rateLimitHits: Counter<'route'>;
+  /** Sign-ins through an upstream identity provider, by connector and outcome (success, or why not). */
+  upstreamSignIns: Counter<'connector' | 'outcome'>;
 }
 
 export function createMetrics(text?: () => Promise<string>): Metrics {
@@ -41,5 +43,11 @@ export function createMetrics(text?: () => Promise<string>): Metrics {
     }),
     signInFailures: new Counter({ name: 'latchkey_signin_failures_total', help: 'Failed sign-ins', registers }),
     rateLimitHits: new Counter({ name: 'latchkey_rate_limit_hits_total', help: 'Requests refused with 429 by route', labelNames: ['route'], registers }),
+    upstreamSignIns: new Counter({
+      name: 'latchkey_upstream_signins_total',
+      help: 'Sign-ins through upstream identity providers by connector and outcome',
+      labelNames: ['connector', 'outcome'],
+      registers,
+    }),
   };
 }

@@ -1,7 +1,7 @@
 /**
- * User claims released by scope (OIDC Core §5.4): `email` gives email and email_verified,
- * `profile` gives name and preferred_username. Emails are registered by an administrator, so
- * they count as verified.
+ * User claims released by scope (OIDC Core §5.4): `email` gives email and email_verified (an
+ * administrator's entry counts as verified; an upstream says for its users), `profile` gives name
+ * and preferred_username. A user with no email (an upstream that shared none) gets no email claim.
  */
 import type { UserRecord } from '../store/store.js';
 
@@ -15,9 +15,9 @@ export interface UserClaims {
 export function claimsForScope(user: UserRecord, scope: string): UserClaims {
   const scopes = scope.split(' ');
   const claims: UserClaims = {};
-  if (scopes.includes('email')) {
+  if (scopes.includes('email') && user.email !== '') {
     claims.email = user.email;
-    claims.email_verified = true;
+    claims.email_verified = user.emailVerified;
   }
   if (scopes.includes('profile')) {
     claims.name = user.name ?? user.username;

@@ -77,6 +77,8 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     iat: now,
     exp: now + config.accessTokenTtl,
     jti: input.jti ?? randomId(),
+    // RFC 9068 §2.2.3.1: the groups the upstream identity provider reported at the last sign-in.
+    ...(input.user.groups.length === 0 ? {} : { groups: input.user.groups }),
     ...(familyId === undefined ? {} : { [familyClaim]: familyId }),
   });
   const response: TokenResponse = {
@@ -97,6 +99,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       ...(input.idToken.nonce === undefined ? {} : { nonce: input.idToken.nonce }),
       at_hash: leftHalfSha256(accessToken),
       ...claimsForScope(input.user, input.scope),
+      ...(input.user.groups.length === 0 ? {} : { groups: input.user.groups }),
     });
   }
   return response;

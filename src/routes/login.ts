@@ -19,10 +19,16 @@ import { tooManyRequests } from '../errors.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
 import { laneFull, slowDownMs, throttleSignIn } from '../oauth/signin_throttle.js';
 import { knownFor, readDeviceCookie, rememberDevice } from '../http/device_cookie.js';
+import { userForUpstream } from '../connectors/accounts.js';
+import { ldapSignIn } from '../connectors/ldap_directory.js';
+import { buttonConnectors, connectorSecret, loadConnectors } from '../connectors/runtime.js';
+import { UpstreamError } from '../connectors/upstream_profile.js';
+import type { UserRecord } from '../store/store.js';
+import { epochSeconds } from '../clock.js';
 import { currentSession, endSession, startSession } from '../http/session.js';
 
 /** A return_to may carry a sealed authorization request (see oauth/interaction.ts). */
-const maxReturnToLength = 24_200;
+export const maxReturnToLength = 24_200;
 
 const loginQuery = z.object({
   return_to: z.string().max(maxReturnToLength).optional(),
@@ -64,9 +70,44 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       returnTo,
       username: signedIn?.user.username ?? '',
       clientName: await authorizationContext(request, reply, returnTo),
+      connectors: await buttonConnectors(services),
       error: undefined,
     });
   });
+
+  /**
+   * The password form: a local account with a password first, then each LDAP directory in order
+   * (the first that knows the name and takes the password wins). An unknown local name still costs
+   * a full scrypt, so the answer's timing tells nothing.
+   */
+  async function checkPassword(request: FastifyRequest, username: string, password: string): Promise<{ user: UserRecord | undefined; matches: boolean; connectorId?: string }> {
+    const found = await store.findUserByUsername(username);
+    const hasPassword = found?.passwordHash.startsWith('scrypt$') === true;
+    const matches = await verifyPassword(password, hasPassword ? found!.passwordHash : await decoyPasswordHash());
+    if (found && hasPassword && matches) return { user: found, matches: true };
+    for (const connector of await loadConnectors(services)) {
+      if (connector.type !== 'ldap') continue;
+      const outcome = await ldapSignIn(connector.config, connectorSecret(services, connector.record) ?? '', username, password, services.config.upstreamTimeout);
+      if (outcome.kind === 'unavailable') {
+        services.metrics.upstreamSignIns.inc({ connector: connector.record.id, outcome: 'unreachable' });
+        audit(request, 'upstream.signin_failure', { connectorId: connector.record.id, reason: 'unreachable', detail: outcome.detail });
+        continue;
+      }
+      if (outcome.kind !== 'signed_in') continue;
+      try {
+        const user = await userForUpstream(store, { connectorId: connector.record.id, trustEmail: false }, outcome.profile, epochSeconds(services.clock));
+        services.metrics.upstreamSignIns.inc({ connector: connector.record.id, outcome: 'success' });
+        return { user, matches: true, connectorId: connector.record.id };
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) throw err;
+        services.metrics.upstreamSignIns.inc({ connector: connector.record.id, outcome: err.reason });
+        audit(request, 'upstream.signin_failure', { connectorId: connector.record.id, reason: err.reason });
+        // A disabled account answers like a wrong password, as a local one does.
+        return { user: undefined, matches: false };
+      }
+    }
+    return { user: found, matches: false };
+  }
 
   app.post('/login', page, async (request, reply) => {
     const form = parseFields(loginForm, request.body);
@@ -86,6 +127,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
           returnTo,
           username: form.username,
           clientName: await authorizationContext(request, reply, returnTo),
+          connectors: await buttonConnectors(services),
           error,
         },
         status,
@@ -105,10 +147,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       throw tooManyRequests(throttle.state.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
     }
 
-    const check = async () => {
-      const found = await store.findUserByUsername(form.username);
-      return { user: found, matches: await verifyPassword(form.password, found?.passwordHash ?? (await decoyPasswordHash())) };
-    };
+    const check = () => checkPassword(request, form.username, form.password);
     let checked: Awaited<ReturnType<typeof check>>;
     if (throttle.pauseMs > 0) {
       // Under a distributed attack: one attempt at a time for this account, each after a pause.
@@ -126,7 +165,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     } else {
       checked = await check();
     }
-    const { user, matches: passwordMatches } = checked;
+    const { user, matches: passwordMatches, connectorId } = checked;
     // A disabled account answers like a wrong password: otherwise the answer would confirm a guess.
     if (!user || !passwordMatches || user.disabled) {
       await throttle.finish(false);
@@ -146,7 +185,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     }
     await throttle.finish(true);
     rememberDevice(reply, services, device, accountKey);
-    audit(request, 'signin.success', { userId: user.id });
+    audit(request, 'signin.success', { userId: user.id, ...(connectorId === undefined ? {} : { connectorId }) });
     return reply.redirect(returnTo, 303);
   });
 

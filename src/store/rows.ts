@@ -10,6 +10,8 @@ import type {
   ApiRecord,
   AuthorizationCodeRecord,
   ClientRecord,
+  ConnectorRecord,
+  ConnectorType,
   ConsentRecord,
   DeviceGrantRecord,
   DeviceGrantStatus,
@@ -17,6 +19,7 @@ import type {
   RefreshTokenRecord,
   SessionRecord,
   SigningKeyRecord,
+  UserIdentityRecord,
   UserRecord,
 } from './store.js';
 
@@ -38,6 +41,31 @@ export function toUser(r: Row): UserRecord {
     disabled: flag(r.disabled),
     createdAt: Number(r.created_at),
     tokensRevokedAt: optionalNumber(r.tokens_revoked_at),
+    source: r.source === undefined || r.source === null ? 'local' : text(r.source),
+    emailVerified: r.email_verified === undefined || r.email_verified === null ? true : flag(r.email_verified),
+    groups: JSON.parse(text(r.groups ?? '[]')) as string[],
+  };
+}
+
+export function toConnector(r: Row): ConnectorRecord {
+  return {
+    id: text(r.id),
+    type: text(r.type) as ConnectorType,
+    name: text(r.name),
+    config: JSON.parse(text(r.config)) as Record<string, unknown>,
+    secret: optionalText(r.secret),
+    position: Number(r.position),
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toUserIdentity(r: Row): UserIdentityRecord {
+  return {
+    connectorId: text(r.connector_id),
+    subject: text(r.subject),
+    userId: text(r.user_id),
+    createdAt: Number(r.created_at),
+    lastSignInAt: optionalNumber(r.last_sign_in_at),
   };
 }
 

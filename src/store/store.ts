@@ -20,6 +20,46 @@ export interface UserRecord {
    * device approvals made by then (a new password, a disabled account, `users revoke-tokens`).
    */
   tokensRevokedAt: number | undefined;
+  /** 'local' (made by an operator), or the id of the connector whose first sign-in made the user. */
+  source: string;
+  /** Operators' entries count as verified; an upstream says for its users. */
+  emailVerified: boolean;
+  /** Groups from the upstream (refreshed at each upstream sign-in), for `groups` in tokens. */
+  groups: string[];
+}
+
+export type ConnectorType = 'oidc' | 'github' | 'ldap';
+
+/** An upstream identity provider (see src/connectors/). */
+export interface ConnectorRecord {
+  id: string;
+  type: ConnectorType;
+  name: string;
+  /** The settings that are not secret, as validated by connectors/connector_config.ts for the type. */
+  config: Record<string, unknown>;
+  /** The client secret or bind password, sealed (crypto/secret_box.ts); undefined when there is none. */
+  secret: string | undefined;
+  /** LDAP directories are tried in this order, and sign-in buttons shown in it. */
+  position: number;
+  createdAt: number;
+}
+
+/** A person's identity upstream, bound to a local user. */
+export interface UserIdentityRecord {
+  connectorId: string;
+  /** The upstream's stable id of the person (OIDC `sub`, GitHub user id, LDAP entryUUID or DN). */
+  subject: string;
+  userId: string;
+  createdAt: number;
+  lastSignInAt: number | undefined;
+}
+
+/** What an upstream sign-in refreshes on the user; profile fields only for users it created. */
+export interface UpstreamProfileUpdate {
+  email?: string;
+  name?: string | undefined;
+  emailVerified?: boolean;
+  groups: string[];
 }
 
 export interface ClientRecord {
@@ -228,6 +268,8 @@ export interface Store {
   findUserById(id: string): Promise<UserRecord | undefined>;
   findUserByUsername(username: string): Promise<UserRecord | undefined>;
   listUsers(): Promise<UserRecord[]>;
+  /** Users whose email is this one, compared without regard to ASCII case. */
+  findUsersByEmail(email: string): Promise<UserRecord[]>;
   /**
    * Returns false when there is no such user. Disabling also ends everything the user holds, as
    * revokeUserTokens does, so enabling again brings none of it back.
@@ -254,6 +296,26 @@ export interface Store {
    * API's introspection clients. False when there is no such client.
    */
   removeClient(clientId: string, now: number): Promise<boolean>;
+
+  /** Throws DuplicateError when the id is taken. The new connector comes last in the order. */
+  createConnector(connector: Omit<ConnectorRecord, 'position'>): Promise<void>;
+  findConnector(id: string): Promise<ConnectorRecord | undefined>;
+  /** In their order (position). */
+  listConnectors(): Promise<ConnectorRecord[]>;
+  /** Removes it and the identities bound through it (the users stay). False when there is none. */
+  removeConnector(id: string): Promise<boolean>;
+
+  findIdentity(connectorId: string, subject: string): Promise<UserIdentityRecord | undefined>;
+  /**
+   * A first upstream sign-in: the user and its identity in one step, or neither. Throws
+   * DuplicateError naming `user` when the username is taken (the caller tries another), or
+   * `identity` when that upstream identity is already bound (a racing first sign-in).
+   */
+  createUserWithIdentity(user: UserRecord, identity: UserIdentityRecord): Promise<void>;
+  /** Binds an upstream identity to an existing user. Throws DuplicateError when it is bound already. */
+  linkIdentity(identity: UserIdentityRecord): Promise<void>;
+  /** A sign-in through the identity: records when, and refreshes the user as `update` says, in one step. */
+  recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<void>;
 
   createApi(api: ApiRecord): Promise<void>;
   findApi(identifier: string): Promise<ApiRecord | undefined>;

@@ -69,6 +69,9 @@ export async function addUser(
     disabled: false,
     createdAt: 1_800_000_000,
     tokensRevokedAt: undefined,
+    source: 'local',
+    emailVerified: true,
+    groups: [],
     ...extra,
   };
   await store.createUser(user);

@@ -29,6 +29,9 @@ export function user(overrides: Partial<UserRecord> = {}): UserRecord {
     disabled: false,
     createdAt: t0,
     tokensRevokedAt: undefined,
+    source: 'local',
+    emailVerified: true,
+    groups: [],
     ...overrides,
   };
 }

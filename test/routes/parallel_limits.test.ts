@@ -126,6 +126,9 @@ describeWithPostgres('PostgreSQL: two instances sharing the counters', () => {
         disabled: false,
         createdAt: 1_800_000_000,
         tokensRevokedAt: undefined,
+        source: 'local',
+        emailVerified: true,
+        groups: [],
       });
       const browsers = instances.apps.map((app) => new Browser(injectTransport(app)));
       const pages = await Promise.all(browsers.map((b) => b.get('/login')));

@@ -5,7 +5,14 @@
  * This module registers nothing by itself: importing it does not run the SQLite cases.
  */
 import { describe, it, expect } from 'vitest';
-import { DuplicateError, type AuthorizationCodeRecord, type DeviceGrantRecord, type Store } from '../../src/store/store.js';
+import {
+  DuplicateError,
+  type AuthorizationCodeRecord,
+  type ConnectorRecord,
+  type DeviceGrantRecord,
+  type Store,
+  type UserIdentityRecord,
+} from '../../src/store/store.js';
 import {
   api,
   authorizationCode,
@@ -305,6 +312,100 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.findRefreshToken('rt-mine')).toBeUndefined();
           expect(await store.findDeviceGrantByDeviceCode('device-theirs')).toEqual(deviceGrant({ id: 'theirs', clientId: 'other' }));
           expect(await store.findRefreshToken('rt-theirs')).toEqual(refreshToken({ id: 'rt-theirs', tokenHash: 'rt-theirs', clientId: 'other' }));
+        });
+      });
+    });
+
+    describe('connectors and upstream identities', () => {
+      const connector = (id: string, extra: Partial<Omit<ConnectorRecord, 'position'>> = {}): Omit<ConnectorRecord, 'position'> => ({
+        id,
+        type: 'oidc',
+        name: `Connector ${id}`,
+        config: { issuer: 'https://sso.example.com', clientId: 'latchkey', groupsClaim: 'groups', trustEmail: false },
+        secret: 'lk1.sealed',
+        createdAt: t0,
+        ...extra,
+      });
+      const identity = (extra: Partial<UserIdentityRecord> = {}): UserIdentityRecord => ({ connectorId: 'sso', subject: 'up-1', userId: 'user-alice', createdAt: t0, lastSignInAt: t0, ...extra });
+
+      it('creates, lists in the order added, finds and removes connectors, with every field intact', async () => {
+        await withStore(async (store) => {
+          await store.createConnector(connector('zeta'));
+          await store.createConnector(connector('alpha', { type: 'ldap', config: { url: 'ldap://h:389' }, secret: undefined }));
+          const all = await store.listConnectors();
+          expect(all.map((c) => [c.id, c.position])).toEqual([
+            ['zeta', 1],
+            ['alpha', 2],
+          ]);
+          expect(await store.findConnector('zeta')).toEqual({ ...connector('zeta'), position: 1 });
+          expect((await store.findConnector('alpha'))?.secret).toBeUndefined();
+          await expect(store.createConnector(connector('zeta'))).rejects.toBeInstanceOf(DuplicateError);
+          expect(await store.removeConnector('zeta')).toBe(true);
+          expect(await store.removeConnector('zeta')).toBe(false);
+          expect(await store.findConnector('zeta')).toBeUndefined();
+          expect((await store.listConnectors()).map((c) => c.id)).toEqual(['alpha']);
+        });
+      });
+
+      it('a new user with its identity in one step; a taken username or identity creates nothing', async () => {
+        await withStore(async (store) => {
+          await store.createConnector(connector('sso'));
+          const pat = user({ username: 'pat', source: 'sso', emailVerified: false, groups: ['staff'] });
+          await store.createUserWithIdentity(pat, identity({ userId: pat.id }));
+          expect(await store.findUserById(pat.id)).toEqual(pat);
+          expect(await store.findIdentity('sso', 'up-1')).toEqual(identity({ userId: pat.id }));
+          const clash = user({ username: 'PAT', id: 'user-other' });
+          await expect(store.createUserWithIdentity(clash, identity({ subject: 'up-2', userId: clash.id }))).rejects.toThrow(DuplicateError);
+          expect(await store.findIdentity('sso', 'up-2')).toBeUndefined();
+          const again = user({ username: 'pat2', id: 'user-pat2' });
+          await expect(store.createUserWithIdentity(again, identity({ userId: again.id }))).rejects.toThrow(DuplicateError);
+          expect(await store.findUserById('user-pat2')).toBeUndefined();
+        });
+      });
+
+      it('links an identity to an existing user once; removing the connector forgets its identities, not the users', async () => {
+        await withSeededStore(async (store) => {
+          await store.createConnector(connector('sso'));
+          await store.linkIdentity(identity());
+          await expect(store.linkIdentity(identity({ userId: 'user-alice' }))).rejects.toBeInstanceOf(DuplicateError);
+          expect(await store.removeConnector('sso')).toBe(true);
+          expect(await store.findIdentity('sso', 'up-1')).toBeUndefined();
+          expect(await store.findUserById('user-alice')).toBeDefined();
+        });
+      });
+
+      it('recordUpstreamSignIn refreshes the groups always and the profile only as given', async () => {
+        await withSeededStore(async (store) => {
+          await store.createConnector(connector('sso'));
+          await store.linkIdentity(identity());
+          await store.recordUpstreamSignIn('sso', 'up-1', t0 + 9, { groups: ['a', 'b'] });
+          expect(await store.findUserById('user-alice')).toEqual({ ...user(), groups: ['a', 'b'] });
+          expect((await store.findIdentity('sso', 'up-1'))?.lastSignInAt).toBe(t0 + 9);
+          await store.recordUpstreamSignIn('sso', 'up-1', t0 + 10, { groups: [], email: 'new@example.com', emailVerified: false, name: undefined });
+          expect(await store.findUserById('user-alice')).toEqual({ ...user(), groups: [], email: 'new@example.com', emailVerified: false, name: undefined });
+          await store.recordUpstreamSignIn('sso', 'nobody', t0, { groups: ['x'] }); // unknown identity: nothing happens
+          expect((await store.findUserById('user-alice'))?.groups).toEqual([]);
+        });
+      });
+
+      it('findUsersByEmail ignores ASCII case', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ username: 'a', id: 'a', email: 'Same@Example.com' }));
+          await store.createUser(user({ username: 'b', id: 'b', email: 'same@example.COM' }));
+          await store.createUser(user({ username: 'c', id: 'c', email: 'other@example.com' }));
+          expect((await store.findUsersByEmail('SAME@example.com')).map((u) => u.id).sort()).toEqual(['a', 'b']);
+          expect(await store.findUsersByEmail('none@example.com')).toEqual([]);
+        });
+      });
+
+      it('resealSecrets covers connector secrets too', async () => {
+        await withStore(async (store) => {
+          await store.createConnector(connector('sso', { secret: 'old-sealed' }));
+          await store.createConnector(connector('plain', { secret: undefined }));
+          const contexts: string[] = [];
+          expect(await store.resealSecrets(({ context, value }) => (contexts.push(context), `re:${value}`))).toBe(1);
+          expect(contexts).toEqual(['connector:sso']);
+          expect((await store.findConnector('sso'))?.secret).toBe('re:old-sealed');
         });
       });
     });

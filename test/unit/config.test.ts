@@ -48,6 +48,7 @@ describe('loadConfig defaults', () => {
       sessionTtl: 12 * 3600,
       housekeepingInterval: 60,
       shutdownTimeout: 8,
+      upstreamTimeout: 10,
       defaultAudience: 'http://localhost:3000/userinfo',
       trustProxy: false,
       secureCookies: false,
@@ -106,6 +107,7 @@ describe('loadConfig defaults', () => {
         LATCHKEY_SESSION_TTL: '7200',
         LATCHKEY_DEFAULT_AUDIENCE: 'https://api.example.com',
         LATCHKEY_SECRET_KEY_FILE: '/run/secrets/latchkey.key',
+        LATCHKEY_UPSTREAM_TIMEOUT: '4',
       }),
     ).toEqual({
       issuer: 'https://id.example.com',
@@ -128,6 +130,7 @@ describe('loadConfig defaults', () => {
       sessionTtl: 7200,
       housekeepingInterval: 60,
       shutdownTimeout: 8,
+      upstreamTimeout: 4,
       defaultAudience: 'https://api.example.com',
       trustProxy: false,
       secureCookies: true,

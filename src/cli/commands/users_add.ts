@@ -31,6 +31,9 @@ export const usersAddCommand: Command = {
         disabled: false,
         createdAt: epochSeconds(systemClock),
         tokensRevokedAt: undefined,
+        source: 'local',
+        emailVerified: true,
+        groups: [],
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`user "${username}" already exists`);

@@ -12,13 +12,24 @@ export const usersListCommand: Command = {
     const users = await store.listUsers();
     if (context.values.json) {
       context.stdout.write(
-        json(users.map((u) => ({ id: u.id, username: u.username, email: u.email, name: u.name ?? null, disabled: u.disabled, created_at: isoTime(u.createdAt) }))),
+        json(
+          users.map((u) => ({
+            id: u.id,
+            username: u.username,
+            email: u.email,
+            name: u.name ?? null,
+            disabled: u.disabled,
+            source: u.source,
+            groups: u.groups,
+            created_at: isoTime(u.createdAt),
+          })),
+        ),
       );
     } else {
       context.stdout.write(
         table(
-          users.map((u) => [u.username, u.email, u.name ?? '', u.disabled ? 'disabled' : 'active', isoTime(u.createdAt)]),
-          ['USERNAME', 'EMAIL', 'NAME', 'STATUS', 'CREATED'],
+          users.map((u) => [u.username, u.email, u.name ?? '', u.disabled ? 'disabled' : 'active', isoTime(u.createdAt), u.source]),
+          ['USERNAME', 'EMAIL', 'NAME', 'STATUS', 'CREATED', 'SOURCE'],
         ),
       );
     }

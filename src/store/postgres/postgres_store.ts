@@ -18,6 +18,7 @@ import {
   type ApiRecord,
   type AuthorizationCodeRecord,
   type ClientRecord,
+  type ConnectorRecord,
   type ConsentRecord,
   type DeviceGrantRecord,
   type GraceRefusal,
@@ -26,6 +27,8 @@ import {
   type RefreshTokenRecord,
   type SealedSecret,
   type SessionRecord,
+  type UpstreamProfileUpdate,
+  type UserIdentityRecord,
   type UserRevocationGuard,
   type SigningKeyRecord,
   type Store,
@@ -37,6 +40,7 @@ import {
   toApi,
   toAuthorizationCode,
   toClient,
+  toConnector,
   toConsent,
   toDeviceGrant,
   toRateLimitCounter,
@@ -44,6 +48,7 @@ import {
   toSession,
   toSigningKey,
   toUser,
+  toUserIdentity,
   type Row,
 } from '../rows.js';
 
@@ -244,10 +249,10 @@ export class PostgresStore implements Store {
     return Number((await this.db.one('SELECT count(*) AS n FROM users'))?.n ?? 0);
   }
 
-  async createUser(u: UserRecord): Promise<void> {
-    await this.insert(
-      `user ${u.username}`,
-      'INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+  private static async insertUser(tx: Statements, u: UserRecord): Promise<void> {
+    await tx.run(
+      `INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at, source, email_verified, groups)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       u.id,
       u.username,
       u.email,
@@ -256,7 +261,116 @@ export class PostgresStore implements Store {
       u.disabled,
       u.createdAt,
       u.tokensRevokedAt ?? null,
+      u.source,
+      u.emailVerified,
+      JSON.stringify(u.groups),
     );
+  }
+
+  async createUser(u: UserRecord): Promise<void> {
+    try {
+      await PostgresStore.insertUser(this.db, u);
+    } catch (err) {
+      if (errorCode(err) === uniqueViolation) throw new DuplicateError(`user ${u.username}`);
+      throw err;
+    }
+  }
+
+  async findUsersByEmail(email: string): Promise<UserRecord[]> {
+    if (!storable(email)) return [];
+    return (await this.db.many('SELECT * FROM users WHERE lower(email) = lower($1) ORDER BY lower(username COLLATE "C")', email)).map(toUser);
+  }
+
+  async createConnector(c: Omit<ConnectorRecord, 'position'>): Promise<void> {
+    await this.transaction(async (tx) => {
+      await tx.run('LOCK TABLE connectors IN SHARE ROW EXCLUSIVE MODE');
+      try {
+        await tx.run(
+          `INSERT INTO connectors (id, type, name, config, secret, position, created_at)
+           VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(position), 0) + 1 FROM connectors), $6)`,
+          c.id,
+          c.type,
+          c.name,
+          JSON.stringify(c.config),
+          c.secret ?? null,
+          c.createdAt,
+        );
+      } catch (err) {
+        if (errorCode(err) === uniqueViolation) throw new DuplicateError(`connector ${c.id}`);
+        throw err;
+      }
+    });
+  }
+
+  async findConnector(id: string): Promise<ConnectorRecord | undefined> {
+    if (!storable(id)) return undefined;
+    const row = await this.db.one('SELECT * FROM connectors WHERE id = $1', id);
+    return row && toConnector(row);
+  }
+
+  async listConnectors(): Promise<ConnectorRecord[]> {
+    return (await this.db.many('SELECT * FROM connectors ORDER BY position, id COLLATE "C"')).map(toConnector);
+  }
+
+  async removeConnector(id: string): Promise<boolean> {
+    if (!storable(id)) return false;
+    return (await this.db.run('DELETE FROM connectors WHERE id = $1', id)) === 1;
+  }
+
+  async findIdentity(connectorId: string, subject: string): Promise<UserIdentityRecord | undefined> {
+    if (!storable(connectorId) || !storable(subject)) return undefined;
+    const row = await this.db.one('SELECT * FROM user_identities WHERE connector_id = $1 AND subject = $2', connectorId, subject);
+    return row && toUserIdentity(row);
+  }
+
+  private static async insertIdentity(tx: Statements, i: UserIdentityRecord): Promise<void> {
+    await tx.run(
+      'INSERT INTO user_identities (connector_id, subject, user_id, created_at, last_sign_in_at) VALUES ($1, $2, $3, $4, $5)',
+      i.connectorId,
+      i.subject,
+      i.userId,
+      i.createdAt,
+      i.lastSignInAt ?? null,
+    );
+  }
+
+  async createUserWithIdentity(user: UserRecord, identity: UserIdentityRecord): Promise<void> {
+    try {
+      await this.transaction(async (tx) => {
+        await PostgresStore.insertUser(tx, user);
+        await PostgresStore.insertIdentity(tx, identity);
+      });
+    } catch (err) {
+      if (errorCode(err) !== uniqueViolation) throw err;
+      const constraint = (err as { constraint?: string }).constraint ?? '';
+      throw new DuplicateError(constraint.startsWith('user_identities') ? 'identity' : `user ${user.username}`);
+    }
+  }
+
+  async linkIdentity(identity: UserIdentityRecord): Promise<void> {
+    try {
+      await PostgresStore.insertIdentity(this.db, identity);
+    } catch (err) {
+      if (errorCode(err) === uniqueViolation) throw new DuplicateError('identity');
+      throw err;
+    }
+  }
+
+  async recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<void> {
+    await this.transaction(async (tx) => {
+      const row = await tx.one('UPDATE user_identities SET last_sign_in_at = $1 WHERE connector_id = $2 AND subject = $3 RETURNING user_id', now, connectorId, subject);
+      if (!row) return;
+      await tx.run(
+        `UPDATE users SET groups = $1, email = coalesce($2, email), name = CASE WHEN $3::boolean THEN $4 ELSE name END,
+           email_verified = coalesce($5, email_verified) WHERE id = $6`,
+        JSON.stringify(update.groups),
+        update.email ?? null,
+        'name' in update,
+        update.name ?? null,
+        update.emailVerified ?? null,
+        row.user_id,
+      );
+    });
   }
 
   async findUserById(id: string): Promise<UserRecord | undefined> {
@@ -475,6 +589,11 @@ export class PostgresStore implements Store {
         const value = String(row.value);
         const next = reseal({ context: `server_secret:${String(row.name)}`, value });
         if (next !== value) changed += await tx.run('UPDATE server_secrets SET value = $1 WHERE name = $2', next, row.name);
+      }
+      for (const row of await tx.many('SELECT id, secret FROM connectors WHERE secret IS NOT NULL ORDER BY id COLLATE "C" FOR UPDATE')) {
+        const value = String(row.secret);
+        const next = reseal({ context: `connector:${String(row.id)}`, value });
+        if (next !== value) changed += await tx.run('UPDATE connectors SET secret = $1 WHERE id = $2', next, row.id);
       }
       return changed;
     });

@@ -12,12 +12,27 @@ import { migrationsDir } from '../../paths.js';
 import { migrate, readMigrations } from './migrate.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { GroupCommit } from './group_commit.js';
-import { toApi, toAuthorizationCode, toClient, toConsent, toDeviceGrant, toRateLimitCounter, toRefreshToken, toSession, toSigningKey, toUser, type Row } from '../rows.js';
+import {
+  toApi,
+  toAuthorizationCode,
+  toClient,
+  toConnector,
+  toConsent,
+  toDeviceGrant,
+  toRateLimitCounter,
+  toRefreshToken,
+  toSession,
+  toSigningKey,
+  toUser,
+  toUserIdentity,
+  type Row,
+} from '../rows.js';
 import {
   DuplicateError,
   type ApiRecord,
   type AuthorizationCodeRecord,
   type ClientRecord,
+  type ConnectorRecord,
   type ConsentRecord,
   type DeviceGrantRecord,
   type GraceRefusal,
@@ -26,6 +41,8 @@ import {
   type RefreshTokenRecord,
   type SealedSecret,
   type SessionRecord,
+  type UpstreamProfileUpdate,
+  type UserIdentityRecord,
   type UserRevocationGuard,
   type SigningKeyRecord,
   type Store,
@@ -83,6 +100,10 @@ export const readOnlyVerbs = new Set([
   'findUserById',
   'findUserByUsername',
   'listUsers',
+  'findUsersByEmail',
+  'findConnector',
+  'listConnectors',
+  'findIdentity',
   'findClient',
   'listClients',
   'findApi',
@@ -113,6 +134,11 @@ export const writeVerbs = new Set([
   'createClient',
   'ensureClient',
   'removeClient',
+  'createConnector',
+  'removeConnector',
+  'createUserWithIdentity',
+  'linkIdentity',
+  'recordUpstreamSignIn',
   'createApi',
   'updateApi',
   'removeApi',
@@ -165,6 +191,7 @@ export class SqliteStore implements Store {
     clients: new Map<string, ClientRecord>(),
     users: new Map<string, UserRecord>(),
     apis: new Map<string, ApiRecord>(),
+    connectors: new Map<string, ConnectorRecord[]>(),
   };
 
   constructor(options: SqliteStoreOptions) {
@@ -265,6 +292,7 @@ export class SqliteStore implements Store {
       this.directory.clients.clear();
       this.directory.users.clear();
       this.directory.apis.clear();
+      this.directory.connectors.clear();
     }
     let record = cache.get(key);
     if (record === undefined) {
@@ -346,10 +374,11 @@ export class SqliteStore implements Store {
     return Number(this.get('SELECT count(*) AS n FROM users')?.n ?? 0);
   }
 
-  async createUser(u: UserRecord): Promise<void> {
+  private insertUser(u: UserRecord): void {
     this.insert(
       `user ${u.username}`,
-      'INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      `INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at, source, email_verified, groups)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       u.id,
       u.username,
       u.email,
@@ -358,7 +387,94 @@ export class SqliteStore implements Store {
       u.disabled ? 1 : 0,
       u.createdAt,
       u.tokensRevokedAt ?? null,
+      u.source,
+      u.emailVerified ? 1 : 0,
+      JSON.stringify(u.groups),
     );
+  }
+
+  async createUser(u: UserRecord): Promise<void> {
+    this.insertUser(u);
+  }
+
+  async findUsersByEmail(email: string): Promise<UserRecord[]> {
+    return this.all('SELECT * FROM users WHERE email = ? COLLATE NOCASE ORDER BY username', email).map(toUser);
+  }
+
+  async createConnector(c: Omit<ConnectorRecord, 'position'>): Promise<void> {
+    this.insert(
+      `connector ${c.id}`,
+      `INSERT INTO connectors (id, type, name, config, secret, position, created_at)
+       VALUES (?, ?, ?, ?, ?, (SELECT coalesce(max(position), 0) + 1 FROM connectors), ?)`,
+      c.id,
+      c.type,
+      c.name,
+      JSON.stringify(c.config),
+      c.secret ?? null,
+      c.createdAt,
+    );
+  }
+
+  /** All connectors, cached like the rest of the directory (read at every sign-in page). */
+  private connectors(): ConnectorRecord[] {
+    return this.cached(this.directory.connectors, 'all', () => this.all('SELECT * FROM connectors ORDER BY position, id').map(toConnector)) ?? [];
+  }
+
+  async findConnector(id: string): Promise<ConnectorRecord | undefined> {
+    return this.connectors().find((c) => c.id === id);
+  }
+
+  async listConnectors(): Promise<ConnectorRecord[]> {
+    return [...this.connectors()];
+  }
+
+  async removeConnector(id: string): Promise<boolean> {
+    return this.run('DELETE FROM connectors WHERE id = ?', id) === 1;
+  }
+
+  async findIdentity(connectorId: string, subject: string): Promise<UserIdentityRecord | undefined> {
+    const row = this.get('SELECT * FROM user_identities WHERE connector_id = ? AND subject = ?', connectorId, subject);
+    return row && toUserIdentity(row);
+  }
+
+  private insertIdentity(i: UserIdentityRecord): void {
+    this.insert(
+      'identity',
+      'INSERT INTO user_identities (connector_id, subject, user_id, created_at, last_sign_in_at) VALUES (?, ?, ?, ?, ?)',
+      i.connectorId,
+      i.subject,
+      i.userId,
+      i.createdAt,
+      i.lastSignInAt ?? null,
+    );
+  }
+
+  async createUserWithIdentity(user: UserRecord, identity: UserIdentityRecord): Promise<void> {
+    this.db.transaction(() => {
+      this.insertUser(user);
+      this.insertIdentity(identity);
+    })();
+  }
+
+  async linkIdentity(identity: UserIdentityRecord): Promise<void> {
+    this.insertIdentity(identity);
+  }
+
+  async recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<void> {
+    this.db.transaction(() => {
+      const row = this.get('UPDATE user_identities SET last_sign_in_at = ? WHERE connector_id = ? AND subject = ? RETURNING user_id', now, connectorId, subject);
+      if (!row) return;
+      this.run(
+        `UPDATE users SET groups = ?, email = coalesce(?, email), name = CASE WHEN ? THEN ? ELSE name END,
+           email_verified = coalesce(?, email_verified) WHERE id = ?`,
+        JSON.stringify(update.groups),
+        update.email ?? null,
+        'name' in update ? 1 : 0,
+        update.name ?? null,
+        update.emailVerified === undefined ? null : update.emailVerified ? 1 : 0,
+        row.user_id,
+      );
+    })();
   }
 
   async findUserById(id: string): Promise<UserRecord | undefined> {
@@ -575,6 +691,11 @@ export class SqliteStore implements Store {
           const value = String(row.value);
           const next = reseal({ context: `server_secret:${String(row.name)}`, value });
           if (next !== value) changed += this.run('UPDATE server_secrets SET value = ? WHERE name = ?', next, row.name);
+        }
+        for (const row of this.all('SELECT id, secret FROM connectors WHERE secret IS NOT NULL')) {
+          const value = String(row.secret);
+          const next = reseal({ context: `connector:${String(row.id)}`, value });
+          if (next !== value) changed += this.run('UPDATE connectors SET secret = ? WHERE id = ?', next, row.id);
         }
         return changed;
       })

@@ -1,0 +1,137 @@
+/**
+ * `latchkey connectors add`: an upstream identity provider (oidc, github, ldap). Secrets come from
+ * stdin only (never a command line, which other accounts can read) and are stored sealed with the
+ * server's secret key. Prints the redirect URI to register upstream.
+ */
+import { epochSeconds, systemClock } from '../../clock.js';
+import { connectorIdPattern, connectorRedirectUri, githubConfigSchema, ldapConfigSchema, oidcConfigSchema } from '../../connectors/connector_config.js';
+import { connectorSecretContext } from '../../connectors/runtime.js';
+import { validName } from '../../admin/validation.js';
+import { DuplicateError, type ConnectorType } from '../../store/store.js';
+import { cliAudit } from '../audit_log.js';
+import { CommandError, exitCodes, type Command, type CommandContext } from '../command.js';
+import { readAll } from '../password_input.js';
+import type { z } from 'zod';
+
+const usage = [
+  'latchkey connectors add <id> --type oidc   --issuer URL --client-id ID [--client-secret-stdin]',
+  '                             [--name "Acme SSO"] [--scope "openid email profile"] [--groups-claim groups] [--trust-email]',
+  'latchkey connectors add <id> --type github --client-id ID --client-secret-stdin [--name GitHub] [--org ORG]... [--api-url URL]',
+  'latchkey connectors add <id> --type ldap   --url ldap://HOST:PORT --bind-dn DN --bind-password-stdin',
+  '                             --user-base DN [--user-filter "(uid={username})"] [--group-base DN] [--start-tls]',
+].join('\n');
+
+function settings<T>(schema: z.ZodType<T>, input: Record<string, unknown>): T {
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const option = String(issue?.path[0] ?? '').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+    throw new CommandError(`--${option} ${issue?.message ?? 'is invalid'}`, exitCodes.usage);
+  }
+  return parsed.data;
+}
+
+async function secretFromStdin(context: CommandContext, what: string): Promise<string> {
+  const secret = (await readAll(context.stdin)).replace(/\r?\n$/, '');
+  if (secret === '' || secret.length > 4096 || /[\r\n]/.test(secret)) throw new CommandError(`${what} on standard input must be one line of 1-4096 characters`, exitCodes.usage);
+  return secret;
+}
+
+export const connectorsAddCommand: Command = {
+  path: ['connectors', 'add'],
+  summary: 'Add an upstream identity provider people can sign in with (oidc, github, ldap)',
+  usage,
+  help: [
+    'The redirect URI to register at an oidc or github upstream is printed: {issuer}/connectors/<id>/callback.',
+    'Secrets are read from standard input and stored encrypted with the server\'s secret key.',
+    '--trust-email (oidc): link a first sign-in to the existing user with the same email, when the upstream says it is verified.',
+    '--org (github): only members of these organizations may sign in; groups are org:team.',
+    '--api-url (github): GitHub Enterprise, e.g. https://github.example.com/api/v3.',
+    'LDAP directories are tried, in the order added, after local accounts on the ordinary password form.',
+    '',
+  ].join('\n'),
+  positionals: { min: 1, max: 1 },
+  options: {
+    type: { type: 'string' },
+    name: { type: 'string' },
+    issuer: { type: 'string' },
+    'client-id': { type: 'string' },
+    'client-secret-stdin': { type: 'boolean' },
+    scope: { type: 'string' },
+    'groups-claim': { type: 'string' },
+    'trust-email': { type: 'boolean' },
+    org: { type: 'string', multiple: true },
+    'api-url': { type: 'string' },
+    url: { type: 'string' },
+    'bind-dn': { type: 'string' },
+    'bind-password-stdin': { type: 'boolean' },
+    'user-base': { type: 'string' },
+    'user-filter': { type: 'string' },
+    'group-base': { type: 'string' },
+    'start-tls': { type: 'boolean' },
+  },
+  async run(context) {
+    const id = context.positionals[0] ?? '';
+    if (!connectorIdPattern.test(id)) throw new CommandError('a connector id must be 1-63 lower-case letters, digits, - or _, starting with a letter or digit', exitCodes.usage);
+    const type = context.values.type as string | undefined;
+    const v = context.values;
+    let config: Record<string, unknown>;
+    let secret: string | undefined;
+    let defaultName: string;
+    switch (type) {
+      case 'oidc':
+        if (v.issuer === undefined || v['client-id'] === undefined) throw new CommandError('--type oidc needs --issuer and --client-id', exitCodes.usage);
+        config = settings(oidcConfigSchema, { issuer: v.issuer, clientId: v['client-id'], scope: v.scope, groupsClaim: v['groups-claim'], trustEmail: v['trust-email'] === true });
+        if (v['client-secret-stdin'] === true) secret = await secretFromStdin(context, 'the client secret');
+        defaultName = new URL(String(config.issuer)).host;
+        break;
+      case 'github':
+        if (v['client-id'] === undefined || v['client-secret-stdin'] !== true) throw new CommandError('--type github needs --client-id and --client-secret-stdin', exitCodes.usage);
+        config = settings(githubConfigSchema, { clientId: v['client-id'], orgs: v.org, apiUrl: v['api-url'] });
+        secret = await secretFromStdin(context, 'the client secret');
+        defaultName = 'GitHub';
+        break;
+      case 'ldap':
+        if (v.url === undefined || v['bind-dn'] === undefined || v['user-base'] === undefined || v['bind-password-stdin'] !== true) {
+          throw new CommandError('--type ldap needs --url, --bind-dn, --bind-password-stdin and --user-base', exitCodes.usage);
+        }
+        config = settings(ldapConfigSchema, {
+          url: v.url,
+          bindDn: v['bind-dn'],
+          userBase: v['user-base'],
+          userFilter: v['user-filter'],
+          groupBase: v['group-base'],
+          startTls: v['start-tls'] === true,
+        });
+        secret = await secretFromStdin(context, 'the bind password');
+        defaultName = new URL(String(config.url).replace(/^ldaps?:/, 'http:')).host;
+        break;
+      default:
+        throw new CommandError('--type must be oidc, github or ldap', exitCodes.usage);
+    }
+    const name = validName(v.name as string | undefined) ?? defaultName;
+    const store = await context.store();
+    const box = await context.secretBox();
+    try {
+      await store.createConnector({
+        id,
+        type: type as ConnectorType,
+        name,
+        config,
+        secret: secret === undefined ? undefined : box.seal(connectorSecretContext(id), secret),
+        createdAt: epochSeconds(systemClock),
+      });
+    } catch (err) {
+      if (err instanceof DuplicateError) throw new CommandError(`connector "${id}" already exists`);
+      throw err;
+    }
+    cliAudit(context, 'connector.created', { connectorId: id, type });
+    context.stderr.write(`Added connector ${id} (${type}: ${name})\n`);
+    if (type === 'oidc' && String(config.issuer).startsWith('http:')) context.stderr.write('warning: the issuer is plain http: use https outside a test setup\n');
+    if (type === 'ldap' && String(config.url).startsWith('ldap:') && config.startTls !== true) {
+      context.stderr.write('warning: passwords would cross the network in the clear: use ldaps:// or --start-tls\n');
+    }
+    if (type !== 'ldap') context.stdout.write(`redirect_uri: ${connectorRedirectUri(context.config().issuer, id)}\n`);
+    return 0;
+  },
+};

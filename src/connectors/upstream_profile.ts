@@ -1,0 +1,32 @@
+/** What a connector learns about the person from the upstream, in one shape for every kind. */
+export interface UpstreamProfile {
+  /** The upstream's stable id of the person: never an email or a name, which can change hands. */
+  subject: string;
+  /** A preferred username (for a new local user's username and `preferred_username`). */
+  username: string | undefined;
+  email: string | undefined;
+  emailVerified: boolean;
+  name: string | undefined;
+  groups: string[];
+}
+
+/** Why an upstream sign-in failed, in words a person can act on (never the upstream's raw text). */
+export class UpstreamError extends Error {
+  constructor(
+    /** Shown on the page. */
+    readonly publicMessage: string,
+    /** For the log and the metrics' outcome label. */
+    readonly reason: 'denied' | 'error' | 'state' | 'invalid_response' | 'unreachable' | 'not_allowed' | 'disabled',
+    readonly detail = '',
+  ) {
+    super(`${reason}: ${detail || publicMessage}`);
+    this.name = 'UpstreamError';
+  }
+}
+
+/** Groups from a claim or an API answer: strings only, trimmed, de-duplicated, bounded. */
+export function cleanGroups(value: unknown): string[] {
+  const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(/[\s,]+/) : [];
+  const groups = list.filter((g): g is string => typeof g === 'string').map((g) => g.trim()).filter((g) => g !== '' && g.length <= 256 && !/[\u0000-\u001f]/.test(g));
+  return [...new Set(groups)].slice(0, 200);
+}

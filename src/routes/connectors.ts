@@ -1,0 +1,149 @@
+/**
+ * Signing in with an upstream identity provider (issue 15): the sign-in page's connector buttons
+ * post here (CSRF-protected like every form); the person is sent upstream with state, nonce and
+ * PKCE, and comes back to `/connectors/<id>/callback`, where the answer is checked and the person
+ * mapped to a local user (connectors/accounts.ts). Whatever goes wrong upstream — denied, an error,
+ * a wrong or replayed state, a wrong issuer, no answer — ends on a clear page, never a 500, and
+ * nothing half-created.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import * as oidc from 'openid-client';
+import { epochSeconds } from '../clock.js';
+import { audit } from '../http/audit.js';
+import { csrfTokenValid } from '../http/csrf.js';
+import { parseFields } from '../http/form.js';
+import { formExpiredPage, renderErrorPage, safeReturnTo } from '../http/pages.js';
+import { startSession } from '../http/session.js';
+import { userForUpstream } from '../connectors/accounts.js';
+import { connectorRedirectUri, typedConnector, type TypedConnector } from '../connectors/connector_config.js';
+import { githubAuthorizationUrl, githubCallback } from '../connectors/github_upstream.js';
+import { oidcAuthorizationUrl, oidcCallback } from '../connectors/oidc_upstream.js';
+import { connectorSecret } from '../connectors/runtime.js';
+import { saveUpstreamState, takeUpstreamState, upstreamStateLifetime } from '../connectors/upstream_state.js';
+import { UpstreamError, type UpstreamProfile } from '../connectors/upstream_profile.js';
+import { maxReturnToLength } from './login.js';
+import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
+
+const startForm = z.object({
+  connector: z.string().max(64).default(''),
+  csrf_token: z.string().max(256).optional(),
+  return_to: z.string().max(maxReturnToLength).optional(),
+});
+
+const callbackParams = z.object({ id: z.string().max(64) });
+
+export async function connectorRoutes(app: FastifyInstance): Promise<void> {
+  const services = app.services;
+  const { config, store, clock, metrics } = services;
+  const page = { config: { page: true } };
+
+  const failurePage = (request: FastifyRequest, reply: FastifyReply, name: string, message: string, returnTo: string, status: number) =>
+    renderErrorPage(
+      request,
+      reply,
+      services,
+      { heading: `Signing in with ${name} did not work`, message, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Back to sign-in' } },
+      status,
+    );
+
+  const oidcUpstream = (c: Extract<TypedConnector, { type: 'oidc' }>) => ({
+    connectorId: c.record.id,
+    settings: c.config,
+    secret: connectorSecret(services, c.record),
+    timeoutSeconds: config.upstreamTimeout,
+  });
+  const githubUpstream = (c: Extract<TypedConnector, { type: 'github' }>) => ({
+    settings: c.config,
+    secret: connectorSecret(services, c.record) ?? '',
+    timeoutSeconds: config.upstreamTimeout,
+  });
+
+  async function webConnector(id: string): Promise<Exclude<TypedConnector, { type: 'ldap' }> | undefined> {
+    const record = await store.findConnector(id);
+    const typed = record && typedConnector(record);
+    return typed && typed.type !== 'ldap' ? typed : undefined;
+  }
+
+  app.post('/login/connector', page, async (request, reply) => {
+    const form = parseFields(startForm, request.body);
+    const returnTo = safeReturnTo(form.return_to, '/activate', maxReturnToLength);
+    if (!(await csrfTokenValid(request, services, 'login', form.csrf_token))) {
+      return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Sign in' } }, 403);
+    }
+    const connector = await webConnector(form.connector);
+    if (!connector) return failurePage(request, reply, 'that service', 'It is not one this server signs in with.', returnTo, 400);
+    const { record } = connector;
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const codeVerifier = oidc.randomPKCECodeVerifier();
+    const codeChallenge = await oidc.calculatePKCECodeChallenge(codeVerifier);
+    const redirectUri = connectorRedirectUri(config.issuer, record.id);
+    let url: URL;
+    try {
+      url =
+        connector.type === 'oidc'
+          ? await oidcAuthorizationUrl(oidcUpstream(connector), { redirectUri, state, nonce, codeChallenge })
+          : githubAuthorizationUrl(githubUpstream(connector), { redirectUri, state, codeChallenge });
+    } catch (err) {
+      return fail(request, reply, record.id, record.name, err, returnTo);
+    }
+    const saved = saveUpstreamState(reply, config, services.secretBox, {
+      connectorId: record.id,
+      state,
+      nonce,
+      codeVerifier,
+      returnTo,
+      expiresAt: epochSeconds(clock) + upstreamStateLifetime,
+    });
+    if (!saved) return failurePage(request, reply, record.name, 'This sign-in request is too long to continue through another service.', '/activate', 400);
+    audit(request, 'upstream.signin_started', { connectorId: record.id });
+    return reply.redirect(url.href, 303);
+  });
+
+  app.get('/connectors/:id/callback', page, async (request, reply) => {
+    const { id } = parseFields(callbackParams, request.params);
+    const connector = await webConnector(id);
+    if (!connector) return failurePage(request, reply, 'that service', 'It is not one this server signs in with.', '/activate', 400);
+    const { record } = connector;
+    const query = new URL(request.url, 'http://callback.invalid').search;
+    const currentUrl = new URL(`${connectorRedirectUri(config.issuer, record.id)}${query}`);
+    const now = epochSeconds(clock);
+    const pending = takeUpstreamState(request, reply, config, services.secretBox, record.id, currentUrl.searchParams.get('state') ?? undefined, now);
+    if (!pending) {
+      metrics.upstreamSignIns.inc({ connector: record.id, outcome: 'state' });
+      audit(request, 'upstream.signin_failure', { connectorId: record.id, reason: 'state' });
+      return failurePage(request, reply, record.name, 'This sign-in has expired or was not started in this browser. Start again.', '/activate', 400);
+    }
+    let profile: UpstreamProfile;
+    try {
+      profile =
+        connector.type === 'oidc' ? await oidcCallback(oidcUpstream(connector), currentUrl, pending) : await githubCallback(githubUpstream(connector), currentUrl, pending);
+    } catch (err) {
+      return fail(request, reply, record.id, record.name, err, pending.returnTo);
+    }
+    const trustEmail = connector.type === 'oidc' && connector.config.trustEmail;
+    let user;
+    try {
+      user = await userForUpstream(store, { connectorId: record.id, trustEmail }, profile, now);
+    } catch (err) {
+      return fail(request, reply, record.id, record.name, err, pending.returnTo);
+    }
+    const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(pending.returnTo));
+    if (!(await startSession(request, reply, services, user, interaction?.id))) {
+      return fail(request, reply, record.id, record.name, new UpstreamError('Your sign-ins were ended a moment ago. Sign in again.', 'error'), pending.returnTo);
+    }
+    metrics.upstreamSignIns.inc({ connector: record.id, outcome: 'success' });
+    audit(request, 'upstream.signin_success', { connectorId: record.id, userId: user.id });
+    audit(request, 'signin.success', { userId: user.id, connectorId: record.id });
+    return reply.redirect(pending.returnTo, 303);
+  });
+
+  function fail(request: FastifyRequest, reply: FastifyReply, connectorId: string, name: string, err: unknown, returnTo: string) {
+    const upstream = err instanceof UpstreamError ? err : new UpstreamError('Something went wrong while signing you in. Try again in a moment.', 'error', String((err as Error)?.message ?? err));
+    metrics.upstreamSignIns.inc({ connector: connectorId, outcome: upstream.reason });
+    audit(request, 'upstream.signin_failure', { connectorId, reason: upstream.reason, detail: upstream.detail.slice(0, 300) });
+    const status = upstream.reason === 'unreachable' ? 502 : upstream.reason === 'not_allowed' || upstream.reason === 'disabled' ? 403 : 400;
+    return failurePage(request, reply, name, upstream.publicMessage, returnTo, status);
+  }
+}

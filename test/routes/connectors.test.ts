@@ -1,0 +1,358 @@
+/**
+ * Signing in through upstream identity providers (issue 15), against stand-in upstreams on real
+ * sockets (test/helpers/upstreams.ts): the OIDC and GitHub flows, the account rules (a stable
+ * `sub`, linking only by a verified email with --trust-email), and the attacks — a forged or
+ * replayed state, a wrong nonce, issuer or audience, a mix-up, a denied or dead upstream — each
+ * ending on a clear page with nothing created.
+ */
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { decodeJwt } from 'jose';
+import { connectorSecretContext } from '../../src/connectors/runtime.js';
+import { forgetDiscovery } from '../../src/connectors/oidc_upstream.js';
+import type { ConnectorType } from '../../src/store/store.js';
+import { addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
+import { Browser, inputValue, injectTransport, type BrowserResponse } from '../helpers/browser.js';
+import { startFakeGithub, startFakeOidcProvider, startSilentServer, type FakeGithub, type FakeOidcProvider } from '../helpers/upstreams.js';
+
+let t: TestApp;
+let browser: Browser;
+let idp: FakeOidcProvider;
+let github: FakeGithub;
+
+beforeAll(async () => {
+  idp = await startFakeOidcProvider();
+  github = await startFakeGithub();
+});
+afterAll(async () => {
+  await idp.close();
+  await github.close();
+});
+
+async function addConnector(id: string, type: ConnectorType, config: Record<string, unknown>, secret: string | undefined, name = id) {
+  await t.store.createConnector({
+    id,
+    type,
+    name,
+    config,
+    secret: secret === undefined ? undefined : t.app.services.secretBox.seal(connectorSecretContext(id), secret),
+    createdAt: 1_800_000_000,
+  });
+}
+
+beforeEach(async () => {
+  forgetDiscovery();
+  idp.behaviour.person = { sub: 'upstream-sub-1', email: 'pat@upstream.example', email_verified: true, name: 'Pat Upstream', preferred_username: 'pat', groups: ['staff', 'admins'] };
+  idp.behaviour.idTokenOverrides = {};
+  idp.behaviour.idTokenOmits = [];
+  idp.behaviour.responseIss = undefined;
+  idp.behaviour.authorizeError = undefined;
+  idp.behaviour.hang.clear();
+  github.authorizeError = undefined;
+  github.account.orgs = ['acme'];
+  t = await testApp({ LATCHKEY_UPSTREAM_TIMEOUT: '1' });
+  await addConnector('acme', 'oidc', { issuer: idp.base, clientId: idp.clientId, groupsClaim: 'groups' }, idp.clientSecret, 'Acme SSO');
+  await addConnector('gh', 'github', { clientId: github.clientId, apiUrl: github.apiUrl, orgs: ['acme'] }, github.clientSecret, 'GitHub');
+  browser = new Browser(injectTransport(t.app));
+});
+afterEach(() => t.close());
+
+const usersCount = () => (t.store.db.prepare('SELECT count(*) AS n FROM users').get() as { n: number }).n;
+const identitiesCount = () => (t.store.db.prepare('SELECT count(*) AS n FROM user_identities').get() as { n: number }).n;
+
+/** Press "Sign in with <connector>" on the sign-in page; returns the redirect to the upstream. */
+async function startWith(connector: string, returnTo = '/activate'): Promise<BrowserResponse> {
+  const login = await browser.get(`/login?return_to=${encodeURIComponent(returnTo)}`);
+  return browser.post('/login/connector', { csrf_token: inputValue(login.body, 'csrf_token')!, return_to: inputValue(login.body, 'return_to')!, connector });
+}
+
+/** The upstream's part (it answers at once), then the callback in this browser. */
+async function throughUpstream(start: BrowserResponse): Promise<{ callback: URL; answer: BrowserResponse }> {
+  expect(start.status).toBe(303);
+  const upstream = await fetch(start.location!, { redirect: 'manual' });
+  expect(upstream.status).toBe(302);
+  const callback = new URL(upstream.headers.get('location')!);
+  expect(callback.origin).toBe('http://latchkey.test');
+  return { callback, answer: await browser.get(callback.pathname + callback.search) };
+}
+
+async function signedInUser() {
+  const res = await browser.get('/login');
+  expect(res.status).toBe(303); // signed in: the page sends the person on
+  return t.store.findUserByUsername('pat');
+}
+
+describe('the sign-in page', () => {
+  it('offers a button per oidc and github connector, in a CSRF-protected form; LDAP ones sign in through the password form', async () => {
+    await addConnector('corp', 'ldap', { url: 'ldap://127.0.0.1:1', bindDn: 'cn=x', userBase: 'ou=people' }, 'pw');
+    const page = await browser.get('/login');
+    expect(page.body).toMatch(/<form method="post" action="\/login\/connector">/);
+    expect(page.body).toContain('<button type="submit" name="connector" value="acme" class="secondary connector">Sign in with Acme SSO</button>');
+    expect(page.body).toContain('value="gh"');
+    expect(page.body).not.toContain('value="corp"');
+    const connectorForm = page.body.slice(page.body.indexOf('action="/login/connector"'));
+    expect(connectorForm).toMatch(/name="csrf_token" value="[^"]+"/);
+  });
+
+  it('a connector button without the CSRF token is refused', async () => {
+    const res = await browser.post('/login/connector', { connector: 'acme' });
+    expect(res.status).toBe(403);
+    expect(res.location).toBeUndefined();
+  });
+
+  it('an unknown connector (or an LDAP one) ends on a page', async () => {
+    expect((await startWith('nope')).status).toBe(400);
+  });
+});
+
+describe('an OpenID Connect upstream', () => {
+  it('sends the person upstream with state, nonce and PKCE S256 to the registered redirect URI', async () => {
+    const start = await startWith('acme');
+    const url = new URL(start.location!);
+    expect(url.origin + url.pathname).toBe(`${idp.base}/authorize`);
+    expect(url.searchParams.get('client_id')).toBe(idp.clientId);
+    expect(url.searchParams.get('redirect_uri')).toBe('http://latchkey.test/connectors/acme/callback');
+    expect(url.searchParams.get('response_type')).toBe('code');
+    expect(url.searchParams.get('scope')).toBe('openid email profile');
+    expect(url.searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]{30,}$/);
+    expect(url.searchParams.get('nonce')).toMatch(/^[A-Za-z0-9_-]{30,}$/);
+    expect(url.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(start.headers['set-cookie']).toMatch(/latchkey_upstream=lk1\./);
+    expect(start.headers['set-cookie']).toMatch(/HttpOnly/i);
+  });
+
+  it('a first sign-in creates a user bound to the upstream identity, with its groups in the tokens; later ones find the same user', async () => {
+    const { answer } = await throughUpstream(await startWith('acme'));
+    expect(answer.status).toBe(303);
+    expect(answer.location).toBe('/activate');
+    const user = await signedInUser();
+    expect(user).toMatchObject({ source: 'acme', email: 'pat@upstream.example', emailVerified: true, name: 'Pat Upstream', groups: ['staff', 'admins'] });
+    expect(await t.store.findIdentity('acme', 'upstream-sub-1')).toMatchObject({ userId: user!.id });
+
+    // Again, with a changed profile upstream: the same user (same sub), refreshed.
+    idp.behaviour.person = { ...idp.behaviour.person, name: 'Pat Renamed', groups: ['staff'] };
+    await browser.post('/logout', {});
+    await throughUpstream(await startWith('acme'));
+    const again = await t.store.findUserByUsername('pat');
+    expect(again!.id).toBe(user!.id);
+    expect(again).toMatchObject({ name: 'Pat Renamed', groups: ['staff'] });
+    expect(usersCount()).toBe(2); // the bootstrap admin and pat
+  });
+
+  it('groups reach the access token and the id_token of a client the person then signs in to', async () => {
+    await addClient(t.store, 'web', { redirectUris: ['https://app.example.com/cb'], grantTypes: ['authorization_code'], firstParty: true });
+    const { verifier, challenge } = pkcePair();
+    const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid email', state: 's1', code_challenge: challenge, code_challenge_method: 'S256' });
+    const toLogin = await browser.get(`/authorize?${query}`);
+    const returnTo = decodeURIComponent(toLogin.location!.split('return_to=')[1]!.split('&')[0]!);
+    const { answer } = await throughUpstream(await startWith('acme', returnTo));
+    expect(answer.location).toBe(returnTo);
+    const done = await browser.get(answer.location!);
+    const code = new URL(done.location!).searchParams.get('code')!;
+    const tokens = (await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }) })).json();
+    expect(decodeJwt(tokens.access_token).groups).toEqual(['staff', 'admins']);
+    expect(decodeJwt(tokens.id_token)).toMatchObject({ groups: ['staff', 'admins'], email: 'pat@upstream.example', email_verified: true });
+  });
+
+  it('claims the id_token lacks come from userinfo', async () => {
+    idp.behaviour.idTokenOmits = ['email', 'name', 'groups', 'preferred_username', 'email_verified'];
+    await throughUpstream(await startWith('acme'));
+    expect(await t.store.findUserByUsername('pat')).toMatchObject({ email: 'pat@upstream.example', groups: ['staff', 'admins'] });
+  });
+});
+
+describe('upstream attacks and failures end on a page, with nothing created', () => {
+  async function expectRefused(answer: BrowserResponse, status = 400) {
+    expect(answer.status).toBe(status);
+    expect(answer.headers['content-type']).toMatch(/^text\/html/);
+    expect(answer.body).toContain('Signing in with');
+    expect(answer.location).toBeUndefined();
+    expect(usersCount()).toBe(1);
+    expect(identitiesCount()).toBe(0);
+    expect((await browser.get('/login')).status).toBe(200); // not signed in
+  }
+
+  it('a forged state', async () => {
+    const start = await startWith('acme');
+    const upstream = await fetch(start.location!, { redirect: 'manual' });
+    const callback = new URL(upstream.headers.get('location')!);
+    callback.searchParams.set('state', 'forged-state-value-forged-state-value');
+    await expectRefused(await browser.get(callback.pathname + callback.search));
+  });
+
+  it('a replayed callback (the state is used once)', async () => {
+    const { callback, answer } = await throughUpstream(await startWith('acme'));
+    expect(answer.status).toBe(303);
+    await browser.post('/logout', {});
+    const replay = await browser.get(callback.pathname + callback.search);
+    expect(replay.status).toBe(400);
+    expect(usersCount()).toBe(2);
+  });
+
+  it('a callback in another browser than the one that started', async () => {
+    const start = await startWith('acme');
+    const upstream = await fetch(start.location!, { redirect: 'manual' });
+    const callback = new URL(upstream.headers.get('location')!);
+    browser = new Browser(injectTransport(t.app));
+    await expectRefused(await browser.get(callback.pathname + callback.search));
+  });
+
+  it('an id_token with another nonce', async () => {
+    idp.behaviour.idTokenOverrides = { nonce: 'not-the-nonce-we-sent' };
+    await expectRefused((await throughUpstream(await startWith('acme'))).answer);
+  });
+
+  it('an id_token from another issuer', async () => {
+    idp.behaviour.idTokenOverrides = { iss: 'https://evil.example' };
+    await expectRefused((await throughUpstream(await startWith('acme'))).answer);
+  });
+
+  it('an id_token for another audience', async () => {
+    idp.behaviour.idTokenOverrides = { aud: 'someone-else' };
+    await expectRefused((await throughUpstream(await startWith('acme'))).answer);
+  });
+
+  it('an expired id_token', async () => {
+    idp.behaviour.idTokenOverrides = { exp: Math.floor(Date.now() / 1000) - 600 };
+    await expectRefused((await throughUpstream(await startWith('acme'))).answer);
+  });
+
+  it('a response claiming to come from another issuer (mix-up, RFC 9207), or none where one is promised', async () => {
+    idp.behaviour.responseIss = 'https://evil.example';
+    await expectRefused((await throughUpstream(await startWith('acme'))).answer);
+    idp.behaviour.responseIss = null;
+    await expectRefused((await throughUpstream(await startWith('acme'))).answer);
+  });
+
+  it('the person denies at the upstream', async () => {
+    idp.behaviour.authorizeError = 'access_denied';
+    const { answer } = await throughUpstream(await startWith('acme'));
+    await expectRefused(answer);
+    expect(answer.body).toContain('cancelled');
+  });
+
+  it('a dead upstream: the sign-in page gives up within the configured time (502)', async () => {
+    idp.behaviour.hang.add('/.well-known/openid-configuration');
+    const started = Date.now();
+    const start = await startWith('acme');
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(start.status).toBe(502);
+    expect(start.body).toContain('could not be reached');
+  });
+
+  it('a token endpoint that never answers', async () => {
+    await throughUpstream(await startWith('acme')).then(async ({ answer }) => expect(answer.status).toBe(303));
+    await browser.post('/logout', {});
+    idp.behaviour.hang.add('/token');
+    const { answer } = await throughUpstream(await startWith('acme'));
+    expect(answer.status).toBe(400);
+    expect(answer.body).toContain('Signing in with Acme SSO did not work');
+  });
+
+  it('an upstream on a closed port', async () => {
+    const silent = await startSilentServer();
+    await silent.close();
+    await addConnector('gone', 'oidc', { issuer: silent.base, clientId: 'x' }, undefined, 'Gone');
+    const start = await startWith('gone');
+    expect(start.status).toBe(502);
+  });
+});
+
+describe('accounts: a stable sub, and linking only by a verified email the connector trusts', () => {
+  it('an upstream claiming an admin\'s email, unverified, gets a user of its own even with --trust-email', async () => {
+    await addConnector('trusting', 'oidc', { issuer: idp.base, clientId: idp.clientId, trustEmail: true }, idp.clientSecret, 'Trusting');
+    const admin = await addUser(t.store, 'boss', 'boss-password', { email: 'boss@example.com' });
+    idp.behaviour.person = { sub: 'attacker-1', email: 'boss@example.com', email_verified: false, preferred_username: 'boss' };
+    await throughUpstream(await startWith('trusting'));
+    const identity = await t.store.findIdentity('trusting', 'attacker-1');
+    expect(identity!.userId).not.toBe(admin.id);
+    const created = await t.store.findUserById(identity!.userId);
+    expect(created).toMatchObject({ source: 'trusting', username: 'boss@trusting', emailVerified: false });
+  });
+
+  it('without --trust-email a verified email links to nobody', async () => {
+    const local = await addUser(t.store, 'carol', 'carol-password', { email: 'Pat@Upstream.Example' });
+    await throughUpstream(await startWith('acme')); // acme does not trust emails
+    expect((await t.store.findIdentity('acme', 'upstream-sub-1'))!.userId).not.toBe(local.id);
+  });
+
+  it('with --trust-email a verified email links to the one local user with it (case aside)', async () => {
+    const local = await addUser(t.store, 'carol', 'carol-password', { email: 'Pat@Upstream.Example' });
+    await addConnector('trusting', 'oidc', { issuer: idp.base, clientId: idp.clientId, trustEmail: true, groupsClaim: 'groups' }, idp.clientSecret, 'Trusting');
+    await throughUpstream(await startWith('trusting'));
+    expect((await t.store.findIdentity('trusting', 'upstream-sub-1'))!.userId).toBe(local.id);
+    // The local user keeps its own profile (not the upstream's) but gets the groups.
+    expect(await t.store.findUserById(local.id)).toMatchObject({ username: 'carol', email: 'Pat@Upstream.Example', source: 'local', groups: ['staff', 'admins'] });
+    expect(usersCount()).toBe(2);
+  });
+
+  it('with --trust-email but two local users of that email, it links to neither', async () => {
+    await addUser(t.store, 'carol', 'carol-password', { email: 'pat@upstream.example' });
+    await addUser(t.store, 'carol2', 'carol-password', { email: 'pat@upstream.example' });
+    await addConnector('trusting', 'oidc', { issuer: idp.base, clientId: idp.clientId, trustEmail: true }, idp.clientSecret, 'Trusting');
+    await throughUpstream(await startWith('trusting'));
+    expect((await t.store.findUserById((await t.store.findIdentity('trusting', 'upstream-sub-1'))!.userId))!.source).toBe('trusting');
+  });
+
+  it('a disabled user cannot sign in through an upstream either', async () => {
+    await throughUpstream(await startWith('acme'));
+    await t.store.setUserDisabled('pat', true, Math.floor(t.clock()));
+    await browser.post('/logout', {});
+    const { answer } = await throughUpstream(await startWith('acme'));
+    expect(answer.status).toBe(403);
+    expect(answer.body).toContain('disabled');
+  });
+
+  it('the same upstream name at two connectors: two users, never the same one', async () => {
+    await addConnector('acme2', 'oidc', { issuer: idp.base, clientId: idp.clientId }, idp.clientSecret, 'Acme 2');
+    await throughUpstream(await startWith('acme'));
+    await browser.post('/logout', {});
+    await throughUpstream(await startWith('acme2'));
+    const a = await t.store.findIdentity('acme', 'upstream-sub-1');
+    const b = await t.store.findIdentity('acme2', 'upstream-sub-1');
+    expect(a!.userId).not.toBe(b!.userId);
+    expect((await t.store.findUserById(b!.userId))!.username).toBe('pat@acme2');
+  });
+});
+
+describe('a GitHub upstream', () => {
+  it('signs a member of an allowed organization in, with the primary verified email and org:team groups', async () => {
+    const start = await startWith('gh');
+    const url = new URL(start.location!);
+    expect(url.origin + url.pathname).toBe(`${github.base}/login/oauth/authorize`);
+    expect(url.searchParams.get('scope')).toBe('read:user user:email read:org');
+    expect(url.searchParams.get('code_challenge_method')).toBe('S256');
+    const { answer } = await throughUpstream(start);
+    expect(answer.status).toBe(303);
+    const identity = await t.store.findIdentity('gh', '4242');
+    expect(await t.store.findUserById(identity!.userId)).toMatchObject({ username: 'octo-cat', email: 'octo@example.com', emailVerified: true, name: 'Octo Cat', groups: ['acme:platform'], source: 'gh' });
+  });
+
+  it('someone in none of the organizations is turned away', async () => {
+    github.account.orgs = ['other-org'];
+    const { answer } = await throughUpstream(await startWith('gh'));
+    expect(answer.status).toBe(403);
+    expect(answer.body).toContain('not a member of an organization allowed');
+    expect(usersCount()).toBe(1);
+  });
+
+  it('Cancel at GitHub', async () => {
+    github.authorizeError = 'access_denied';
+    const { answer } = await throughUpstream(await startWith('gh'));
+    expect(answer.status).toBe(400);
+    expect(answer.body).toContain('cancelled at GitHub');
+  });
+});
+
+describe('the device flow through a connector', () => {
+  it('/activate → sign in with the upstream → back to confirm the device', async () => {
+    const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'latchkey-cli' }) })).json();
+    const confirm = `/activate/confirm?user_code=${device.user_code}`;
+    const toLogin = await browser.get(confirm);
+    expect(toLogin.location).toMatch(/^\/login\?return_to=/);
+    const { answer } = await throughUpstream(await startWith('acme', confirm));
+    expect(answer.location).toBe(confirm);
+    const page = await browser.get(confirm);
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('name="decision"');
+  });
+});

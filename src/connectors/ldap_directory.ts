@@ -5,6 +5,7 @@
  * entry. StartTLS when asked (or ldaps://). Every step has a time limit (LATCHKEY_UPSTREAM_TIMEOUT), and an empty
  * password never reaches the directory (an empty simple bind is an anonymous bind, RFC 4513 §5.1.2).
  */
+import { isIP } from 'node:net';
 import { Client, InvalidCredentialsError } from 'ldapts';
 import type { LdapConfig } from './connector_config.js';
 import { escapeFilterValue, userFilter } from './ldap_filter.js';
@@ -21,7 +22,11 @@ function first(value: unknown): string | undefined {
 
 async function connect(settings: LdapConfig, timeoutMs: number): Promise<Client> {
   const client = new Client({ url: settings.url, timeout: timeoutMs, connectTimeout: timeoutMs, strictDN: false });
-  if (settings.startTls) await client.startTLS({ minVersion: 'TLSv1.2' });
+  if (settings.startTls) {
+    // The certificate is checked against the directory's own name (ldapts would check "localhost").
+    const host = new URL(settings.url.replace(/^ldaps?:/, 'http:')).hostname.replace(/^\[|\]$/g, '');
+    await client.startTLS({ minVersion: 'TLSv1.2', host, ...(isIP(host) ? {} : { servername: host }) });
+  }
   return client;
 }
 

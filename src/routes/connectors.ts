@@ -13,13 +13,13 @@ import { epochSeconds } from '../clock.js';
 import { audit } from '../http/audit.js';
 import { csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
-import { formExpiredPage, renderErrorPage, safeReturnTo } from '../http/pages.js';
+import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
 import { startSession } from '../http/session.js';
 import { userForUpstream } from '../connectors/accounts.js';
 import { connectorRedirectUri, typedConnector, type TypedConnector } from '../connectors/connector_config.js';
 import { githubAuthorizationUrl, githubCallback } from '../connectors/github_upstream.js';
 import { oidcAuthorizationUrl, oidcCallback } from '../connectors/oidc_upstream.js';
-import { connectorSecret } from '../connectors/runtime.js';
+import { connectorOrigin, connectorSecret } from '../connectors/runtime.js';
 import { saveUpstreamState, takeUpstreamState, upstreamStateLifetime } from '../connectors/upstream_state.js';
 import { UpstreamError, type UpstreamProfile } from '../connectors/upstream_profile.js';
 import { maxReturnToLength } from './login.js';
@@ -98,7 +98,11 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     });
     if (!saved) return failurePage(request, reply, record.name, 'This sign-in request is too long to continue through another service.', '/activate', 400);
     audit(request, 'upstream.signin_started', { connectorId: record.id });
-    return reply.redirect(url.href, 303);
+    // The sign-in page allowed its forms to redirect to the upstream's known origin; an
+    // authorization endpoint elsewhere is reached by a page of ours instead (a new navigation,
+    // which form-action does not govern).
+    if (url.origin === connectorOrigin(connector)) return reply.redirect(url.href, 303);
+    return renderPage(request, reply, services, 'continue', { title: `Continuing to ${record.name}`, name: record.name, url: url.href, refreshTo: url.href });
   });
 
   app.get('/connectors/:id/callback', page, async (request, reply) => {

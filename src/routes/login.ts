@@ -12,7 +12,7 @@ import { hmacSha256 } from '../crypto/secrets.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
-import { allowFormActionTo } from '../http/security_headers.js';
+import { allowFormActionToAll } from '../http/security_headers.js';
 import { formActionSource } from '../oauth/redirect.js';
 import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { tooManyRequests } from '../errors.js';
@@ -52,11 +52,13 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
    * When the sign-in continues an authorization request, the page names the application, and its
    * CSP lets the form's redirect chain end at the client (browsers check form-action on redirects).
    */
-  async function authorizationContext(request: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<string | undefined> {
+  async function authorizationContext(request: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<{ clientName: string | undefined; connectors: Awaited<ReturnType<typeof buttonConnectors>> }> {
+    const connectors = await buttonConnectors(services);
     const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo));
-    if (!interaction) return undefined;
-    allowFormActionTo(reply, formActionSource(interaction.request.redirectUri));
-    return (await store.findClient(interaction.request.clientId))?.name;
+    // The password form may end at the client; a connector's button at its upstream.
+    const client = interaction && formActionSource(interaction.request.redirectUri);
+    allowFormActionToAll(reply, [...(client === undefined ? [] : [client]), ...connectors.flatMap((c) => (c.origin === undefined ? [] : [c.origin]))]);
+    return { clientName: interaction && (await store.findClient(interaction.request.clientId))?.name, connectors };
   }
 
   app.get('/login', page, async (request, reply) => {
@@ -69,8 +71,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       csrfToken: await csrfToken(request, reply, services, 'login'),
       returnTo,
       username: signedIn?.user.username ?? '',
-      clientName: await authorizationContext(request, reply, returnTo),
-      connectors: await buttonConnectors(services),
+      ...(await authorizationContext(request, reply, returnTo)),
       error: undefined,
     });
   });
@@ -126,8 +127,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
           csrfToken: await csrfToken(request, reply, services, 'login'),
           returnTo,
           username: form.username,
-          clientName: await authorizationContext(request, reply, returnTo),
-          connectors: await buttonConnectors(services),
+          ...(await authorizationContext(request, reply, returnTo)),
           error,
         },
         status,

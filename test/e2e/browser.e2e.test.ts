@@ -18,6 +18,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { addApi, addClient, addUser, deviceGrantType, form, testApp, type TestApp } from '../helpers/app.js';
 import { freePort } from '../helpers/process.js';
+import { startFakeOidcProvider } from '../helpers/upstreams.js';
+import { connectorSecretContext } from '../../src/connectors/runtime.js';
 
 const executablePath = '/usr/bin/chromium';
 const run = existsSync(executablePath) || process.env.LATCHKEY_REQUIRE_BROWSER === '1';
@@ -287,4 +289,33 @@ describe.skipIf(!run)('pages in a real browser', () => {
       await themed.close();
     }
   });
+
+  it('sign-in with an upstream identity provider: the buttons, accessible, and a whole sign-in through one', async () => {
+    const idp = await startFakeOidcProvider({ sub: 'fern-1', email: 'fern@acme.example', email_verified: true, name: 'Fern Federated', preferred_username: 'fern' });
+    const seal = (id: string, secret: string) => t.app.services.secretBox.seal(connectorSecretContext(id), secret);
+    await t.store.createConnector({ id: 'acme', type: 'oidc', name: 'Acme SSO', config: { issuer: idp.base, clientId: idp.clientId }, secret: seal('acme', idp.clientSecret), createdAt: 1 });
+    await t.store.createConnector({ id: 'github', type: 'github', name: 'GitHub', config: { clientId: 'x', apiUrl: 'https://api.github.com' }, secret: seal('github', 'y'), createdAt: 1 });
+    try {
+      for (const [sizeName, size] of [['phone', phone], ['desktop', desktop]] as const) {
+        const { context, page } = await newPage(size);
+        await page.goto(`${base}/login`);
+        await page.getByRole('button', { name: 'Sign in with Acme SSO' }).waitFor();
+        await page.getByRole('button', { name: 'Sign in with GitHub' }).waitFor();
+        await expectAccessible(page);
+        await capture(page, 'login-connectors', sizeName);
+        if (sizeName === 'desktop') {
+          await page.getByRole('button', { name: 'Sign in with Acme SSO' }).click();
+          // The stand-in upstream answers at once; the person is back, signed in, at the code entry.
+          await page.waitForURL(`${base}/activate`);
+          await page.getByText('Signed in as').waitFor();
+          expect(await page.textContent('body')).toContain('fern');
+        }
+        await context.close();
+      }
+    } finally {
+      await t.store.removeConnector('acme');
+      await t.store.removeConnector('github');
+      await idp.close();
+    }
+  }, 60_000);
 });

@@ -17,7 +17,7 @@ export interface RunningUpstream {
   close(): Promise<void>;
 }
 
-async function listen(handler: (request: IncomingMessage, response: ServerResponse, body: URLSearchParams) => Promise<void> | void): Promise<{ server: Server; base: string }> {
+async function listen(handler: (request: IncomingMessage, response: ServerResponse, body: URLSearchParams) => unknown): Promise<{ server: Server; base: string }> {
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (c: Buffer) => chunks.push(c));
@@ -71,6 +71,8 @@ export interface FakeOidcBehaviour {
   authorizeError: string | undefined;
   /** Never answer these paths (a dead upstream). */
   hang: Set<string>;
+  /** Announce the authorization endpoint under this origin instead (it is served here all the same). */
+  authorizationOrigin: string | undefined;
 }
 
 export interface FakeOidcProvider extends RunningUpstream {
@@ -90,7 +92,7 @@ export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'ups
     base: '',
     clientId: 'latchkey-downstream',
     clientSecret: randomBytes(16).toString('hex'),
-    behaviour: { person, idTokenOverrides: {}, idTokenOmits: [], responseIss: undefined, authorizeError: undefined, hang: new Set() },
+    behaviour: { person, idTokenOverrides: {}, idTokenOmits: [], responseIss: undefined, authorizeError: undefined, hang: new Set(), authorizationOrigin: undefined },
     lastAuthorize: undefined,
     close: async () => undefined,
   };
@@ -102,7 +104,7 @@ export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'ups
       case 'GET /.well-known/openid-configuration':
         return json(response, 200, {
           issuer: base,
-          authorization_endpoint: `${base}/authorize`,
+          authorization_endpoint: `${provider.behaviour.authorizationOrigin ?? base}/authorize`,
           token_endpoint: `${base}/token`,
           jwks_uri: `${base}/jwks`,
           userinfo_endpoint: `${base}/userinfo`,
@@ -148,7 +150,7 @@ export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'ups
         const access = randomBytes(16).toString('hex');
         const p = provider.behaviour.person;
         tokens.set(access, p);
-        const claims: Record<string, unknown> = { iss: base, aud: provider.clientId, sub: p.sub, iat: now, exp: now + 300, ...(code.nonce ? { nonce: code.nonce } : {}), ...p };
+        const claims: Record<string, unknown> = { ...p, iss: base, aud: provider.clientId, iat: now, exp: now + 300, ...(code.nonce ? { nonce: code.nonce } : {}) };
         for (const omitted of provider.behaviour.idTokenOmits) delete claims[omitted];
         Object.assign(claims, provider.behaviour.idTokenOverrides);
         return json(response, 200, { access_token: access, token_type: 'Bearer', expires_in: 300, id_token: await sign(claims, privateKey) });

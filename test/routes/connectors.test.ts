@@ -47,6 +47,7 @@ beforeEach(async () => {
   idp.behaviour.responseIss = undefined;
   idp.behaviour.authorizeError = undefined;
   idp.behaviour.hang.clear();
+  idp.behaviour.authorizationOrigin = undefined;
   github.authorizeError = undefined;
   github.account.orgs = ['acme'];
   t = await testApp({ LATCHKEY_UPSTREAM_TIMEOUT: '1' });
@@ -91,6 +92,21 @@ describe('the sign-in page', () => {
     expect(page.body).not.toContain('value="corp"');
     const connectorForm = page.body.slice(page.body.indexOf('action="/login/connector"'));
     expect(connectorForm).toMatch(/name="csrf_token" value="[^"]+"/);
+  });
+
+  it("lets the page's forms end at each upstream's origin (CSP form-action applies to the redirect after a post)", async () => {
+    const page = await browser.get('/login');
+    const formAction = page.headers['content-security-policy']!.split('; ').find((d) => d.startsWith('form-action'));
+    expect(formAction).toBe(`form-action 'self' ${idp.base} ${github.base}`);
+  });
+
+  it('an upstream whose sign-in page is on another origin than its issuer is reached through a page of ours, not a blocked redirect', async () => {
+    idp.behaviour.authorizationOrigin = idp.base.replace('127.0.0.1', 'localhost');
+    const res = await startWith('acme');
+    expect(res.status).toBe(200);
+    const target = res.body.match(/<meta http-equiv="refresh" content="0;url=([^"]+)">/)![1]!.replace(/&amp;/g, '&');
+    expect(target.startsWith(`${idp.behaviour.authorizationOrigin}/authorize?`)).toBe(true);
+    expect(res.body).toContain('Continuing to Acme SSO');
   });
 
   it('a connector button without the CSRF token is refused', async () => {

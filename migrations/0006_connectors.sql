@@ -29,6 +29,9 @@ ALTER TABLE users ADD COLUMN source TEXT NOT NULL DEFAULT 'local';
 ALTER TABLE users ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 1 CHECK (email_verified IN (0, 1));
 ALTER TABLE users ADD COLUMN groups TEXT NOT NULL DEFAULT '[]';
 CREATE INDEX users_email ON users(email COLLATE NOCASE);
+-- The first administrator's made-up address (admin@localhost) was never anyone's mailbox: it must
+-- not read as verified, nor let an upstream account of that email be linked to it.
+UPDATE users SET email_verified = 0 WHERE lower(email) LIKE '%@localhost';
 
 CREATE TRIGGER connectors_inserted AFTER INSERT ON connectors BEGIN UPDATE directory_version SET version = version + 1; END;
 CREATE TRIGGER connectors_updated AFTER UPDATE ON connectors BEGIN UPDATE directory_version SET version = version + 1; END;

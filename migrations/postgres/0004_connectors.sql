@@ -23,3 +23,4 @@ ALTER TABLE users ADD COLUMN source TEXT NOT NULL DEFAULT 'local';
 ALTER TABLE users ADD COLUMN email_verified BOOLEAN NOT NULL DEFAULT true;
 ALTER TABLE users ADD COLUMN groups TEXT NOT NULL DEFAULT '[]';
 CREATE INDEX users_email ON users (lower(email));
+UPDATE users SET email_verified = false WHERE lower(email) LIKE '%@localhost';

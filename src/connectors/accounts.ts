@@ -1,10 +1,12 @@
 /**
  * From an upstream identity to a local user (issue 15): the identity (connector, upstream subject)
  * names one user for good, so `sub` never changes. A first sign-in creates a user — or, only when
- * the connector trusts its emails and the upstream says this one is verified, links to the one
- * local user with that email. Never by username, never by an unverified email: either would let an
- * upstream account take over someone else's. Each sign-in refreshes what the upstream knows (the
- * profile of users it created; the groups of every user).
+ * the connector trusts its emails (`--trust-email`) and the upstream says this one is verified,
+ * links to the one local account (made by an administrator, not by another connector) whose email
+ * is verified and the same. Never by username, never by an unverified email, never to a user
+ * another upstream made: each would let one upstream account take over someone else's. Each
+ * sign-in refreshes what the upstream knows (the profile of users it created; the groups of every
+ * user).
  */
 import { randomUuid, randomString } from '../crypto/secrets.js';
 import { DuplicateError, type Store, type UserRecord } from '../store/store.js';
@@ -12,8 +14,23 @@ import { UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
 export interface SignInThrough {
   connectorId: string;
-  /** Link by a verified email to an existing user (`--trust-email`; oidc only). */
-  trustEmail: boolean;
+  /**
+   * Whether this upstream's word that an email is verified is taken, so the users it creates carry
+   * email_verified: OIDC connectors only with --trust-email (a multi-tenant provider lets anyone
+   * assert any address); GitHub (which lists only addresses it verified) and directories (whose
+   * entries administrators keep) always.
+   */
+  emailTrusted: boolean;
+  /** Link a first sign-in to a local account by that verified email (--trust-email; oidc only). */
+  linkByEmail: boolean;
+}
+
+export interface UpstreamUser {
+  user: UserRecord;
+  /** The first sign-in created this user. */
+  created: boolean;
+  /** The first sign-in linked this identity to an existing local account by its email. */
+  linked: boolean;
 }
 
 /** Usernames follow the rule of `users add`: 1-64 of A-Z a-z 0-9 . _ @ -. */
@@ -30,32 +47,43 @@ export function usernameCandidates(profile: UpstreamProfile, connectorId: string
   return [base, qualified, ...Array.from({ length: 8 }, (_, i) => `${qualified.slice(0, 60)}-${i + 2}`), `${base.slice(0, 40)}-${randomString('abcdefghjkmnpqrstuvwxyz23456789', 10)}`];
 }
 
-export async function userForUpstream(store: Store, through: SignInThrough, profile: UpstreamProfile, now: number): Promise<UserRecord> {
+const disabledError = (userId: string) => new UpstreamError('This account has been disabled.', 'disabled', `user ${userId} is disabled`);
+
+export async function userForUpstream(store: Store, through: SignInThrough, profile: UpstreamProfile, now: number): Promise<UpstreamUser> {
   const { connectorId } = through;
+  const emailVerified = through.emailTrusted && profile.emailVerified && profile.email !== undefined;
   const identity = { connectorId, subject: profile.subject, createdAt: now, lastSignInAt: now };
   let user = await existingUser(store, connectorId, profile.subject);
-  if (!user && through.trustEmail && profile.emailVerified && profile.email !== undefined) {
-    const sameEmail = (await store.findUsersByEmail(profile.email)).filter((u) => u.emailVerified);
+  let created = false;
+  let linked = false;
+  if (!user && emailVerified && through.linkByEmail) {
+    const sameEmail = (await store.findUsersByEmail(profile.email!)).filter((u) => u.source === 'local' && u.emailVerified);
     // Exactly one: with two people of one email, neither is the right one to hand over.
     if (sameEmail.length === 1) {
+      const target = sameEmail[0]!;
+      // A disabled account is not quietly replaced by a fresh one of the same person.
+      if (target.disabled) throw disabledError(target.id);
       try {
-        await store.linkIdentity({ ...identity, userId: sameEmail[0]!.id });
+        await store.linkIdentity({ ...identity, userId: target.id });
+        linked = true;
       } catch (err) {
         if (!(err instanceof DuplicateError)) throw err;
       }
       user = await existingUser(store, connectorId, profile.subject);
     }
   }
-  if (!user) user = await createUser(store, connectorId, profile, identity, now);
-  if (user.disabled) throw new UpstreamError('This account has been disabled.', 'disabled', `user ${user.id} is disabled`);
+  if (!user) {
+    const made = await createUser(store, connectorId, profile, identity, emailVerified, now);
+    user = made.user;
+    created = made.created;
+  }
+  if (user.disabled) throw disabledError(user.id);
   const createdHere = user.source === connectorId;
   await store.recordUpstreamSignIn(connectorId, profile.subject, now, {
     groups: profile.groups,
-    ...(createdHere
-      ? { ...(profile.email === undefined ? {} : { email: profile.email, emailVerified: profile.emailVerified }), name: profile.name }
-      : {}),
+    ...(createdHere ? { ...(profile.email === undefined ? {} : { email: profile.email, emailVerified }), name: profile.name } : {}),
   });
-  return (await store.findUserById(user.id)) ?? user;
+  return { user: (await store.findUserById(user.id)) ?? user, created, linked };
 }
 
 async function existingUser(store: Store, connectorId: string, subject: string): Promise<UserRecord | undefined> {
@@ -68,8 +96,9 @@ async function createUser(
   connectorId: string,
   profile: UpstreamProfile,
   identity: { connectorId: string; subject: string; createdAt: number; lastSignInAt: number },
+  emailVerified: boolean,
   now: number,
-): Promise<UserRecord> {
+): Promise<{ user: UserRecord; created: boolean }> {
   const id = randomUuid();
   for (const username of usernameCandidates(profile, connectorId)) {
     const user: UserRecord = {
@@ -83,17 +112,17 @@ async function createUser(
       createdAt: now,
       tokensRevokedAt: undefined,
       source: connectorId,
-      emailVerified: profile.email !== undefined && profile.emailVerified,
+      emailVerified,
       groups: profile.groups,
     };
     try {
       await store.createUserWithIdentity(user, { ...identity, userId: id });
-      return user;
+      return { user, created: true };
     } catch (err) {
       if (!(err instanceof DuplicateError)) throw err;
       // A first sign-in racing this one bound the identity: that user is the one.
       const raced = await existingUser(store, connectorId, profile.subject);
-      if (raced) return raced;
+      if (raced) return { user: raced, created: false };
     }
   }
   throw new UpstreamError('No username could be chosen for your account. Ask an administrator.', 'error', 'every username candidate is taken');

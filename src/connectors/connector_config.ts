@@ -24,7 +24,12 @@ const dn = z.string().min(1).max(1024).refine((v) => !/[\u0000-\u001f\u007f]/.te
 export const oidcConfigSchema = z.object({
   issuer: httpUrl,
   clientId: z.string().min(1).max(256),
-  scope: z.string().min(1).max(1024).default('openid email profile'),
+  scope: z
+    .string()
+    .min(1)
+    .max(1024)
+    .default('openid email profile')
+    .refine((v) => v.split(' ').includes('openid'), 'must include openid (the sign-in is OpenID Connect)'),
   groupsClaim: z.string().min(1).max(128).optional(),
   trustEmail: z.boolean().default(false),
 });
@@ -39,7 +44,7 @@ export const ldapConfigSchema = z.object({
   url: z
     .string()
     .max(2048)
-    .refine((v) => /^ldaps?:\/\/[^/\s]+\/?$/.test(v), 'must be ldap://HOST:PORT or ldaps://HOST:PORT'),
+    .refine((v) => /^ldaps?:\/\/[^/\s@]+\/?$/.test(v), 'must be ldap://HOST:PORT or ldaps://HOST:PORT (credentials go in --bind-dn and standard input)'),
   bindDn: dn,
   userBase: dn,
   userFilter: z
@@ -64,6 +69,9 @@ export const connectorTypes: readonly ConnectorType[] = ['oidc', 'github', 'ldap
 
 /** Connector ids appear in URLs (`/connectors/<id>/callback`) and forms. */
 export const connectorIdPattern = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/** Ids a connector cannot take: `local` is the source of the accounts administrators make. */
+export const reservedConnectorIds: readonly string[] = ['local'];
 
 /** The record's settings checked against its type; undefined for a row that does not fit. */
 export function typedConnector(record: ConnectorRecord): TypedConnector | undefined {

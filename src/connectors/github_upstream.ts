@@ -6,6 +6,7 @@
  */
 import * as oidc from 'openid-client';
 import type { GithubConfig } from './connector_config.js';
+import { isUnreachable } from './unreachable.js';
 import { cleanGroups, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
 const scope = 'read:user user:email read:org';
@@ -48,20 +49,44 @@ export function githubAuthorizationUrl(upstream: GithubUpstream, params: { redir
   });
 }
 
+/** GitHub's answers are small; anything larger is not read into memory. */
+const maxAnswerBytes = 1024 * 1024;
+
+async function boundedText(response: Response): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxAnswerBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new UpstreamError('GitHub answered in a way that cannot be read.', 'invalid_response', `answer larger than ${maxAnswerBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function api<T>({ settings, timeoutSeconds }: GithubUpstream, token: string, path: string): Promise<T> {
-  let response: Response;
+  let text: string;
   try {
-    response = await fetch(`${settings.apiUrl.replace(/\/+$/, '')}${path}`, {
+    const response = await fetch(`${settings.apiUrl.replace(/\/+$/, '')}${path}`, {
       headers: { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'user-agent': 'Latchkey', 'x-github-api-version': '2022-11-28' },
       signal: AbortSignal.timeout(timeoutSeconds * 1000),
       redirect: 'error',
     });
+    if (!response.ok) throw new UpstreamError('GitHub refused to say who you are. Try again.', 'invalid_response', `${path} answered ${response.status}`);
+    text = await boundedText(response);
   } catch (err) {
-    throw new UpstreamError('GitHub could not be reached. Try again in a moment.', 'unreachable', (err as Error).message);
+    if (err instanceof UpstreamError) throw err;
+    if (isUnreachable(err)) throw new UpstreamError('GitHub could not be reached. Try again in a moment.', 'unreachable', (err as Error).message);
+    throw new UpstreamError('GitHub answered in a way that cannot be read.', 'invalid_response', `${path}: ${(err as Error).message}`);
   }
-  if (!response.ok) throw new UpstreamError('GitHub refused to say who you are. Try again.', 'invalid_response', `${path} answered ${response.status}`);
   try {
-    return (await response.json()) as T;
+    return JSON.parse(text) as T;
   } catch {
     throw new UpstreamError('GitHub answered in a way that cannot be read.', 'invalid_response', `${path} is not JSON`);
   }
@@ -95,8 +120,10 @@ export async function githubCallback(upstream: GithubUpstream, currentUrl: URL, 
       idTokenExpected: false,
     });
   } catch (err) {
-    const code = (err as { error?: string }).error;
-    if (code === 'access_denied') throw new UpstreamError('The sign-in was cancelled at GitHub.', 'denied');
+    if ((err as { error?: string }).error === 'access_denied') throw new UpstreamError('The sign-in was cancelled at GitHub.', 'denied');
+    if (isUnreachable(err)) {
+      throw new UpstreamError('GitHub did not answer. Try again in a moment.', 'unreachable', (err as Error).message);
+    }
     throw new UpstreamError('GitHub answered in a way that cannot be trusted. Try again.', 'invalid_response', (err as Error).message);
   }
   const token = tokens.access_token;

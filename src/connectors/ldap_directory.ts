@@ -2,8 +2,10 @@
  * An LDAP directory (OpenLDAP, Active Directory) behind the ordinary password form, with ldapts:
  * bind as the service account, find the person by the configured filter (the typed name escaped,
  * RFC 4515), bind as the entry found with the typed password, then read the groups that name the
- * entry. StartTLS when asked (or ldaps://). Every step has a time limit (LATCHKEY_UPSTREAM_TIMEOUT), and an empty
- * password never reaches the directory (an empty simple bind is an anonymous bind, RFC 4513 §5.1.2).
+ * entry. StartTLS when asked (or ldaps://). The whole attempt has one deadline
+ * (LATCHKEY_UPSTREAM_TIMEOUT) — a directory that stalls, even in the middle of a TLS handshake, is
+ * cut off and its connections destroyed — and an empty password never reaches the directory (an
+ * empty simple bind is an anonymous bind, RFC 4513 §5.1.2).
  */
 import { isIP } from 'node:net';
 import { Client, InvalidCredentialsError } from 'ldapts';
@@ -11,81 +13,121 @@ import type { LdapConfig } from './connector_config.js';
 import { escapeFilterValue, userFilter } from './ldap_filter.js';
 import { cleanGroups, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
-export type LdapOutcome = { kind: 'signed_in'; profile: UpstreamProfile } | { kind: 'no_such_user' } | { kind: 'wrong_password' } | { kind: 'unavailable'; detail: string };
+export type LdapOutcome =
+  | { kind: 'signed_in'; profile: UpstreamProfile }
+  | { kind: 'no_such_user' }
+  | { kind: 'wrong_password' }
+  | { kind: 'unavailable'; detail: string };
+
+/**
+ * Attributes that name an entry for good, whatever it is renamed to: OpenLDAP's entryUUID, Active
+ * Directory's objectGUID, 389 Directory Server's nsUniqueId, FreeIPA's ipaUniqueID. Without one the
+ * DN is used, which a directory may hand to someone else later.
+ */
+const stableIdAttributes = ['entryUUID', 'objectGUID', 'nsUniqueId', 'ipaUniqueID'];
 
 function first(value: unknown): string | undefined {
   const v = Array.isArray(value) ? value[0] : value;
   if (typeof v === 'string') return v === '' ? undefined : v;
-  if (Buffer.isBuffer(v)) return v.toString('utf8') || undefined;
+  if (Buffer.isBuffer(v)) return v.length === 0 ? undefined : v.toString('utf8');
   return undefined;
 }
 
-async function connect(settings: LdapConfig, timeoutMs: number): Promise<Client> {
-  const client = new Client({ url: settings.url, timeout: timeoutMs, connectTimeout: timeoutMs, strictDN: false });
-  if (settings.startTls) {
-    // The certificate is checked against the directory's own name (ldapts would check "localhost").
-    const host = new URL(settings.url.replace(/^ldaps?:/, 'http:')).hostname.replace(/^\[|\]$/g, '');
-    await client.startTLS({ minVersion: 'TLSv1.2', host, ...(isIP(host) ? {} : { servername: host }) });
+function stableId(entry: Record<string, unknown>): string | undefined {
+  for (const name of stableIdAttributes) {
+    const raw = Array.isArray(entry[name]) ? (entry[name] as unknown[])[0] : entry[name];
+    if (Buffer.isBuffer(raw) && raw.length > 0) return `${name}:${raw.toString('hex')}`;
+    if (typeof raw === 'string' && raw !== '') return name === 'entryUUID' ? raw : `${name}:${raw}`;
   }
-  return client;
+  return undefined;
+}
+
+/** Destroys what a client holds, whatever state it is in (a stalled TLS handshake included). */
+function destroy(client: Client): void {
+  (client as unknown as { socket?: { destroy(): void } }).socket?.destroy();
 }
 
 export async function ldapSignIn(settings: LdapConfig, bindPassword: string, username: string, password: string, timeoutSeconds: number): Promise<LdapOutcome> {
-  const timeoutMs = timeoutSeconds * 1000;
   if (username === '' || password === '') return { kind: 'wrong_password' };
-  let service: Client | undefined;
-  let person: Client | undefined;
+  const timeoutMs = timeoutSeconds * 1000;
+  const clients: Client[] = [];
+  // Set once the answer is given (the deadline may win while a step is still under way): no
+  // connection is opened after it, so nothing outlives the deadline and no password is sent late.
+  let abandoned = false;
+  const connect = async (): Promise<Client> => {
+    if (abandoned) throw new Error('the sign-in has already been answered');
+    const client = new Client({ url: settings.url, timeout: timeoutMs, connectTimeout: timeoutMs, strictDN: false });
+    clients.push(client);
+    if (settings.startTls) {
+      // The certificate is checked against the directory's own name (ldapts would check "localhost").
+      const host = new URL(settings.url.replace(/^ldaps?:/, 'http:')).hostname.replace(/^\[|\]$/g, '');
+      await client.startTLS({ minVersion: 'TLSv1.2', host, ...(isIP(host) ? {} : { servername: host }) });
+    }
+    return client;
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<LdapOutcome>((resolve) => {
+    timer = setTimeout(() => resolve({ kind: 'unavailable', detail: `no answer within ${timeoutSeconds} s` }), timeoutMs);
+  });
   try {
-    service = await connect(settings, timeoutMs);
-    await service.bind(settings.bindDn, bindPassword);
-    const { searchEntries } = await service.search(settings.userBase, {
-      scope: 'sub',
-      filter: userFilter(settings.userFilter, username),
-      attributes: ['uid', 'cn', 'displayName', 'mail', 'entryUUID', 'sAMAccountName', 'objectGUID'],
-      sizeLimit: 2,
-    });
-    // Nobody, or more than one entry for a name: no sign-in (a broad filter must not pick one).
-    if (searchEntries.length !== 1) return { kind: 'no_such_user' };
-    const entry = searchEntries[0]!;
-    person = await connect(settings, timeoutMs);
-    try {
-      await person.bind(entry.dn, password);
-    } catch (err) {
-      if (err instanceof InvalidCredentialsError) return { kind: 'wrong_password' };
-      throw err;
-    }
-    let groups: string[] = [];
-    if (settings.groupBase !== undefined) {
-      const dn = escapeFilterValue(entry.dn);
-      const uid = escapeFilterValue(first(entry.uid) ?? username);
-      const found = await service.search(settings.groupBase, {
-        scope: 'sub',
-        filter: `(|(member=${dn})(uniqueMember=${dn})(memberUid=${uid}))`,
-        attributes: ['cn'],
-        sizeLimit: 500,
-      });
-      // A directory returns entries in no particular order: sorted, tokens do not change for nothing.
-      groups = cleanGroups(found.searchEntries.map((g) => first(g.cn))).sort();
-    }
-    const guid = entry.objectGUID;
-    return {
-      kind: 'signed_in',
-      profile: {
-        subject: first(entry.entryUUID) ?? (Buffer.isBuffer(guid) ? guid.toString('hex') : undefined) ?? entry.dn,
-        username: first(entry.uid) ?? first(entry.sAMAccountName) ?? username,
-        email: first(entry.mail),
-        // A directory's mail attribute is set by its administrators, as our own entries are.
-        emailVerified: first(entry.mail) !== undefined,
-        name: first(entry.displayName) ?? first(entry.cn),
-        groups,
-      },
-    };
+    return await Promise.race([attempt(settings, bindPassword, username, password, connect), deadline]);
   } catch (err) {
     return { kind: 'unavailable', detail: (err as Error).message?.slice(0, 300) ?? String(err) };
   } finally {
-    await person?.unbind().catch(() => undefined);
-    await service?.unbind().catch(() => undefined);
+    abandoned = true;
+    clearTimeout(timer);
+    for (const client of clients) {
+      // A polite unbind where the connection works, and in any case nothing left open.
+      void Promise.race([client.unbind(), new Promise((r) => setTimeout(r, 200))]).catch(() => undefined).finally(() => destroy(client));
+    }
   }
+}
+
+async function attempt(settings: LdapConfig, bindPassword: string, username: string, password: string, connect: () => Promise<Client>): Promise<LdapOutcome> {
+  const service = await connect();
+  await service.bind(settings.bindDn, bindPassword);
+  const { searchEntries } = await service.search(settings.userBase, {
+    scope: 'sub',
+    filter: userFilter(settings.userFilter, username),
+    attributes: ['uid', 'cn', 'displayName', 'mail', 'sAMAccountName', ...stableIdAttributes],
+    explicitBufferAttributes: ['objectGUID'],
+    sizeLimit: 2,
+  });
+  // Nobody, or more than one entry for a name: no sign-in (a broad filter must not pick one).
+  if (searchEntries.length !== 1) return { kind: 'no_such_user' };
+  const entry = searchEntries[0]!;
+  const person = await connect();
+  try {
+    await person.bind(entry.dn, password);
+  } catch (err) {
+    if (err instanceof InvalidCredentialsError) return { kind: 'wrong_password' };
+    throw err;
+  }
+  let groups: string[] = [];
+  if (settings.groupBase !== undefined) {
+    const dn = escapeFilterValue(entry.dn);
+    const uid = escapeFilterValue(first(entry.uid) ?? username);
+    const found = await service.search(settings.groupBase, {
+      scope: 'sub',
+      filter: `(|(member=${dn})(uniqueMember=${dn})(memberUid=${uid}))`,
+      attributes: ['cn'],
+      sizeLimit: 500,
+    });
+    // A directory returns entries in no particular order: sorted, tokens do not change for nothing.
+    groups = cleanGroups(found.searchEntries.map((g) => first(g.cn))).sort();
+  }
+  return {
+    kind: 'signed_in',
+    profile: {
+      subject: stableId(entry) ?? `dn:${entry.dn}`,
+      username: first(entry.uid) ?? first(entry.sAMAccountName) ?? username,
+      email: first(entry.mail),
+      // A directory's mail attribute is set by its administrators, as our own entries are.
+      emailVerified: first(entry.mail) !== undefined,
+      name: first(entry.displayName) ?? first(entry.cn),
+      groups,
+    },
+  };
 }
 
 export { UpstreamError };

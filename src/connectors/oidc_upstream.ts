@@ -8,6 +8,8 @@
  */
 import * as oidc from 'openid-client';
 import type { OidcConfig } from './connector_config.js';
+import type { FreshSignIn } from './runtime.js';
+import { isUnreachable } from './unreachable.js';
 import { cleanGroups, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
 /** Discovery is cached this long per connector; a failure is not cached. */
@@ -30,9 +32,12 @@ async function configuration({ connectorId, settings, secret, timeoutSeconds }: 
   const key = discoveryKey(settings, secret, timeoutSeconds);
   const cached = discovered.get(connectorId);
   if (cached && cached.key === key && Date.now() - cached.at < discoveryTtlMs) return cached.config;
-  const execute = settings.issuer.startsWith('http:') ? [oidc.allowInsecureRequests] : [];
+  // The id_token's signature is checked against the upstream's JWKS too, not only its claims
+  // (openid-client leaves that to enableNonRepudiationChecks for tokens from the token endpoint).
+  const execute = [oidc.enableNonRepudiationChecks, ...(settings.issuer.startsWith('http:') ? [oidc.allowInsecureRequests] : [])];
   try {
-    const config = await oidc.discovery(new URL(settings.issuer), settings.clientId, undefined, secret === undefined ? oidc.None() : oidc.ClientSecretPost(secret), {
+    // client_secret_basic, the default of RFC 6749 §2.3.1 and of most providers' applications.
+    const config = await oidc.discovery(new URL(settings.issuer), settings.clientId, undefined, secret === undefined ? oidc.None() : oidc.ClientSecretBasic(secret), {
       execute,
       timeout: timeoutSeconds,
     });
@@ -43,7 +48,10 @@ async function configuration({ connectorId, settings, secret, timeoutSeconds }: 
   }
 }
 
-export async function oidcAuthorizationUrl(upstream: OidcUpstream, params: { redirectUri: string; state: string; nonce: string; codeChallenge: string }): Promise<URL> {
+export async function oidcAuthorizationUrl(
+  upstream: OidcUpstream,
+  params: { redirectUri: string; state: string; nonce: string; codeChallenge: string; fresh: FreshSignIn | undefined },
+): Promise<URL> {
   const config = await configuration(upstream);
   return oidc.buildAuthorizationUrl(config, {
     redirect_uri: params.redirectUri,
@@ -52,11 +60,24 @@ export async function oidcAuthorizationUrl(upstream: OidcUpstream, params: { red
     nonce: params.nonce,
     code_challenge: params.codeChallenge,
     code_challenge_method: 'S256',
+    // A client asked us for a fresh sign-in (prompt=login, max_age): the upstream's session must
+    // not stand in for it, so the same is asked upstream (and auth_time checked on return).
+    // With prompt=login also max_age=0 (the same request, OIDC Core §3.1.2.1), which obliges the
+    // provider to send auth_time: many leave it out otherwise.
+    ...(params.fresh?.promptLogin ? { prompt: 'login', max_age: '0' } : {}),
+    ...(params.fresh && !params.fresh.promptLogin && params.fresh.maxAge !== undefined ? { max_age: String(params.fresh.maxAge) } : {}),
   });
 }
 
+/** Clock difference allowed between us and an upstream when judging auth_time. */
+const freshSignInSkewSeconds = 60;
+
 /** The callback: the code redeemed and the id_token verified; the person as the upstream says. */
-export async function oidcCallback(upstream: OidcUpstream, currentUrl: URL, expected: { state: string; nonce: string; codeVerifier: string }): Promise<UpstreamProfile> {
+export async function oidcCallback(
+  upstream: OidcUpstream,
+  currentUrl: URL,
+  expected: { state: string; nonce: string; codeVerifier: string; freshSince?: number | undefined },
+): Promise<UpstreamProfile> {
   const { settings } = upstream;
   const config = await configuration(upstream);
   let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
@@ -70,30 +91,43 @@ export async function oidcCallback(upstream: OidcUpstream, currentUrl: URL, expe
   } catch (err) {
     const code = (err as { error?: string; cause?: { error?: string } }).error;
     if (code === 'access_denied') throw new UpstreamError('The sign-in was cancelled at the sign-in service.', 'denied');
+    if (isUnreachable(err)) throw new UpstreamError('The sign-in service did not answer. Try again in a moment.', 'unreachable', describe(err));
     throw new UpstreamError('The sign-in service answered in a way that cannot be trusted. Try again.', 'invalid_response', describe(err));
   }
   const claims = tokens.claims();
   if (!claims || typeof claims.sub !== 'string' || claims.sub === '') {
     throw new UpstreamError('The sign-in service did not say who you are.', 'invalid_response', 'no sub in the id_token');
   }
-  let all: Record<string, unknown> = { ...claims };
-  const needs = (name: string) => all[name] === undefined;
+  if (expected.freshSince !== undefined) {
+    // A fresh sign-in was asked for: the upstream must say the person signed in after we sent
+    // them (auth_time, OIDC Core §3.1.2.1), not merely that a session of theirs was still open.
+    const authTime = claims.auth_time;
+    if (typeof authTime !== 'number' || authTime < expected.freshSince - freshSignInSkewSeconds) {
+      throw new UpstreamError('The sign-in service did not ask you to sign in again. Try again.', 'invalid_response', `auth_time ${String(authTime)} is before the request`);
+    }
+  }
+  let userinfo: Record<string, unknown> = {};
+  const needs = (name: string) => claims[name] === undefined;
   if (needs('email') || needs('name') || (settings.groupsClaim !== undefined && needs(settings.groupsClaim))) {
     try {
-      const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
-      all = { ...userinfo, ...all };
+      userinfo = { ...(await oidc.fetchUserInfo(config, tokens.access_token, claims.sub)) };
     } catch {
       // The id_token's claims are what there is; userinfo is optional (OIDC Core §5.3).
     }
   }
+  const all: Record<string, unknown> = { ...userinfo, ...claims };
   const text = (name: string) => (typeof all[name] === 'string' && all[name] !== '' ? (all[name] as string) : undefined);
+  // email and email_verified from the same source: a `true` from userinfo says nothing about an
+  // email that came in the id_token.
+  const emailSource: Record<string, unknown> = claims.email !== undefined ? claims : userinfo;
   return {
     subject: claims.sub,
     username: text('preferred_username') ?? text('nickname') ?? text('email')?.split('@')[0],
     email: text('email'),
-    emailVerified: all.email_verified === true,
+    emailVerified: typeof emailSource.email === 'string' && emailSource.email_verified === true,
     name: text('name'),
     groups: settings.groupsClaim === undefined ? [] : cleanGroups(all[settings.groupsClaim]),
+    authTime: typeof claims.auth_time === 'number' && Number.isFinite(claims.auth_time) ? Math.floor(claims.auth_time) : undefined,
   };
 }
 

@@ -8,6 +8,12 @@ export interface UpstreamProfile {
   emailVerified: boolean;
   name: string | undefined;
   groups: string[];
+  /**
+   * When the person last signed in at the upstream (OIDC `auth_time`), if it says: the session
+   * here carries it, so a client's max_age measures the real sign-in, not the return from an
+   * upstream session opened long ago.
+   */
+  authTime?: number | undefined;
 }
 
 /** Why an upstream sign-in failed, in words a person can act on (never the upstream's raw text). */

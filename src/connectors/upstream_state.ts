@@ -18,6 +18,8 @@ export interface UpstreamState {
   codeVerifier: string;
   returnTo: string;
   expiresAt: number;
+  /** Set when the client asked for a fresh sign-in (prompt=login, max_age): when we sent the person upstream. */
+  freshSince?: number | undefined;
 }
 
 export const upstreamStateLifetime = 600;

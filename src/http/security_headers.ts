@@ -20,14 +20,8 @@ export const contentSecurityPolicy = [
  * ends in a redirect to the client (sign-in, consent) must name the client's origin as well.
  */
 export function allowFormActionTo(reply: FastifyReply, source: string | undefined): void {
-  allowFormActionToAll(reply, source === undefined ? [] : [source]);
-}
-
-/** The same for several places (the sign-in page: the client, and the upstream identity providers). */
-export function allowFormActionToAll(reply: FastifyReply, sources: string[]): void {
-  const valid = [...new Set(sources.filter((s) => /^[A-Za-z][A-Za-z0-9+.-]*:(\/\/[^\s;,']+)?$/.test(s)))];
-  if (valid.length === 0) return;
-  reply.header('content-security-policy', contentSecurityPolicy.replace("form-action 'self'", `form-action 'self' ${valid.join(' ')}`));
+  if (source === undefined || !/^[A-Za-z][A-Za-z0-9+.-]*:(\/\/[^\s;,']+)?$/.test(source)) return;
+  reply.header('content-security-policy', contentSecurityPolicy.replace("form-action 'self'", `form-action 'self' ${source}`));
 }
 
 /** The headers every response carries, also those written outside Fastify's hooks. */

@@ -43,13 +43,16 @@ export async function startSession(
   user: UserRecord,
   /** The authorization request this sign-in is made for, if any. */
   interactionId?: string,
+  /** When the person signed in, if earlier than now (an upstream's auth_time). */
+  signedInAt?: number,
 ): Promise<SignedIn | undefined> {
   const { config, store, clock } = services;
   const previous = request.cookies[cookieNames(config).session];
   if (previous && previous.length <= 128) await store.deleteSession(sha256(previous));
   const id = randomSecret();
   const now = epochSeconds(clock);
-  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime: now, createdAt: now, expiresAt: now + config.sessionTtl, interactionId };
+  const authTime = signedInAt === undefined ? now : Math.min(now, signedInAt);
+  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime, createdAt: now, expiresAt: now + config.sessionTtl, interactionId };
   // Not if the person's sign-ins were ended (a new password) since `user` was read: a sign-in
   // with the old password racing the change must not survive it.
   if (!(await store.createSession(session, { userTokensRevokedAt: user.tokensRevokedAt }))) return undefined;

@@ -19,7 +19,7 @@ import { userForUpstream } from '../connectors/accounts.js';
 import { connectorRedirectUri, typedConnector, type TypedConnector } from '../connectors/connector_config.js';
 import { githubAuthorizationUrl, githubCallback } from '../connectors/github_upstream.js';
 import { oidcAuthorizationUrl, oidcCallback } from '../connectors/oidc_upstream.js';
-import { connectorOrigin, connectorSecret } from '../connectors/runtime.js';
+import { canProveFreshSignIn, connectorSecret, freshSignInAsked } from '../connectors/runtime.js';
 import { saveUpstreamState, takeUpstreamState, upstreamStateLifetime } from '../connectors/upstream_state.js';
 import { UpstreamError, type UpstreamProfile } from '../connectors/upstream_profile.js';
 import { maxReturnToLength } from './login.js';
@@ -74,6 +74,14 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     const connector = await webConnector(form.connector);
     if (!connector) return failurePage(request, reply, 'that service', 'It is not one this server signs in with.', returnTo, 400);
     const { record } = connector;
+    const now = epochSeconds(clock);
+    const fresh = freshSignInAsked(openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo)));
+    if (fresh && !canProveFreshSignIn(connector)) {
+      // OIDC Core §3.1.2.1: a provider that cannot re-authenticate the person must not pretend to.
+      metrics.upstreamSignIns.inc({ connector: record.id, outcome: 'fresh_unsupported' });
+      audit(request, 'upstream.signin_failure', { connectorId: record.id, reason: 'fresh_unsupported' });
+      return failurePage(request, reply, record.name, `This application asks for a fresh sign-in, which ${record.name} cannot confirm. Sign in another way.`, returnTo, 400);
+    }
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const codeVerifier = oidc.randomPKCECodeVerifier();
@@ -83,7 +91,7 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     try {
       url =
         connector.type === 'oidc'
-          ? await oidcAuthorizationUrl(oidcUpstream(connector), { redirectUri, state, nonce, codeChallenge })
+          ? await oidcAuthorizationUrl(oidcUpstream(connector), { redirectUri, state, nonce, codeChallenge, fresh })
           : githubAuthorizationUrl(githubUpstream(connector), { redirectUri, state, codeChallenge });
     } catch (err) {
       return fail(request, reply, record.id, record.name, err, returnTo);
@@ -94,14 +102,14 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
       nonce,
       codeVerifier,
       returnTo,
-      expiresAt: epochSeconds(clock) + upstreamStateLifetime,
+      expiresAt: now + upstreamStateLifetime,
+      freshSince: fresh && now - (fresh.promptLogin ? 0 : (fresh.maxAge ?? 0)),
     });
-    if (!saved) return failurePage(request, reply, record.name, 'This sign-in request is too long to continue through another service.', '/activate', 400);
+    if (!saved) return failurePage(request, reply, record.name, 'This sign-in request is too long to continue through another service.', returnTo, 400);
     audit(request, 'upstream.signin_started', { connectorId: record.id });
-    // The sign-in page allowed its forms to redirect to the upstream's known origin; an
-    // authorization endpoint elsewhere is reached by a page of ours instead (a new navigation,
-    // which form-action does not govern).
-    if (url.origin === connectorOrigin(connector)) return reply.redirect(url.href, 303);
+    // Not a redirect: browsers check CSP form-action against the redirects that follow a form
+    // post, and the sign-in page would have to list every upstream (and wherever an upstream's
+    // authorization endpoint moves to). A page of ours that moves on is a new navigation.
     return renderPage(request, reply, services, 'continue', { title: `Continuing to ${record.name}`, name: record.name, url: url.href, refreshTo: url.href });
   });
 
@@ -122,19 +130,25 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     let profile: UpstreamProfile;
     try {
       profile =
-        connector.type === 'oidc' ? await oidcCallback(oidcUpstream(connector), currentUrl, pending) : await githubCallback(githubUpstream(connector), currentUrl, pending);
+                connector.type === 'oidc' ? await oidcCallback(oidcUpstream(connector), currentUrl, pending) : await githubCallback(githubUpstream(connector), currentUrl, pending);
     } catch (err) {
       return fail(request, reply, record.id, record.name, err, pending.returnTo);
     }
-    const trustEmail = connector.type === 'oidc' && connector.config.trustEmail;
+    const trustEmail = connector.type === 'oidc' ? connector.config.trustEmail : true;
     let user;
     try {
-      user = await userForUpstream(store, { connectorId: record.id, trustEmail }, profile, now);
+      const outcome = await userForUpstream(store, { connectorId: record.id, emailTrusted: trustEmail, linkByEmail: connector.type === 'oidc' && trustEmail }, profile, now);
+      user = outcome.user;
+      if (outcome.created) audit(request, 'upstream.user_created', { connectorId: record.id, userId: user.id });
+      if (outcome.linked) audit(request, 'upstream.identity_linked', { connectorId: record.id, userId: user.id });
     } catch (err) {
       return fail(request, reply, record.id, record.name, err, pending.returnTo);
     }
     const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(pending.returnTo));
-    if (!(await startSession(request, reply, services, user, interaction?.id))) {
+    // The upstream's auth_time, where it says; within the clock skew allowed when a fresh sign-in
+    // was asked, the request's own time (else the skew would send the person round again).
+    const signedInAt = profile.authTime === undefined || pending.freshSince === undefined ? profile.authTime : Math.max(profile.authTime, pending.freshSince);
+    if (!(await startSession(request, reply, services, user, interaction?.id, signedInAt))) {
       return fail(request, reply, record.id, record.name, new UpstreamError('Your sign-ins were ended a moment ago. Sign in again.', 'error'), pending.returnTo);
     }
     metrics.upstreamSignIns.inc({ connector: record.id, outcome: 'success' });

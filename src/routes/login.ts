@@ -12,7 +12,7 @@ import { hmacSha256 } from '../crypto/secrets.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
-import { allowFormActionToAll } from '../http/security_headers.js';
+import { allowFormActionTo } from '../http/security_headers.js';
 import { formActionSource } from '../oauth/redirect.js';
 import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { tooManyRequests } from '../errors.js';
@@ -21,7 +21,7 @@ import { laneFull, slowDownMs, throttleSignIn } from '../oauth/signin_throttle.j
 import { knownFor, readDeviceCookie, rememberDevice } from '../http/device_cookie.js';
 import { userForUpstream } from '../connectors/accounts.js';
 import { ldapSignIn } from '../connectors/ldap_directory.js';
-import { buttonConnectors, connectorSecret, loadConnectors } from '../connectors/runtime.js';
+import { buttonConnectors, connectorSecret, freshSignInAsked, loadConnectors } from '../connectors/runtime.js';
 import { UpstreamError } from '../connectors/upstream_profile.js';
 import type { UserRecord } from '../store/store.js';
 import { epochSeconds } from '../clock.js';
@@ -53,11 +53,12 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
    * CSP lets the form's redirect chain end at the client (browsers check form-action on redirects).
    */
   async function authorizationContext(request: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<{ clientName: string | undefined; connectors: Awaited<ReturnType<typeof buttonConnectors>> }> {
-    const connectors = await buttonConnectors(services);
     const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo));
-    // The password form may end at the client; a connector's button at its upstream.
+    const connectors = await buttonConnectors(services, request.log, freshSignInAsked(interaction));
+    // The password form may end at the client. A connector's button does not need its upstream
+    // here: it ends on a page of ours that moves on (routes/connectors.ts).
     const client = interaction && formActionSource(interaction.request.redirectUri);
-    allowFormActionToAll(reply, [...(client === undefined ? [] : [client]), ...connectors.flatMap((c) => (c.origin === undefined ? [] : [c.origin]))]);
+    allowFormActionTo(reply, client);
     return { clientName: interaction && (await store.findClient(interaction.request.clientId))?.name, connectors };
   }
 
@@ -77,34 +78,59 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
   });
 
   /**
-   * The password form: a local account with a password first, then each LDAP directory in order
-   * (the first that knows the name and takes the password wins). An unknown local name still costs
-   * a full scrypt, so the answer's timing tells nothing.
+   * The password form: a local account with a password owns its name — a wrong password there is
+   * wrong, and no directory is asked (else a directory entry of the same name would be a second
+   * way in, and a way around this account's throttling). Any other name goes to each LDAP
+   * directory in order; the first that knows the name answers for it (a directory that is down or
+   * does not know it passes to the next). An unknown local name still costs a full scrypt, so
+   * the answer's timing does not tell which local accounts exist among those without a directory.
    */
   async function checkPassword(request: FastifyRequest, username: string, password: string): Promise<{ user: UserRecord | undefined; matches: boolean; connectorId?: string }> {
     const found = await store.findUserByUsername(username);
     const hasPassword = found?.passwordHash.startsWith('scrypt$') === true;
     const matches = await verifyPassword(password, hasPassword ? found!.passwordHash : await decoyPasswordHash());
-    if (found && hasPassword && matches) return { user: found, matches: true };
-    for (const connector of await loadConnectors(services)) {
+    if (found && hasPassword) return { user: found, matches };
+    for (const connector of await loadConnectors(services, request.log)) {
       if (connector.type !== 'ldap') continue;
-      const outcome = await ldapSignIn(connector.config, connectorSecret(services, connector.record) ?? '', username, password, services.config.upstreamTimeout);
-      if (outcome.kind === 'unavailable') {
-        services.metrics.upstreamSignIns.inc({ connector: connector.record.id, outcome: 'unreachable' });
-        audit(request, 'upstream.signin_failure', { connectorId: connector.record.id, reason: 'unreachable', detail: outcome.detail });
+      const connectorId = connector.record.id;
+      const unavailable = (detail: string) => {
+        services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: 'unreachable' });
+        audit(request, 'upstream.signin_failure', { connectorId, reason: 'unreachable', detail: detail.slice(0, 300) });
+      };
+      let bindPassword: string;
+      try {
+        bindPassword = connectorSecret(services, connector.record) ?? '';
+      } catch (err) {
+        // A secret that cannot be opened (another server key): this directory is out of reach.
+        unavailable(`the bind password cannot be opened: ${(err as Error).message}`);
         continue;
       }
-      if (outcome.kind !== 'signed_in') continue;
+      const outcome = await ldapSignIn(connector.config, bindPassword, username, password, services.config.upstreamTimeout);
+      if (outcome.kind === 'unavailable') {
+        unavailable(outcome.detail);
+        continue;
+      }
+      if (outcome.kind === 'no_such_user') continue;
+      if (outcome.kind === 'wrong_password') {
+        services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: 'wrong_password' });
+        return { user: undefined, matches: false, connectorId };
+      }
       try {
-        const user = await userForUpstream(store, { connectorId: connector.record.id, trustEmail: false }, outcome.profile, epochSeconds(services.clock));
-        services.metrics.upstreamSignIns.inc({ connector: connector.record.id, outcome: 'success' });
-        return { user, matches: true, connectorId: connector.record.id };
+        const { user, created } = await userForUpstream(
+          store,
+          { connectorId, emailTrusted: true, linkByEmail: false },
+          outcome.profile,
+          epochSeconds(services.clock),
+        );
+        if (created) audit(request, 'upstream.user_created', { connectorId, userId: user.id });
+        services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: 'success' });
+        return { user, matches: true, connectorId };
       } catch (err) {
         if (!(err instanceof UpstreamError)) throw err;
-        services.metrics.upstreamSignIns.inc({ connector: connector.record.id, outcome: err.reason });
-        audit(request, 'upstream.signin_failure', { connectorId: connector.record.id, reason: err.reason });
+        services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: err.reason });
+        audit(request, 'upstream.signin_failure', { connectorId, reason: err.reason });
         // A disabled account answers like a wrong password, as a local one does.
-        return { user: undefined, matches: false };
+        return { user: undefined, matches: false, connectorId };
       }
     }
     return { user: found, matches: false };
@@ -172,7 +198,16 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       services.metrics.signInFailures.inc();
       // Never the typed username: people type their password there. A keyed digest still lets
       // an operator see repeated attempts on one name.
-      audit(request, 'signin.failure', user ? { userId: user.id, reason: user.disabled && passwordMatches ? 'disabled' : 'password' } : { ...who, reason: 'unknown_user' });
+      audit(
+        request,
+        'signin.failure',
+        user
+          ? { userId: user.id, reason: user.disabled && passwordMatches ? 'disabled' : 'password' }
+          : // A directory that knows the name refused the password (or the user it maps to is disabled here).
+            connectorId !== undefined
+            ? { ...who, connectorId, reason: 'password' }
+            : { ...who, reason: 'unknown_user' },
+      );
       return again('Wrong username or password.', 401);
     }
     // A sign-in done for an authorization request is what that request's prompt=login asks for.

@@ -47,12 +47,22 @@ export function toUser(r: Row): UserRecord {
   };
 }
 
+/** A settings column that is not a JSON object (edited by hand) reads as empty: the connector's schema then refuses it. */
+function parseConnectorConfig(json: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(json);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
 export function toConnector(r: Row): ConnectorRecord {
   return {
     id: text(r.id),
     type: text(r.type) as ConnectorType,
     name: text(r.name),
-    config: JSON.parse(text(r.config)) as Record<string, unknown>,
+    config: parseConnectorConfig(text(r.config)),
     secret: optionalText(r.secret),
     position: Number(r.position),
     createdAt: Number(r.created_at),

@@ -6,6 +6,7 @@
  * itself cannot be reached from here).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -38,11 +39,18 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The downstream's sign-in page: press the connector's button; returns the redirect upstream. */
-async function pressConnector(browser: Browser, connector: string, returnTo = '/activate'): Promise<BrowserResponse> {
+/**
+ * The downstream's sign-in page: press the connector's button. The answer is a page that moves on
+ * to the upstream (a meta refresh, and a link); returns where to.
+ */
+async function pressConnector(browser: Browser, connector: string, returnTo = '/activate'): Promise<string> {
   const login = await browser.get(`/login?return_to=${encodeURIComponent(returnTo)}`);
   expect(login.body).toContain(`value="${connector}"`);
-  return browser.post('/login/connector', { csrf_token: inputValue(login.body, 'csrf_token')!, return_to: inputValue(login.body, 'return_to')!, connector });
+  const page = await browser.post('/login/connector', { csrf_token: inputValue(login.body, 'csrf_token')!, return_to: inputValue(login.body, 'return_to')!, connector });
+  expect(page.status).toBe(200);
+  const refresh = page.body.match(/<meta http-equiv="refresh" content="0;url=([^"]+)">/)?.[1];
+  expect(refresh).toBeDefined();
+  return refresh!.replace(/&amp;/g, '&');
 }
 
 const pathOf = (url: string) => {
@@ -109,9 +117,9 @@ describe('Latchkey behind Latchkey', () => {
     const person = new Browser(fetchTransport(server.base));
     const atUpstream = new Browser(fetchTransport(upstream.base));
     const start = await pressConnector(person, 'company');
-    expect(start.location!.startsWith(`${upstream.base}/authorize?`)).toBe(true);
+    expect(start.startsWith(`${upstream.base}/authorize?`)).toBe(true);
     // At the upstream: its own sign-in page, then straight back (a first-party client, no consent).
-    let page = await atUpstream.get(pathOf(start.location!));
+    let page = await atUpstream.get(pathOf(start));
     expect(page.location).toMatch(/^\/login\?return_to=/);
     page = await signIn(atUpstream, await atUpstream.get(page.location!), 'ursula', 'ursula-password');
     page = await confirmIfAsked(atUpstream, await atUpstream.get(page.location!));
@@ -134,7 +142,7 @@ describe('Latchkey behind Latchkey', () => {
     const atUpstream = new Browser(fetchTransport(upstream.base));
     const confirm = `/activate/confirm?user_code=${device.user_code}`;
     const start = await pressConnector(person, 'company', confirm);
-    let page = await atUpstream.get(pathOf(start.location!));
+    let page = await atUpstream.get(pathOf(start));
     page = await signIn(atUpstream, await atUpstream.get(page.location!), 'ursula', 'ursula-password');
     page = await confirmIfAsked(atUpstream, await atUpstream.get(page.location!));
     const back = await person.get(pathOf(page.location!));
@@ -147,6 +155,29 @@ describe('Latchkey behind Latchkey', () => {
     ).json();
     const ursula = (await users()).find((u) => u.source === 'company')!;
     expect(decodeJwt(tokens.access_token).sub).toBe(ursula.id);
+  });
+
+  it('a client asking for prompt=login: the upstream Latchkey asks the person again, though they are signed in there', async () => {
+    expect((await runCli(['clients', 'add', 'web', '--first-party', '--redirect-uri', 'https://app.example.com/cb'], env)).code).toBe(0);
+    const person = new Browser(fetchTransport(server.base));
+    const atUpstream = new Browser(fetchTransport(upstream.base));
+    // Signed in at the upstream already.
+    await signIn(atUpstream, await atUpstream.get('/login'), 'ursula', 'ursula-password');
+    const verifier = 'v'.repeat(50);
+    const challenge = createHash('sha256').update(verifier).digest('base64url');
+    const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256', prompt: 'login' });
+    const toLogin = await person.get(`/authorize?${query}`);
+    const returnTo = decodeURIComponent(toLogin.location!.split('return_to=')[1]!.split('&')[0]!);
+    const start = await pressConnector(person, 'company', returnTo);
+    expect(new URL(start).searchParams.get('prompt')).toBe('login');
+    let page = await atUpstream.get(pathOf(start));
+    expect(page.location).toMatch(/^\/login\?return_to=.*&fresh=1$/); // asked again
+    page = await signIn(atUpstream, await atUpstream.get(page.location!), 'ursula', 'ursula-password');
+    page = await confirmIfAsked(atUpstream, await atUpstream.get(page.location!));
+    const back = await person.get(pathOf(page.location!));
+    expect(back.location).toBe(returnTo);
+    const done = await person.get(back.location!);
+    expect(new URL(done.location!).searchParams.get('code')).toBeTruthy();
   });
 });
 
@@ -183,7 +214,7 @@ describe('oidc-provider as the upstream', () => {
     const person = new Browser(fetchTransport(server.base));
     const atOp = new Browser(fetchTransport(opBase));
     const start = await pressConnector(person, 'op');
-    let page = await followAt(atOp, opBase, await atOp.get(pathOf(start.location!)));
+    let page = await followAt(atOp, opBase, await atOp.get(pathOf(start)));
     // oidc-provider's development login form, then its consent form.
     const loginAction = page.body.match(/action="([^"]+)"/)![1]!;
     page = await followAt(atOp, opBase, await atOp.post(pathOf(new URL(loginAction, opBase).href), { prompt: 'login', login: 'olga', password: 'anything' }));
@@ -215,14 +246,55 @@ describe('GitHub (a stand-in: github.com cannot be reached from here)', () => {
     expect(added.code).toBe(0);
     const person = new Browser(fetchTransport(server.base));
     const start = await pressConnector(person, 'gh');
-    const atGithub = await fetch(start.location!, { redirect: 'manual' });
+    const atGithub = await fetch(start, { redirect: 'manual' });
     const back = await person.get(pathOf(atGithub.headers.get('location')!));
     expect(back.status).toBe(303);
     expect((await users()).find((u) => u.source === 'gh')).toMatchObject({ username: 'octo-cat', email: 'octo@example.com', groups: ['acme:platform'] });
-    expect((await runCli(['connectors', 'remove', 'gh'], env)).code).toBe(0);
+    expect((await person.get('/login')).status).toBe(303); // signed in
+    const removed = await runCli(['connectors', 'remove', 'gh'], env);
+    expect(removed.code).toBe(0);
+    expect(removed.stderr).toContain('signed out the 1 user it created');
     expect((await runCli(['connectors', 'remove', 'gh'], env)).code).toBe(1);
-    expect((await person.get('/login')).status).toBe(303); // still signed in; the button is gone for others
-    expect((await new Browser(fetchTransport(server.base)).get('/login')).body).not.toContain('value="gh"');
+    // The users it made can no longer sign in, so what they hold ends: this session too.
+    const after = await person.get('/login');
+    expect(after.status).toBe(200);
+    expect(after.body).not.toContain('value="gh"');
+    expect((await users()).find((u) => u.source === 'gh')).toBeDefined(); // the user stays
+  });
+});
+
+describe('connectors add refuses what would silently not work, and warns of what is open to everyone', () => {
+  it('usage errors (exit 2) and warnings', async () => {
+    const stdin = 'a-secret\n';
+    const [reserved, trustGithub, orgOidc, noOpenid, ldapCredentials, clientIdLdap, google, githubEveryone] = await Promise.all([
+      runCli(['connectors', 'add', 'local', '--type', 'oidc', '--issuer', 'https://sso.example.com', '--client-id', 'x'], env),
+      runCli(['connectors', 'add', 'gh2', '--type', 'github', '--client-id', 'x', '--client-secret-stdin', '--trust-email'], env, stdin),
+      runCli(['connectors', 'add', 'o2', '--type', 'oidc', '--issuer', 'https://sso.example.com', '--client-id', 'x', '--org', 'acme'], env),
+      runCli(['connectors', 'add', 'o3', '--type', 'oidc', '--issuer', 'https://sso.example.com', '--client-id', 'x', '--scope', 'email profile'], env),
+      runCli(['connectors', 'add', 'l2', '--type', 'ldap', '--url', 'ldap://admin:secret@dc1.example:389', '--bind-dn', 'cn=x', '--bind-password-stdin', '--user-base', 'ou=people'], env, stdin),
+      runCli(['connectors', 'add', 'l3', '--type', 'ldap', '--url', 'ldaps://dc1.example:636', '--client-id', 'x', '--bind-dn', 'cn=x', '--bind-password-stdin', '--user-base', 'ou=people'], env, stdin),
+      runCli(['connectors', 'add', 'google', '--type', 'oidc', '--issuer', 'https://accounts.google.com', '--client-id', 'x', '--client-secret-stdin'], env, stdin),
+      runCli(['connectors', 'add', 'gh3', '--type', 'github', '--client-id', 'x', '--client-secret-stdin'], env, stdin),
+    ]);
+    expect(reserved).toMatchObject({ code: 2 });
+    expect(reserved.stderr).toContain('reserved');
+    expect(trustGithub).toMatchObject({ code: 2 });
+    expect(trustGithub.stderr).toContain('--trust-email is for --type oidc only');
+    expect(orgOidc).toMatchObject({ code: 2 });
+    expect(orgOidc.stderr).toContain('--org is for --type github only');
+    expect(noOpenid).toMatchObject({ code: 2 });
+    expect(noOpenid.stderr).toContain('must include openid');
+    expect(ldapCredentials).toMatchObject({ code: 2 });
+    expect(ldapCredentials.stderr).not.toContain('secret');
+    expect(clientIdLdap).toMatchObject({ code: 2 });
+    expect(google).toMatchObject({ code: 0 });
+    expect(google.stderr).toContain('anyone with an account at this issuer can sign in');
+    expect(githubEveryone).toMatchObject({ code: 0 });
+    expect(githubEveryone.stderr).toContain('without --org, anyone with a GitHub account can sign in');
+    const listed = JSON.parse((await runCli(['connectors', 'list', '--json'], env)).stdout) as Array<{ id: string }>;
+    expect(listed.map((c) => c.id)).not.toContain('local');
+    expect(listed.map((c) => c.id)).not.toContain('o3');
+    await Promise.all([runCli(['connectors', 'remove', 'google'], env), runCli(['connectors', 'remove', 'gh3'], env)]);
   });
 });
 
@@ -262,6 +334,8 @@ if (!slapdAvailable && ldapRequired) {
       const person = new Browser(fetchTransport(untrusted.base));
       const res = await signIn(person, await person.get('/login'), 'dora', directory.people.dora.password);
       expect(res.status).toBe(401);
+      const metrics = await (await fetch(`${untrusted.base}/metrics`)).text();
+      expect(metrics).toMatch(/latchkey_upstream_signins_total\{connector="corp",outcome="unreachable"\} 1/);
     } finally {
       await untrusted.stop();
     }

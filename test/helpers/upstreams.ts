@@ -8,7 +8,7 @@
  * Both check what a real one checks: the redirect URI, the client secret, PKCE.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { createHash, randomBytes } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 
@@ -73,6 +73,10 @@ export interface FakeOidcBehaviour {
   hang: Set<string>;
   /** Announce the authorization endpoint under this origin instead (it is served here all the same). */
   authorizationOrigin: string | undefined;
+  /** Sign id_tokens with a key the JWKS does not publish (a forgery with a known kid). */
+  signWithUnpublishedKey: boolean;
+  /** The auth_time claim: when the person last signed in here (default: now, as if asked again). */
+  authTime: number | undefined;
 }
 
 export interface FakeOidcProvider extends RunningUpstream {
@@ -81,10 +85,13 @@ export interface FakeOidcProvider extends RunningUpstream {
   behaviour: FakeOidcBehaviour;
   /** What /authorize was last asked. */
   lastAuthorize: URLSearchParams | undefined;
+  /** How the client authenticated at the token endpoint last. */
+  lastTokenAuth: 'client_secret_basic' | 'client_secret_post' | undefined;
 }
 
 export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'upstream-sub-1', email: 'pat@upstream.example', email_verified: true, name: 'Pat Upstream', preferred_username: 'pat' }): Promise<FakeOidcProvider> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+  const forger = await generateKeyPair('RS256', { extractable: true });
   const jwk = { ...(await exportJWK(publicKey)), kid: 'fake-1', alg: 'RS256', use: 'sig' };
   const codes = new Map<string, PendingCode>();
   const tokens = new Map<string, FakeOidcPerson>();
@@ -92,8 +99,9 @@ export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'ups
     base: '',
     clientId: 'latchkey-downstream',
     clientSecret: randomBytes(16).toString('hex'),
-    behaviour: { person, idTokenOverrides: {}, idTokenOmits: [], responseIss: undefined, authorizeError: undefined, hang: new Set(), authorizationOrigin: undefined },
+    behaviour: { person, idTokenOverrides: {}, idTokenOmits: [], responseIss: undefined, authorizeError: undefined, hang: new Set(), authorizationOrigin: undefined, signWithUnpublishedKey: false, authTime: undefined },
     lastAuthorize: undefined,
+    lastTokenAuth: undefined,
     close: async () => undefined,
   };
   const sign = (claims: Record<string, unknown>, key: CryptoKey) => new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'fake-1', typ: 'JWT' }).sign(key);
@@ -143,17 +151,31 @@ export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'ups
         codes.delete(body.get('code') ?? '');
         const fail = (error: string) => json(response, 400, { error });
         if (!code) return fail('invalid_grant');
-        if (body.get('client_id') !== provider.clientId || body.get('client_secret') !== provider.clientSecret) return json(response, 401, { error: 'invalid_client' });
+        // client_secret_basic (RFC 6749 §2.3.1: form-urlencoded id and secret, then Basic) or _post.
+        const basic = /^Basic (.+)$/i.exec(request.headers.authorization ?? '');
+        const [clientId, clientSecret] = basic
+          ? Buffer.from(basic[1]!, 'base64').toString('utf8').split(':').map((part) => decodeURIComponent(part.replace(/\+/g, ' ')))
+          : [body.get('client_id'), body.get('client_secret')];
+        provider.lastTokenAuth = basic ? 'client_secret_basic' : 'client_secret_post';
+        if (clientId !== provider.clientId || clientSecret !== provider.clientSecret) return json(response, 401, { error: 'invalid_client' });
         if (body.get('redirect_uri') !== code.redirectUri) return fail('invalid_grant');
         if (code.challenge !== undefined && s256(body.get('code_verifier') ?? '') !== code.challenge) return fail('invalid_grant');
         const now = Math.floor(Date.now() / 1000);
         const access = randomBytes(16).toString('hex');
         const p = provider.behaviour.person;
         tokens.set(access, p);
-        const claims: Record<string, unknown> = { ...p, iss: base, aud: provider.clientId, iat: now, exp: now + 300, ...(code.nonce ? { nonce: code.nonce } : {}) };
+        const claims: Record<string, unknown> = {
+          ...p,
+          iss: base,
+          aud: provider.clientId,
+          iat: now,
+          exp: now + 300,
+          auth_time: provider.behaviour.authTime ?? now,
+          ...(code.nonce ? { nonce: code.nonce } : {}),
+        };
         for (const omitted of provider.behaviour.idTokenOmits) delete claims[omitted];
         Object.assign(claims, provider.behaviour.idTokenOverrides);
-        return json(response, 200, { access_token: access, token_type: 'Bearer', expires_in: 300, id_token: await sign(claims, privateKey) });
+        return json(response, 200, { access_token: access, token_type: 'Bearer', expires_in: 300, id_token: await sign(claims, provider.behaviour.signWithUnpublishedKey ? forger.privateKey : privateKey) });
       }
       case 'GET /userinfo': {
         const p = tokens.get((request.headers.authorization ?? '').replace(/^Bearer /i, ''));
@@ -187,6 +209,10 @@ export interface FakeGithub extends RunningUpstream {
   account: FakeGithubAccount;
   /** Answer /login/oauth/authorize with this error (access_denied: the person clicked Cancel). */
   authorizeError: string | undefined;
+  /** Never answer these paths (a dead API). */
+  hang: Set<string>;
+  /** Answer these paths with an endless body (a hostile or broken API). */
+  flood: Set<string>;
 }
 
 export async function startFakeGithub(): Promise<FakeGithub> {
@@ -212,10 +238,24 @@ export async function startFakeGithub(): Promise<FakeGithub> {
       ],
     },
     authorizeError: undefined,
+    hang: new Set(),
+    flood: new Set(),
     close: async () => undefined,
   };
   const { server, base } = await listen((request, response, body) => {
     const url = new URL(request.url ?? '/', 'http://x');
+    if (github.hang.has(url.pathname)) return; // never answers
+    if (github.flood.has(url.pathname)) {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const pump = () => {
+        while (!response.destroyed && response.write(chunk));
+        if (!response.destroyed) response.once('drain', pump);
+      };
+      response.write('[');
+      pump();
+      return;
+    }
     const authorized = tokens.has((request.headers.authorization ?? '').replace(/^Bearer /i, ''));
     const a = github.account;
     switch (`${request.method} ${url.pathname}`) {
@@ -263,4 +303,46 @@ export async function startFakeGithub(): Promise<FakeGithub> {
 export async function startSilentServer(): Promise<RunningUpstream> {
   const { server, base } = await listen(() => undefined);
   return { base, close: () => close(server) };
+}
+
+// ─── Directories that stall ─────────────────────────────────────────────────────────────────
+
+async function listenTcp(onConnection: (socket: Socket) => void): Promise<{ url: string; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    onConnection(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `ldap://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** An LDAP address that accepts connections and never says a word. */
+export function startSilentDirectory(): Promise<{ url: string; close(): Promise<void> }> {
+  return listenTcp(() => undefined);
+}
+
+/**
+ * A directory that agrees to StartTLS (an ExtendedResponse, resultCode success, RFC 4511 §4.14.2)
+ * and then never answers the TLS handshake: a client that waits for the handshake without a
+ * deadline hangs here for good.
+ */
+export function startStallingStartTlsDirectory(): Promise<{ url: string; close(): Promise<void> }> {
+  return listenTcp((socket) => {
+    socket.once('data', (request: Buffer) => {
+      // LDAPMessage ::= SEQUENCE { messageID INTEGER, protocolOp ... }: the id follows `30 LL 02 01`
+      // (a short length; the StartTLS request is small).
+      const messageId = request[2] === 0x02 && request[3] === 0x01 ? request[4]! : 1;
+      socket.write(Buffer.from([0x30, 0x0c, 0x02, 0x01, messageId, 0x78, 0x07, 0x0a, 0x01, 0x00, 0x04, 0x00, 0x04, 0x00]));
+      // …then silence, whatever the client sends (its ClientHello).
+    });
+  });
 }

@@ -9,6 +9,7 @@ import { connectorSecretContext } from '../../src/connectors/runtime.js';
 import { addUser, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, injectTransport, signIn } from '../helpers/browser.js';
 import { directory, ldapRequired, slapdAvailable, startSlapd, type RunningSlapd } from '../helpers/slapd.js';
+import { startSilentDirectory, startStallingStartTlsDirectory } from '../helpers/upstreams.js';
 
 if (!slapdAvailable && ldapRequired) {
   describe('LDAP connector', () => {
@@ -69,6 +70,8 @@ if (!slapdAvailable && ldapRequired) {
     expect(await t.store.findUserByUsername('dora')).toBeUndefined();
   });
 
+  // The typed name is escaped (RFC 4515) before it is put in the filter: were it not, `*` or
+  // `*)(uid=*` would match dora's entry and her password would sign these names in.
   it('filter injection: a name full of filter syntax matches nobody, even with a real password', async () => {
     for (const name of ['*', '*)(uid=*', 'dora)(|(uid=*', 'dora*', '(uid=dora)', 'do\\72a']) {
       expect((await attempt(name, directory.people.dora.password)).status, name).toBe(401);
@@ -81,15 +84,73 @@ if (!slapdAvailable && ldapRequired) {
     expect((await attempt('dora', directory.people.dora.password)).status).toBe(429);
   });
 
-  it('local accounts come first: the local password signs in the local user, the directory\'s the directory\'s', async () => {
+  it('a local account with a password owns its name: the directory is not asked for it, so its entry is no second way in', async () => {
     const local = await addUser(t.store, 'dora', 'local-dora-password');
     expect((await attempt('dora', 'local-dora-password')).status).toBe(303);
-    expect((await t.app.inject({ method: 'GET', url: '/login', headers: { cookie: [...browser.cookies].map(([k, v]) => `${k}=${v}`).join('; ') } })).statusCode).toBe(303);
+    const signedIn = await t.store.findUserByUsername('dora');
+    expect(signedIn!.id).toBe(local.id);
     await browser.post('/logout', {});
+    // The directory's password for dora is not the local account's: wrong, and no user is made.
+    expect((await attempt('dora', directory.people.dora.password)).status).toBe(401);
+    expect((await t.store.listUsers()).filter((u) => u.source === 'corp')).toEqual([]);
+    const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(metrics).not.toMatch(/latchkey_upstream_signins_total\{connector="corp"/);
+  });
+
+  it('the first directory that knows the name answers for it: a wrong password there is not tried at the next', async () => {
+    // "alt" maps any name to ezra's entry: were dora's wrong password passed on, ezra's would sign in as her name.
+    await addLdap('alt', { userFilter: '(|(uid=ezra)(cn={username}))' });
+    expect((await attempt('dora', directory.people.ezra.password)).status).toBe(401);
+    expect((await t.store.listUsers()).filter((u) => u.source !== 'local')).toEqual([]);
+    // A name the first directory does not know passes on.
+    expect((await attempt('nobody-at-corp', directory.people.ezra.password)).status).toBe(303);
+    expect((await t.store.listUsers()).find((u) => u.source === 'alt')).toMatchObject({ username: 'ezra' });
+  });
+
+  it('a user made by another upstream does not own its name: the directory entry of that name signs in as a user of its own', async () => {
+    const upstreamMade = await addUser(t.store, 'ezra', 'unused');
+    t.store.db.prepare("UPDATE users SET password_hash = 'upstream', source = 'elsewhere' WHERE id = ?").run(upstreamMade.id);
+    expect((await attempt('ezra', directory.people.ezra.password)).status).toBe(303);
+    const made = (await t.store.listUsers()).find((u) => u.source === 'corp');
+    expect(made).toMatchObject({ username: 'ezra@corp' });
+    expect(made!.id).not.toBe(upstreamMade.id);
+  });
+
+  it('a directory that never answers, or stalls in the StartTLS handshake, costs at most the time limit; the next one signs the person in', async () => {
+    const silent = await startSilentDirectory();
+    const stalling = await startStallingStartTlsDirectory();
+    try {
+      await t.store.removeConnector('corp');
+      await addLdap('silent', { url: silent.url });
+      await addLdap('stalling', { url: stalling.url, startTls: true });
+      await addLdap('corp');
+      const started = Date.now();
+      expect((await attempt('dora', directory.people.dora.password)).status).toBe(303);
+      // Two directories of 2 s each, and not a hang.
+      expect(Date.now() - started).toBeLessThan(8000);
+      const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(metrics).toMatch(/latchkey_upstream_signins_total\{connector="silent",outcome="unreachable"\} 1/);
+      expect(metrics).toMatch(/latchkey_upstream_signins_total\{connector="stalling",outcome="unreachable"\} 1/);
+      expect(metrics).toMatch(/latchkey_upstream_signins_total\{connector="corp",outcome="success"\} 1/);
+    } finally {
+      await silent.close();
+      await stalling.close();
+    }
+  }, 20_000);
+
+  it('a bind password that cannot be opened (sealed under another key) makes that directory unavailable, not the sign-in page a 500', async () => {
+    await t.store.removeConnector('corp');
+    await t.store.createConnector({
+      id: 'unreadable',
+      type: 'ldap',
+      name: 'unreadable',
+      config: { url: slapd.url, bindDn: directory.bindDn, userBase: directory.userBase },
+      secret: t.app.services.secretBox.seal(connectorSecretContext('someone-else'), directory.bindPassword),
+      createdAt: 1_800_000_000,
+    });
+    await addLdap('corp');
     expect((await attempt('dora', directory.people.dora.password)).status).toBe(303);
-    const created = (await t.store.listUsers()).find((u) => u.source === 'corp');
-    expect(created).toMatchObject({ username: 'dora@corp' });
-    expect(created!.id).not.toBe(local.id);
+    expect(await t.store.findUserByUsername('dora')).toMatchObject({ source: 'corp' });
   });
 
   it('directories are tried in order; one that is down or refuses the service account is skipped', async () => {

@@ -14,6 +14,7 @@ import { configFrom } from '../../src/config.js';
 import { readMigrations } from '../../src/store/migration_files.js';
 import { openConfiguredStore } from '../../src/store/open.js';
 import { PostgresStore } from '../../src/store/postgres/postgres_store.js';
+import { migrate } from '../../src/store/postgres/migrate.js';
 import { postgresMigrationsDir } from '../../src/paths.js';
 import { authorizationCode, client, deviceGrant, refreshToken, t0, user } from '../helpers/records.js';
 import { storeConformance } from './conformance.js';
@@ -183,6 +184,26 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect(await second.findUserByUsername('ALICE')).toEqual(user());
       } finally {
         await second.close();
+      }
+    });
+
+    it('upgrading to connectors (0004): the first administrator\'s made-up admin@localhost is not a verified email; real ones are', async () => {
+      const schema = freshSchema();
+      const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+      try {
+        const all = readMigrations(postgresMigrationsDir);
+        await migrate(pool, all.filter((m) => m.version < 4), t0, schema);
+        for (const [id, username, email] of [['u1', 'admin', 'admin@localhost'], ['u2', 'alice', 'alice@example.com']]) {
+          await pool.query('INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ($1, $2, $3, NULL, $4, false, $5)', [id, username, email, 'scrypt$x', t0]);
+        }
+        await migrate(pool, all, t0, schema);
+        const { rows } = await pool.query('SELECT username, email_verified, source FROM users ORDER BY username');
+        expect(rows).toEqual([
+          { username: 'admin', email_verified: false, source: 'local' },
+          { username: 'alice', email_verified: true, source: 'local' },
+        ]);
+      } finally {
+        await pool.end();
       }
     });
 

@@ -10,7 +10,7 @@ import { purgeAll, reclaimAll } from '../../src/housekeeping.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
-import { readMigrations } from '../../src/store/sqlite/migrate.js';
+import { migrate, readMigrations } from '../../src/store/sqlite/migrate.js';
 import { migrationsDir } from '../../src/paths.js';
 import { storeConformance, t0, user } from './conformance.js';
 import { session } from '../helpers/records.js';
@@ -101,6 +101,22 @@ describe('SqliteStore specifics', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('upgrading to connectors (0006): the first administrator\'s made-up admin@localhost is not a verified email; real ones are', async () => {
+    const path = tempDbPath();
+    const db = new Database(path);
+    const all = readMigrations(migrationsDir);
+    migrate(db, all.filter((m) => m.version < 6), t0);
+    const insert = db.prepare('INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES (?, ?, ?, NULL, ?, 0, ?)');
+    insert.run('u1', 'admin', 'admin@localhost', 'scrypt$x', t0);
+    insert.run('u2', 'alice', 'alice@example.com', 'scrypt$x', t0);
+    migrate(db, all, t0);
+    expect(db.prepare('SELECT username, email_verified, source FROM users ORDER BY username').all()).toEqual([
+      { username: 'admin', email_verified: 0, source: 'local' },
+      { username: 'alice', email_verified: 1, source: 'local' },
+    ]);
+    db.close();
   });
 
   it('close() twice is harmless', async () => {

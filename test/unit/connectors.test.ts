@@ -5,6 +5,10 @@ import { usernameCandidates } from '../../src/connectors/accounts.js';
 import { cleanGroups } from '../../src/connectors/upstream_profile.js';
 import { githubWebBase } from '../../src/connectors/github_upstream.js';
 import { connectorIdPattern, ldapConfigSchema, oidcConfigSchema, typedConnector } from '../../src/connectors/connector_config.js';
+import { freshSignInAsked } from '../../src/connectors/runtime.js';
+import { isUnreachable } from '../../src/connectors/unreachable.js';
+import type { Interaction } from '../../src/oauth/interaction.js';
+import { toConnector } from '../../src/store/rows.js';
 
 describe('LDAP filter values (RFC 4515 §3)', () => {
   it('escapes *, (, ), \\ and NUL, and nothing else', () => {
@@ -65,14 +69,60 @@ describe('connector settings', () => {
     expect(oidcConfigSchema.safeParse({ issuer: 'ftp://x', clientId: 'c' }).success).toBe(false);
   });
 
+  it('an OIDC scope includes openid (an id_token is what the sign-in checks)', () => {
+    expect(oidcConfigSchema.safeParse({ issuer: 'https://sso.example.com', clientId: 'c', scope: 'email openid' }).success).toBe(true);
+    expect(oidcConfigSchema.safeParse({ issuer: 'https://sso.example.com', clientId: 'c', scope: 'email profile' }).success).toBe(false);
+    expect(oidcConfigSchema.safeParse({ issuer: 'https://sso.example.com', clientId: 'c', scope: 'openidx' }).success).toBe(false);
+  });
+
   it('an LDAP user filter must contain {username}; the URL is ldap:// or ldaps://', () => {
     const base = { url: 'ldap://dir:389', bindDn: 'cn=svc', userBase: 'ou=people' };
     expect(ldapConfigSchema.parse(base).userFilter).toBe('(uid={username})');
     expect(ldapConfigSchema.safeParse({ ...base, userFilter: '(uid=alice)' }).success).toBe(false);
     expect(ldapConfigSchema.safeParse({ ...base, url: 'http://dir' }).success).toBe(false);
+    // Credentials in the URL would be stored in the clear: the bind password comes on stdin.
+    expect(ldapConfigSchema.safeParse({ ...base, url: 'ldap://admin:secret@dir:389' }).success).toBe(false);
   });
 
   it('a stored row that does not fit its type is not used', () => {
     expect(typedConnector({ id: 'x', type: 'oidc', name: 'x', config: { issuer: 'nope' }, secret: undefined, position: 1, createdAt: 1 })).toBeUndefined();
+  });
+
+  it('a settings column that is not a JSON object reads as empty settings (then refused), not an exception', () => {
+    const row = { id: 'x', type: 'oidc', name: 'x', secret: null, position: 1, created_at: 1 };
+    for (const config of ['{not json', '[1,2]', 'null', '"text"']) {
+      const record = toConnector({ ...row, config });
+      expect(record.config).toEqual({});
+      expect(typedConnector(record)).toBeUndefined();
+    }
+  });
+});
+
+describe('a fresh sign-in asked of an upstream', () => {
+  const interaction = (prompt: string[], maxAge: number | undefined) => ({ request: { prompt }, maxAge }) as unknown as Interaction;
+  it('prompt=login or max_age ask for one; nothing else does', () => {
+    expect(freshSignInAsked(undefined)).toBeUndefined();
+    expect(freshSignInAsked(interaction([], undefined))).toBeUndefined();
+    expect(freshSignInAsked(interaction(['consent'], undefined))).toBeUndefined();
+    expect(freshSignInAsked(interaction(['login'], undefined))).toEqual({ promptLogin: true, maxAge: undefined });
+    expect(freshSignInAsked(interaction([], 0))).toEqual({ promptLogin: false, maxAge: 0 });
+  });
+});
+
+describe('an upstream that could not be reached, told from one that answered wrongly', () => {
+  const withCause = (cause: unknown) => Object.assign(new TypeError('fetch failed'), { cause });
+  it('timeouts, DNS failures and refused, reset or unroutable connections, however deeply wrapped', () => {
+    for (const code of ['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'OAUTH_TIMEOUT']) {
+      expect(isUnreachable(Object.assign(new Error('x'), { code })), code).toBe(true);
+      expect(isUnreachable(new Error('wrapped', { cause: withCause(Object.assign(new Error('y'), { code })) })), code).toBe(true);
+    }
+    expect(isUnreachable(new DOMException('timed out', 'TimeoutError'))).toBe(true);
+    expect(isUnreachable(withCause(undefined))).toBe(true);
+  });
+  it('not an answer that was wrong', () => {
+    expect(isUnreachable(new Error('unexpected JWT claim value encountered'))).toBe(false);
+    expect(isUnreachable(Object.assign(new Error('x'), { code: 'OAUTH_JWT_CLAIM_COMPARISON_FAILED' }))).toBe(false);
+    expect(isUnreachable(new TypeError('Cannot read properties of undefined'))).toBe(false);
+    expect(isUnreachable(undefined)).toBe(false);
   });
 });

@@ -4,7 +4,7 @@
  * server's secret key. Prints the redirect URI to register upstream.
  */
 import { epochSeconds, systemClock } from '../../clock.js';
-import { connectorIdPattern, connectorRedirectUri, githubConfigSchema, ldapConfigSchema, oidcConfigSchema } from '../../connectors/connector_config.js';
+import { connectorIdPattern, connectorRedirectUri, githubConfigSchema, ldapConfigSchema, oidcConfigSchema, reservedConnectorIds } from '../../connectors/connector_config.js';
 import { connectorSecretContext } from '../../connectors/runtime.js';
 import { validName } from '../../admin/validation.js';
 import { DuplicateError, type ConnectorType } from '../../store/store.js';
@@ -31,6 +31,33 @@ function settings<T>(schema: z.ZodType<T>, input: Record<string, unknown>): T {
   return parsed.data;
 }
 
+/** The options that belong to one type only: given with another, they would silently do nothing. */
+const optionTypes: Record<string, ConnectorType> = {
+  issuer: 'oidc',
+  scope: 'oidc',
+  'groups-claim': 'oidc',
+  'trust-email': 'oidc',
+  org: 'github',
+  'api-url': 'github',
+  url: 'ldap',
+  'bind-dn': 'ldap',
+  'bind-password-stdin': 'ldap',
+  'user-base': 'ldap',
+  'user-filter': 'ldap',
+  'group-base': 'ldap',
+  'start-tls': 'ldap',
+};
+
+/**
+ * Issuers where anyone can have an account: without restricting who may sign in at the provider
+ * (or disabling the users it creates), every account holder there could sign in here.
+ */
+function openToEveryone(issuer: string): boolean {
+  const url = new URL(issuer);
+  if (url.host === 'accounts.google.com') return true;
+  return url.host === 'login.microsoftonline.com' && /^\/(common|organizations|consumers)(\/|$)/.test(url.pathname);
+}
+
 async function secretFromStdin(context: CommandContext, what: string): Promise<string> {
   const secret = (await readAll(context.stdin)).replace(/\r?\n$/, '');
   if (secret === '' || secret.length > 4096 || /[\r\n]/.test(secret)) throw new CommandError(`${what} on standard input must be one line of 1-4096 characters`, exitCodes.usage);
@@ -44,10 +71,12 @@ export const connectorsAddCommand: Command = {
   help: [
     'The redirect URI to register at an oidc or github upstream is printed: {issuer}/connectors/<id>/callback.',
     'Secrets are read from standard input and stored encrypted with the server\'s secret key.',
-    '--trust-email (oidc): link a first sign-in to the existing user with the same email, when the upstream says it is verified.',
+    '--trust-email (oidc): link a first sign-in to the local account with the same verified email, when the upstream says',
+    '  it is verified; and take the upstream\'s email_verified for the users it creates. Only for a provider you trust to verify.',
     '--org (github): only members of these organizations may sign in; groups are org:team.',
     '--api-url (github): GitHub Enterprise, e.g. https://github.example.com/api/v3.',
-    'LDAP directories are tried, in the order added, after local accounts on the ordinary password form.',
+    'LDAP directories sign in on the ordinary password form: a local account with a password owns its name; any other',
+    'name goes to each directory in the order added, and the first that knows it answers.',
     '',
   ].join('\n'),
   positionals: { min: 1, max: 1 },
@@ -73,8 +102,14 @@ export const connectorsAddCommand: Command = {
   async run(context) {
     const id = context.positionals[0] ?? '';
     if (!connectorIdPattern.test(id)) throw new CommandError('a connector id must be 1-63 lower-case letters, digits, - or _, starting with a letter or digit', exitCodes.usage);
+    if (reservedConnectorIds.includes(id)) throw new CommandError(`"${id}" is reserved (it is the source of accounts made with users add)`, exitCodes.usage);
     const type = context.values.type as string | undefined;
     const v = context.values;
+    for (const [option, belongsTo] of Object.entries(optionTypes)) {
+      if (v[option] !== undefined && type !== undefined && type !== belongsTo) throw new CommandError(`--${option} is for --type ${belongsTo} only`, exitCodes.usage);
+    }
+    if (v['client-secret-stdin'] !== undefined && type === 'ldap') throw new CommandError('--client-secret-stdin is for --type oidc and github (an ldap connector takes --bind-password-stdin)', exitCodes.usage);
+    if (v['client-id'] !== undefined && type === 'ldap') throw new CommandError('--client-id is for --type oidc and github only', exitCodes.usage);
     let config: Record<string, unknown>;
     let secret: string | undefined;
     let defaultName: string;
@@ -128,6 +163,12 @@ export const connectorsAddCommand: Command = {
     cliAudit(context, 'connector.created', { connectorId: id, type });
     context.stderr.write(`Added connector ${id} (${type}: ${name})\n`);
     if (type === 'oidc' && String(config.issuer).startsWith('http:')) context.stderr.write('warning: the issuer is plain http: use https outside a test setup\n');
+    if (type === 'oidc' && openToEveryone(String(config.issuer))) {
+      context.stderr.write('warning: anyone with an account at this issuer can sign in: restrict the application to your organization at the provider\n');
+    }
+    if (type === 'github' && (config.orgs as string[]).length === 0) {
+      context.stderr.write('warning: without --org, anyone with a GitHub account can sign in\n');
+    }
     if (type === 'ldap' && String(config.url).startsWith('ldap:') && config.startTls !== true) {
       context.stderr.write('warning: passwords would cross the network in the clear: use ldaps:// or --start-tls\n');
     }

@@ -39,6 +39,8 @@ import { revocationRoutes } from './routes/revocation.js';
 import { userinfoRoutes } from './routes/userinfo.js';
 import { loginRoutes } from './routes/login.js';
 import { connectorRoutes } from './routes/connectors.js';
+import { secondFactorRoutes } from './routes/second_factor.js';
+import { accountSecurityRoutes } from './routes/account_security.js';
 import { tokenRoutes } from './routes/token.js';
 
 declare module 'fastify' {
@@ -211,6 +213,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(userinfoRoutes);
   await app.register(loginRoutes);
   await app.register(connectorRoutes);
+  await app.register(secondFactorRoutes);
+  await app.register(accountSecurityRoutes);
   await app.register(deviceVerificationRoutes);
   await app.register(authorizeRoutes);
   return app;

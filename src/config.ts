@@ -5,6 +5,9 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { signingAlgorithms, type SigningAlgorithm } from './crypto/keys.js';
+
+export const mfaPolicies = ['off', 'optional', 'required'] as const;
+export type MfaPolicy = (typeof mfaPolicies)[number];
 import { isPostgresUrl, isValidPostgresUrl } from './store/database_url.js';
 import { parseSecretKeys, type SecretKey } from './crypto/secret_box.js';
 
@@ -137,6 +140,7 @@ const environmentSchema = z.object({
   LATCHKEY_HOUSEKEEPING_INTERVAL: seconds('LATCHKEY_HOUSEKEEPING_INTERVAL', 60, 1, 86400),
   LATCHKEY_SHUTDOWN_TIMEOUT: seconds('LATCHKEY_SHUTDOWN_TIMEOUT', 8, 1, 600),
   LATCHKEY_UPSTREAM_TIMEOUT: seconds('LATCHKEY_UPSTREAM_TIMEOUT', 10, 1, 120),
+  LATCHKEY_MFA: optionalText.pipe(z.enum(mfaPolicies, { error: `LATCHKEY_MFA must be one of ${mfaPolicies.join(', ')}` }).optional()),
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
   LATCHKEY_TRUST_PROXY: trustProxySchema,
@@ -197,6 +201,8 @@ export interface Config {
   readonly shutdownTimeout: number;
   /** Seconds any one request to an upstream identity provider (OIDC, GitHub, LDAP) may take. */
   readonly upstreamTimeout: number;
+  /** Second factors: `off`, `optional` (people with a factor use it), `required` (everyone has one). */
+  readonly mfa: MfaPolicy;
   /** `aud` of access tokens requested without `audience`. */
   readonly defaultAudience: string;
   /**
@@ -295,6 +301,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     housekeepingInterval: e.LATCHKEY_HOUSEKEEPING_INTERVAL,
     shutdownTimeout: e.LATCHKEY_SHUTDOWN_TIMEOUT,
     upstreamTimeout: e.LATCHKEY_UPSTREAM_TIMEOUT,
+    mfa: e.LATCHKEY_MFA ?? 'optional',
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
     trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
     secureCookies: issuer.startsWith('https:'),

@@ -24,6 +24,8 @@ export type OAuthErrorCode =
   | 'registration_not_supported'
   | 'invalid_token'
   | 'insufficient_scope'
+  /** OpenID Connect EAP ACR Values §5: the acr_values asked for cannot be met here. */
+  | 'unmet_authentication_requirements'
   | 'temporarily_unavailable'
   | 'not_found'
   | 'server_error';

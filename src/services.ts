@@ -39,6 +39,8 @@ export interface Services {
   interactionKey: string;
   /** Key of the HMAC that signs device cookies. */
   deviceCookieKey: string;
+  /** Key of the digests of recovery codes. */
+  recoveryCodeKey: string;
   /** Seals and opens secrets stored in the database (connector secrets, TOTP secrets). */
   secretBox: SecretBox;
   metrics: Metrics;

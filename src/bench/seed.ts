@@ -80,6 +80,8 @@ export async function seedDeviceGrants(store: SqliteStore, seed: DeviceGrantSeed
       lastPolledAtMs: undefined,
       userId: approved ? benchUser.id : undefined,
       authTime: approved ? seed.now : undefined,
+      amr: approved ? ['pwd'] : [],
+      acrValues: '',
       requesterIp: '127.0.0.1',
       requesterUserAgent: 'latchkey-bench',
       createdAt: seed.now,
@@ -108,6 +110,7 @@ export async function seedAuthorizationCodes(store: SqliteStore, count: number, 
       nonce: undefined,
       codeChallenge: challenge,
       authTime: now,
+      amr: ['pwd'],
       createdAt: now,
       // Codes live 60 s in service; these must outlast the seeding and the run.
       expiresAt: now + 3600,
@@ -130,6 +133,7 @@ export async function seedRefreshTokens(store: SqliteStore, count: number, now: 
       scope: deviceScope,
       audience: config.defaultAudience,
       authTime: now,
+      amr: ['pwd'],
     });
     tokens.push(token.value);
     return store.createRefreshToken(token.record).then(() => undefined);

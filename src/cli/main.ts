@@ -37,6 +37,7 @@ import { usersAddCommand } from './commands/users_add.js';
 import { usersDisableCommand } from './commands/users_disable.js';
 import { usersEnableCommand } from './commands/users_enable.js';
 import { usersRevokeTokensCommand } from './commands/users_revoke_tokens.js';
+import { usersMfaResetCommand } from './commands/users_mfa_reset.js';
 import { usersListCommand } from './commands/users_list.js';
 import { usersPasswdCommand } from './commands/users_passwd.js';
 
@@ -52,6 +53,7 @@ export const commands: Command[] = [
   usersEnableCommand,
   usersPasswdCommand,
   usersRevokeTokensCommand,
+  usersMfaResetCommand,
   clientsAddCommand,
   clientsListCommand,
   clientsRemoveCommand,

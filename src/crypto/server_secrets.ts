@@ -1,6 +1,6 @@
 /**
  * The server's own secrets in the store, always encrypted (secret_box.ts): one HMAC key per job —
- * CSRF tokens, user codes, sealed authorization requests, device cookies. Also the steps that bring
+ * CSRF tokens, user codes, sealed authorization requests, device cookies, recovery codes. Also the steps that bring
  * stored secrets under encryption: at start, whatever an older version left in the clear; on
  * `secret-key rotate`, everything under the new key.
  */
@@ -15,6 +15,8 @@ export interface ServerSecrets {
   interactionKey: string;
   /** Signs device cookies (http/device_cookie.ts). */
   deviceCookieKey: string;
+  /** Keys the digests of recovery codes (mfa/recovery_codes.ts). */
+  recoveryCodeKey: string;
 }
 
 async function serverSecret(store: Store, box: SecretBox, name: string): Promise<string> {
@@ -28,6 +30,7 @@ export async function loadServerSecrets(store: Store, box: SecretBox): Promise<S
     userCodeKey: await serverSecret(store, box, 'user_code'),
     interactionKey: await serverSecret(store, box, 'interaction'),
     deviceCookieKey: await serverSecret(store, box, 'device_cookie'),
+    recoveryCodeKey: await serverSecret(store, box, 'recovery_code'),
   };
 }
 

@@ -75,6 +75,7 @@ export const authorizationCodeGrant = {
       scope: consumed.scope,
       audience: consumed.audience,
       authTime: consumed.authTime,
+      amr: consumed.amr,
       jti: issued.accessTokenJti,
       refreshFamilyId: issued.refreshFamilyId,
       idToken: { nonce: consumed.nonce },

@@ -83,6 +83,7 @@ export const deviceCodeGrant = {
       scope: consumed.scope,
       audience: consumed.audience,
       authTime: consumed.authTime ?? consumed.decidedAt ?? Math.floor(nowMs / 1000),
+      amr: consumed.amr,
     });
   },
 } satisfies GrantHandler<z.infer<typeof params>>;

@@ -73,6 +73,7 @@ export const refreshTokenGrant = {
       scope: accessScope,
       audience: token.audience,
       authTime: token.authTime,
+      amr: token.amr,
       refreshToken: successor.value,
       refreshFamilyId: token.familyId,
     });

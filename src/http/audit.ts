@@ -10,6 +10,13 @@ export type AuditEvent =
   | 'signin.failure'
   | 'signin.rate_limited'
   | 'signin.slowed'
+  | 'signin.first_step'
+  | 'second_factor.success'
+  | 'second_factor.failure'
+  | 'second_factor.enrolled'
+  | 'second_factor.renamed'
+  | 'second_factor.removed'
+  | 'second_factor.recovery_codes_generated'
   | 'upstream.signin_started'
   | 'upstream.signin_success'
   | 'upstream.signin_failure'
@@ -40,7 +47,8 @@ export type AuditEvent =
   | 'user.disabled'
   | 'user.enabled'
   | 'user.password_changed'
-  | 'user.tokens_revoked';
+  | 'user.tokens_revoked'
+  | 'user.second_factors_reset';
 
 export interface AuditSource {
   log: FastifyBaseLogger;

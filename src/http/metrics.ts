@@ -17,6 +17,7 @@ export interface Metrics {
   rateLimitHits: Counter<'route'>;
   /** Sign-ins through an upstream identity provider, by connector and outcome (success, or why not). */
   upstreamSignIns: Counter<'connector' | 'outcome'>;
+  secondFactorEvents: Counter<'factor' | 'event'>;
 }
 
 export function createMetrics(text?: () => Promise<string>): Metrics {
@@ -47,6 +48,12 @@ export function createMetrics(text?: () => Promise<string>): Metrics {
       name: 'latchkey_upstream_signins_total',
       help: 'Sign-ins through upstream identity providers by connector and outcome',
       labelNames: ['connector', 'outcome'],
+      registers,
+    }),
+    secondFactorEvents: new Counter({
+      name: 'latchkey_second_factor_events_total',
+      help: 'Second factors by factor (totp, passkey, recovery_code) and event (enrolled, removed, success, failure)',
+      labelNames: ['factor', 'event'],
       registers,
     }),
   };

@@ -15,6 +15,8 @@ export async function renderPage(
   const html = await reply.viewAsync(`${view}.eta`, {
     productName: services.config.productName,
     signedInAs: signedIn?.user.username,
+    // The passkey pages' scripts, on exactly the pages whose policy lets them run (allowOwnScripts).
+    passkeyScripts: String(reply.getHeader('content-security-policy') ?? '').includes("script-src 'self'"),
     ...data,
   });
   return reply.code(status).type('text/html; charset=utf-8').send(html);

@@ -21,7 +21,23 @@ export const contentSecurityPolicy = [
  */
 export function allowFormActionTo(reply: FastifyReply, source: string | undefined): void {
   if (source === undefined || !/^[A-Za-z][A-Za-z0-9+.-]*:(\/\/[^\s;,']+)?$/.test(source)) return;
-  reply.header('content-security-policy', contentSecurityPolicy.replace("form-action 'self'", `form-action 'self' ${source}`));
+  reply.header('content-security-policy', currentPolicy(reply).replace("form-action 'self'", `form-action 'self' ${source}`));
+}
+
+/**
+ * Pages with a passkey button run our own script (/assets/passkey.js and the WebAuthn browser
+ * library, both served from here) and fetch the WebAuthn options from here: nothing inline,
+ * nothing from elsewhere. Every other page runs no script at all.
+ */
+export function allowOwnScripts(reply: FastifyReply): void {
+  const policy = currentPolicy(reply);
+  if (policy.includes('script-src')) return;
+  reply.header('content-security-policy', policy.replace("default-src 'none'", "default-src 'none'; script-src 'self'; connect-src 'self'"));
+}
+
+function currentPolicy(reply: FastifyReply): string {
+  const set = reply.getHeader('content-security-policy');
+  return typeof set === 'string' ? set : contentSecurityPolicy;
 }
 
 /** The headers every response carries, also those written outside Fastify's hooks. */

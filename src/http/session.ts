@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { epochSeconds } from '../clock.js';
 import { randomSecret, sha256 } from '../crypto/secrets.js';
 import type { Services } from '../services.js';
-import type { SessionRecord, UserRecord } from '../store/store.js';
+import type { AuthMethod, SessionRecord, UserRecord } from '../store/store.js';
 import { clearCookie, cookieNames, setCookie } from './cookies.js';
 
 export interface SignedIn {
@@ -41,18 +41,23 @@ export async function startSession(
   reply: FastifyReply,
   services: Services,
   user: UserRecord,
-  /** The authorization request this sign-in is made for, if any. */
-  interactionId?: string,
-  /** When the person signed in, if earlier than now (an upstream's auth_time). */
-  signedInAt?: number,
+  how: {
+    /** How the person signed in (RFC 8176). */
+    amr: AuthMethod[];
+    /** The authorization request this sign-in is made for, if any. */
+    interactionId?: string | undefined;
+    /** When the person signed in, if earlier than now (an upstream's auth_time; a step-up keeps the first step's). */
+    signedInAt?: number | undefined;
+  },
 ): Promise<SignedIn | undefined> {
+  const { interactionId, signedInAt, amr } = how;
   const { config, store, clock } = services;
   const previous = request.cookies[cookieNames(config).session];
   if (previous && previous.length <= 128) await store.deleteSession(sha256(previous));
   const id = randomSecret();
   const now = epochSeconds(clock);
   const authTime = signedInAt === undefined ? now : Math.min(now, signedInAt);
-  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime, createdAt: now, expiresAt: now + config.sessionTtl, interactionId };
+  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime, amr, createdAt: now, expiresAt: now + config.sessionTtl, interactionId };
   // Not if the person's sign-ins were ended (a new password) since `user` was read: a sign-in
   // with the old password racing the change must not survive it.
   if (!(await store.createSession(session, { userTokensRevokedAt: user.tokensRevokedAt }))) return undefined;

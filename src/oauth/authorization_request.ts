@@ -4,6 +4,7 @@
  * problem is shown on an error page and never redirected (RFC 6749 §4.1.2.1, RFC 9700 §4.1);
  * after that, problems go back to the client as error redirects carrying `state`.
  */
+import { requestedAcrValues } from '../mfa/policy.js';
 import { OAuthError } from '../errors.js';
 import type { Config } from '../config.js';
 import type { AuthorizationRequest, ClientRecord, PromptValue, Store } from '../store/store.js';
@@ -88,7 +89,10 @@ export async function parseAuthorizationRequest(
 
   let scope: string;
   let audience: string;
+  let acrValues: string;
   try {
+    if ((p.acr_values ?? '').length > 1024) return invalid('acr_values is too long.');
+    acrValues = requestedAcrValues(config, p.acr_values);
     if ((p.scope ?? '').length > 1024) return invalid('The scope is too long.');
     scope = grantableScope(parseScope(p.scope), client).join(' ');
     if ((p.audience ?? '').length > 2048) return invalid('The audience is too long.');
@@ -145,6 +149,7 @@ export async function parseAuthorizationRequest(
       nonce: p.nonce,
       codeChallenge: challenge,
       prompt: prompt.filter((v): v is PromptValue => v === 'none' || v === 'login' || v === 'consent'),
+      ...(acrValues === '' ? {} : { acrValues }),
     },
   };
 }

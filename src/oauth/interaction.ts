@@ -54,6 +54,8 @@ interface Wire {
   p?: PromptValue[];
   m?: number;
   h?: string;
+  /** acr_values (only ever urn:latchkey:mfa). */
+  ac?: string;
   t: number;
   e: number;
 }
@@ -77,6 +79,7 @@ export function sealInteraction(key: string, browser: string, interaction: Inter
     ...(r.prompt.length === 0 ? {} : { p: r.prompt }),
     ...(interaction.maxAge === undefined ? {} : { m: interaction.maxAge }),
     ...(interaction.expectedSubject === undefined ? {} : { h: interaction.expectedSubject }),
+    ...(r.acrValues === undefined ? {} : { ac: r.acrValues }),
     t: interaction.createdAt,
     e: interaction.expiresAt,
   };
@@ -107,6 +110,7 @@ export function openInteraction(key: string, browser: string, sealed: string, no
       nonce: wire.n,
       codeChallenge: wire.cc,
       prompt: wire.p ?? [],
+      ...(wire.ac === undefined ? {} : { acrValues: wire.ac }),
     },
     maxAge: wire.m,
     expectedSubject: wire.h,

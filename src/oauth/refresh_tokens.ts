@@ -14,7 +14,7 @@ export interface NewRefreshToken {
   record: RefreshTokenRecord;
 }
 
-export type RefreshTokenFields = Pick<RefreshTokenRecord, 'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime'> & {
+export type RefreshTokenFields = Pick<RefreshTokenRecord, 'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime' | 'amr'> & {
   /** Kept from the family when rotating; a new family ends LATCHKEY_REFRESH_TOKEN_TTL from now. */
   familyExpiresAt?: number;
   /** The token this one succeeds (rotation, grace); none for the first of a family. */
@@ -35,6 +35,7 @@ export function newRefreshToken(config: Config, now: number, fields: RefreshToke
       scope: fields.scope,
       audience: fields.audience,
       authTime: fields.authTime,
+      amr: fields.amr,
       createdAt: now,
       expiresAt: Math.min(familyExpiresAt, now + config.refreshTokenIdleTtl),
       familyExpiresAt,

@@ -8,7 +8,8 @@ import { epochSeconds } from '../clock.js';
 import { OAuthError } from '../errors.js';
 import { leftHalfSha256, randomId } from '../crypto/secrets.js';
 import type { Services } from '../services.js';
-import type { ClientRecord, UserRecord } from '../store/store.js';
+import type { AuthMethod, ClientRecord, UserRecord } from '../store/store.js';
+import { authenticationClaims } from '../mfa/amr.js';
 import { claimsForScope } from './claims.js';
 import { newRefreshToken } from './refresh_tokens.js';
 
@@ -33,6 +34,8 @@ export interface IssueTokensInput {
   scope: string;
   audience: string;
   authTime: number;
+  /** How the person signed in (RFC 8176): `amr` and `acr` in the id_token and the access token. */
+  amr: AuthMethod[];
   /** Chosen in advance when the caller records them before issuing (authorization codes). */
   jti?: string;
   refreshFamilyId?: string;
@@ -59,6 +62,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       scope: input.scope,
       audience: input.audience,
       authTime: input.authTime,
+      amr: input.amr,
     });
     // Not if the person's sign-ins were ended since the grant read the user (a new password racing
     // this redemption): the family would escape that revocation.
@@ -74,6 +78,8 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     client_id: input.client.clientId,
     scope: input.scope,
     auth_time: input.authTime,
+    // RFC 9068 §2.2.1: an API can require a second factor for what it guards.
+    ...authenticationClaims(input.amr),
     iat: now,
     exp: now + config.accessTokenTtl,
     jti: input.jti ?? randomId(),
@@ -96,6 +102,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       iat: now,
       exp: now + Math.min(maxIdTokenLifetime, config.accessTokenTtl),
       auth_time: input.authTime,
+      ...authenticationClaims(input.amr),
       ...(input.idToken.nonce === undefined ? {} : { nonce: input.idToken.nonce }),
       at_hash: leftHalfSha256(accessToken),
       ...claimsForScope(input.user, input.scope),

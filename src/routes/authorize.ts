@@ -26,6 +26,8 @@ import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
 import { allowFormActionTo } from '../http/security_headers.js';
 import { currentSession, type SignedIn } from '../http/session.js';
 import type { Services } from '../services.js';
+import { asksForMfa } from '../mfa/amr.js';
+import { secondFactorNeed, stepUpPath } from '../mfa/policy.js';
 
 /** RFC 6749 §4.1.2 recommends at most 10 minutes; one is plenty for a client to redeem. */
 export const authorizationCodeLifetime = 60;
@@ -107,6 +109,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       nonce: r.nonce,
       codeChallenge: r.codeChallenge,
       authTime: signedIn.session.authTime,
+      amr: signedIn.session.amr,
       createdAt: now,
       expiresAt: now + authorizationCodeLifetime,
       consumedAt: undefined,
@@ -117,6 +120,11 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     return redirectWith(reply, r.redirectUri, { code, state: r.state }, status);
   }
 
+  /** LATCHKEY_MFA, the person's own factors and the client's acr_values: is this session enough? */
+  async function secondFactorDone(signedIn: SignedIn, r: Interaction['request']): Promise<boolean> {
+    return (await secondFactorNeed(config, store, signedIn.session, asksForMfa(r.acrValues))) === 'satisfied';
+  }
+
   /** Decides the next step of an interaction: sign in, consent, loopback confirmation, or the code. */
   async function proceed(request: FastifyRequest, reply: FastifyReply, interaction: Interaction, sealed: string, status: 302 | 303) {
     const r = interaction.request;
@@ -125,6 +133,10 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     if (!signedIn || !fresh) {
       if (r.prompt.includes('none')) return redirectError(reply, interaction, new OAuthError('login_required', 'The user must sign in.'), status);
       return reply.redirect(`/login?return_to=${encodeURIComponent(continuePath(sealed))}&fresh=${signedIn ? '1' : '0'}`, 303);
+    }
+    if (!(await secondFactorDone(signedIn, r))) {
+      if (r.prompt.includes('none')) return redirectError(reply, interaction, new OAuthError('interaction_required', 'The user must confirm the sign-in with a second factor.'), status);
+      return reply.redirect(stepUpPath(continuePath(sealed)), 303);
     }
     const client = await store.findClient(r.clientId);
     if (!client) return renderErrorPage(request, reply, services, { heading: 'Unknown application', message: 'This application is no longer registered.' }, 400);
@@ -193,7 +205,9 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const interaction = openSealedInteraction(request, reply, services, form.interaction);
     if (!interaction) return renderErrorPage(request, reply, services, expiredPage, 400);
     const signedIn = await currentSession(request, services);
-    if (!signedIn || !signInState(interaction, signedIn).fresh) return proceed(request, reply, interaction, form.interaction, 303);
+    if (!signedIn || !signInState(interaction, signedIn).fresh || !(await secondFactorDone(signedIn, interaction.request))) {
+      return proceed(request, reply, interaction, form.interaction, 303);
+    }
     if (form.decision !== 'allow' && form.decision !== 'deny') {
       return renderErrorPage(request, reply, services, { heading: 'Choose Allow or Deny', message: 'The answer was missing. Go back and choose again.' }, 400);
     }

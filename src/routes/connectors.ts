@@ -14,7 +14,7 @@ import { audit } from '../http/audit.js';
 import { csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
-import { startSession } from '../http/session.js';
+import { afterFirstFactor } from '../mfa/sign_in_steps.js';
 import { userForUpstream } from '../connectors/accounts.js';
 import { connectorRedirectUri, typedConnector, type TypedConnector } from '../connectors/connector_config.js';
 import { githubAuthorizationUrl, githubCallback } from '../connectors/github_upstream.js';
@@ -144,15 +144,19 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     } catch (err) {
       return fail(request, reply, record.id, record.name, err, pending.returnTo);
     }
-    const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(pending.returnTo));
     // The upstream's auth_time, where it says; within the clock skew allowed when a fresh sign-in
     // was asked, the request's own time (else the skew would send the person round again).
     const signedInAt = profile.authTime === undefined || pending.freshSince === undefined ? profile.authTime : Math.max(profile.authTime, pending.freshSince);
-    if (!(await startSession(request, reply, services, user, interaction?.id, signedInAt))) {
+    const next = await afterFirstFactor(request, reply, services, user, { amr: ['fed'], returnTo: pending.returnTo, signedInAt });
+    if (next.kind === 'ended') {
       return fail(request, reply, record.id, record.name, new UpstreamError('Your sign-ins were ended a moment ago. Sign in again.', 'error'), pending.returnTo);
     }
     metrics.upstreamSignIns.inc({ connector: record.id, outcome: 'success' });
     audit(request, 'upstream.signin_success', { connectorId: record.id, userId: user.id });
+    if (next.kind === 'second_factor') {
+      audit(request, 'signin.first_step', { userId: user.id, connectorId: record.id });
+      return reply.redirect(next.location, 303);
+    }
     audit(request, 'signin.success', { userId: user.id, connectorId: record.id });
     return reply.redirect(pending.returnTo, 303);
   });

@@ -18,12 +18,15 @@ import { rateLimitKey } from '../oauth/rate_limit.js';
 import { parseFields } from '../http/form.js';
 import { headerText } from '../http/header_text.js';
 import { postOnly } from './method_not_allowed.js';
+import { requestedAcrValues } from '../mfa/policy.js';
 
 const deviceAuthorizationParams = z.object({
   client_id: z.string().max(256).optional(),
   client_secret: z.string().max(512).optional(),
   scope: z.string().max(1024).optional(),
   audience: z.string().max(2048).optional(),
+  /** `urn:latchkey:mfa` asks for a second factor at the approval (voluntary values: others are ignored). */
+  acr_values: z.string().max(1024).optional(),
 });
 
 export interface DeviceAuthorizationResponse {
@@ -49,6 +52,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
     if (limited.limited) throw tooManyRequests(limited.retryAfter, 'Too many device authorization requests. Try again later.');
     const scope = grantableScope(parseScope(params.scope), client).join(' ');
     const audience = await resolveAudience(store, config, params.audience);
+    const acrValues = requestedAcrValues(config, params.acr_values);
 
     const now = epochSeconds(clock);
     const deviceCode = randomSecret(secretPrefix.deviceCode);
@@ -67,6 +71,8 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
           lastPolledAtMs: undefined,
           userId: undefined,
           authTime: undefined,
+          amr: [],
+          acrValues,
           requesterIp: request.ip,
           requesterUserAgent: headerText(request.headers['user-agent']) || 'unknown',
           createdAt: now,

@@ -17,7 +17,9 @@ import { formatUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
-import { currentSession } from '../http/session.js';
+import { currentSession, type SignedIn } from '../http/session.js';
+import { asksForMfa } from '../mfa/amr.js';
+import { secondFactorNeed, stepUpPath } from '../mfa/policy.js';
 import type { DeviceGrantRecord } from '../store/store.js';
 
 const activateQuery = z.object({ user_code: z.string().max(256).optional() });
@@ -70,6 +72,10 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
     return { grant, userCode: formatUserCode(canonical) };
   }
 
+  function secondFactorDone(signedIn: SignedIn, grant: DeviceGrantRecord): Promise<boolean> {
+    return secondFactorNeed(config, store, signedIn.session, asksForMfa(grant.acrValues)).then((need) => need === 'satisfied');
+  }
+
   async function showEntry(request: FastifyRequest, reply: FastifyReply, userCode: string, error: string | undefined, status = 200) {
     return renderPage(
       request,
@@ -109,6 +115,8 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
     const found = await lookUp(request, user_code);
     if ('error' in found) return showEntry(request, reply, user_code.slice(0, 32), found.error, 400);
     const { grant, userCode } = found;
+    // A device approval is what phishing goes after (RFC 8628 §5.4): the second factor first.
+    if (!(await secondFactorDone(signedIn, grant))) return reply.redirect(stepUpPath(`/activate/confirm?user_code=${userCode}`), 303);
     const client = await store.findClient(grant.clientId);
     const now = epochSeconds(clock);
     return renderPage(request, reply, services, 'device_confirm', {
@@ -152,10 +160,23 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
     const found = await lookUp(request, form.user_code);
     if ('error' in found) return showEntry(request, reply, form.user_code.slice(0, 32), found.error, 400);
     const { grant } = found;
+    if (form.decision === 'allow' && !(await secondFactorDone(signedIn, grant))) {
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        {
+          heading: 'Confirm it’s you first',
+          message: 'Approving this device needs your second factor. Nothing was approved.',
+          link: { href: stepUpPath(`/activate/confirm?user_code=${found.userCode}`), label: 'Continue' },
+        },
+        403,
+      );
+    }
     const now = epochSeconds(clock);
     const done =
       form.decision === 'allow'
-        ? await store.approveDeviceGrant(grant.id, signedIn.user.id, signedIn.session.authTime, now)
+        ? await store.approveDeviceGrant(grant.id, signedIn.user.id, signedIn.session.authTime, signedIn.session.amr, now)
         : await store.denyDeviceGrant(grant.id, now);
     if (!done) return showEntry(request, reply, found.userCode, messages.finished, 409);
     audit(request, form.decision === 'allow' ? 'device.approved' : 'device.denied', { clientId: grant.clientId, userId: signedIn.user.id });

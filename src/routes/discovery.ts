@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { supportedGrantTypes } from '../grants/index.js';
 import { supportedScopes } from '../oauth/scope.js';
+import { acrValuesSupported } from '../mfa/amr.js';
 
 export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { issuer } = app.services.config;
@@ -29,7 +30,9 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
-    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'email', 'email_verified', 'name', 'preferred_username'],
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'acr', 'amr', 'email', 'email_verified', 'name', 'preferred_username', 'groups'],
+    // urn:latchkey:mfa in acr_values asks for a second factor (not offered when they are off).
+    ...(app.services.config.mfa === 'off' ? {} : { acr_values_supported: [...acrValuesSupported] }),
   };
 
   app.get('/.well-known/openid-configuration', async (_request, reply) => {

@@ -8,24 +8,22 @@ import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decoyPasswordHash, verifyPassword } from '../crypto/password.js';
-import { hmacSha256 } from '../crypto/secrets.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
-import { allowFormActionTo } from '../http/security_headers.js';
+import { allowFormActionTo, allowOwnScripts } from '../http/security_headers.js';
+import { relyingParty } from '../mfa/webauthn.js';
 import { formActionSource } from '../oauth/redirect.js';
 import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
-import { tooManyRequests } from '../errors.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
-import { laneFull, slowDownMs, throttleSignIn } from '../oauth/signin_throttle.js';
-import { knownFor, readDeviceCookie, rememberDevice } from '../http/device_cookie.js';
 import { userForUpstream } from '../connectors/accounts.js';
 import { ldapSignIn } from '../connectors/ldap_directory.js';
 import { buttonConnectors, connectorSecret, freshSignInAsked, loadConnectors } from '../connectors/runtime.js';
 import { UpstreamError } from '../connectors/upstream_profile.js';
 import type { UserRecord } from '../store/store.js';
 import { epochSeconds } from '../clock.js';
-import { currentSession, endSession, startSession } from '../http/session.js';
+import { currentSession, endSession } from '../http/session.js';
+import { startSignInAttempt } from '../http/signin_attempt.js';
+import { afterFirstFactor } from '../mfa/sign_in_steps.js';
 
 /** A return_to may carry a sealed authorization request (see oauth/interaction.ts). */
 export const maxReturnToLength = 24_200;
@@ -52,14 +50,20 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
    * When the sign-in continues an authorization request, the page names the application, and its
    * CSP lets the form's redirect chain end at the client (browsers check form-action on redirects).
    */
-  async function authorizationContext(request: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<{ clientName: string | undefined; connectors: Awaited<ReturnType<typeof buttonConnectors>> }> {
+  async function authorizationContext(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    returnTo: string,
+  ): Promise<{ clientName: string | undefined; connectors: Awaited<ReturnType<typeof buttonConnectors>>; passkeySignIn: boolean }> {
     const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo));
     const connectors = await buttonConnectors(services, request.log, freshSignInAsked(interaction));
     // The password form may end at the client. A connector's button does not need its upstream
     // here: it ends on a page of ours that moves on (routes/connectors.ts).
     const client = interaction && formActionSource(interaction.request.redirectUri);
     allowFormActionTo(reply, client);
-    return { clientName: interaction && (await store.findClient(interaction.request.clientId))?.name, connectors };
+    const passkeySignIn = relyingParty(services.config) !== undefined;
+    if (passkeySignIn) allowOwnScripts(reply);
+    return { clientName: interaction && (await store.findClient(interaction.request.clientId))?.name, connectors, passkeySignIn };
   }
 
   app.get('/login', page, async (request, reply) => {
@@ -160,41 +164,12 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       );
     if (form.username === '' || form.password === '') return again('Enter your username and password.', 400);
 
-    // The attempt is counted before the password work (scrypt runs off the event loop), so
-    // parallel guesses cannot all slip past the check; a success takes its count back.
-    const accountKey = form.username.toLowerCase();
-    const accountDigest = hmacSha256(services.csrfSecret, `username:${accountKey}`).slice(0, 22);
-    const who = { usernameDigest: accountDigest.slice(0, 16) };
-    const device = readDeviceCookie(request, services);
-    const knownDevice = knownFor(device, services, accountKey) ? device?.id : undefined;
-    const throttle = await throttleSignIn(services.rateLimits, { account: accountDigest, addressKey: rateLimitKey(request.ip), knownDevice });
-    if (throttle.kind === 'refused') {
-      audit(request, 'signin.rate_limited', { ...who, knownDevice: knownDevice !== undefined });
-      throw tooManyRequests(throttle.state.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
-    }
-
-    const check = () => checkPassword(request, form.username, form.password);
-    let checked: Awaited<ReturnType<typeof check>>;
-    if (throttle.pauseMs > 0) {
-      // Under a distributed attack: one attempt at a time for this account, each after a pause.
-      audit(request, 'signin.slowed', { ...who, pauseMs: throttle.pauseMs });
-      const outcome = await services.signInSlowLane.run(accountDigest, async () => {
-        await services.sleep(throttle.pauseMs);
-        return check();
-      });
-      if (outcome === laneFull) {
-        await throttle.cancel();
-        audit(request, 'signin.rate_limited', { ...who, knownDevice: false, reason: 'slow_lane_full' });
-        throw tooManyRequests(slowDownMs / 1000, 'Too many sign-in attempts. Wait a moment and try again.');
-      }
-      checked = outcome;
-    } else {
-      checked = await check();
-    }
-    const { user, matches: passwordMatches, connectorId } = checked;
+    const attempt = await startSignInAttempt(request, services, form.username);
+    const { who } = attempt;
+    const { user, matches: passwordMatches, connectorId } = await attempt.run(() => checkPassword(request, form.username, form.password));
     // A disabled account answers like a wrong password: otherwise the answer would confirm a guess.
     if (!user || !passwordMatches || user.disabled) {
-      await throttle.finish(false);
+      await attempt.finish(false);
       services.metrics.signInFailures.inc();
       // Never the typed username: people type their password there. A keyed digest still lets
       // an operator see repeated attempts on one name.
@@ -210,16 +185,19 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       );
       return again('Wrong username or password.', 401);
     }
-    // A sign-in done for an authorization request is what that request's prompt=login asks for.
-    const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo));
-    if (!(await startSession(request, reply, services, user, interaction?.id))) {
+    const next = await afterFirstFactor(request, reply, services, user, { amr: ['pwd'], returnTo });
+    if (next.kind === 'ended') {
       // The password changed while this one was being checked: it is the old one.
-      await throttle.finish(false);
+      await attempt.finish(false);
       audit(request, 'signin.failure', { userId: user.id, reason: 'password_changed' });
       return again('Wrong username or password.', 401);
     }
-    await throttle.finish(true);
-    rememberDevice(reply, services, device, accountKey);
+    await attempt.finish(true);
+    if (next.kind === 'second_factor') {
+      audit(request, 'signin.first_step', { userId: user.id, ...(connectorId === undefined ? {} : { connectorId }) });
+      return reply.redirect(next.location, 303);
+    }
+    attempt.rememberBrowser(reply);
     audit(request, 'signin.success', { userId: user.id, ...(connectorId === undefined ? {} : { connectorId }) });
     return reply.redirect(returnTo, 303);
   });

@@ -8,6 +8,7 @@ import type { SigningAlgorithm } from '../crypto/keys.js';
 import type {
   RateLimitCounter,
   ApiRecord,
+  AuthMethod,
   AuthorizationCodeRecord,
   ClientRecord,
   ConnectorRecord,
@@ -16,9 +17,11 @@ import type {
   DeviceGrantRecord,
   DeviceGrantStatus,
   GrantTypeName,
+  PasskeyRecord,
   RefreshTokenRecord,
   SessionRecord,
   SigningKeyRecord,
+  TotpRecord,
   UserIdentityRecord,
   UserRecord,
 } from './store.js';
@@ -30,6 +33,15 @@ const optionalText = (v: unknown): string | undefined => (v === null || v === un
 const optionalNumber = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : Number(v));
 /** SQLite stores booleans as 1/0, PostgreSQL as true/false. */
 const flag = (v: unknown): boolean => v === true || v === 1;
+
+/** amr is stored space-separated ("pwd otp"); '' (rows older than issue 16) is none. */
+export function amrFromText(v: unknown): AuthMethod[] {
+  return v === null || v === undefined ? [] : (String(v).split(' ').filter((m) => m !== '') as AuthMethod[]);
+}
+
+export function amrToText(amr: readonly AuthMethod[]): string {
+  return amr.join(' ');
+}
 
 export function toUser(r: Row): UserRecord {
   return {
@@ -119,6 +131,7 @@ export function toSession(r: Row): SessionRecord {
     idHash: text(r.id_hash),
     userId: text(r.user_id),
     authTime: Number(r.auth_time),
+    amr: amrFromText(r.amr),
     createdAt: Number(r.created_at),
     expiresAt: Number(r.expires_at),
     interactionId: optionalText(r.interaction_id),
@@ -138,6 +151,8 @@ export function toDeviceGrant(r: Row): DeviceGrantRecord {
     lastPolledAtMs: optionalNumber(r.last_polled_at_ms),
     userId: optionalText(r.user_id),
     authTime: optionalNumber(r.auth_time),
+    amr: amrFromText(r.amr),
+    acrValues: r.acr_values === undefined || r.acr_values === null ? '' : text(r.acr_values),
     requesterIp: text(r.requester_ip),
     requesterUserAgent: text(r.requester_user_agent),
     createdAt: Number(r.created_at),
@@ -157,6 +172,7 @@ export function toRefreshToken(r: Row): RefreshTokenRecord {
     scope: text(r.scope),
     audience: text(r.audience),
     authTime: Number(r.auth_time),
+    amr: amrFromText(r.amr),
     createdAt: Number(r.created_at),
     expiresAt: Number(r.expires_at),
     familyExpiresAt: Number(r.family_expires_at),
@@ -188,11 +204,45 @@ export function toAuthorizationCode(r: Row): AuthorizationCodeRecord {
     nonce: optionalText(r.nonce),
     codeChallenge: optionalText(r.code_challenge),
     authTime: Number(r.auth_time),
+    amr: amrFromText(r.amr),
     createdAt: Number(r.created_at),
     expiresAt: Number(r.expires_at),
     consumedAt: optionalNumber(r.consumed_at),
     accessTokenJti: optionalText(r.access_token_jti),
     refreshFamilyId: optionalText(r.refresh_family_id),
+  };
+}
+
+export function toTotp(r: Row): TotpRecord {
+  return {
+    userId: text(r.user_id),
+    secret: text(r.secret),
+    lastStep: Number(r.last_step),
+    createdAt: Number(r.created_at),
+  };
+}
+
+/** A transports column that is not a JSON array of strings (edited by hand) reads as none: they are only hints. */
+function parseTransports(json: string): string[] {
+  try {
+    const value: unknown = JSON.parse(json);
+    return Array.isArray(value) ? value.filter((t): t is string => typeof t === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+export function toPasskey(r: Row): PasskeyRecord {
+  return {
+    id: text(r.id),
+    userId: text(r.user_id),
+    publicKey: text(r.public_key),
+    counter: Number(r.counter),
+    transports: parseTransports(text(r.transports ?? '[]')),
+    name: text(r.name),
+    backedUp: flag(r.backed_up),
+    createdAt: Number(r.created_at),
+    lastUsedAt: optionalNumber(r.last_used_at),
   };
 }
 

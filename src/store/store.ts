@@ -97,10 +97,19 @@ export interface SigningKeyRecord {
   retiredAt: number | undefined;
 }
 
+/**
+ * How a person signed in (RFC 8176 authentication method references): `pwd` a password (local or a
+ * directory's), `fed` an upstream identity provider, `otp` a TOTP or recovery code, `hwk` a passkey
+ * (proof of possession of a key), `user` the passkey's user verification.
+ */
+export type AuthMethod = 'pwd' | 'fed' | 'otp' | 'hwk' | 'user';
+
 export interface SessionRecord {
   idHash: string;
   userId: string;
   authTime: number;
+  /** How the person signed in, in the order used (stored space-separated; older rows: []). */
+  amr: AuthMethod[];
   createdAt: number;
   expiresAt: number;
   /** The authorization request (interaction id) this sign-in was made for, if any: what prompt=login asks for. */
@@ -123,6 +132,10 @@ export interface DeviceGrantRecord {
   lastPolledAtMs: number | undefined;
   userId: string | undefined;
   authTime: number | undefined;
+  /** How the approving person had signed in (set with the approval; [] before). */
+  amr: AuthMethod[];
+  /** The acr_values the device asked for at /oauth/device/code ('' when none). */
+  acrValues: string;
   requesterIp: string;
   requesterUserAgent: string;
   createdAt: number;
@@ -140,6 +153,8 @@ export interface RefreshTokenRecord {
   scope: string;
   audience: string;
   authTime: number;
+  /** The amr of the sign-in that started the family, carried along every rotation. */
+  amr: AuthMethod[];
   createdAt: number;
   /** min(familyExpiresAt, createdAt + idle timeout). */
   expiresAt: number;
@@ -188,6 +203,8 @@ export interface AuthorizationRequest {
   nonce: string | undefined;
   codeChallenge: string | undefined;
   prompt: PromptValue[];
+  /** `urn:latchkey:mfa` when the client asked for a second factor (acr_values); absent otherwise. */
+  acrValues?: string | undefined;
 }
 
 export interface ConsentRecord {
@@ -208,12 +225,42 @@ export interface AuthorizationCodeRecord {
   nonce: string | undefined;
   codeChallenge: string | undefined;
   authTime: number;
+  amr: AuthMethod[];
   createdAt: number;
   expiresAt: number;
   consumedAt: number | undefined;
   /** What the redemption issued, so that a replay can revoke it. */
   accessTokenJti: string | undefined;
   refreshFamilyId: string | undefined;
+}
+
+/** A person's TOTP app (RFC 6238). */
+export interface TotpRecord {
+  userId: string;
+  /** The base32 secret, sealed (crypto/secret_box.ts, context `totp:<userId>`). */
+  secret: string;
+  /** The latest time step whose code was accepted: a code of that step or earlier is refused (replay). */
+  lastStep: number;
+  createdAt: number;
+}
+
+/** A registered WebAuthn credential (passkey). */
+export interface PasskeyRecord {
+  /** The credential id, base64url. Unique across all users. */
+  id: string;
+  userId: string;
+  /** The COSE public key, base64url. */
+  publicKey: string;
+  /** The signature counter last seen (0 for authenticators that keep none, as synced passkeys). */
+  counter: number;
+  /** As the browser reported them ("internal", "usb", "hybrid", …). */
+  transports: string[];
+  /** The person's name for it ("MacBook Touch ID"). */
+  name: string;
+  /** Synced to the person's other devices (the authenticator's backup state). */
+  backedUp: boolean;
+  createdAt: number;
+  lastUsedAt: number | undefined;
 }
 
 /** A rate-limit counter as stored: events since `startedAt`, the latest at `lastAt` (epoch seconds). */
@@ -338,7 +385,8 @@ export interface Store {
    */
   serverSecret(name: string, generate: () => string): Promise<string>;
   /**
-   * Re-encrypts every stored server secret (signing keys' private keys, server secrets) in one
+   * Re-encrypts every stored server secret (signing keys' private keys, server secrets, connector
+   * secrets, TOTP secrets with context `totp:<userId>`) in one
    * transaction: `reseal` gets each value with its context and returns the new value (or the same).
    * Returns how many values changed.
    */
@@ -375,8 +423,8 @@ export interface Store {
     polledAtMs: number,
     nextInterval: (before: DeviceGrantRecord) => number,
   ): Promise<DeviceGrantRecord | undefined>;
-  /** pending → approved, only while pending and unexpired at `now`. Returns whether it happened. */
-  approveDeviceGrant(id: string, userId: string, authTime: number, now: number): Promise<boolean>;
+  /** pending → approved (recording who, when they signed in and how), only while pending and unexpired at `now`. */
+  approveDeviceGrant(id: string, userId: string, authTime: number, amr: AuthMethod[], now: number): Promise<boolean>;
   /** pending → denied, only while pending and unexpired at `now`. */
   denyDeviceGrant(id: string, now: number): Promise<boolean>;
   /** approved → consumed, atomically; the grant for the single caller that won, else undefined. */
@@ -426,6 +474,38 @@ export interface Store {
     now: number,
     issued: { accessTokenJti: string; refreshFamilyId: string },
   ): Promise<AuthorizationCodeRecord | undefined>;
+
+  findTotp(userId: string): Promise<TotpRecord | undefined>;
+  /** Inserts the user's TOTP, or replaces the one they had. */
+  saveTotp(totp: TotpRecord): Promise<void>;
+  /**
+   * Accepts the code of time step `step`, atomically: only if `step` is later than the last step
+   * accepted (which it becomes). False for a replay, an older step, or no TOTP.
+   */
+  useTotpStep(userId: string, step: number): Promise<boolean>;
+  /** False when the user had none. */
+  removeTotp(userId: string): Promise<boolean>;
+
+  /** Throws DuplicateError when the credential id is registered already (to anyone). */
+  createPasskey(passkey: PasskeyRecord): Promise<void>;
+  findPasskey(id: string): Promise<PasskeyRecord | undefined>;
+  /** The user's passkeys, oldest first (createdAt, then id). */
+  listPasskeys(userId: string): Promise<PasskeyRecord[]>;
+  /** After an assertion: the counter it carried and when. False when the passkey is gone. */
+  recordPasskeyUse(id: string, counter: number, now: number): Promise<boolean>;
+  /** False when the user has no passkey of that id. */
+  renamePasskey(userId: string, id: string, name: string): Promise<boolean>;
+  /** False when the user has no passkey of that id. */
+  removePasskey(userId: string, id: string): Promise<boolean>;
+
+  /** Replaces every recovery code of the user by these (digests of the codes, all unused), in one step. */
+  replaceRecoveryCodes(userId: string, codeHashes: string[], now: number): Promise<void>;
+  /** Spends a recovery code, atomically: false when it is not one of the user's unused codes. */
+  useRecoveryCode(userId: string, codeHash: string, now: number): Promise<boolean>;
+  /** How many unused recovery codes the user has. */
+  countRecoveryCodes(userId: string): Promise<number>;
+  /** Removes the user's TOTP, passkeys and recovery codes in one step. Whether there was any. */
+  resetSecondFactors(userId: string): Promise<boolean>;
 
   /**
    * Counts one event in a fixed window, atomically across every process on the store: a counter

@@ -25,7 +25,7 @@ export async function tokensFor(
   const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...start })).json();
   expect(device.user_code).toBeDefined();
   const grant = await t.store.findDeviceGrantByUserCode(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(device.user_code)!));
-  await t.store.approveDeviceGrant(grant!.id, user.id, Math.floor(t.clock()), Math.floor(t.clock()));
+  await t.store.approveDeviceGrant(grant!.id, user.id, Math.floor(t.clock()), ['pwd'], Math.floor(t.clock()));
   const poll = form({ grant_type: deviceGrantType, device_code: device.device_code, client_id: clientId, ...auth });
   const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...poll });
   expect(res.statusCode).toBe(200);

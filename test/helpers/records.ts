@@ -9,9 +9,11 @@ import type {
   ClientRecord,
   ConsentRecord,
   DeviceGrantRecord,
+  PasskeyRecord,
   RefreshTokenRecord,
   SessionRecord,
   SigningKeyRecord,
+  TotpRecord,
   UserRecord,
 } from '../../src/store/store.js';
 
@@ -67,7 +69,7 @@ export function signingKey(kid: string, createdAt = t0, alg: SigningKeyRecord['a
 }
 
 export function session(overrides: Partial<SessionRecord> = {}): SessionRecord {
-  return { idHash: 'session-hash-1', userId: 'user-alice', authTime: t0, createdAt: t0, expiresAt: t0 + 3600, interactionId: undefined, ...overrides };
+  return { idHash: 'session-hash-1', userId: 'user-alice', authTime: t0, amr: ['pwd'], createdAt: t0, expiresAt: t0 + 3600, interactionId: undefined, ...overrides };
 }
 
 export function deviceGrant(overrides: Partial<DeviceGrantRecord> = {}): DeviceGrantRecord {
@@ -84,6 +86,8 @@ export function deviceGrant(overrides: Partial<DeviceGrantRecord> = {}): DeviceG
     lastPolledAtMs: undefined,
     userId: undefined,
     authTime: undefined,
+    amr: [],
+    acrValues: '',
     requesterIp: '203.0.113.9',
     requesterUserAgent: 'latchkey-cli/0.1',
     createdAt: t0,
@@ -104,6 +108,7 @@ export function refreshToken(overrides: Partial<RefreshTokenRecord> = {}): Refre
     scope: 'openid offline_access',
     audience: 'https://api.example.com',
     authTime: t0,
+    amr: ['pwd'],
     createdAt: t0,
     expiresAt: t0 + 14 * 86400,
     familyExpiresAt: t0 + 30 * 86400,
@@ -153,11 +158,33 @@ export function authorizationCode(overrides: Partial<AuthorizationCodeRecord> = 
     nonce: 'nonce-123',
     codeChallenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
     authTime: t0 - 30,
+    amr: ['pwd'],
     createdAt: t0,
     expiresAt: t0 + 60,
     consumedAt: undefined,
     accessTokenJti: undefined,
     refreshFamilyId: undefined,
+    ...overrides,
+  };
+}
+
+// ─── Second factors ─────────────────────────────────────────────────────────────────────────
+
+export function totp(overrides: Partial<TotpRecord> = {}): TotpRecord {
+  return { userId: 'user-alice', secret: 'lk1.sealed-totp-secret', lastStep: Math.floor(t0 / 30) - 1, createdAt: t0, ...overrides };
+}
+
+export function passkey(overrides: Partial<PasskeyRecord> = {}): PasskeyRecord {
+  return {
+    id: 'AaBbCc-_0123456789',
+    userId: 'user-alice',
+    publicKey: 'pQECAyYgASFYIMx2zKp3d8zH8bQpWk3d4n9Z0G8l5R1x2y3z4A5B6C7DIlggQ',
+    counter: 0,
+    transports: ['internal', 'hybrid'],
+    name: 'MacBook Touch ID',
+    backedUp: true,
+    createdAt: t0,
+    lastUsedAt: undefined,
     ...overrides,
   };
 }

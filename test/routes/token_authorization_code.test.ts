@@ -95,7 +95,9 @@ describe('POST /oauth/token grant_type=authorization_code', () => {
   it('the id_token has only the claims the scopes ask for, and no nonce when none was sent', async () => {
     const { code, verifier } = await obtainCode('spa', { scope: 'openid' });
     const claims = decodeJwt((await redeem({ client_id: 'spa', code, code_verifier: verifier })).json().id_token);
-    expect(Object.keys(claims).sort()).toEqual(['at_hash', 'aud', 'auth_time', 'exp', 'iat', 'iss', 'sub']);
+    // acr and amr always (issue 16: how the person signed in, RFC 8176): here a password alone.
+    expect(Object.keys(claims).sort()).toEqual(['acr', 'amr', 'at_hash', 'aud', 'auth_time', 'exp', 'iat', 'iss', 'sub']);
+    expect(claims).toMatchObject({ amr: ['pwd'], acr: 'urn:latchkey:sfa' });
   });
 
   it('no id_token without openid, no refresh token without offline_access', async () => {

@@ -29,7 +29,7 @@ async function grantOf(userCode: string) {
 
 async function approve(userCode: string, user = alice) {
   const grant = await grantOf(userCode);
-  expect(await t.store.approveDeviceGrant(grant.id, user.id, Math.floor(t.clock()), Math.floor(t.clock()))).toBe(true);
+  expect(await t.store.approveDeviceGrant(grant.id, user.id, Math.floor(t.clock()), ['pwd'], Math.floor(t.clock()))).toBe(true);
 }
 
 function poll(deviceCode: string, fields: Record<string, string> = {}) {

@@ -60,7 +60,7 @@ describe('a new password ends every sign-in of the person (RFC 6819 §5.2.2.3)',
   it('a device code approved before the change yields no tokens', async () => {
     const start = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'cli' }) })).json();
     const grant = await t.store.findDeviceGrantByUserCode(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(start.user_code)!));
-    await t.store.approveDeviceGrant(grant!.id, alice.id, now(), now());
+    await t.store.approveDeviceGrant(grant!.id, alice.id, now(), ['pwd'], now());
     later();
     await t.store.setUserPassword('alice', await hashPassword('a-new-password'), now());
     const poll = await t.app.inject({

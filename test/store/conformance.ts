@@ -19,10 +19,12 @@ import {
   client,
   consent,
   deviceGrant,
+  passkey,
   refreshToken,
   session,
   signingKey,
   t0,
+  totp,
   user,
 } from '../helpers/records.js';
 
@@ -683,16 +685,18 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('approve: pending → approved with user, auth time and decision time', async () => {
+      it('approve: pending → approved with user, auth time, how they signed in and decision time', async () => {
         await withSeededStore(async (store) => {
-          const g = deviceGrant();
+          const g = deviceGrant({ acrValues: 'urn:latchkey:mfa' });
           await store.createDeviceGrant(g);
-          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, t0 + 60)).toBe(true);
-          expect(await store.findDeviceGrantByUserCode('user-grant-1')).toEqual({
+          expect(await store.findDeviceGrantByUserCode('user-grant-1')).toStrictEqual(g);
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, ['pwd', 'otp'], t0 + 60)).toBe(true);
+          expect(await store.findDeviceGrantByUserCode('user-grant-1')).toStrictEqual({
             ...g,
             status: 'approved',
             userId: 'user-alice',
             authTime: t0 + 30,
+            amr: ['pwd', 'otp'],
             decidedAt: t0 + 60,
           });
         });
@@ -705,14 +709,14 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createClient(client());
           await store.createDeviceGrant(deviceGrant({ id: 'g1' }));
           await store.createDeviceGrant(deviceGrant({ id: 'g2' }));
-          expect(await store.approveDeviceGrant('g1', 'user-alice', t0, t0 + 10)).toBe(true);
-          expect(await store.approveDeviceGrant('g1', 'user-bob', t0, t0 + 20)).toBe(false);
+          expect(await store.approveDeviceGrant('g1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
+          expect(await store.approveDeviceGrant('g1', 'user-bob', t0, ['pwd'], t0 + 20)).toBe(false);
           const g1 = await store.findDeviceGrantByDeviceCode('device-g1');
           expect(g1?.userId).toBe('user-alice');
           expect(g1?.decidedAt).toBe(t0 + 10);
 
           expect(await store.denyDeviceGrant('g2', t0 + 10)).toBe(true);
-          expect(await store.approveDeviceGrant('g2', 'user-alice', t0, t0 + 20)).toBe(false);
+          expect(await store.approveDeviceGrant('g2', 'user-alice', t0, ['pwd'], t0 + 20)).toBe(false);
           const g2 = await store.findDeviceGrantByDeviceCode('device-g2');
           expect(g2?.status).toBe('denied');
           expect(g2?.userId).toBeUndefined();
@@ -723,17 +727,17 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         await withSeededStore(async (store) => {
           await store.createDeviceGrant(deviceGrant({ id: 'late', expiresAt: t0 + 900 }));
           await store.createDeviceGrant(deviceGrant({ id: 'edge', expiresAt: t0 + 900 }));
-          expect(await store.approveDeviceGrant('late', 'user-alice', t0, t0 + 901)).toBe(false);
-          expect(await store.approveDeviceGrant('edge', 'user-alice', t0, t0 + 900)).toBe(false);
+          expect(await store.approveDeviceGrant('late', 'user-alice', t0, ['pwd'], t0 + 901)).toBe(false);
+          expect(await store.approveDeviceGrant('edge', 'user-alice', t0, ['pwd'], t0 + 900)).toBe(false);
           expect((await store.findDeviceGrantByDeviceCode('device-late'))?.status).toBe('pending');
           expect((await store.findDeviceGrantByDeviceCode('device-edge'))?.status).toBe('pending');
-          expect(await store.approveDeviceGrant('edge', 'user-alice', t0, t0 + 899)).toBe(true);
+          expect(await store.approveDeviceGrant('edge', 'user-alice', t0, ['pwd'], t0 + 899)).toBe(true);
         });
       });
 
       it('approve/deny of a missing grant is false', async () => {
         await withSeededStore(async (store) => {
-          expect(await store.approveDeviceGrant('missing', 'user-alice', t0, t0)).toBe(false);
+          expect(await store.approveDeviceGrant('missing', 'user-alice', t0, ['pwd'], t0)).toBe(false);
           expect(await store.denyDeviceGrant('missing', t0)).toBe(false);
         });
       });
@@ -748,7 +752,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.denyDeviceGrant('g1', t0 + 50)).toBe(false);
           expect((await store.findDeviceGrantByDeviceCode('device-g1'))?.decidedAt).toBe(t0 + 40);
 
-          expect(await store.approveDeviceGrant('g2', 'user-alice', t0, t0 + 10)).toBe(true);
+          expect(await store.approveDeviceGrant('g2', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
           expect(await store.denyDeviceGrant('g2', t0 + 20)).toBe(false);
           expect((await store.findDeviceGrantByDeviceCode('device-g2'))?.status).toBe('approved');
         });
@@ -767,13 +771,14 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           const g = deviceGrant();
           await store.createDeviceGrant(g);
           await store.pollDeviceGrant('device-grant-1', 'cli', t0 * 1000 + 20_000, (before) => before.interval);
-          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, t0 + 60)).toBe(true);
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, ['pwd'], t0 + 60)).toBe(true);
           const expected: DeviceGrantRecord = {
             ...g,
             status: 'consumed',
             lastPolledAtMs: t0 * 1000 + 20_000,
             userId: 'user-alice',
             authTime: t0 + 30,
+            amr: ['pwd'],
             decidedAt: t0 + 60,
             consumedAt: t0 + 65,
           };
@@ -786,7 +791,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       it('concurrent consumes: exactly one wins', async () => {
         await withSeededStore(async (store) => {
           await store.createDeviceGrant(deviceGrant());
-          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0, t0 + 10)).toBe(true);
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
           const results = await Promise.all(Array.from({ length: 8 }, () => store.consumeDeviceGrant('grant-1', t0 + 20)));
           expect(results.filter((r) => r !== undefined)).toHaveLength(1);
           expect(results.find((r) => r !== undefined)?.status).toBe('consumed');
@@ -799,7 +804,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createDeviceGrant(deviceGrant({ id: 'denied' }));
           await store.createDeviceGrant(deviceGrant({ id: 'expired', expiresAt: t0 + 900 }));
           expect(await store.denyDeviceGrant('denied', t0 + 10)).toBe(true);
-          expect(await store.approveDeviceGrant('expired', 'user-alice', t0, t0 + 10)).toBe(true);
+          expect(await store.approveDeviceGrant('expired', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
 
           expect(await store.consumeDeviceGrant('pending', t0 + 20)).toBeUndefined();
           expect(await store.consumeDeviceGrant('denied', t0 + 20)).toBeUndefined();
@@ -1277,6 +1282,341 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.revokeAccessToken('jti-1', t0 + 86400);
           await expect(store.revokeAccessToken('jti-1', t0 + 90000)).resolves.toBeUndefined();
           expect(await store.isAccessTokenRevoked('jti-1')).toBe(true);
+        });
+      });
+    });
+
+    describe('second factors (issue 16)', () => {
+      /** alice (with client cli) and bob. */
+      async function withTwoUsers(fn: (store: Store) => Promise<void>): Promise<void> {
+        await withSeededStore(async (store) => {
+          await store.createUser(user({ username: 'bob' }));
+          await fn(store);
+        });
+      }
+
+      describe('TOTP', () => {
+        it('saves, finds with every field intact, replaces, and removes a TOTP', async () => {
+          await withTwoUsers(async (store) => {
+            expect(await store.findTotp('user-alice')).toBeUndefined();
+            await store.saveTotp(totp());
+            expect(await store.findTotp('user-alice')).toStrictEqual(totp());
+            expect(await store.findTotp('user-bob')).toBeUndefined();
+            // A new enrolment replaces the old app, and its replay mark with it.
+            const next = totp({ secret: 'lk1.another-secret', lastStep: 0, createdAt: t0 + 50 });
+            await store.saveTotp(next);
+            expect(await store.findTotp('user-alice')).toStrictEqual(next);
+            expect(await store.removeTotp('user-bob')).toBe(false);
+            expect(await store.removeTotp('user-alice')).toBe(true);
+            expect(await store.removeTotp('user-alice')).toBe(false);
+            expect(await store.findTotp('user-alice')).toBeUndefined();
+          });
+        });
+
+        it('useTotpStep accepts only a step later than the last one accepted (no replay, no older code)', async () => {
+          await withTwoUsers(async (store) => {
+            await store.saveTotp(totp({ lastStep: 1000 }));
+            await store.saveTotp(totp({ userId: 'user-bob', lastStep: 1000 }));
+            expect(await store.useTotpStep('user-alice', 1000)).toBe(false); // the step already used
+            expect(await store.useTotpStep('user-alice', 999)).toBe(false); // an older one
+            expect(await store.useTotpStep('user-alice', 1001)).toBe(true);
+            expect(await store.useTotpStep('user-alice', 1001)).toBe(false); // the same code again
+            expect(await store.useTotpStep('user-alice', 1000)).toBe(false); // the code before it, still in the window
+            expect((await store.findTotp('user-alice'))?.lastStep).toBe(1001);
+            expect(await store.useTotpStep('user-alice', 1003)).toBe(true); // a later one, skipping a step
+            expect(await store.useTotpStep('user-alice', 1002)).toBe(false);
+            expect(await store.findTotp('user-alice')).toStrictEqual(totp({ lastStep: 1003 }));
+            // Each user's mark is their own.
+            expect((await store.findTotp('user-bob'))?.lastStep).toBe(1000);
+            expect(await store.useTotpStep('user-bob', 1001)).toBe(true);
+            // No TOTP, no step.
+            expect(await store.useTotpStep('user-nobody', 5000)).toBe(false);
+            await store.removeTotp('user-alice');
+            expect(await store.useTotpStep('user-alice', 5000)).toBe(false);
+          });
+        });
+
+        it('simultaneous uses of the same code: exactly one is accepted', async () => {
+          await withSeededStore(async (store) => {
+            await store.saveTotp(totp({ lastStep: 1000 }));
+            const results = await Promise.all(Array.from({ length: 10 }, () => store.useTotpStep('user-alice', 1001)));
+            expect(results.filter((accepted) => accepted)).toHaveLength(1);
+            expect((await store.findTotp('user-alice'))?.lastStep).toBe(1001);
+          });
+        });
+
+        it('resealSecrets covers TOTP secrets, with context totp:<userId>, and leaves the rest of the row alone', async () => {
+          await withTwoUsers(async (store) => {
+            await store.saveTotp(totp({ secret: 'old-sealed', lastStep: 77 }));
+            await store.saveTotp(totp({ userId: 'user-bob', secret: 'sealed:already' }));
+            const contexts: string[] = [];
+            const changed = await store.resealSecrets(({ context, value }) => {
+              contexts.push(context);
+              return value.startsWith('sealed:') ? value : `re:${value}`;
+            });
+            expect(changed).toBe(1);
+            expect(contexts.sort()).toEqual(['totp:user-alice', 'totp:user-bob']);
+            expect(await store.findTotp('user-alice')).toStrictEqual(totp({ secret: 're:old-sealed', lastStep: 77 }));
+            expect((await store.findTotp('user-bob'))?.secret).toBe('sealed:already');
+          });
+        });
+
+        it('resealSecrets changes no TOTP secret when the function throws half way', async () => {
+          await withSeededStore(async (store) => {
+            await store.serverSecret('csrf', () => 'csrf-value');
+            await store.saveTotp(totp({ secret: 'old-sealed' }));
+            await expect(
+              store.resealSecrets(({ context, value }) => {
+                if (context.startsWith('totp:')) throw new Error('no key');
+                return `changed:${value}`;
+              }),
+            ).rejects.toThrow('no key');
+            expect(await store.serverSecret('csrf', () => 'x')).toBe('csrf-value');
+            expect((await store.findTotp('user-alice'))?.secret).toBe('old-sealed');
+          });
+        });
+      });
+
+      describe('passkeys', () => {
+        it('creates and finds a passkey with every field intact', async () => {
+          await withSeededStore(async (store) => {
+            const p = passkey();
+            await store.createPasskey(p);
+            expect(await store.findPasskey(p.id)).toStrictEqual(p);
+            const q = passkey({ id: 'second', transports: [], backedUp: false, counter: 4_294_967_295, lastUsedAt: t0 + 5 });
+            await store.createPasskey(q);
+            expect(await store.findPasskey('second')).toStrictEqual(q);
+            expect(await store.findPasskey('unknown')).toBeUndefined();
+            // Credential ids are base64url: case matters.
+            expect(await store.findPasskey(p.id.toLowerCase())).toBeUndefined();
+          });
+        });
+
+        it('refuses a credential id registered already, to the same user or another, with DuplicateError, and keeps the first', async () => {
+          await withTwoUsers(async (store) => {
+            await store.createPasskey(passkey({ id: 'cred-1', name: 'First' }));
+            await expect(store.createPasskey(passkey({ id: 'cred-1', name: 'Again' }))).rejects.toBeInstanceOf(DuplicateError);
+            await expect(store.createPasskey(passkey({ id: 'cred-1', userId: 'user-bob', name: 'Taken over' }))).rejects.toBeInstanceOf(DuplicateError);
+            expect(await store.findPasskey('cred-1')).toStrictEqual(passkey({ id: 'cred-1', name: 'First' }));
+            expect(await store.listPasskeys('user-bob')).toEqual([]);
+            // An id differing only in case is another credential.
+            await store.createPasskey(passkey({ id: 'CRED-1', userId: 'user-bob' }));
+            expect((await store.findPasskey('CRED-1'))?.userId).toBe('user-bob');
+          });
+        });
+
+        it("lists a user's passkeys oldest first (createdAt, then id), and no one else's", async () => {
+          await withTwoUsers(async (store) => {
+            expect(await store.listPasskeys('user-alice')).toEqual([]);
+            await store.createPasskey(passkey({ id: 'p-b', createdAt: t0 + 1 }));
+            await store.createPasskey(passkey({ id: 'p-c', createdAt: t0 }));
+            await store.createPasskey(passkey({ id: 'p-a', createdAt: t0 + 1 }));
+            await store.createPasskey(passkey({ id: 'p-B', createdAt: t0 + 1 }));
+            await store.createPasskey(passkey({ id: 'bob-1', userId: 'user-bob', createdAt: t0 - 10 }));
+            const list = await store.listPasskeys('user-alice');
+            expect(list.map((p) => p.id)).toEqual(['p-c', 'p-B', 'p-a', 'p-b']);
+            expect(list[0]).toStrictEqual(passkey({ id: 'p-c', createdAt: t0 }));
+            expect((await store.listPasskeys('user-bob')).map((p) => p.id)).toEqual(['bob-1']);
+            expect(await store.listPasskeys('user-nobody')).toEqual([]);
+          });
+        });
+
+        it('recordPasskeyUse stores the counter and the time; false when the passkey is gone', async () => {
+          await withSeededStore(async (store) => {
+            await store.createPasskey(passkey({ counter: 3 }));
+            expect(await store.recordPasskeyUse(passkey().id, 7, t0 + 100)).toBe(true);
+            expect(await store.findPasskey(passkey().id)).toStrictEqual(passkey({ counter: 7, lastUsedAt: t0 + 100 }));
+            // Authenticators that keep no counter report 0 every time.
+            expect(await store.recordPasskeyUse(passkey().id, 0, t0 + 200)).toBe(true);
+            expect(await store.findPasskey(passkey().id)).toStrictEqual(passkey({ counter: 0, lastUsedAt: t0 + 200 }));
+            expect(await store.recordPasskeyUse('unknown', 1, t0)).toBe(false);
+            await store.removePasskey('user-alice', passkey().id);
+            expect(await store.recordPasskeyUse(passkey().id, 8, t0 + 300)).toBe(false);
+          });
+        });
+
+        it("rename and remove touch only the owner's passkey: another user's id is false and stays as it was", async () => {
+          await withTwoUsers(async (store) => {
+            await store.createPasskey(passkey({ id: 'alice-key' }));
+            await store.createPasskey(passkey({ id: 'bob-key', userId: 'user-bob', name: "Bob's key" }));
+            expect(await store.renamePasskey('user-alice', 'bob-key', 'Stolen')).toBe(false);
+            expect(await store.removePasskey('user-alice', 'bob-key')).toBe(false);
+            expect(await store.findPasskey('bob-key')).toStrictEqual(passkey({ id: 'bob-key', userId: 'user-bob', name: "Bob's key" }));
+            expect(await store.renamePasskey('user-alice', 'unknown', 'x')).toBe(false);
+
+            expect(await store.renamePasskey('user-alice', 'alice-key', 'YubiKey 5C')).toBe(true);
+            expect(await store.findPasskey('alice-key')).toStrictEqual(passkey({ id: 'alice-key', name: 'YubiKey 5C' }));
+            expect(await store.removePasskey('user-alice', 'alice-key')).toBe(true);
+            expect(await store.removePasskey('user-alice', 'alice-key')).toBe(false);
+            expect(await store.findPasskey('alice-key')).toBeUndefined();
+            expect(await store.renamePasskey('user-alice', 'alice-key', 'Gone')).toBe(false);
+            expect((await store.listPasskeys('user-bob')).map((p) => p.id)).toEqual(['bob-key']);
+          });
+        });
+      });
+
+      describe('recovery codes', () => {
+        it('each code is spent once; the count is of the unused ones; another user cannot spend them', async () => {
+          await withTwoUsers(async (store) => {
+            expect(await store.countRecoveryCodes('user-alice')).toBe(0);
+            expect(await store.useRecoveryCode('user-alice', 'h1', t0)).toBe(false);
+            await store.replaceRecoveryCodes('user-alice', ['h1', 'h2', 'h3'], t0);
+            expect(await store.countRecoveryCodes('user-alice')).toBe(3);
+            expect(await store.useRecoveryCode('user-bob', 'h2', t0 + 1)).toBe(false);
+            expect(await store.useRecoveryCode('user-alice', 'h2', t0 + 1)).toBe(true);
+            expect(await store.useRecoveryCode('user-alice', 'h2', t0 + 2)).toBe(false);
+            expect(await store.useRecoveryCode('user-alice', 'unknown', t0 + 2)).toBe(false);
+            expect(await store.countRecoveryCodes('user-alice')).toBe(2);
+            expect(await store.countRecoveryCodes('user-bob')).toBe(0);
+            expect(await store.useRecoveryCode('user-alice', 'h1', t0 + 3)).toBe(true);
+            expect(await store.useRecoveryCode('user-alice', 'h3', t0 + 3)).toBe(true);
+            expect(await store.countRecoveryCodes('user-alice')).toBe(0);
+          });
+        });
+
+        it('replaceRecoveryCodes replaces every code of the user, used or not, and no one else\'s', async () => {
+          await withTwoUsers(async (store) => {
+            await store.replaceRecoveryCodes('user-alice', ['h1', 'h2'], t0);
+            await store.replaceRecoveryCodes('user-bob', ['h1', 'b2'], t0);
+            expect(await store.useRecoveryCode('user-alice', 'h1', t0 + 1)).toBe(true);
+            await store.replaceRecoveryCodes('user-alice', ['h3', 'h4', 'h5', 'h1'], t0 + 10);
+            expect(await store.countRecoveryCodes('user-alice')).toBe(4);
+            expect(await store.useRecoveryCode('user-alice', 'h2', t0 + 11)).toBe(false); // an old code is gone
+            expect(await store.useRecoveryCode('user-alice', 'h4', t0 + 11)).toBe(true);
+            expect(await store.useRecoveryCode('user-alice', 'h1', t0 + 11)).toBe(true); // a new code, whatever it was before
+            expect(await store.countRecoveryCodes('user-alice')).toBe(2);
+            expect(await store.countRecoveryCodes('user-bob')).toBe(2);
+            expect(await store.useRecoveryCode('user-bob', 'h1', t0 + 12)).toBe(true);
+            // A digest given twice is one code.
+            await store.replaceRecoveryCodes('user-alice', ['d', 'd'], t0 + 20);
+            expect(await store.countRecoveryCodes('user-alice')).toBe(1);
+            await store.replaceRecoveryCodes('user-alice', [], t0 + 30);
+            expect(await store.countRecoveryCodes('user-alice')).toBe(0);
+            expect(await store.useRecoveryCode('user-alice', 'd', t0 + 31)).toBe(false);
+          });
+        });
+
+        it('simultaneous uses of the same code: exactly one is accepted', async () => {
+          await withSeededStore(async (store) => {
+            await store.replaceRecoveryCodes('user-alice', ['h1', 'h2'], t0);
+            const results = await Promise.all(Array.from({ length: 10 }, (_, n) => store.useRecoveryCode('user-alice', 'h1', t0 + n)));
+            expect(results.filter((accepted) => accepted)).toHaveLength(1);
+            expect(await store.countRecoveryCodes('user-alice')).toBe(1);
+          });
+        });
+
+        it('simultaneous replacements leave exactly one of the new sets', async () => {
+          await withSeededStore(async (store) => {
+            const sets = Array.from({ length: 5 }, (_, n) => Array.from({ length: 10 }, (_, i) => `set-${n}-code-${i}`));
+            await Promise.all(sets.map((set, n) => store.replaceRecoveryCodes('user-alice', set, t0 + n)));
+            expect(await store.countRecoveryCodes('user-alice')).toBe(10);
+            const survivors = await Promise.all(sets.map((set) => store.useRecoveryCode('user-alice', set[0]!, t0 + 10)));
+            expect(survivors.filter((found) => found)).toHaveLength(1);
+          });
+        });
+      });
+
+      describe('resetSecondFactors', () => {
+        it("removes the user's TOTP, passkeys and recovery codes in one step, and nobody else's", async () => {
+          await withTwoUsers(async (store) => {
+            await store.saveTotp(totp());
+            await store.createPasskey(passkey({ id: 'a1' }));
+            await store.createPasskey(passkey({ id: 'a2' }));
+            await store.replaceRecoveryCodes('user-alice', ['h1', 'h2'], t0);
+            await store.saveTotp(totp({ userId: 'user-bob' }));
+            await store.createPasskey(passkey({ id: 'b1', userId: 'user-bob' }));
+            await store.replaceRecoveryCodes('user-bob', ['h1'], t0);
+
+            expect(await store.resetSecondFactors('user-alice')).toBe(true);
+            expect(await store.findTotp('user-alice')).toBeUndefined();
+            expect(await store.listPasskeys('user-alice')).toEqual([]);
+            expect(await store.findPasskey('a1')).toBeUndefined();
+            expect(await store.countRecoveryCodes('user-alice')).toBe(0);
+            expect(await store.useRecoveryCode('user-alice', 'h1', t0 + 1)).toBe(false);
+            expect(await store.resetSecondFactors('user-alice')).toBe(false);
+
+            expect(await store.findTotp('user-bob')).toStrictEqual(totp({ userId: 'user-bob' }));
+            expect((await store.listPasskeys('user-bob')).map((p) => p.id)).toEqual(['b1']);
+            expect(await store.countRecoveryCodes('user-bob')).toBe(1);
+          });
+        });
+
+        it('is true when there was any one kind, even only spent recovery codes; false for a user with none', async () => {
+          await withTwoUsers(async (store) => {
+            expect(await store.resetSecondFactors('user-alice')).toBe(false);
+            expect(await store.resetSecondFactors('user-nobody')).toBe(false);
+            await store.createPasskey(passkey());
+            expect(await store.resetSecondFactors('user-alice')).toBe(true);
+            await store.saveTotp(totp());
+            expect(await store.resetSecondFactors('user-alice')).toBe(true);
+            await store.replaceRecoveryCodes('user-alice', ['h1'], t0);
+            expect(await store.useRecoveryCode('user-alice', 'h1', t0)).toBe(true);
+            expect(await store.resetSecondFactors('user-alice')).toBe(true);
+            expect(await store.resetSecondFactors('user-alice')).toBe(false);
+          });
+        });
+      });
+
+      describe('how a person signed in (amr) travels with what the sign-in leads to', () => {
+        it('sessions keep their amr, in order; an empty one stays empty', async () => {
+          await withSeededStore(async (store) => {
+            const s = session({ amr: ['pwd', 'otp'] });
+            await store.createSession(s);
+            expect(await store.findSession('session-hash-1', t0)).toStrictEqual(s);
+            const passkeySession = session({ idHash: 'passkey', amr: ['hwk', 'user'] });
+            await store.createSession(passkeySession, { userTokensRevokedAt: undefined });
+            expect(await store.findSession('passkey', t0)).toStrictEqual(passkeySession);
+            await store.createSession(session({ idHash: 'none', amr: [] }));
+            expect((await store.findSession('none', t0))?.amr).toEqual([]);
+          });
+        });
+
+        it('authorization codes keep their amr, and so does the consumed code', async () => {
+          await withSeededStore(async (store) => {
+            const c = authorizationCode({ amr: ['fed', 'otp'] });
+            await store.createAuthorizationCode(c);
+            expect(await store.findAuthorizationCode('code-hash-1')).toStrictEqual(c);
+            const consumed = await store.consumeAuthorizationCode('code-hash-1', t0 + 1, { accessTokenJti: 'j', refreshFamilyId: 'f' });
+            expect(consumed?.amr).toEqual(['fed', 'otp']);
+            await store.createAuthorizationCode(authorizationCode({ codeHash: 'empty', amr: [] }));
+            expect((await store.findAuthorizationCode('empty'))?.amr).toEqual([]);
+          });
+        });
+
+        it('refresh tokens keep their amr, and so do a rotated successor and a grace successor', async () => {
+          await withSeededStore(async (store) => {
+            const amr = ['pwd', 'hwk'] as const;
+            const first = refreshToken({ id: 'p', tokenHash: 'p', amr: [...amr] });
+            await store.createRefreshToken(first);
+            expect(await store.findRefreshToken('p')).toStrictEqual(first);
+            const next = refreshToken({ id: 'n', tokenHash: 'n', parentId: 'p', amr: [...amr], createdAt: t0 + 1 });
+            expect(await store.rotateRefreshToken('p', next, t0 + 1)).toBe(true);
+            expect(await store.findRefreshToken('n')).toStrictEqual(next);
+            const grace = refreshToken({ id: 'g', tokenHash: 'g', parentId: 'p', amr: [...amr], createdAt: t0 + 2 });
+            expect(await store.addGraceSuccessor('p', grace, 2)).toBe(true);
+            expect(await store.findRefreshToken('g')).toStrictEqual(grace);
+            await store.createRefreshToken(refreshToken({ id: 'e', tokenHash: 'e', familyId: 'other', amr: [] }));
+            expect((await store.findRefreshToken('e'))?.amr).toEqual([]);
+          });
+        });
+
+        it('device grants: [] and the acr_values asked for until approved; approval records the amr, and consumption returns it', async () => {
+          await withSeededStore(async (store) => {
+            const g = deviceGrant({ acrValues: 'urn:latchkey:mfa' });
+            await store.createDeviceGrant(g);
+            expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toStrictEqual(g);
+            const polled = await store.pollDeviceGrant('device-grant-1', 'cli', t0 * 1000, (before) => before.interval);
+            expect(polled).toStrictEqual(g);
+            expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 5, ['pwd', 'otp'], t0 + 10)).toBe(true);
+            const consumed = await store.consumeDeviceGrant('grant-1', t0 + 20);
+            expect(consumed?.amr).toEqual(['pwd', 'otp']);
+            expect(consumed?.acrValues).toBe('urn:latchkey:mfa');
+            // A refused approval records nothing.
+            await store.createDeviceGrant(deviceGrant({ id: 'denied' }));
+            await store.denyDeviceGrant('denied', t0 + 1);
+            expect(await store.approveDeviceGrant('denied', 'user-alice', t0, ['hwk'], t0 + 2)).toBe(false);
+            expect((await store.findDeviceGrantByDeviceCode('device-denied'))?.amr).toEqual([]);
+          });
         });
       });
     });

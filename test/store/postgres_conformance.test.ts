@@ -14,9 +14,10 @@ import { configFrom } from '../../src/config.js';
 import { readMigrations } from '../../src/store/migration_files.js';
 import { openConfiguredStore } from '../../src/store/open.js';
 import { PostgresStore } from '../../src/store/postgres/postgres_store.js';
+import { DuplicateError } from '../../src/store/store.js';
 import { migrate } from '../../src/store/postgres/migrate.js';
 import { postgresMigrationsDir } from '../../src/paths.js';
-import { authorizationCode, client, deviceGrant, refreshToken, t0, user } from '../helpers/records.js';
+import { authorizationCode, client, deviceGrant, passkey, refreshToken, session, t0, totp, user } from '../helpers/records.js';
 import { storeConformance } from './conformance.js';
 
 const url = process.env.LATCHKEY_TEST_PG_URL?.trim() || undefined;
@@ -79,7 +80,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     it('consumeDeviceGrant: exactly one wins', async () => {
       await withTwoInstances(async (a, b) => {
         await a.createDeviceGrant(deviceGrant());
-        expect(await a.approveDeviceGrant('grant-1', 'user-alice', t0, t0 + 10)).toBe(true);
+        expect(await a.approveDeviceGrant('grant-1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
         const results = await racing(a, b, (store) => store.consumeDeviceGrant('grant-1', t0 + 20));
         expect(results.filter((r) => r !== undefined)).toHaveLength(1);
         expect((await b.findDeviceGrantByDeviceCode('device-grant-1'))?.status).toBe('consumed');
@@ -131,6 +132,54 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         const results = await racing(a, b, (store, n) => store.addGraceSuccessor('old', refreshToken({ id: `grace-${n}`, tokenHash: `grace-${n}` }), 3));
         expect(results.filter((r) => r === true)).toHaveLength(3);
         expect(results.filter((r) => r === 'limit')).toHaveLength(17);
+      });
+    });
+
+    it('useTotpStep: of twenty uses of one code, exactly one is accepted', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.saveTotp(totp({ lastStep: 1000 }));
+        const results = await racing(a, b, (store) => store.useTotpStep('user-alice', 1001));
+        expect(results.filter((accepted) => accepted)).toHaveLength(1);
+        expect((await b.findTotp('user-alice'))?.lastStep).toBe(1001);
+      });
+    });
+
+    it('useTotpStep: codes of different steps racing leave the latest accepted one as the mark', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.saveTotp(totp({ lastStep: 1000 }));
+        await racing(a, b, (store, n) => store.useTotpStep('user-alice', 1001 + n));
+        expect((await b.findTotp('user-alice'))?.lastStep).toBe(1020);
+      });
+    });
+
+    it('useRecoveryCode: exactly one spends it', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.replaceRecoveryCodes('user-alice', ['h1', 'h2'], t0);
+        const results = await racing(a, b, (store, n) => store.useRecoveryCode('user-alice', 'h1', t0 + n));
+        expect(results.filter((spent) => spent)).toHaveLength(1);
+        expect(await b.countRecoveryCodes('user-alice')).toBe(1);
+      });
+    });
+
+    it('replaceRecoveryCodes racing each other and a reset leave at most one set, whole', async () => {
+      await withTwoInstances(async (a, b) => {
+        const sets = Array.from({ length: 20 }, (_, n) => Array.from({ length: 10 }, (_, i) => `set-${n}-${i}`));
+        await racing(a, b, async (store, n) => {
+          if (n === 7) await store.resetSecondFactors('user-alice');
+          else await store.replaceRecoveryCodes('user-alice', sets[n]!, t0 + n);
+        });
+        expect([0, 10]).toContain(await a.countRecoveryCodes('user-alice'));
+      });
+    });
+
+    it('createPasskey: of twenty registrations of one credential id, one is stored and the others are DuplicateError', async () => {
+      await withTwoInstances(async (a, b) => {
+        const results = await Promise.allSettled(
+          Array.from({ length: 20 }, (_, n) => (n % 2 === 0 ? a : b).createPasskey(passkey({ id: 'cred', name: `try ${n}` }))),
+        );
+        expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+        for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(DuplicateError);
+        expect(await a.listPasskeys('user-alice')).toHaveLength(1);
       });
     });
 
@@ -207,6 +256,53 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
+    it('upgrading to second factors (0005): sessions, codes, refresh tokens and device grants made before read amr [] and acrValues \'\'', async () => {
+      const schema = freshSchema();
+      const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+      try {
+        const all = readMigrations(postgresMigrationsDir);
+        await migrate(pool, all.filter((m) => m.version < 5), t0, schema);
+        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0]);
+        await pool.query(
+          `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+           VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', true, false, false, $1)`,
+          [t0],
+        );
+        await pool.query("INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES ('old-session', 'user-alice', $1, $1, $2)", [t0, t0 + 3600]);
+        await pool.query(
+          `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, created_at, expires_at)
+           VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', $1, $1, $2)`,
+          [t0, t0 + 60],
+        );
+        await pool.query(
+          `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at)
+           VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', $1, $1, $2, $2)`,
+          [t0, t0 + 60],
+        );
+        await pool.query(
+          `INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval, user_id, auth_time,
+             requester_ip, requester_user_agent, created_at, expires_at, decided_at)
+           VALUES ('old-grant', 'old-device', 'old-user', 'cli', 'openid', 'https://api.example.com', 'approved', 5, 'user-alice', $1, '203.0.113.9', 'cli', $1, $2, $1)`,
+          [t0, t0 + 900],
+        );
+      } finally {
+        await pool.end();
+      }
+      const store = await openStore(schema);
+      try {
+        expect(store.appliedMigrations).toEqual(['0005_second_factors.sql']);
+        expect((await store.findSession('old-session', t0))?.amr).toEqual([]);
+        expect((await store.findAuthorizationCode('old-code'))?.amr).toEqual([]);
+        expect((await store.findRefreshToken('old-rt'))?.amr).toEqual([]);
+        expect(await store.findDeviceGrantByDeviceCode('old-device')).toMatchObject({ amr: [], acrValues: '', status: 'approved' });
+        // And new rows keep theirs.
+        await store.createSession(session({ idHash: 'new-session', amr: ['pwd', 'otp'] }));
+        expect((await store.findSession('new-session', t0))?.amr).toEqual(['pwd', 'otp']);
+      } finally {
+        await store.close();
+      }
+    });
+
     it('refuses a schema name that would need quoting', async () => {
       await expect(PostgresStore.open({ url: url!, schema: 'Robert"; DROP' })).rejects.toThrow(/invalid schema name/);
     });
@@ -259,6 +355,20 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect(await store.findApi('https://api.example.com\u0000')).toBeUndefined();
         expect(await store.revokeUserTokens('alice\u0000', t0)).toBe(false);
         expect(await store.removeClient('cli\u0000', t0)).toBe(false);
+        await store.createUser(user());
+        await store.createPasskey(passkey({ id: 'cred' }));
+        expect(await store.findPasskey('cred\u0000')).toBeUndefined();
+        expect(await store.recordPasskeyUse('cred\u0000', 1, t0)).toBe(false);
+        expect(await store.renamePasskey('user-alice', 'cred\u0000', 'x')).toBe(false);
+        expect(await store.removePasskey('user-alice', 'cred\u0000')).toBe(false);
+        expect(await store.listPasskeys('user-alice\u0000')).toEqual([]);
+        expect(await store.findTotp('user-alice\u0000')).toBeUndefined();
+        expect(await store.useTotpStep('user-alice\u0000', 1)).toBe(false);
+        expect(await store.removeTotp('user-alice\u0000')).toBe(false);
+        expect(await store.useRecoveryCode('user-alice', 'code\u0000', t0)).toBe(false);
+        expect(await store.countRecoveryCodes('user-alice\u0000')).toBe(0);
+        expect(await store.resetSecondFactors('user-alice\u0000')).toBe(false);
+        expect((await store.findPasskey('cred'))?.name).toBe(passkey().name);
       } finally {
         await store.close();
       }

@@ -13,7 +13,7 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { migrate, readMigrations } from '../../src/store/sqlite/migrate.js';
 import { migrationsDir } from '../../src/paths.js';
 import { storeConformance, t0, user } from './conformance.js';
-import { session } from '../helpers/records.js';
+import { passkey, session } from '../helpers/records.js';
 
 // ─── Implementations ────────────────────────────────────────────────────────────────────────
 
@@ -117,6 +117,54 @@ describe('SqliteStore specifics', () => {
       { username: 'alice', email_verified: 1, source: 'local' },
     ]);
     db.close();
+  });
+
+  it('upgrading to second factors (0007): sessions, codes, refresh tokens and device grants made before read amr [] and acrValues \'\'', async () => {
+    const path = tempDbPath();
+    const db = new Database(path);
+    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 7), t0);
+    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
+    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`).run(t0);
+    db.prepare("INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES ('old-session', 'user-alice', ?, ?, ?)").run(t0, t0, t0 + 3600);
+    db.prepare(`INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, created_at, expires_at)
+                VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', ?, ?, ?)`).run(t0, t0, t0 + 60);
+    db.prepare(`INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at)
+                VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', ?, ?, ?, ?)`).run(t0, t0, t0 + 60, t0 + 60);
+    db.prepare(`INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval, user_id, auth_time,
+                  requester_ip, requester_user_agent, created_at, expires_at, decided_at)
+                VALUES ('old-grant', 'old-device', 'old-user', 'cli', 'openid', 'https://api.example.com', 'approved', 5, 'user-alice', ?, '203.0.113.9', 'cli', ?, ?, ?)`).run(t0, t0, t0 + 900, t0);
+    db.close();
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      expect(store.appliedMigrations).toEqual(['0007_second_factors.sql']);
+      expect((await store.findSession('old-session', t0))?.amr).toEqual([]);
+      expect((await store.findAuthorizationCode('old-code'))?.amr).toEqual([]);
+      expect((await store.findRefreshToken('old-rt'))?.amr).toEqual([]);
+      expect(await store.findDeviceGrantByDeviceCode('old-device')).toMatchObject({ amr: [], acrValues: '', status: 'approved' });
+      expect(await store.findTotp('user-alice')).toBeUndefined();
+      expect(await store.listPasskeys('user-alice')).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a passkey whose transports column is not a JSON array of strings (edited by hand) reads as having none', async () => {
+    const store = new SqliteStore({ path: ':memory:', now: t0 });
+    try {
+      await store.createUser(user());
+      await store.createPasskey(passkey({ id: 'broken' }));
+      await store.createPasskey(passkey({ id: 'object' }));
+      await store.createPasskey(passkey({ id: 'mixed' }));
+      store.db.prepare("UPDATE webauthn_credentials SET transports = 'usb,nfc' WHERE id = 'broken'").run();
+      store.db.prepare('UPDATE webauthn_credentials SET transports = \'{"a":1}\' WHERE id = \'object\'').run();
+      store.db.prepare('UPDATE webauthn_credentials SET transports = \'["usb",3,null]\' WHERE id = \'mixed\'').run();
+      expect((await store.findPasskey('broken'))?.transports).toEqual([]);
+      expect((await store.findPasskey('object'))?.transports).toEqual([]);
+      expect((await store.findPasskey('mixed'))?.transports).toEqual(['usb']);
+    } finally {
+      await store.close();
+    }
   });
 
   it('close() twice is harmless', async () => {

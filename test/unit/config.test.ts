@@ -49,6 +49,7 @@ describe('loadConfig defaults', () => {
       housekeepingInterval: 60,
       shutdownTimeout: 8,
       upstreamTimeout: 10,
+      mfa: 'optional',
       defaultAudience: 'http://localhost:3000/userinfo',
       trustProxy: false,
       secureCookies: false,
@@ -108,6 +109,7 @@ describe('loadConfig defaults', () => {
         LATCHKEY_DEFAULT_AUDIENCE: 'https://api.example.com',
         LATCHKEY_SECRET_KEY_FILE: '/run/secrets/latchkey.key',
         LATCHKEY_UPSTREAM_TIMEOUT: '4',
+        LATCHKEY_MFA: 'required',
       }),
     ).toEqual({
       issuer: 'https://id.example.com',
@@ -131,6 +133,7 @@ describe('loadConfig defaults', () => {
       housekeepingInterval: 60,
       shutdownTimeout: 8,
       upstreamTimeout: 4,
+      mfa: 'required',
       defaultAudience: 'https://api.example.com',
       trustProxy: false,
       secureCookies: true,

@@ -16,17 +16,20 @@ import { readMigrations } from '../migration_files.js';
 import {
   DuplicateError,
   type ApiRecord,
+  type AuthMethod,
   type AuthorizationCodeRecord,
   type ClientRecord,
   type ConnectorRecord,
   type ConsentRecord,
   type DeviceGrantRecord,
   type GraceRefusal,
+  type PasskeyRecord,
   type PurgeCounts,
   type RateLimitCounter,
   type RefreshTokenRecord,
   type SealedSecret,
   type SessionRecord,
+  type TotpRecord,
   type UpstreamProfileUpdate,
   type UserIdentityRecord,
   type UserRevocationGuard,
@@ -37,16 +40,19 @@ import {
 import { migrate, schemaNamePattern } from './migrate.js';
 import { rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
 import {
+  amrToText,
   toApi,
   toAuthorizationCode,
   toClient,
   toConnector,
   toConsent,
   toDeviceGrant,
+  toPasskey,
   toRateLimitCounter,
   toRefreshToken,
   toSession,
   toSigningKey,
+  toTotp,
   toUser,
   toUserIdentity,
   type Row,
@@ -96,6 +102,8 @@ const errorCode = (err: unknown): unknown => (err instanceof Error && 'code' in 
 
 /** The class half of the two-key advisory locks on refresh-token families ("RT"). */
 const familyLockClass = 0x5254;
+/** The class half of the advisory locks on a user's set of second factors ("2F"). */
+const secondFactorsLockClass = 0x3246;
 
 /**
  * SQLite's COLLATE NOCASE on users.username: equal regardless of the case of ASCII letters only
@@ -595,6 +603,11 @@ export class PostgresStore implements Store {
         const next = reseal({ context: `connector:${String(row.id)}`, value });
         if (next !== value) changed += await tx.run('UPDATE connectors SET secret = $1 WHERE id = $2', next, row.id);
       }
+      for (const row of await tx.many('SELECT user_id, secret FROM totp_credentials ORDER BY user_id COLLATE "C" FOR UPDATE')) {
+        const value = String(row.secret);
+        const next = reseal({ context: `totp:${String(row.user_id)}`, value });
+        if (next !== value) changed += await tx.run('UPDATE totp_credentials SET secret = $1 WHERE user_id = $2', next, row.user_id);
+      }
       return changed;
     });
   }
@@ -609,8 +622,8 @@ export class PostgresStore implements Store {
     // after it deletes this session (it exists by then), one committing before it is seen here.
     return (
       (await this.db.run(
-        `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id)
-         SELECT $1, $2, $3, $4, $5, $6 WHERE $7::boolean OR EXISTS (
+        `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id, amr)
+         SELECT $1, $2, $3, $4, $5, $6, $9 WHERE $7::boolean OR EXISTS (
            SELECT 1 FROM users WHERE id = $2 AND tokens_revoked_at IS NOT DISTINCT FROM $8::bigint FOR SHARE)`,
         s.idHash,
         s.userId,
@@ -620,6 +633,7 @@ export class PostgresStore implements Store {
         s.interactionId ?? null,
         guard === undefined,
         guard?.userTokensRevokedAt ?? null,
+        amrToText(s.amr),
       )) === 1
     );
   }
@@ -637,8 +651,9 @@ export class PostgresStore implements Store {
     await this.insert(
       'device code or user code',
       `INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval,
-         last_polled_at_ms, user_id, auth_time, requester_ip, requester_user_agent, created_at, expires_at, decided_at, consumed_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+         last_polled_at_ms, user_id, auth_time, amr, acr_values, requester_ip, requester_user_agent, created_at, expires_at,
+         decided_at, consumed_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
       g.id,
       g.deviceCodeHash,
       g.userCodeHash,
@@ -650,6 +665,8 @@ export class PostgresStore implements Store {
       g.lastPolledAtMs ?? null,
       g.userId ?? null,
       g.authTime ?? null,
+      amrToText(g.amr),
+      g.acrValues,
       g.requesterIp,
       g.requesterUserAgent,
       g.createdAt,
@@ -686,13 +703,14 @@ export class PostgresStore implements Store {
     });
   }
 
-  async approveDeviceGrant(id: string, userId: string, authTime: number, now: number): Promise<boolean> {
+  async approveDeviceGrant(id: string, userId: string, authTime: number, amr: AuthMethod[], now: number): Promise<boolean> {
     return (
       (await this.db.run(
-        `UPDATE device_grants SET status = 'approved', user_id = $1, auth_time = $2, decided_at = $3
-         WHERE id = $4 AND status = 'pending' AND expires_at > $5`,
+        `UPDATE device_grants SET status = 'approved', user_id = $1, auth_time = $2, amr = $3, decided_at = $4
+         WHERE id = $5 AND status = 'pending' AND expires_at > $6`,
         userId,
         authTime,
+        amrToText(amr),
         now,
         id,
         now,
@@ -726,9 +744,9 @@ export class PostgresStore implements Store {
   private static async insertRefreshToken(tx: Statements, t: RefreshTokenRecord): Promise<void> {
     await tx.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15)`,
+               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -744,6 +762,7 @@ export class PostgresStore implements Store {
       t.revokedAt ?? null,
       t.parentId ?? null,
       t.supersededAt ?? null,
+      amrToText(t.amr),
     );
   }
 
@@ -850,8 +869,8 @@ export class PostgresStore implements Store {
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     await this.db.run(
       `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
-         auth_time, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
       c.codeHash,
       c.clientId,
       c.userId,
@@ -861,6 +880,7 @@ export class PostgresStore implements Store {
       c.nonce ?? null,
       c.codeChallenge ?? null,
       c.authTime,
+      amrToText(c.amr),
       c.createdAt,
       c.expiresAt,
       c.consumedAt ?? null,
@@ -889,6 +909,129 @@ export class PostgresStore implements Store {
       now,
     );
     return row && toAuthorizationCode(row);
+  }
+
+  async findTotp(userId: string): Promise<TotpRecord | undefined> {
+    if (!storable(userId)) return undefined;
+    const row = await this.db.one('SELECT * FROM totp_credentials WHERE user_id = $1', userId);
+    return row && toTotp(row);
+  }
+
+  async saveTotp(t: TotpRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO totp_credentials (user_id, secret, last_step, created_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (user_id) DO UPDATE SET secret = EXCLUDED.secret, last_step = EXCLUDED.last_step, created_at = EXCLUDED.created_at`,
+      t.userId,
+      t.secret,
+      t.lastStep,
+      t.createdAt,
+    );
+  }
+
+  async useTotpStep(userId: string, step: number): Promise<boolean> {
+    if (!storable(userId)) return false;
+    // One conditional UPDATE: a second request with the same code waits for the first one's row
+    // lock, re-checks last_step against the committed row, and changes nothing.
+    return (await this.db.run('UPDATE totp_credentials SET last_step = $1 WHERE user_id = $2 AND last_step < $1', step, userId)) === 1;
+  }
+
+  async removeTotp(userId: string): Promise<boolean> {
+    if (!storable(userId)) return false;
+    return (await this.db.run('DELETE FROM totp_credentials WHERE user_id = $1', userId)) === 1;
+  }
+
+  async createPasskey(p: PasskeyRecord): Promise<void> {
+    await this.insert(
+      'passkey',
+      `INSERT INTO webauthn_credentials (id, user_id, public_key, counter, transports, name, backed_up, created_at, last_used_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      p.id,
+      p.userId,
+      p.publicKey,
+      p.counter,
+      JSON.stringify(p.transports),
+      p.name,
+      p.backedUp,
+      p.createdAt,
+      p.lastUsedAt ?? null,
+    );
+  }
+
+  async findPasskey(id: string): Promise<PasskeyRecord | undefined> {
+    if (!storable(id)) return undefined;
+    const row = await this.db.one('SELECT * FROM webauthn_credentials WHERE id = $1', id);
+    return row && toPasskey(row);
+  }
+
+  async listPasskeys(userId: string): Promise<PasskeyRecord[]> {
+    if (!storable(userId)) return [];
+    // COLLATE "C": ties in byte order, as SQLite sorts.
+    return (await this.db.many('SELECT * FROM webauthn_credentials WHERE user_id = $1 ORDER BY created_at, id COLLATE "C"', userId)).map(toPasskey);
+  }
+
+  async recordPasskeyUse(id: string, counter: number, now: number): Promise<boolean> {
+    if (!storable(id)) return false;
+    return (await this.db.run('UPDATE webauthn_credentials SET counter = $1, last_used_at = $2 WHERE id = $3', counter, now, id)) === 1;
+  }
+
+  async renamePasskey(userId: string, id: string, name: string): Promise<boolean> {
+    if (!storable(userId) || !storable(id)) return false;
+    return (await this.db.run('UPDATE webauthn_credentials SET name = $1 WHERE id = $2 AND user_id = $3', name, id, userId)) === 1;
+  }
+
+  async removePasskey(userId: string, id: string): Promise<boolean> {
+    if (!storable(userId) || !storable(id)) return false;
+    return (await this.db.run('DELETE FROM webauthn_credentials WHERE id = $1 AND user_id = $2', id, userId)) === 1;
+  }
+
+  /**
+   * Serialises, until the transaction ends, the changes to a user's whole set of second factors
+   * (replacing the recovery codes, a reset): two at once would otherwise each miss the other's
+   * uncommitted rows, and leave both new sets of codes behind.
+   */
+  private static async lockSecondFactors(tx: Statements, userId: string): Promise<void> {
+    await tx.run('SELECT pg_advisory_xact_lock($1, hashtext($2))', secondFactorsLockClass, userId);
+  }
+
+  async replaceRecoveryCodes(userId: string, codeHashes: string[], now: number): Promise<void> {
+    await this.transaction(async (tx) => {
+      await PostgresStore.lockSecondFactors(tx, userId);
+      await tx.run('DELETE FROM recovery_codes WHERE user_id = $1', userId);
+      // A digest given twice is one code (it could only be spent once anyway).
+      await tx.run(
+        `INSERT INTO recovery_codes (user_id, code_hash, created_at) SELECT $1, h, $3 FROM unnest($2::text[]) AS h
+         ON CONFLICT DO NOTHING`,
+        userId,
+        codeHashes,
+        now,
+      );
+    });
+  }
+
+  async useRecoveryCode(userId: string, codeHash: string, now: number): Promise<boolean> {
+    if (!storable(userId) || !storable(codeHash)) return false;
+    // One conditional UPDATE: of two requests with the same code, the second re-checks used_at
+    // against the first one's committed row and changes nothing.
+    return (
+      (await this.db.run('UPDATE recovery_codes SET used_at = $1 WHERE user_id = $2 AND code_hash = $3 AND used_at IS NULL', now, userId, codeHash)) === 1
+    );
+  }
+
+  async countRecoveryCodes(userId: string): Promise<number> {
+    if (!storable(userId)) return 0;
+    return Number((await this.db.one('SELECT count(*) AS n FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL', userId))?.n ?? 0);
+  }
+
+  async resetSecondFactors(userId: string): Promise<boolean> {
+    if (!storable(userId)) return false;
+    return this.transaction(async (tx) => {
+      await PostgresStore.lockSecondFactors(tx, userId);
+      const removed =
+        (await tx.run('DELETE FROM totp_credentials WHERE user_id = $1', userId)) +
+        (await tx.run('DELETE FROM webauthn_credentials WHERE user_id = $1', userId)) +
+        (await tx.run('DELETE FROM recovery_codes WHERE user_id = $1', userId));
+      return removed > 0;
+    });
   }
 
   // ON CONFLICT … DO UPDATE takes the row's lock, so simultaneous events on several instances are

@@ -13,16 +13,19 @@ import { migrate, readMigrations } from './migrate.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { GroupCommit } from './group_commit.js';
 import {
+  amrToText,
   toApi,
   toAuthorizationCode,
   toClient,
   toConnector,
   toConsent,
   toDeviceGrant,
+  toPasskey,
   toRateLimitCounter,
   toRefreshToken,
   toSession,
   toSigningKey,
+  toTotp,
   toUser,
   toUserIdentity,
   type Row,
@@ -30,17 +33,20 @@ import {
 import {
   DuplicateError,
   type ApiRecord,
+  type AuthMethod,
   type AuthorizationCodeRecord,
   type ClientRecord,
   type ConnectorRecord,
   type ConsentRecord,
   type DeviceGrantRecord,
   type GraceRefusal,
+  type PasskeyRecord,
   type PurgeCounts,
   type RateLimitCounter,
   type RefreshTokenRecord,
   type SealedSecret,
   type SessionRecord,
+  type TotpRecord,
   type UpstreamProfileUpdate,
   type UserIdentityRecord,
   type UserRevocationGuard,
@@ -118,6 +124,10 @@ export const readOnlyVerbs = new Set([
   'isAccessTokenRevoked',
   'findConsent',
   'findAuthorizationCode',
+  'findTotp',
+  'findPasskey',
+  'listPasskeys',
+  'countRecoveryCodes',
   'readRateLimitCounter',
 ]);
 
@@ -161,6 +171,16 @@ export const writeVerbs = new Set([
   'saveConsent',
   'createAuthorizationCode',
   'consumeAuthorizationCode',
+  'saveTotp',
+  'useTotpStep',
+  'removeTotp',
+  'createPasskey',
+  'recordPasskeyUse',
+  'renamePasskey',
+  'removePasskey',
+  'replaceRecoveryCodes',
+  'useRecoveryCode',
+  'resetSecondFactors',
   'countRateLimitEvent',
   'countRateLimitFailure',
   'undoRateLimitEvent',
@@ -697,6 +717,11 @@ export class SqliteStore implements Store {
           const next = reseal({ context: `connector:${String(row.id)}`, value });
           if (next !== value) changed += this.run('UPDATE connectors SET secret = ? WHERE id = ?', next, row.id);
         }
+        for (const row of this.all('SELECT user_id, secret FROM totp_credentials')) {
+          const value = String(row.secret);
+          const next = reseal({ context: `totp:${String(row.user_id)}`, value });
+          if (next !== value) changed += this.run('UPDATE totp_credentials SET secret = ? WHERE user_id = ?', next, row.user_id);
+        }
         return changed;
       })
       .immediate();
@@ -711,11 +736,12 @@ export class SqliteStore implements Store {
     // SQLite's IS compares NULLs as equal: "tokens_revoked_at is still what the caller read".
     return (
       this.run(
-        `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id)
-         SELECT ?, ?, ?, ?, ?, ? WHERE ? OR (SELECT tokens_revoked_at FROM users WHERE id = ?) IS ?`,
+        `INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id)
+         SELECT ?, ?, ?, ?, ?, ?, ? WHERE ? OR (SELECT tokens_revoked_at FROM users WHERE id = ?) IS ?`,
         s.idHash,
         s.userId,
         s.authTime,
+        amrToText(s.amr),
         s.createdAt,
         s.expiresAt,
         s.interactionId ?? null,
@@ -739,8 +765,9 @@ export class SqliteStore implements Store {
     this.insert(
       'device code or user code',
       `INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval,
-         last_polled_at_ms, user_id, auth_time, requester_ip, requester_user_agent, created_at, expires_at, decided_at, consumed_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         last_polled_at_ms, user_id, auth_time, amr, acr_values, requester_ip, requester_user_agent, created_at, expires_at,
+         decided_at, consumed_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       g.id,
       g.deviceCodeHash,
       g.userCodeHash,
@@ -752,6 +779,8 @@ export class SqliteStore implements Store {
       g.lastPolledAtMs ?? null,
       g.userId ?? null,
       g.authTime ?? null,
+      amrToText(g.amr),
+      g.acrValues,
       g.requesterIp,
       g.requesterUserAgent,
       g.createdAt,
@@ -787,13 +816,14 @@ export class SqliteStore implements Store {
     })();
   }
 
-  async approveDeviceGrant(id: string, userId: string, authTime: number, now: number): Promise<boolean> {
+  async approveDeviceGrant(id: string, userId: string, authTime: number, amr: AuthMethod[], now: number): Promise<boolean> {
     return (
       this.run(
-        `UPDATE device_grants SET status = 'approved', user_id = ?, auth_time = ?, decided_at = ?
+        `UPDATE device_grants SET status = 'approved', user_id = ?, auth_time = ?, amr = ?, decided_at = ?
          WHERE id = ? AND status = 'pending' AND expires_at > ?`,
         userId,
         authTime,
+        amrToText(amr),
         now,
         id,
         now,
@@ -825,9 +855,9 @@ export class SqliteStore implements Store {
 
   private insertRefreshToken(t: RefreshTokenRecord): void {
     this.run(
-      `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
+      `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, amr, created_at,
          expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
                coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?)`,
       t.id,
       t.tokenHash,
@@ -837,6 +867,7 @@ export class SqliteStore implements Store {
       t.scope,
       t.audience,
       t.authTime,
+      amrToText(t.amr),
       t.createdAt,
       t.expiresAt,
       t.familyExpiresAt,
@@ -943,8 +974,8 @@ export class SqliteStore implements Store {
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     this.run(
       `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
-         auth_time, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       c.codeHash,
       c.clientId,
       c.userId,
@@ -954,6 +985,7 @@ export class SqliteStore implements Store {
       c.nonce ?? null,
       c.codeChallenge ?? null,
       c.authTime,
+      amrToText(c.amr),
       c.createdAt,
       c.expiresAt,
       c.consumedAt ?? null,
@@ -982,6 +1014,97 @@ export class SqliteStore implements Store {
       now,
     );
     return row && toAuthorizationCode(row);
+  }
+
+  async findTotp(userId: string): Promise<TotpRecord | undefined> {
+    const row = this.get('SELECT * FROM totp_credentials WHERE user_id = ?', userId);
+    return row && toTotp(row);
+  }
+
+  async saveTotp(t: TotpRecord): Promise<void> {
+    this.run(
+      `INSERT INTO totp_credentials (user_id, secret, last_step, created_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (user_id) DO UPDATE SET secret = excluded.secret, last_step = excluded.last_step, created_at = excluded.created_at`,
+      t.userId,
+      t.secret,
+      t.lastStep,
+      t.createdAt,
+    );
+  }
+
+  async useTotpStep(userId: string, step: number): Promise<boolean> {
+    // One conditional statement: of two requests with the same code, only one moves last_step.
+    return this.run('UPDATE totp_credentials SET last_step = ? WHERE user_id = ? AND last_step < ?', step, userId, step) === 1;
+  }
+
+  async removeTotp(userId: string): Promise<boolean> {
+    return this.run('DELETE FROM totp_credentials WHERE user_id = ?', userId) === 1;
+  }
+
+  async createPasskey(p: PasskeyRecord): Promise<void> {
+    this.insert(
+      'passkey',
+      `INSERT INTO webauthn_credentials (id, user_id, public_key, counter, transports, name, backed_up, created_at, last_used_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      p.id,
+      p.userId,
+      p.publicKey,
+      p.counter,
+      JSON.stringify(p.transports),
+      p.name,
+      p.backedUp ? 1 : 0,
+      p.createdAt,
+      p.lastUsedAt ?? null,
+    );
+  }
+
+  async findPasskey(id: string): Promise<PasskeyRecord | undefined> {
+    const row = this.get('SELECT * FROM webauthn_credentials WHERE id = ?', id);
+    return row && toPasskey(row);
+  }
+
+  async listPasskeys(userId: string): Promise<PasskeyRecord[]> {
+    return this.all('SELECT * FROM webauthn_credentials WHERE user_id = ? ORDER BY created_at, id', userId).map(toPasskey);
+  }
+
+  async recordPasskeyUse(id: string, counter: number, now: number): Promise<boolean> {
+    return this.run('UPDATE webauthn_credentials SET counter = ?, last_used_at = ? WHERE id = ?', counter, now, id) === 1;
+  }
+
+  async renamePasskey(userId: string, id: string, name: string): Promise<boolean> {
+    return this.run('UPDATE webauthn_credentials SET name = ? WHERE id = ? AND user_id = ?', name, id, userId) === 1;
+  }
+
+  async removePasskey(userId: string, id: string): Promise<boolean> {
+    return this.run('DELETE FROM webauthn_credentials WHERE id = ? AND user_id = ?', id, userId) === 1;
+  }
+
+  async replaceRecoveryCodes(userId: string, codeHashes: string[], now: number): Promise<void> {
+    this.db.transaction(() => {
+      this.run('DELETE FROM recovery_codes WHERE user_id = ?', userId);
+      // A digest given twice is one code (it could only be spent once anyway).
+      for (const codeHash of codeHashes) {
+        this.run('INSERT OR IGNORE INTO recovery_codes (user_id, code_hash, created_at) VALUES (?, ?, ?)', userId, codeHash, now);
+      }
+    })();
+  }
+
+  async useRecoveryCode(userId: string, codeHash: string, now: number): Promise<boolean> {
+    return this.run('UPDATE recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL', now, userId, codeHash) === 1;
+  }
+
+  async countRecoveryCodes(userId: string): Promise<number> {
+    return Number(this.get('SELECT count(*) AS n FROM recovery_codes WHERE user_id = ? AND used_at IS NULL', userId)?.n ?? 0);
+  }
+
+  async resetSecondFactors(userId: string): Promise<boolean> {
+    return this.db.transaction(() => {
+      const removed =
+        this.run('DELETE FROM totp_credentials WHERE user_id = ?', userId) +
+        this.run('DELETE FROM webauthn_credentials WHERE user_id = ?', userId) +
+        this.run('DELETE FROM recovery_codes WHERE user_id = ?', userId);
+      return removed > 0;
+    })();
   }
 
   async countRateLimitEvent(bucket: string, key: string, now: number, windowSeconds: number): Promise<RateLimitCounter> {

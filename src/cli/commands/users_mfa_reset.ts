@@ -1,0 +1,32 @@
+/**
+ * `latchkey users mfa-reset <username>`: for a person who lost their phone and their recovery
+ * codes — their authenticator app, passkeys and recovery codes are removed, so their next sign-in
+ * is with the password alone (and, under LATCHKEY_MFA=required, sets up a new factor at once).
+ * Audited. Their sessions stay: check who is asking before you run it.
+ */
+import { cliAudit } from '../audit_log.js';
+import { CommandError, type Command } from '../command.js';
+
+export const usersMfaResetCommand: Command = {
+  path: ['users', 'mfa-reset'],
+  summary: "Remove a user's second factors (authenticator app, passkeys, recovery codes)",
+  usage: 'latchkey users mfa-reset <username>',
+  help: [
+    'For a person who lost their second factor and their recovery codes. Their next sign-in needs only',
+    'their password; with LATCHKEY_MFA=required they set up a new factor right then. Make sure it is',
+    'really them asking: this undoes what protects the account from a stolen password.',
+    '',
+  ].join('\n'),
+  positionals: { min: 1, max: 1 },
+  options: {},
+  async run(context) {
+    const username = context.positionals[0] ?? '';
+    const store = await context.store();
+    const user = await store.findUserByUsername(username);
+    if (!user) throw new CommandError(`no user "${username}"`);
+    const removed = await store.resetSecondFactors(user.id);
+    cliAudit(context, 'user.second_factors_reset', { username, userId: user.id, hadFactors: removed });
+    context.stderr.write(removed ? `Removed the second factors of ${user.username}\n` : `${user.username} had no second factors\n`);
+    return 0;
+  },
+};

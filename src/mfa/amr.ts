@@ -1,0 +1,38 @@
+/**
+ * How a sign-in was made (RFC 8176 `amr`) and the level it reached (`acr`): two kinds of proof —
+ * a password or an upstream identity provider, then a TOTP, recovery code or passkey; or a passkey
+ * with user verification alone (possession of the key, and the PIN or biometric that unlocks it) —
+ * is multi-factor, `urn:latchkey:mfa`. Anything less is `urn:latchkey:sfa`.
+ */
+import type { AuthMethod } from '../store/store.js';
+
+export const mfaAcr = 'urn:latchkey:mfa';
+export const singleFactorAcr = 'urn:latchkey:sfa';
+export const acrValuesSupported = [singleFactorAcr, mfaAcr] as const;
+
+const firstFactors: readonly AuthMethod[] = ['pwd', 'fed'];
+const secondFactors: readonly AuthMethod[] = ['otp', 'hwk'];
+
+export function isMultiFactor(amr: readonly AuthMethod[]): boolean {
+  if (amr.includes('hwk') && amr.includes('user')) return true;
+  return amr.some((m) => firstFactors.includes(m)) && amr.some((m) => secondFactors.includes(m));
+}
+
+export function acrOf(amr: readonly AuthMethod[]): string {
+  return isMultiFactor(amr) ? mfaAcr : singleFactorAcr;
+}
+
+/** The methods of a sign-in followed by more: each once, in the order first used. */
+export function withMethods(amr: readonly AuthMethod[], added: readonly AuthMethod[]): AuthMethod[] {
+  return [...new Set([...amr, ...added])];
+}
+
+/** Whether `acr_values` (space-separated, voluntary: unknown values are ignored) asks for a second factor. */
+export function asksForMfa(acrValues: string | undefined): boolean {
+  return (acrValues ?? '').split(' ').includes(mfaAcr);
+}
+
+/** The claims id_tokens and access tokens carry (RFC 8176; RFC 9068 §2.2.1). Nothing for a sign-in of unknown kind. */
+export function authenticationClaims(amr: readonly AuthMethod[]): { amr?: AuthMethod[]; acr: string } {
+  return { ...(amr.length === 0 ? {} : { amr: [...amr] }), acr: acrOf(amr) };
+}

@@ -106,6 +106,7 @@ export function defaultRateLimits(config: Config, clock: Clock, store?: Store): 
       signInAccount: new SharedBackoffLimiter(store, 'signin_account', limits.signInAccount, clock),
       signInAddress: new SharedBackoffLimiter(store, 'signin_address', limits.signInAddress, clock),
       signInAccountTotal: new SharedWindowLimiter(store, 'signin_account_total', limits.signInAccountTotal, clock),
+      secondFactor: new SharedBackoffLimiter(store, 'second_factor', limits.secondFactor, clock),
     };
   }
   const share = (setting: RateLimitSetting | undefined) => perWorker(setting, config.workers);
@@ -116,6 +117,7 @@ export function defaultRateLimits(config: Config, clock: Clock, store?: Store): 
     signInAccount: new BackoffLimiter(share(limits.signInAccount), clock),
     signInAddress: new BackoffLimiter(share(limits.signInAddress), clock),
     signInAccountTotal: new RateLimiter(share(limits.signInAccountTotal), clock),
+    secondFactor: new BackoffLimiter(share(limits.secondFactor), clock),
   };
 }
 

@@ -160,6 +160,7 @@ const environmentSchema = z.object({
   LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT', '5/30'),
   LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS', '20/30'),
   LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL', '20/3600'),
+  LATCHKEY_RATE_LIMIT_SECOND_FACTOR: rateLimit('LATCHKEY_RATE_LIMIT_SECOND_FACTOR', '10/60'),
 });
 
 export type LogLevel = (typeof logLevels)[number];
@@ -235,6 +236,13 @@ export interface Config {
     readonly signInAddress: RateLimitSetting | undefined;
     /** Failed sign-ins per account from unknown browsers, everywhere: past COUNT in SECONDS, attempts are slowed. */
     readonly signInAccountTotal: RateLimitSetting | undefined;
+    /**
+     * Failed second factors per person, from every address and browser the person never signed in
+     * on: after COUNT failures a wait of SECONDS, doubling with each further failure. A right
+     * password does not clear it (only a passed second factor does), so someone who has the
+     * password cannot guess codes by signing in again between guesses.
+     */
+    readonly secondFactor: RateLimitSetting | undefined;
   };
 }
 
@@ -315,6 +323,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       signInAccount: e.LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT,
       signInAddress: e.LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS,
       signInAccountTotal: e.LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL,
+      secondFactor: e.LATCHKEY_RATE_LIMIT_SECOND_FACTOR,
     }),
   });
 }

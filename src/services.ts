@@ -23,6 +23,8 @@ export interface RateLimiters {
   signInAddress: FailureLimiter;
   /** Failed sign-ins on one account from unknown browsers, all addresses together: past it, attempts are slowed. */
   signInAccountTotal: WindowLimiter;
+  /** Failed second factors per person (user id), all addresses together; browsers the person signed in on are exempt. */
+  secondFactor: FailureLimiter;
 }
 
 export interface Services {

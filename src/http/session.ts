@@ -48,6 +48,8 @@ export async function startSession(
     interactionId?: string | undefined;
     /** When the person signed in, if earlier than now (an upstream's auth_time; a step-up keeps the first step's). */
     signedInAt?: number | undefined;
+    /** A session raised to more factors ends when the one it replaces would have. */
+    expiresAt?: number | undefined;
   },
 ): Promise<SignedIn | undefined> {
   const { interactionId, signedInAt, amr } = how;
@@ -57,11 +59,13 @@ export async function startSession(
   const id = randomSecret();
   const now = epochSeconds(clock);
   const authTime = signedInAt === undefined ? now : Math.min(now, signedInAt);
-  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime, amr, createdAt: now, expiresAt: now + config.sessionTtl, interactionId };
+  const expiresAt = Math.min(now + config.sessionTtl, how.expiresAt ?? Number.POSITIVE_INFINITY);
+  if (expiresAt <= now) return undefined;
+  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime, amr, createdAt: now, expiresAt, interactionId };
   // Not if the person's sign-ins were ended (a new password) since `user` was read: a sign-in
   // with the old password racing the change must not survive it.
   if (!(await store.createSession(session, { userTokensRevokedAt: user.tokensRevokedAt }))) return undefined;
-  setCookie(reply, config, cookieNames(config).session, id, config.sessionTtl);
+  setCookie(reply, config, cookieNames(config).session, id, expiresAt - now);
   const signedIn = { session, user };
   loaded.set(request, Promise.resolve(signedIn));
   return signedIn;

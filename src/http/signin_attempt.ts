@@ -26,8 +26,13 @@ export interface SignInAttempt {
   rememberBrowser(reply: FastifyReply): void;
 }
 
-/** Throws 429 when the account (from this address or browser) or the address is backing off. */
-export async function startSignInAttempt(request: FastifyRequest, services: Services, username: string): Promise<SignInAttempt> {
+/**
+ * Throws 429 when the account (from this address or browser) or the address is backing off — or,
+ * for a second factor (`secondFactorOf`: the person's id), when that person's second factors have
+ * failed too often from browsers they never signed in on: a 6-digit code is guessable, and the
+ * password back-off alone is cleared by each right password.
+ */
+export async function startSignInAttempt(request: FastifyRequest, services: Services, username: string, secondFactorOf?: string): Promise<SignInAttempt> {
   const accountKey = username.toLowerCase();
   const accountDigest = hmacSha256(services.csrfSecret, `username:${accountKey}`).slice(0, 22);
   const who = { usernameDigest: accountDigest.slice(0, 16) };
@@ -37,6 +42,16 @@ export async function startSignInAttempt(request: FastifyRequest, services: Serv
   if (throttle.kind === 'refused') {
     audit(request, 'signin.rate_limited', { ...who, knownDevice: knownDevice !== undefined });
     throw tooManyRequests(throttle.state.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
+  }
+  // The owner's own browsers are exempt, so a guesser holding the password cannot lock them out.
+  const factorKey = secondFactorOf !== undefined && knownDevice === undefined ? secondFactorOf : undefined;
+  if (factorKey !== undefined) {
+    const factor = await services.rateLimits.secondFactor.attempt(factorKey);
+    if (factor.limited) {
+      await throttle.cancel();
+      audit(request, 'signin.rate_limited', { ...who, knownDevice: false, reason: 'second_factor' });
+      throw tooManyRequests(factor.retryAfter, 'Too many sign-in attempts. Wait a moment and try again.');
+    }
   }
   return {
     who,
@@ -50,12 +65,16 @@ export async function startSignInAttempt(request: FastifyRequest, services: Serv
       });
       if (outcome === laneFull) {
         await throttle.cancel();
+        if (factorKey !== undefined) await services.rateLimits.secondFactor.undo(factorKey);
         audit(request, 'signin.rate_limited', { ...who, knownDevice: false, reason: 'slow_lane_full' });
         throw tooManyRequests(slowDownMs / 1000, 'Too many sign-in attempts. Wait a moment and try again.');
       }
       return outcome;
     },
-    finish: (success) => throttle.finish(success),
+    async finish(success) {
+      await throttle.finish(success);
+      if (success && factorKey !== undefined) await services.rateLimits.secondFactor.reset(factorKey);
+    },
     rememberBrowser: (reply) => rememberDevice(reply, services, device, accountKey),
   };
 }

@@ -13,6 +13,11 @@ export const acrValuesSupported = [singleFactorAcr, mfaAcr] as const;
 const firstFactors: readonly AuthMethod[] = ['pwd', 'fed'];
 const secondFactors: readonly AuthMethod[] = ['otp', 'hwk'];
 
+/** A password or an upstream sign-in: what a second factor is added to. */
+export function hasFirstFactor(amr: readonly AuthMethod[]): boolean {
+  return amr.some((m) => firstFactors.includes(m));
+}
+
 export function isMultiFactor(amr: readonly AuthMethod[]): boolean {
   if (amr.includes('hwk') && amr.includes('user')) return true;
   return amr.some((m) => firstFactors.includes(m)) && amr.some((m) => secondFactors.includes(m));

@@ -35,7 +35,7 @@ export async function afterFirstFactor(
   how: { amr: AuthMethod[]; returnTo: string; signedInAt?: number | undefined },
 ): Promise<FirstStepOutcome> {
   if (services.config.mfa !== 'off' && hasSecondFactor(await secondFactorsOf(services.store, user.id))) {
-    savePendingSignIn(reply, services, {
+    savePendingSignIn(request, reply, services, {
       userId: user.id,
       amr: how.amr,
       ...(how.signedInAt === undefined ? {} : { signedInAt: how.signedInAt }),
@@ -57,10 +57,16 @@ export async function finishSignIn(
   reply: FastifyReply,
   services: Services,
   user: UserRecord,
-  how: { amr: AuthMethod[]; returnTo: string; signedInAt?: number | undefined },
+  how: {
+    amr: AuthMethod[];
+    returnTo: string;
+    signedInAt?: number | undefined;
+    /** A step-up: the raised session's authorization request and end stay its own. */
+    keep?: { interactionId: string | undefined; expiresAt: number };
+  },
 ): Promise<FirstStepOutcome> {
-  const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(how.returnTo));
-  const signedIn = await startSession(request, reply, services, user, { amr: how.amr, interactionId: interaction?.id, signedInAt: how.signedInAt });
+  const interactionId = how.keep ? how.keep.interactionId : openSealedInteraction(request, reply, services, sealedInteractionOf(how.returnTo))?.id;
+  const signedIn = await startSession(request, reply, services, user, { amr: how.amr, interactionId, signedInAt: how.signedInAt, expiresAt: how.keep?.expiresAt });
   return signedIn ? { kind: 'signed_in', signedIn } : { kind: 'ended' };
 }
 

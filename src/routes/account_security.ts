@@ -81,7 +81,8 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     if (config.mfa === 'off') {
       return { ok: false, reply: await renderErrorPage(request, reply, services, { heading: 'Second factors are off', message: 'This server does not use second factors.' }, 403) };
     }
-    if (epochSeconds(clock) - signedIn.session.createdAt > recentSignInSeconds) {
+    // The sign-in itself, not the session: a step-up or an enrolment does not make an old sign-in recent.
+    if (epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) {
       return {
         ok: false,
         reply: await renderErrorPage(
@@ -120,7 +121,7 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
       returnTo,
       needsFactor: returnTo !== undefined && !hasSecondFactor({ totp: totp !== undefined, passkeys: passkeys.length, recoveryCodes }),
       continueTo: returnTo !== undefined && isMultiFactor(session.amr) ? returnTo : undefined,
-      recent: now - session.createdAt <= recentSignInSeconds,
+      recent: now - session.authTime <= recentSignInSeconds,
       signInAgain: signInAgain(returnTo),
       totp: totp && { since: date(totp.createdAt) },
       passkeysAvailable: rp !== undefined,
@@ -137,7 +138,12 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
    */
   async function afterEnrollment(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, factors: SecondFactors, added: AuthMethod[], returnTo: string | undefined) {
     const { user, session } = signedIn;
-    const upgraded = await startSession(request, reply, services, user, { amr: withMethods(session.amr, added), interactionId: session.interactionId, signedInAt: session.authTime });
+    const upgraded = await startSession(request, reply, services, user, {
+      amr: withMethods(session.amr, added),
+      interactionId: session.interactionId,
+      signedInAt: session.authTime,
+      expiresAt: session.expiresAt,
+    });
     if (!upgraded) return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
     if (factors.recoveryCodes === 0) return showRecoveryCodes(request, reply, user.id, returnTo);
     return reply.redirect(returnTo ?? '/account/security', 303);
@@ -268,7 +274,7 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const rp = relyingParty(config);
     if (!rp) throw new OAuthError('invalid_request', 'Passkeys are not available on this server.');
     const factors = await secondFactorsOf(store, signedIn.user.id);
-    if (epochSeconds(clock) - signedIn.session.createdAt > recentSignInSeconds || (hasSecondFactor(factors) && !isMultiFactor(signedIn.session.amr))) {
+    if (epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds || (hasSecondFactor(factors) && !isMultiFactor(signedIn.session.amr))) {
       throw new OAuthError('invalid_request', 'Sign in again to add a passkey.', { status: 401 });
     }
     const passkeys = await store.listPasskeys(signedIn.user.id);

@@ -20,7 +20,7 @@ import { formActionSource } from '../oauth/redirect.js';
 import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { currentSession } from '../http/session.js';
 import { startSignInAttempt } from '../http/signin_attempt.js';
-import { withMethods } from '../mfa/amr.js';
+import { hasFirstFactor, isMultiFactor, withMethods } from '../mfa/amr.js';
 import { clearPendingSignIn, readPendingSignIn } from '../mfa/pending_sign_in.js';
 import { hasSecondFactor, secondFactorsOf } from '../mfa/policy.js';
 import { normalizeRecoveryCode, recoveryCodeDigest } from '../mfa/recovery_codes.js';
@@ -30,7 +30,7 @@ import { totpSecretContext } from '../mfa/totp_secret.js';
 import { authenticationOptions, parseAuthenticationResponse, relyingParty, userHandle, verifyAuthentication } from '../mfa/webauthn.js';
 import { saveChallenge, takeChallenge } from '../mfa/webauthn_challenge.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
-import type { AuthMethod, UserRecord } from '../store/store.js';
+import type { AuthMethod, SessionRecord, UserRecord } from '../store/store.js';
 import { maxReturnToLength } from './login.js';
 
 const pageQuery = z.object({ return_to: z.string().max(maxReturnToLength).optional() });
@@ -54,6 +54,8 @@ interface SecondStep {
   signedInAt: number | undefined;
   /** A sign-in under way (no session yet), or a session being raised to two factors. */
   kind: 'pending' | 'step_up';
+  /** The session being raised: the step-up keeps its sign-in time, request and end (a second factor is not a fresh sign-in). */
+  session?: SessionRecord;
 }
 
 type CodeCheck = { kind: 'totp' } | { kind: 'recovery_code' } | { kind: 'replayed' } | { kind: 'wrong' };
@@ -64,7 +66,7 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
   const page = { config: { page: true } };
 
   async function secondStep(request: FastifyRequest, reply: FastifyReply): Promise<SecondStep | undefined> {
-    const pending = readPendingSignIn(request, services, epochSeconds(clock));
+    const pending = readPendingSignIn(request, reply, services, epochSeconds(clock));
     if (pending) {
       const user = await store.findUserById(pending.userId);
       // A new password (or revoke-tokens, or disable) since the first step ends this sign-in.
@@ -75,7 +77,11 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
       return undefined;
     }
     const signedIn = await currentSession(request, services);
-    return signedIn && { user: signedIn.user, amr: signedIn.session.amr, signedInAt: undefined, kind: 'step_up' };
+    // Only a session with a first factor and no second one is raised: a second factor over a
+    // multi-factor session would pass for a fresh sign-in, and a session that recorded no first
+    // factor (made before amr was kept) has nothing to add it to.
+    if (!signedIn || isMultiFactor(signedIn.session.amr) || !hasFirstFactor(signedIn.session.amr)) return undefined;
+    return { user: signedIn.user, amr: signedIn.session.amr, signedInAt: signedIn.session.authTime, kind: 'step_up', session: signedIn.session };
   }
 
   const signInAgain = (returnTo: string) => `/login?return_to=${encodeURIComponent(returnTo)}`;
@@ -109,7 +115,12 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
   /** The second factor is proven: the session, with what was used, and on to where it was for. */
   async function succeed(request: FastifyRequest, reply: FastifyReply, step: SecondStep, returnTo: string, factor: 'totp' | 'recovery_code' | 'passkey', added: AuthMethod[]) {
     clearPendingSignIn(reply, services);
-    const next = await finishSignIn(request, reply, services, step.user, { amr: withMethods(step.amr, added), returnTo, signedInAt: step.signedInAt });
+    const next = await finishSignIn(request, reply, services, step.user, {
+      amr: withMethods(step.amr, added),
+      returnTo,
+      signedInAt: step.signedInAt,
+      ...(step.session ? { keep: { interactionId: step.session.interactionId, expiresAt: step.session.expiresAt } } : {}),
+    });
     if (next.kind !== 'signed_in') {
       return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
     }
@@ -138,7 +149,12 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
     const { return_to } = parseFields(pageQuery, request.query);
     const returnTo = safeReturnTo(return_to, '/activate', maxReturnToLength);
     const step = await secondStep(request, reply);
-    if (!step) return reply.redirect(signInAgain(returnTo), 303);
+    if (!step) {
+      // A session that cannot be raised (see secondStep) and is not enough: a whole sign-in again.
+      const signedIn = await currentSession(request, services);
+      const fresh = signedIn !== undefined && !isMultiFactor(signedIn.session.amr);
+      return reply.redirect(fresh ? `/login?fresh=1&return_to=${encodeURIComponent(returnTo)}` : signInAgain(returnTo), 303);
+    }
     if (!hasSecondFactor(await secondFactorsOf(store, step.user.id))) {
       // A session asked for a second factor by someone who has none: set one up first.
       if (step.kind === 'step_up') return reply.redirect(`/account/security?return_to=${encodeURIComponent(returnTo)}`, 303);
@@ -161,7 +177,7 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
       return renderErrorPage(request, reply, services, { heading: 'This sign-in has expired', message: 'Sign in again.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
     }
     if (form.otp.trim() === '') return showSecondStep(request, reply, step, returnTo, 'Enter the code from your authenticator app, or a recovery code.', 400);
-    const attempt = await startSignInAttempt(request, services, step.user.username);
+    const attempt = await startSignInAttempt(request, services, step.user.username, step.user.id);
     const checked = await attempt.run(() => checkCode(step.user, form.otp));
     if (checked.kind === 'wrong' || checked.kind === 'replayed') {
       await attempt.finish(false);
@@ -207,7 +223,7 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
     if (!step || !rp) {
       return renderErrorPage(request, reply, services, { heading: 'This sign-in has expired', message: 'Sign in again.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
     }
-    const attempt = await startSignInAttempt(request, services, step.user.username);
+    const attempt = await startSignInAttempt(request, services, step.user.username, step.user.id);
     const verified = await attempt.run(async () => {
       const challenge = takeChallenge(request, reply, services, 'second_factor', step.user.id);
       const response = parseAuthenticationResponse(form.credential);
@@ -215,7 +231,8 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
       // Only one of this person's own passkeys: another's, even valid, proves nothing about them.
       if (!challenge || !response || !passkey || passkey.userId !== step.user.id) return undefined;
       const assertion = await verifyAuthentication(rp, response, challenge, passkey, false);
-      if (assertion) await store.recordPasskeyUse(passkey.id, assertion.newCounter, epochSeconds(clock));
+      // Recorded only forward: of two assertions checked in parallel against one count, one is a clone.
+      if (assertion && !(await store.recordPasskeyUse(passkey.id, assertion.newCounter, epochSeconds(clock)))) return undefined;
       return assertion;
     });
     if (!verified) {
@@ -258,7 +275,9 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
     const user = passkey && (await store.findUserById(passkey.userId));
     // The authenticator names the account it holds the passkey for; it must be the passkey's owner.
     const handleMatches = response?.response.userHandle === undefined || (user !== undefined && response.response.userHandle === userHandle(user));
-    const assertion = rp && challenge && response && passkey && user && !user.disabled && handleMatches ? await verifyAuthentication(rp, response, challenge, passkey, true) : undefined;
+    const verified = rp && challenge && response && passkey && user && !user.disabled && handleMatches ? await verifyAuthentication(rp, response, challenge, passkey, true) : undefined;
+    // Recorded only forward: of two assertions checked in parallel against one count, one is a clone.
+    const assertion = verified && passkey && (await store.recordPasskeyUse(passkey.id, verified.newCounter, epochSeconds(clock))) ? verified : undefined;
     if (!assertion || !user || !passkey) {
       metrics.secondFactorEvents.inc({ factor: 'passkey', event: 'failure' });
       audit(request, 'signin.failure', { reason: 'passkey', ...(user ? { userId: user.id } : {}) });
@@ -271,7 +290,6 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
       );
     }
     await services.rateLimits.signInAddress.undo(addressKey);
-    await store.recordPasskeyUse(passkey.id, assertion.newCounter, epochSeconds(clock));
     const next = await finishSignIn(request, reply, services, user, { amr: ['hwk', 'user'], returnTo });
     if (next.kind !== 'signed_in') return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: back }, 401);
     clearPendingSignIn(reply, services);

@@ -491,7 +491,11 @@ export interface Store {
   findPasskey(id: string): Promise<PasskeyRecord | undefined>;
   /** The user's passkeys, oldest first (createdAt, then id). */
   listPasskeys(userId: string): Promise<PasskeyRecord[]>;
-  /** After an assertion: the counter it carried and when. False when the passkey is gone. */
+  /**
+   * After an assertion: the counter it carried and when, atomically and only forward — a counter
+   * above the stored one, or 0 where 0 is stored (authenticators that keep none). False when the
+   * passkey is gone or the counter is not ahead (a parallel assertion got there first: a clone).
+   */
   recordPasskeyUse(id: string, counter: number, now: number): Promise<boolean>;
   /** False when the user has no passkey of that id. */
   renamePasskey(userId: string, id: string, name: string): Promise<boolean>;

@@ -167,6 +167,33 @@ describe('the second step after the password', () => {
     expect(blocked.headers['retry-after']).toBeDefined();
   });
 
+  it('someone holding the password cannot guess codes by signing in again between guesses; the owner’s browser still gets in', async () => {
+    const owner = await setUp();
+    const secret = await aliceWithTotp(owner);
+    const guesser = new Browser(injectTransport(t.app));
+    const statuses: number[] = [];
+    // Each round: the right password (which clears the password back-off), then two wrong codes.
+    for (let round = 0; round < 5; round++) {
+      const first = await signInAs(guesser);
+      expect(first.location).toMatch(/^\/login\/second-factor/);
+      const step = await guesser.get(first.location!);
+      for (let i = 0; i < 2; i++) statuses.push((await answerSecondStep(guesser, step, String(200000 + round * 2 + i))).status);
+    }
+    expect(statuses).toEqual(Array(10).fill(401));
+    const step = await guesser.get((await signInAs(guesser)).location!);
+    const held = await answerSecondStep(guesser, step, totpCodeAt(secret, t.clock()));
+    expect(held.status).toBe(429);
+    expect(held.body).toContain('Please wait 1 minute');
+    expect(held.headers['retry-after']).toBe('60');
+    // The owner's own browser is not held by the guesser's failures.
+    const ownerStep = await owner.get((await signInAs(owner)).location!);
+    expect((await answerSecondStep(owner, ownerStep, totpCodeAt(secret, t.clock()))).status).toBe(303);
+    // A back-off, not a lock: a minute later the right code works from anywhere again.
+    t.clock.advance(61);
+    const later = await guesser.get((await signInAs(guesser)).location!);
+    expect((await answerSecondStep(guesser, later, totpCodeAt(secret, t.clock()))).status).toBe(303);
+  });
+
   it('a recovery code signs in once, whatever its case or dashes; the same code twice does not', async () => {
     const browser = await setUp();
     await signInAs(browser);
@@ -205,6 +232,21 @@ describe('the second step after the password', () => {
     expect((await stranger.get('/login/second-factor')).location).toMatch(/^\/login\?return_to=/);
     // Someone else's browser cannot answer alice's second step (the state is in her cookie).
     expect((await answerSecondStep(stranger, step, totpCodeAt(secret, t.clock()))).status).toBe(403);
+  });
+
+  it('the first step, copied into another browser, is nothing there', async () => {
+    const browser = await setUp();
+    const secret = await aliceWithTotp(browser);
+    const first = await signInAs(browser);
+    expect(browser.cookies.get('latchkey_second_step')).toBeDefined();
+    const thief = new Browser(injectTransport(t.app));
+    await thief.get('/login'); // a browser of its own, with its own cookies
+    thief.cookies.set('latchkey_second_step', browser.cookies.get('latchkey_second_step')!);
+    const there = await thief.get(first.location!);
+    expect(there.location).toMatch(/^\/login\?/);
+    // In the browser it was made in, it still works.
+    const step = await browser.get(first.location!);
+    expect((await answerSecondStep(browser, step, totpCodeAt(secret, t.clock()))).status).toBe(303);
   });
 
   it('prompt=login asks for the second factor again', async () => {
@@ -261,6 +303,55 @@ describe('step-up: acr_values and LATCHKEY_MFA', () => {
     const done = await answerSecondStep(elsewhere, step, totpCodeAt(secret, t.clock()));
     const tokens = await redeem((await elsewhere.get(done.location!)).location!, verifier);
     expect(decodeJwt(tokens.id_token).acr).toBe('urn:latchkey:mfa');
+  });
+
+  it('a step-up is not a fresh sign-in: it keeps the sign-in time and the session end, and does not make the account page recent', async () => {
+    const browser = await setUp();
+    const elsewhere = new Browser(injectTransport(t.app));
+    await signInAs(elsewhere); // password only, at t0
+    const signedInAt = Math.floor(t.clock());
+    const secret = await aliceWithTotp(browser);
+    t.clock.advance(20 * 60); // well after the 15 minutes the account page asks for
+    const { url, verifier } = authorizeUrl();
+    const step = await elsewhere.get((await elsewhere.get(url)).location!);
+    const done = await answerSecondStep(elsewhere, step, totpCodeAt(secret, t.clock()));
+    expect(done.status).toBe(303);
+    // The session ends when the password sign-in's would have (12 hours after it), not 12 hours from now.
+    const cookie = done.headers['set-cookie']!.split('\n').find((c) => c.startsWith('latchkey_session='))!;
+    expect(Number(cookie.match(/Max-Age=(\d+)/i)![1])).toBe(43200 - (Math.floor(t.clock()) - signedInAt));
+    const tokens = await redeem((await elsewhere.get(done.location!)).location!, verifier);
+    const claims = decodeJwt(tokens.id_token);
+    expect(claims.acr).toBe('urn:latchkey:mfa');
+    expect(claims.auth_time).toBe(signedInAt);
+    // max_age is measured from the password, so a 10-minute max_age asks for a whole sign-in.
+    const strict = await elsewhere.get(authorizeUrl({ max_age: '600' }).url);
+    expect(strict.location).toMatch(/^\/login\?/);
+    // Nor is the account page open to it: changing factors needs a recent sign-in.
+    const page = await elsewhere.get('/account/security');
+    expect(page.body).toContain('sign in again</a> first');
+    const setup = await elsewhere.get('/account/security/totp');
+    expect(setup.status).toBe(401);
+    // And a multi-factor session is not raised again: the second step sends it on.
+    const again = await elsewhere.get('/login/second-factor?return_to=%2Factivate');
+    expect(again.location).toBe('/login?return_to=%2Factivate');
+    expect((await elsewhere.get(again.location!)).location).toBe('/activate');
+  });
+
+  it('a session that recorded no first factor (made before amr was kept) signs in again rather than looping', async () => {
+    const browser = await setUp();
+    await aliceWithTotp(browser);
+    // As a session from before the upgrade looks: no amr.
+    const user = (await t.store.findUserByUsername('alice'))!;
+    const id = 'a-session-from-before-the-upgrade';
+    const now = Math.floor(t.clock());
+    await t.store.createSession({ idHash: sha256(id), userId: user.id, authTime: now, amr: [], createdAt: now, expiresAt: now + 3600, interactionId: undefined }, { userTokensRevokedAt: user.tokensRevokedAt });
+    browser.cookies.set('latchkey_session', id);
+    const { url } = authorizeUrl();
+    const toStepUp = await browser.get(url);
+    expect(toStepUp.location).toMatch(/^\/login\/second-factor\?return_to=/);
+    const next = await browser.get(toStepUp.location!);
+    expect(next.location).toMatch(/^\/login\?fresh=1&return_to=%2Fauthorize%2Fcontinue/);
+    expect((await browser.get(next.location!)).body).toContain('action="/login"');
   });
 
   it('LATCHKEY_MFA=off: no second step even with a factor, and a client asking for one is told it cannot be had', async () => {

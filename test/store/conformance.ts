@@ -1421,14 +1421,23 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           });
         });
 
-        it('recordPasskeyUse stores the counter and the time; false when the passkey is gone', async () => {
+        it('recordPasskeyUse stores the counter and the time, only forward; false when the passkey is gone', async () => {
           await withSeededStore(async (store) => {
             await store.createPasskey(passkey({ counter: 3 }));
             expect(await store.recordPasskeyUse(passkey().id, 7, t0 + 100)).toBe(true);
             expect(await store.findPasskey(passkey().id)).toStrictEqual(passkey({ counter: 7, lastUsedAt: t0 + 100 }));
+            // Two assertions verified in parallel against 7: the later-numbered one got there first.
+            expect(await store.recordPasskeyUse(passkey().id, 9, t0 + 150)).toBe(true);
+            expect(await store.recordPasskeyUse(passkey().id, 8, t0 + 150)).toBe(false);
+            expect(await store.recordPasskeyUse(passkey().id, 9, t0 + 150)).toBe(false);
+            expect(await store.recordPasskeyUse(passkey().id, 0, t0 + 150)).toBe(false);
+            expect(await store.findPasskey(passkey().id)).toStrictEqual(passkey({ counter: 9, lastUsedAt: t0 + 150 }));
             // Authenticators that keep no counter report 0 every time.
+            await store.removePasskey('user-alice', passkey().id);
+            await store.createPasskey(passkey({ counter: 0 }));
             expect(await store.recordPasskeyUse(passkey().id, 0, t0 + 200)).toBe(true);
-            expect(await store.findPasskey(passkey().id)).toStrictEqual(passkey({ counter: 0, lastUsedAt: t0 + 200 }));
+            expect(await store.recordPasskeyUse(passkey().id, 0, t0 + 250)).toBe(true);
+            expect(await store.findPasskey(passkey().id)).toStrictEqual(passkey({ counter: 0, lastUsedAt: t0 + 250 }));
             expect(await store.recordPasskeyUse('unknown', 1, t0)).toBe(false);
             await store.removePasskey('user-alice', passkey().id);
             expect(await store.recordPasskeyUse(passkey().id, 8, t0 + 300)).toBe(false);

@@ -23,6 +23,7 @@ const defaultRateLimits = {
   signInAccount: { limit: 5, windowSeconds: 30 },
   signInAddress: { limit: 20, windowSeconds: 30 },
   signInAccountTotal: { limit: 20, windowSeconds: 3600 },
+  secondFactor: { limit: 10, windowSeconds: 60 },
 };
 
 describe('loadConfig defaults', () => {

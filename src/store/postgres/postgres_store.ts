@@ -971,7 +971,7 @@ export class PostgresStore implements Store {
 
   async recordPasskeyUse(id: string, counter: number, now: number): Promise<boolean> {
     if (!storable(id)) return false;
-    return (await this.db.run('UPDATE webauthn_credentials SET counter = $1, last_used_at = $2 WHERE id = $3', counter, now, id)) === 1;
+    return (await this.db.run('UPDATE webauthn_credentials SET counter = $1, last_used_at = $2 WHERE id = $3 AND (counter < $1 OR (counter = 0 AND $1 = 0))', counter, now, id)) === 1;
   }
 
   async renamePasskey(userId: string, id: string, name: string): Promise<boolean> {

@@ -1068,7 +1068,7 @@ export class SqliteStore implements Store {
   }
 
   async recordPasskeyUse(id: string, counter: number, now: number): Promise<boolean> {
-    return this.run('UPDATE webauthn_credentials SET counter = ?, last_used_at = ? WHERE id = ?', counter, now, id) === 1;
+    return this.run('UPDATE webauthn_credentials SET counter = ?, last_used_at = ? WHERE id = ? AND (counter < ? OR (counter = 0 AND ? = 0))', counter, now, id, counter, counter) === 1;
   }
 
   async renamePasskey(userId: string, id: string, name: string): Promise<boolean> {

@@ -40,8 +40,12 @@ import { userinfoRoutes } from './routes/userinfo.js';
 import { loginRoutes } from './routes/login.js';
 import { connectorRoutes } from './routes/connectors.js';
 import { secondFactorRoutes } from './routes/second_factor.js';
+import { accountRoutes } from './routes/account.js';
+import { logoutRoutes } from './routes/logout.js';
 import { accountSecurityRoutes } from './routes/account_security.js';
 import { tokenRoutes } from './routes/token.js';
+import { passwordResetRoutes } from './routes/password_reset.js';
+import { createMailer, type Mailer } from './mail/mailer.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -69,6 +73,8 @@ export interface AppDependencies {
   logStream?: { write(line: string): void };
   /** How the server waits (the sign-in slow-down); default: a timer. */
   sleep?: (ms: number) => Promise<void>;
+  /** Where mail goes; default: the SMTP server of LATCHKEY_SMTP_URL, or none. */
+  mailer?: Mailer;
 }
 
 /** OAuth bodies are small; anything larger is refused before parsing (413). */
@@ -107,6 +113,7 @@ export function defaultRateLimits(config: Config, clock: Clock, store?: Store): 
       signInAddress: new SharedBackoffLimiter(store, 'signin_address', limits.signInAddress, clock),
       signInAccountTotal: new SharedWindowLimiter(store, 'signin_account_total', limits.signInAccountTotal, clock),
       secondFactor: new SharedBackoffLimiter(store, 'second_factor', limits.secondFactor, clock),
+      passwordResetAddress: new SharedWindowLimiter(store, 'password_reset_address', limits.passwordReset, clock),
     };
   }
   const share = (setting: RateLimitSetting | undefined) => perWorker(setting, config.workers);
@@ -118,6 +125,7 @@ export function defaultRateLimits(config: Config, clock: Clock, store?: Store): 
     signInAddress: new BackoffLimiter(share(limits.signInAddress), clock),
     signInAccountTotal: new RateLimiter(share(limits.signInAccountTotal), clock),
     secondFactor: new BackoffLimiter(share(limits.secondFactor), clock),
+    passwordResetAddress: new RateLimiter(share(limits.passwordReset), clock),
   };
 }
 
@@ -166,6 +174,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     metrics: createMetrics(deps.metricsText),
     sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     signInSlowLane: new SlowLane(),
+    mailer: deps.mailer ?? createMailer(config),
   };
   app.decorate('services', services);
 
@@ -177,6 +186,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     engine: { eta: new Eta({ views: viewsDir, cache: true, autoEscape: true }) },
     root: viewsDir,
     production: true,
+    // The sign-in page offers "Forgot your password?" only when a reset mail can be sent.
+    defaultContext: { passwordResetAvailable: services.mailer !== undefined },
   });
 
   app.addHook('onSend', securityHeaders(config));
@@ -217,6 +228,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(connectorRoutes);
   await app.register(secondFactorRoutes);
   await app.register(accountSecurityRoutes);
+  await app.register(accountRoutes);
+  await app.register(passwordResetRoutes);
+  await app.register(logoutRoutes);
   await app.register(deviceVerificationRoutes);
   await app.register(authorizeRoutes);
   return app;

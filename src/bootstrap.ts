@@ -23,7 +23,7 @@ export function builtinCliClient(now: number): ClientRecord {
     firstParty: true,
     builtIn: true,
     createdAt: now,
-    tokensRevokedAt: undefined,
+    tokensRevokedAt: undefined, postLogoutRedirectUris: [], backchannelLogoutUri: undefined,
   };
 }
 

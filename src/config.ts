@@ -10,6 +10,7 @@ export const mfaPolicies = ['off', 'optional', 'required'] as const;
 export type MfaPolicy = (typeof mfaPolicies)[number];
 import { isPostgresUrl, isValidPostgresUrl } from './store/database_url.js';
 import { parseSecretKeys, type SecretKey } from './crypto/secret_box.js';
+import { parseMailAddress, parseSmtpUrl, type MailAddress, type SmtpSettings } from './mail/smtp_settings.js';
 
 const seconds = (name: string, fallback: number, min = 1, max = 10 * 365 * 86400) =>
   z
@@ -161,6 +162,23 @@ const environmentSchema = z.object({
   LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS', '20/30'),
   LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL: rateLimit('LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL', '20/3600'),
   LATCHKEY_RATE_LIMIT_SECOND_FACTOR: rateLimit('LATCHKEY_RATE_LIMIT_SECOND_FACTOR', '10/60'),
+  LATCHKEY_RATE_LIMIT_PASSWORD_RESET: rateLimit('LATCHKEY_RATE_LIMIT_PASSWORD_RESET', '5/900'),
+  // Never repeated in a message: it may hold the mail server's password.
+  LATCHKEY_SMTP_URL: optionalText.pipe(
+    z
+      .string()
+      .refine(
+        (v) => parseSmtpUrl(v) !== undefined,
+        'LATCHKEY_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://… with nothing after the port (percent-encode any @ : / % in the user name or password)',
+      )
+      .optional(),
+  ),
+  LATCHKEY_MAIL_FROM: optionalText.pipe(
+    z
+      .string()
+      .refine((v) => parseMailAddress(v) !== undefined, 'LATCHKEY_MAIL_FROM must be an address such as no-reply@example.com or Name <no-reply@example.com>')
+      .optional(),
+  ),
 });
 
 export type LogLevel = (typeof logLevels)[number];
@@ -219,6 +237,10 @@ export interface Config {
   readonly productName: string;
   /** The pages' accent colour (#rrggbb), or undefined for the built-in light and dark accents. */
   readonly accentColor: string | undefined;
+  /** LATCHKEY_SMTP_URL: where mail goes out; undefined = no password reset or email verification by mail. */
+  readonly smtp: SmtpSettings | undefined;
+  /** LATCHKEY_MAIL_FROM, else the product name and no-reply@ the issuer's host. */
+  readonly mailFrom: MailAddress;
   /** Each undefined when set to "off". */
   readonly rateLimits: {
     /** Wrong user codes at /activate per address: COUNT per SECONDS. */
@@ -243,6 +265,8 @@ export interface Config {
      * password cannot guess codes by signing in again between guesses.
      */
     readonly secondFactor: RateLimitSetting | undefined;
+    /** "Forgot your password?" requests per address (every request counts, whether or not an account uses the address typed). */
+    readonly passwordReset: RateLimitSetting | undefined;
   };
 }
 
@@ -316,6 +340,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsToken: e.LATCHKEY_METRICS_TOKEN,
     productName: e.LATCHKEY_PRODUCT_NAME?.trim() ?? 'Latchkey',
     accentColor: e.LATCHKEY_ACCENT_COLOR === undefined ? undefined : expandHex(e.LATCHKEY_ACCENT_COLOR.toLowerCase()),
+    smtp: e.LATCHKEY_SMTP_URL === undefined ? undefined : parseSmtpUrl(e.LATCHKEY_SMTP_URL),
+    mailFrom: Object.freeze(
+      (e.LATCHKEY_MAIL_FROM === undefined ? undefined : parseMailAddress(e.LATCHKEY_MAIL_FROM)) ?? {
+        name: e.LATCHKEY_PRODUCT_NAME?.trim() ?? 'Latchkey',
+        address: `no-reply@${new URL(issuer).hostname}`,
+      },
+    ),
     rateLimits: Object.freeze({
       userCode: e.LATCHKEY_RATE_LIMIT_USER_CODE,
       unknownDeviceCode: e.LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE,
@@ -324,6 +355,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       signInAddress: e.LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS,
       signInAccountTotal: e.LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL,
       secondFactor: e.LATCHKEY_RATE_LIMIT_SECOND_FACTOR,
+      passwordReset: e.LATCHKEY_RATE_LIMIT_PASSWORD_RESET,
     }),
   });
 }

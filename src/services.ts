@@ -7,6 +7,7 @@ import type { Metrics } from './http/metrics.js';
 import type { Store } from './store/store.js';
 import type { SecretBox } from './crypto/secret_box.js';
 import type { SlowLane } from './oauth/signin_throttle.js';
+import type { Mailer } from './mail/mailer.js';
 
 export interface RateLimiters {
   /** Wrong user codes entered at /activate, per source address (RFC 8628 §5.1). */
@@ -25,6 +26,8 @@ export interface RateLimiters {
   signInAccountTotal: WindowLimiter;
   /** Failed second factors per person (user id), all addresses together; browsers the person signed in on are exempt. */
   secondFactor: FailureLimiter;
+  /** "Forgot your password?" requests per source address, whatever address was typed. */
+  passwordResetAddress: WindowLimiter;
 }
 
 export interface Services {
@@ -50,4 +53,6 @@ export interface Services {
   sleep(ms: number): Promise<void>;
   /** Sign-in attempts on an account under a distributed attack, one at a time. */
   signInSlowLane: SlowLane;
+  /** Sends password-reset and verification links; undefined when LATCHKEY_SMTP_URL is unset. */
+  mailer: Mailer | undefined;
 }

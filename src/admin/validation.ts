@@ -108,3 +108,23 @@ export function validApiIdentifier(value: string): string {
   }
   return value;
 }
+
+/**
+ * OIDC Back-Channel Logout 1.0 §2.2: an absolute http(s) URL without a fragment, where the server
+ * POSTs logout tokens. Plain http only to a loopback host (development); query strings are kept.
+ */
+export function validBackchannelLogoutUri(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new AdminInputError(`"${value.slice(0, 80)}" is not an absolute URL`);
+  }
+  if (url.hash !== '' || value.includes('#')) throw new AdminInputError('--backchannel-logout-uri must not have a fragment');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (isLoopbackHost(url.hostname) || url.hostname === '::1'))) {
+    throw new AdminInputError('--backchannel-logout-uri must be https (or http to a loopback address)');
+  }
+  if (url.username !== '' || url.password !== '') throw new AdminInputError('--backchannel-logout-uri must not carry credentials');
+  return value;
+}

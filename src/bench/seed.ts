@@ -47,7 +47,7 @@ export async function seedBase(store: SqliteStore, now: number): Promise<void> {
     emailVerified: true,
     groups: [],
   });
-  const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now, tokensRevokedAt: undefined };
+  const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now, tokensRevokedAt: undefined, postLogoutRedirectUris: [], backchannelLogoutUri: undefined };
   await store.createClient({ ...common, clientId: deviceClientId, name: 'Bench device', redirectUris: [], grantTypes: ['device_code', 'refresh_token'] });
   await store.createClient({ ...common, clientId: webClientId, name: 'Bench web', redirectUris: [redirectUri], grantTypes: ['authorization_code', 'refresh_token'] });
 }
@@ -117,6 +117,9 @@ export async function seedAuthorizationCodes(store: SqliteStore, count: number, 
       consumedAt: undefined,
       accessTokenJti: undefined,
       refreshFamilyId: undefined,
+      approvedIp: '127.0.0.1',
+      approvedUserAgent: 'latchkey-bench',
+      sessionId: undefined,
     });
   });
   return codes;
@@ -134,6 +137,9 @@ export async function seedRefreshTokens(store: SqliteStore, count: number, now: 
       audience: config.defaultAudience,
       authTime: now,
       amr: ['pwd'],
+      approvedIp: '127.0.0.1',
+      approvedUserAgent: 'latchkey-bench',
+      sessionId: undefined,
     });
     tokens.push(token.value);
     return store.createRefreshToken(token.record).then(() => undefined);

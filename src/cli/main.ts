@@ -38,6 +38,8 @@ import { usersDisableCommand } from './commands/users_disable.js';
 import { usersEnableCommand } from './commands/users_enable.js';
 import { usersRevokeTokensCommand } from './commands/users_revoke_tokens.js';
 import { usersMfaResetCommand } from './commands/users_mfa_reset.js';
+import { sessionsListCommand } from './commands/sessions_list.js';
+import { sessionsRevokeCommand } from './commands/sessions_revoke.js';
 import { usersListCommand } from './commands/users_list.js';
 import { usersPasswdCommand } from './commands/users_passwd.js';
 
@@ -54,6 +56,8 @@ export const commands: Command[] = [
   usersPasswdCommand,
   usersRevokeTokensCommand,
   usersMfaResetCommand,
+  sessionsListCommand,
+  sessionsRevokeCommand,
   clientsAddCommand,
   clientsListCommand,
   clientsRemoveCommand,

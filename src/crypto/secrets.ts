@@ -11,6 +11,8 @@ export const secretPrefix = {
   authorizationCode: 'lk_ac_',
   refreshToken: 'lk_rt_',
   clientSecret: 'lk_cs_',
+  passwordResetLink: 'lk_pr_',
+  emailVerificationLink: 'lk_ev_',
 } as const;
 
 /**

@@ -36,6 +36,13 @@ export interface Signer {
    * `aud`), even an expired one (an id_token_hint or a logout hint, OIDC Core §3.1.2.1); else undefined.
    */
   idTokenHintSubject(token: string, clientId: string): Promise<string | undefined>;
+  /**
+   * An id_token this server issued, to whichever client (signature by a published key, `iss`), even
+   * an expired one: RP-Initiated Logout's id_token_hint names the client itself. Else undefined.
+   */
+  idTokenHint(token: string): Promise<{ sub: string; aud: string[]; sid: string | undefined } | undefined>;
+  /** Signs a Back-Channel Logout token (typ logout+jwt, OIDC Back-Channel Logout 1.0 §2.4) with the id_token key. */
+  signLogoutToken(payload: JWTPayload): Promise<string>;
   /** Reloads the keys from the store now. */
   refresh(): Promise<void>;
 }
@@ -139,6 +146,21 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
 
   await load();
 
+  async function idTokenHint(token: string): Promise<{ sub: string; aud: string[]; sid: string | undefined } | undefined> {
+    if (token.length > 8192 || token.split('.').length !== 3) return undefined;
+    const keys = await current();
+    try {
+      const { payload, protectedHeader } = await compactVerify(token, keys.verifyKeys, { algorithms: keys.publishedAlgorithms });
+      if (protectedHeader.typ !== undefined && protectedHeader.typ !== 'JWT') return undefined;
+      const claims = JSON.parse(new TextDecoder().decode(payload)) as JWTPayload;
+      const aud = (Array.isArray(claims.aud) ? claims.aud : [claims.aud]).filter((a): a is string => typeof a === 'string' && a !== '');
+      if (claims.iss !== options.issuer || typeof claims.sub !== 'string' || claims.sub === '' || aud.length === 0) return undefined;
+      return { sub: claims.sub, aud, sid: typeof claims.sid === 'string' ? claims.sid : undefined };
+    } catch {
+      return undefined;
+    }
+  }
+
   return {
     async signAccessToken(payload) {
       return signJws((await current()).accessKey, payload, 'at+jwt');
@@ -169,19 +191,12 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
       }
     },
     async idTokenHintSubject(token, clientId) {
-      if (token.length > 8192 || token.split('.').length !== 3) return undefined;
-      const keys = await current();
-      try {
-        // compactVerify checks only the signature (and the algorithm): expiry must not matter here.
-        const { payload, protectedHeader } = await compactVerify(token, keys.verifyKeys, { algorithms: keys.publishedAlgorithms });
-        if (protectedHeader.typ !== undefined && protectedHeader.typ !== 'JWT') return undefined;
-        const claims = JSON.parse(new TextDecoder().decode(payload)) as JWTPayload;
-        const audience = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-        if (claims.iss !== options.issuer || !audience.includes(clientId) || typeof claims.sub !== 'string' || claims.sub === '') return undefined;
-        return claims.sub;
-      } catch {
-        return undefined;
-      }
+      const hint = await idTokenHint(token);
+      return hint && hint.aud.includes(clientId) ? hint.sub : undefined;
+    },
+    idTokenHint,
+    async signLogoutToken(payload) {
+      return signJws((await current()).idTokenKey, payload, 'logout+jwt');
     },
     refresh: load,
   };

@@ -79,6 +79,7 @@ export const authorizationCodeGrant = {
       jti: issued.accessTokenJti,
       refreshFamilyId: issued.refreshFamilyId,
       idToken: { nonce: consumed.nonce },
+      approval: { ip: consumed.approvedIp, userAgent: consumed.approvedUserAgent, sessionId: consumed.sessionId },
     });
   },
 } satisfies GrantHandler<z.infer<typeof params>>;

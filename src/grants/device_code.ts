@@ -84,6 +84,8 @@ export const deviceCodeGrant = {
       audience: consumed.audience,
       authTime: consumed.authTime ?? consumed.decidedAt ?? Math.floor(nowMs / 1000),
       amr: consumed.amr,
+      // As the confirmation page showed it: the device's own request.
+      approval: { ip: consumed.requesterIp, userAgent: consumed.requesterUserAgent, sessionId: undefined },
     });
   },
 } satisfies GrantHandler<z.infer<typeof params>>;

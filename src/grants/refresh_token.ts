@@ -76,6 +76,7 @@ export const refreshTokenGrant = {
       amr: token.amr,
       refreshToken: successor.value,
       refreshFamilyId: token.familyId,
+      approval: { ip: token.approvedIp, userAgent: token.approvedUserAgent, sessionId: token.sessionId },
     });
   },
 } satisfies GrantHandler<z.infer<typeof params>>;

@@ -48,14 +48,24 @@ export type AuditEvent =
   | 'user.enabled'
   | 'user.password_changed'
   | 'user.tokens_revoked'
-  | 'user.second_factors_reset';
+  | 'user.second_factors_reset'
+  | 'user.profile_changed'
+  | 'session.revoked'
+  | 'consent.withdrawn'
+  | 'password_reset.requested'
+  | 'user.password_reset'
+  | 'email_verification.requested'
+  | 'user.email_verified'
+  | 'logout.rp_initiated'
+  | 'logout.backchannel_delivered'
+  | 'logout.backchannel_failed';
 
 export interface AuditSource {
   log: FastifyBaseLogger;
   ip: string;
 }
 
-const warnings = new Set<AuditEvent>(['refresh_token.reuse_detected', 'authorization_code.replayed']);
+const warnings = new Set<AuditEvent>(['refresh_token.reuse_detected', 'authorization_code.replayed', 'logout.backchannel_failed']);
 
 export function audit(source: AuditSource, event: AuditEvent, fields: Record<string, unknown> = {}): void {
   const line = { event, ip: source.ip, ...fields };

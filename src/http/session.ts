@@ -5,15 +5,19 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { epochSeconds } from '../clock.js';
-import { randomSecret, sha256 } from '../crypto/secrets.js';
+import { randomId, randomSecret, sha256 } from '../crypto/secrets.js';
 import type { Services } from '../services.js';
 import type { AuthMethod, SessionRecord, UserRecord } from '../store/store.js';
 import { clearCookie, cookieNames, setCookie } from './cookies.js';
+import { headerText } from './header_text.js';
 
 export interface SignedIn {
   session: SessionRecord;
   user: UserRecord;
 }
+
+/** How often a session's "last used" is written (seconds). */
+const lastSeenResolution = 300;
 
 const loaded = new WeakMap<FastifyRequest, Promise<SignedIn | undefined>>();
 
@@ -33,6 +37,8 @@ async function load(request: FastifyRequest, services: Services): Promise<Signed
   if (!session) return undefined;
   const user = await services.store.findUserById(session.userId);
   if (!user || user.disabled) return undefined;
+  // "Last used" in Devices and apps: a write at most every few minutes, not on every page.
+  await services.store.touchSession(session.idHash, epochSeconds(services.clock), lastSeenResolution);
   return { session, user };
 }
 
@@ -48,8 +54,9 @@ export async function startSession(
     interactionId?: string | undefined;
     /** When the person signed in, if earlier than now (an upstream's auth_time; a step-up keeps the first step's). */
     signedInAt?: number | undefined;
-    /** A session raised to more factors ends when the one it replaces would have. */
+    /** A session raised to more factors ends when the one it replaces would have, and keeps its public id (`sid`). */
     expiresAt?: number | undefined;
+    id?: string | undefined;
   },
 ): Promise<SignedIn | undefined> {
   const { interactionId, signedInAt, amr } = how;
@@ -61,7 +68,19 @@ export async function startSession(
   const authTime = signedInAt === undefined ? now : Math.min(now, signedInAt);
   const expiresAt = Math.min(now + config.sessionTtl, how.expiresAt ?? Number.POSITIVE_INFINITY);
   if (expiresAt <= now) return undefined;
-  const session: SessionRecord = { idHash: sha256(id), userId: user.id, authTime, amr, createdAt: now, expiresAt, interactionId };
+  const session: SessionRecord = {
+    idHash: sha256(id),
+    userId: user.id,
+    authTime,
+    amr,
+    createdAt: now,
+    expiresAt,
+    interactionId,
+    id: how.id ?? randomId(),
+    ip: request.ip,
+    userAgent: headerText(request.headers['user-agent']),
+    lastSeenAt: now,
+  };
   // Not if the person's sign-ins were ended (a new password) since `user` was read: a sign-in
   // with the old password racing the change must not survive it.
   if (!(await store.createSession(session, { userTokensRevokedAt: user.tokensRevokedAt }))) return undefined;

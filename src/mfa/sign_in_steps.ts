@@ -62,11 +62,11 @@ export async function finishSignIn(
     returnTo: string;
     signedInAt?: number | undefined;
     /** A step-up: the raised session's authorization request and end stay its own. */
-    keep?: { interactionId: string | undefined; expiresAt: number };
+    keep?: { interactionId: string | undefined; expiresAt: number; id: string };
   },
 ): Promise<FirstStepOutcome> {
   const interactionId = how.keep ? how.keep.interactionId : openSealedInteraction(request, reply, services, sealedInteractionOf(how.returnTo))?.id;
-  const signedIn = await startSession(request, reply, services, user, { amr: how.amr, interactionId, signedInAt: how.signedInAt, expiresAt: how.keep?.expiresAt });
+  const signedIn = await startSession(request, reply, services, user, { amr: how.amr, interactionId, signedInAt: how.signedInAt, expiresAt: how.keep?.expiresAt, id: how.keep?.id });
   return signedIn ? { kind: 'signed_in', signedIn } : { kind: 'ended' };
 }
 

@@ -14,7 +14,10 @@ export interface NewRefreshToken {
   record: RefreshTokenRecord;
 }
 
-export type RefreshTokenFields = Pick<RefreshTokenRecord, 'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime' | 'amr'> & {
+export type RefreshTokenFields = Pick<
+  RefreshTokenRecord,
+  'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime' | 'amr' | 'approvedIp' | 'approvedUserAgent' | 'sessionId'
+> & {
   /** Kept from the family when rotating; a new family ends LATCHKEY_REFRESH_TOKEN_TTL from now. */
   familyExpiresAt?: number;
   /** The token this one succeeds (rotation, grace); none for the first of a family. */
@@ -43,6 +46,9 @@ export function newRefreshToken(config: Config, now: number, fields: RefreshToke
       revokedAt: undefined,
       parentId: fields.parentId,
       supersededAt: undefined,
+      approvedIp: fields.approvedIp,
+      approvedUserAgent: fields.approvedUserAgent,
+      sessionId: fields.sessionId,
     },
   };
 }

@@ -43,6 +43,8 @@ export interface IssueTokensInput {
   idToken?: { nonce: string | undefined };
   /** A refresh token the caller has already stored (rotation); otherwise offline_access starts a new family. */
   refreshToken?: string;
+  /** Where the grant was approved from and in which browser session, for "Devices and apps" and `sid`. */
+  approval: { ip: string | undefined; userAgent: string | undefined; sessionId: string | undefined };
 }
 
 export async function issueTokens(services: Services, input: IssueTokensInput): Promise<TokenResponse> {
@@ -63,6 +65,9 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       audience: input.audience,
       authTime: input.authTime,
       amr: input.amr,
+      approvedIp: input.approval.ip,
+      approvedUserAgent: input.approval.userAgent,
+      sessionId: input.approval.sessionId,
     });
     // Not if the person's sign-ins were ended since the grant read the user (a new password racing
     // this redemption): the family would escape that revocation.
@@ -103,6 +108,8 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       exp: now + Math.min(maxIdTokenLifetime, config.accessTokenTtl),
       auth_time: input.authTime,
       ...authenticationClaims(input.amr),
+      // The browser session, for RP-Initiated and Back-Channel Logout.
+      ...(input.approval.sessionId === undefined ? {} : { sid: input.approval.sessionId }),
       ...(input.idToken.nonce === undefined ? {} : { nonce: input.idToken.nonce }),
       at_hash: leftHalfSha256(accessToken),
       ...claimsForScope(input.user, input.scope),

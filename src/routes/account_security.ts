@@ -143,6 +143,7 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
       interactionId: session.interactionId,
       signedInAt: session.authTime,
       expiresAt: session.expiresAt,
+      id: session.id,
     });
     if (!upgraded) return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
     if (factors.recoveryCodes === 0) return showRecoveryCodes(request, reply, user.id, returnTo);

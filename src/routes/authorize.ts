@@ -27,6 +27,7 @@ import { allowFormActionTo } from '../http/security_headers.js';
 import { currentSession, type SignedIn } from '../http/session.js';
 import type { Services } from '../services.js';
 import { asksForMfa } from '../mfa/amr.js';
+import { headerText } from '../http/header_text.js';
 import { secondFactorNeed, stepUpPath } from '../mfa/policy.js';
 
 /** RFC 6749 §4.1.2 recommends at most 10 minutes; one is plenty for a client to redeem. */
@@ -115,6 +116,9 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       consumedAt: undefined,
       accessTokenJti: undefined,
       refreshFamilyId: undefined,
+      approvedIp: request.ip,
+      approvedUserAgent: headerText(request.headers['user-agent']),
+      sessionId: signedIn.session.id,
     });
     audit(request, 'authorization.code_issued', { clientId: r.clientId, userId: signedIn.user.id });
     return redirectWith(reply, r.redirectUri, { code, state: r.state }, status);

@@ -15,6 +15,10 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     revocation_endpoint: `${issuer}/oauth/revoke`,
     introspection_endpoint: `${issuer}/oauth/introspect`,
     jwks_uri: `${issuer}/.well-known/jwks.json`,
+    // OIDC RP-Initiated Logout 1.0 and Back-Channel Logout 1.0 (logout tokens carry sid).
+    end_session_endpoint: `${issuer}/logout`,
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
     grant_types_supported: supportedGrantTypes,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
@@ -30,7 +34,7 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
-    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'acr', 'amr', 'email', 'email_verified', 'name', 'preferred_username', 'groups'],
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'acr', 'amr', 'sid', 'email', 'email_verified', 'name', 'preferred_username', 'groups'],
     // urn:latchkey:mfa in acr_values asks for a second factor (not offered when they are off).
     ...(app.services.config.mfa === 'off' ? {} : { acr_values_supported: [...acrValuesSupported] }),
   };

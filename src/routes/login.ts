@@ -21,7 +21,7 @@ import { buttonConnectors, connectorSecret, freshSignInAsked, loadConnectors } f
 import { UpstreamError } from '../connectors/upstream_profile.js';
 import type { UserRecord } from '../store/store.js';
 import { epochSeconds } from '../clock.js';
-import { currentSession, endSession } from '../http/session.js';
+import { currentSession } from '../http/session.js';
 import { startSignInAttempt } from '../http/signin_attempt.js';
 import { afterFirstFactor } from '../mfa/sign_in_steps.js';
 
@@ -202,15 +202,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     return reply.redirect(returnTo, 303);
   });
 
-  // The contract: GET and POST /logout both end the session (so a plain link signs out).
-  const signOut = async (request: FastifyRequest, reply: FastifyReply) => {
-    const signedIn = await currentSession(request, services);
-    await endSession(request, reply, services);
-    if (signedIn) audit(request, 'signout', { userId: signedIn.user.id });
-    return renderPage(request, reply, services, 'logout', { title: 'Signed out' });
-  };
-  app.get('/logout', page, signOut);
-  app.post('/logout', page, signOut);
+  // /logout: routes/logout.ts.
 
   app.get('/', page, async (_request, reply) => reply.redirect('/activate', 303));
 }

@@ -119,7 +119,7 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
       amr: withMethods(step.amr, added),
       returnTo,
       signedInAt: step.signedInAt,
-      ...(step.session ? { keep: { interactionId: step.session.interactionId, expiresAt: step.session.expiresAt } } : {}),
+      ...(step.session ? { keep: { interactionId: step.session.interactionId, expiresAt: step.session.expiresAt, id: step.session.id } } : {}),
     });
     if (next.kind !== 'signed_in') {
       return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);

@@ -16,8 +16,11 @@ import type {
   ConsentRecord,
   DeviceGrantRecord,
   DeviceGrantStatus,
+  EmailTokenPurpose,
+  EmailTokenRecord,
   GrantTypeName,
   PasskeyRecord,
+  RefreshFamilySummary,
   RefreshTokenRecord,
   SessionRecord,
   SigningKeyRecord,
@@ -103,6 +106,8 @@ export function toClient(r: Row): ClientRecord {
     builtIn: flag(r.built_in),
     createdAt: Number(r.created_at),
     tokensRevokedAt: optionalNumber(r.tokens_revoked_at),
+    postLogoutRedirectUris: JSON.parse(text(r.post_logout_redirect_uris)) as string[],
+    backchannelLogoutUri: optionalText(r.backchannel_logout_uri),
   };
 }
 
@@ -135,6 +140,10 @@ export function toSession(r: Row): SessionRecord {
     createdAt: Number(r.created_at),
     expiresAt: Number(r.expires_at),
     interactionId: optionalText(r.interaction_id),
+    id: text(r.public_id),
+    ip: optionalText(r.ip),
+    userAgent: optionalText(r.user_agent),
+    lastSeenAt: optionalNumber(r.last_seen_at),
   };
 }
 
@@ -180,6 +189,38 @@ export function toRefreshToken(r: Row): RefreshTokenRecord {
     revokedAt: optionalNumber(r.revoked_at),
     parentId: optionalText(r.parent_id),
     supersededAt: optionalNumber(r.superseded_at),
+    approvedIp: optionalText(r.approved_ip),
+    approvedUserAgent: optionalText(r.approved_user_agent),
+    sessionId: optionalText(r.session_id),
+  };
+}
+
+/** A live family's token joined with first_created_at and last_created_at, the family's first and newest tokens' times. */
+export function toRefreshFamilySummary(r: Row): RefreshFamilySummary {
+  return {
+    familyId: text(r.family_id),
+    userId: text(r.user_id),
+    clientId: text(r.client_id),
+    scope: text(r.scope),
+    audience: text(r.audience),
+    createdAt: Number(r.first_created_at),
+    lastUsedAt: Number(r.last_created_at),
+    expiresAt: Number(r.expires_at),
+    approvedIp: optionalText(r.approved_ip),
+    approvedUserAgent: optionalText(r.approved_user_agent),
+    sessionId: optionalText(r.session_id),
+  };
+}
+
+export function toEmailToken(r: Row): EmailTokenRecord {
+  return {
+    tokenHash: text(r.token_hash),
+    userId: text(r.user_id),
+    purpose: text(r.purpose) as EmailTokenPurpose,
+    email: text(r.email),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+    usedAt: optionalNumber(r.used_at),
   };
 }
 
@@ -210,6 +251,9 @@ export function toAuthorizationCode(r: Row): AuthorizationCodeRecord {
     consumedAt: optionalNumber(r.consumed_at),
     accessTokenJti: optionalText(r.access_token_jti),
     refreshFamilyId: optionalText(r.refresh_family_id),
+    approvedIp: optionalText(r.approved_ip),
+    approvedUserAgent: optionalText(r.approved_user_agent),
+    sessionId: optionalText(r.session_id),
   };
 }
 

@@ -78,6 +78,10 @@ export interface ClientRecord {
    * or before that removal belonged to the old client and are refused. Callers pass undefined.
    */
   tokensRevokedAt: number | undefined;
+  /** Where RP-Initiated Logout may send the person afterwards (exact matches). */
+  postLogoutRedirectUris: string[];
+  /** Where OIDC Back-Channel Logout tokens are POSTed when a session the client signed in through ends. */
+  backchannelLogoutUri: string | undefined;
 }
 
 export interface ApiRecord {
@@ -114,6 +118,17 @@ export interface SessionRecord {
   expiresAt: number;
   /** The authorization request (interaction id) this sign-in was made for, if any: what prompt=login asks for. */
   interactionId: string | undefined;
+  /**
+   * A public id, random and not derived from the cookie: what /account and `sessions revoke` name
+   * the session by, and `sid` in id_tokens (OIDC Front/Back-Channel Logout). Older rows get one
+   * from the migration.
+   */
+  id: string;
+  /** Where the sign-in was made from: the address as the server saw it, and the User-Agent (≤ 256 characters). */
+  ip: string | undefined;
+  userAgent: string | undefined;
+  /** The latest request seen with it (recorded at most every few minutes); undefined before any. */
+  lastSeenAt: number | undefined;
 }
 
 export type DeviceGrantStatus = 'pending' | 'approved' | 'denied' | 'consumed';
@@ -170,6 +185,46 @@ export interface RefreshTokenRecord {
    * presenting it is reuse (RFC 9700 §4.14.2), whatever the grace window says.
    */
   supersededAt: number | undefined;
+  /**
+   * Where the grant was approved from, as the confirmation page showed it — the device's request
+   * (device flow) or the person's browser (code flow) — carried along every rotation.
+   */
+  approvedIp: string | undefined;
+  approvedUserAgent: string | undefined;
+  /** The browser session (its public id) the grant was made in, if any, carried along every rotation. */
+  sessionId: string | undefined;
+}
+
+/** A live refresh-token family as "Devices and apps" and `sessions list` show it. */
+export interface RefreshFamilySummary {
+  familyId: string;
+  userId: string;
+  clientId: string;
+  scope: string;
+  audience: string;
+  /** The first token's createdAt: when the grant was made. */
+  createdAt: number;
+  /** The newest token's createdAt: every use of a refresh token rotates it. */
+  lastUsedAt: number;
+  /** The live token's expiresAt. */
+  expiresAt: number;
+  approvedIp: string | undefined;
+  approvedUserAgent: string | undefined;
+  sessionId: string | undefined;
+}
+
+export type EmailTokenPurpose = 'password_reset' | 'email_verification';
+
+/** A link sent by email (password reset, email verification): stored only as the SHA-256 of its secret. */
+export interface EmailTokenRecord {
+  tokenHash: string;
+  userId: string;
+  purpose: EmailTokenPurpose;
+  /** The address it was sent to: a verification counts only while the user's email is still this one. */
+  email: string;
+  createdAt: number;
+  expiresAt: number;
+  usedAt: number | undefined;
 }
 
 /** Why a reuse within the grace window was not granted a fresh pair. */
@@ -232,6 +287,11 @@ export interface AuthorizationCodeRecord {
   /** What the redemption issued, so that a replay can revoke it. */
   accessTokenJti: string | undefined;
   refreshFamilyId: string | undefined;
+  /** The browser the person approved from (address, User-Agent), for "Devices and apps". */
+  approvedIp: string | undefined;
+  approvedUserAgent: string | undefined;
+  /** The session (public id) the code was issued in: `sid`. */
+  sessionId: string | undefined;
 }
 
 /** A person's TOTP app (RFC 6238). */
@@ -279,7 +339,7 @@ export class DuplicateError extends Error {
 }
 
 /** How many rows of each kind purgeExpired removed. */
-export type PurgeCounts = Record<'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens', number>;
+export type PurgeCounts = Record<'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens' | 'emailTokens', number>;
 
 export interface Store {
   /**
@@ -406,6 +466,18 @@ export interface Store {
   /** The session if it exists and has not expired at `now`. */
   findSession(idHash: string, now: number): Promise<SessionRecord | undefined>;
   deleteSession(idHash: string): Promise<void>;
+  /** Unexpired sessions at `now`, of one user or (undefined) of everyone, newest first (createdAt, then id). */
+  listSessions(userId: string | undefined, now: number): Promise<SessionRecord[]>;
+  /** Ends the session with this public id — only if it is `userId`'s, when given. The ended session, or undefined. */
+  endSessionById(id: string, userId: string | undefined): Promise<SessionRecord | undefined>;
+  /** Records a request seen with the session at `now`, only when the last one recorded is older than `every` seconds (or none). */
+  touchSession(idHash: string, now: number, every: number): Promise<void>;
+  /**
+   * Ends every session and refresh family of the user but the session `keepIdHash`, without
+   * touching tokensRevokedAt (access tokens run out on their own): a password change that keeps
+   * this browser signed in. Returns how many of each it ended.
+   */
+  endOtherSignIns(userId: string, keepIdHash: string, now: number): Promise<{ sessions: number; refreshFamilies: number }>;
 
   /** Throws DuplicateError when the device code or user code collides with a stored one. */
   createDeviceGrant(grant: DeviceGrantRecord): Promise<void>;
@@ -454,6 +526,16 @@ export interface Store {
    * a token created in the family afterwards is born revoked.
    */
   revokeRefreshFamily(familyId: string, now: number): Promise<void>;
+  /**
+   * Live refresh families (with a token neither rotated, revoked nor superseded, unexpired at
+   * `now`) of one user or (undefined) of everyone, most recently used first.
+   */
+  listRefreshFamilies(userId: string | undefined, now: number): Promise<RefreshFamilySummary[]>;
+  /**
+   * Revokes the family as revokeRefreshFamily does — only if it is live at `now` and, when `userId`
+   * is given, that user's. Its summary as it was, or undefined.
+   */
+  revokeRefreshFamilyOf(familyId: string, userId: string | undefined, now: number): Promise<RefreshFamilySummary | undefined>;
 
   /** Remembers a revoked access token's jti until the token would have expired. */
   revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
@@ -462,6 +544,31 @@ export interface Store {
   findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined>;
   /** Inserts or replaces the consent of (user, client, audience). */
   saveConsent(consent: ConsentRecord): Promise<void>;
+  /** The clients an authorization code was issued to in this session (its public id), sorted: who to tell when it ends. */
+  clientsOfSession(sessionId: string): Promise<string[]>;
+  /** The user's consents, most recent first (grantedAt, then clientId, then audience). */
+  listConsents(userId: string): Promise<ConsentRecord[]>;
+  /**
+   * Withdraws every consent of (user, client) and revokes the user's refresh families of that
+   * client, in one step. Returns how many consents were removed (0: nothing changed).
+   */
+  withdrawConsent(userId: string, clientId: string, now: number): Promise<number>;
+
+  /** Name and email as the person set them; a changed email (compared case-insensitively) is no longer verified. False when there is no such user. */
+  updateUserProfile(userId: string, profile: { name: string | undefined; email: string }): Promise<boolean>;
+  /** A new password hash without ending anything (the person chose to keep their other sign-ins). False when there is no such user. */
+  updateUserPassword(userId: string, passwordHash: string): Promise<boolean>;
+
+  createEmailToken(token: EmailTokenRecord): Promise<void>;
+  /**
+   * Spends the token atomically: the record for the single caller that won, while unused and
+   * unexpired at `now` and of this purpose; else undefined.
+   */
+  useEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined>;
+  /** Marks the user's email verified if it still is `email` (case-insensitive). False otherwise. */
+  markEmailVerified(userId: string, email: string): Promise<boolean>;
+  /** Unused, unexpired email tokens of the user and purpose created after `since` (a per-account limit). */
+  countEmailTokens(userId: string, purpose: EmailTokenPurpose, since: number): Promise<number>;
 
   createAuthorizationCode(code: AuthorizationCodeRecord): Promise<void>;
   findAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | undefined>;

@@ -17,6 +17,7 @@ let base: string;
 let dir: string;
 let serverSecret: string;
 const redirectUri = 'https://rp.example.com/callback';
+const signedOutUri = 'https://rp.example.com/signed-out';
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'latchkey-ac-'));
@@ -26,7 +27,7 @@ beforeEach(async () => {
   await addUser(t.store, 'alice', 'alice-password');
   await addApi(t.store, 'https://api.example.com', 'Example API');
   const grantTypes = ['authorization_code', 'refresh_token'] as const;
-  await addClient(t.store, 'rp', { name: 'Relying Party', redirectUris: [redirectUri], grantTypes: [...grantTypes] });
+  await addClient(t.store, 'rp', { name: 'Relying Party', redirectUris: [redirectUri], grantTypes: [...grantTypes], postLogoutRedirectUris: [signedOutUri] });
   await addClient(t.store, 'seed', { name: 'Seed App', redirectUris: [redirectUri], grantTypes: [...grantTypes], requirePkce: false });
   serverSecret = (await addClient(t.store, 'backend', { name: 'Backend', redirectUris: [redirectUri], grantTypes: [...grantTypes], confidential: true })).secret!;
   await t.app.listen({ port, host: '127.0.0.1' });
@@ -58,6 +59,38 @@ async function personAllows(browser: Browser, authorizationUrl: URL): Promise<UR
   expect([302, 303]).toContain(page.status);
   return new URL(page.location!);
 }
+
+describe('RP-Initiated Logout with openid-client (issue 17)', () => {
+  async function signedInWithIdToken(browser: Browser) {
+    const config = await client.discovery(new URL(base), 'rp', undefined, client.None(), { execute: [client.allowInsecureRequests] });
+    expect(config.serverMetadata().end_session_endpoint).toBe(`${base}/logout`);
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    const url = client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
+    const tokens = await client.authorizationCodeGrant(config, await personAllows(browser, url), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+    return { config, idToken: tokens.id_token! };
+  }
+
+  it('buildEndSessionUrl with the id_token and a registered address: signed out at once, back with state', async () => {
+    const browser = new Browser(fetchTransport(base));
+    const { config, idToken } = await signedInWithIdToken(browser);
+    const logout = client.buildEndSessionUrl(config, { id_token_hint: idToken, post_logout_redirect_uri: signedOutUri, state: 'bye-1' });
+    const res = await browser.get(pathOf(logout));
+    expect(res.status).toBe(303);
+    expect(res.location).toBe(`${signedOutUri}?state=bye-1`);
+    expect((await browser.get('/login')).status).toBe(200); // the sign-in form again: signed out
+  });
+
+  it('an address that is not registered is never redirected to, and the person stays signed in', async () => {
+    const browser = new Browser(fetchTransport(base));
+    const { config, idToken } = await signedInWithIdToken(browser);
+    const logout = client.buildEndSessionUrl(config, { id_token_hint: idToken, post_logout_redirect_uri: 'https://evil.example/after', state: 's' });
+    const res = await browser.get(pathOf(logout));
+    expect(res.status).toBe(400);
+    expect(res.location).toBeUndefined();
+    expect((await browser.get('/login')).status).toBe(303);
+  });
+});
 
 describe('Authorization Code flow with openid-client', () => {
   it('public client: discovery, PKCE, state, nonce, iss and id_token validation', async () => {

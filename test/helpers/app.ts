@@ -88,6 +88,8 @@ export async function addClient(
     redirectUris?: string[];
     firstParty?: boolean;
     requirePkce?: boolean;
+    postLogoutRedirectUris?: string[];
+    backchannelLogoutUri?: string;
   } = {},
 ): Promise<{ client: ClientRecord; secret: string | undefined }> {
   const secret = options.confidential ? randomSecret(secretPrefix.clientSecret) : undefined;
@@ -96,6 +98,8 @@ export async function addClient(
     name: options.name ?? `App ${clientId}`,
     secretHash: secret === undefined ? undefined : sha256(secret),
     redirectUris: options.redirectUris ?? [],
+    postLogoutRedirectUris: options.postLogoutRedirectUris ?? [],
+    backchannelLogoutUri: options.backchannelLogoutUri,
     grantTypes: options.grantTypes ?? ['device_code', 'refresh_token'],
     requirePkce: options.requirePkce ?? true,
     firstParty: options.firstParty ?? false,

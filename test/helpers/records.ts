@@ -9,6 +9,7 @@ import type {
   ClientRecord,
   ConsentRecord,
   DeviceGrantRecord,
+  EmailTokenRecord,
   PasskeyRecord,
   RefreshTokenRecord,
   SessionRecord,
@@ -50,6 +51,8 @@ export function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
     builtIn: false,
     createdAt: t0,
     tokensRevokedAt: undefined,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: undefined,
     ...overrides,
   };
 }
@@ -68,8 +71,23 @@ export function signingKey(kid: string, createdAt = t0, alg: SigningKeyRecord['a
   };
 }
 
+/** The public id follows the digest (`sid-<idHash>`), so sessions that differ in idHash differ in id too. */
 export function session(overrides: Partial<SessionRecord> = {}): SessionRecord {
-  return { idHash: 'session-hash-1', userId: 'user-alice', authTime: t0, amr: ['pwd'], createdAt: t0, expiresAt: t0 + 3600, interactionId: undefined, ...overrides };
+  const idHash = overrides.idHash ?? 'session-hash-1';
+  return {
+    idHash,
+    userId: 'user-alice',
+    authTime: t0,
+    amr: ['pwd'],
+    createdAt: t0,
+    expiresAt: t0 + 3600,
+    interactionId: undefined,
+    id: `sid-${idHash}`,
+    ip: '198.51.100.7',
+    userAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
+    lastSeenAt: undefined,
+    ...overrides,
+  };
 }
 
 export function deviceGrant(overrides: Partial<DeviceGrantRecord> = {}): DeviceGrantRecord {
@@ -116,6 +134,10 @@ export function refreshToken(overrides: Partial<RefreshTokenRecord> = {}): Refre
     revokedAt: undefined,
     parentId: undefined,
     supersededAt: undefined,
+    // As a device-flow grant: approved from the device's request, in no browser session.
+    approvedIp: '203.0.113.9',
+    approvedUserAgent: 'latchkey-cli/0.1',
+    sessionId: undefined,
     ...overrides,
   };
 }
@@ -164,6 +186,24 @@ export function authorizationCode(overrides: Partial<AuthorizationCodeRecord> = 
     consumedAt: undefined,
     accessTokenJti: undefined,
     refreshFamilyId: undefined,
+    approvedIp: '198.51.100.7',
+    approvedUserAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
+    sessionId: 'sid-session-hash-1',
+    ...overrides,
+  };
+}
+
+// ─── Accounts (issue 17) ────────────────────────────────────────────────────────────────────
+
+export function emailToken(overrides: Partial<EmailTokenRecord> = {}): EmailTokenRecord {
+  return {
+    tokenHash: 'email-token-hash-1',
+    userId: 'user-alice',
+    purpose: 'password_reset',
+    email: 'alice@example.com',
+    createdAt: t0,
+    expiresAt: t0 + 1800,
+    usedAt: undefined,
     ...overrides,
   };
 }

@@ -344,7 +344,10 @@ describe('step-up: acr_values and LATCHKEY_MFA', () => {
     const user = (await t.store.findUserByUsername('alice'))!;
     const id = 'a-session-from-before-the-upgrade';
     const now = Math.floor(t.clock());
-    await t.store.createSession({ idHash: sha256(id), userId: user.id, authTime: now, amr: [], createdAt: now, expiresAt: now + 3600, interactionId: undefined }, { userTokensRevokedAt: user.tokensRevokedAt });
+    await t.store.createSession(
+      { idHash: sha256(id), userId: user.id, authTime: now, amr: [], createdAt: now, expiresAt: now + 3600, interactionId: undefined, id: 'sid-from-before-the-upgrade', ip: undefined, userAgent: undefined, lastSeenAt: undefined },
+      { userTokensRevokedAt: user.tokensRevokedAt },
+    );
     browser.cookies.set('latchkey_session', id);
     const { url } = authorizeUrl();
     const toStepUp = await browser.get(url);

@@ -10,6 +10,7 @@ import {
   type AuthorizationCodeRecord,
   type ConnectorRecord,
   type DeviceGrantRecord,
+  type RefreshFamilySummary,
   type Store,
   type UserIdentityRecord,
 } from '../../src/store/store.js';
@@ -19,6 +20,7 @@ import {
   client,
   consent,
   deviceGrant,
+  emailToken,
   passkey,
   refreshToken,
   session,
@@ -1150,7 +1152,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.removeClient('removed-lately', t0 - 2 * day);
 
           const counts = await store.purgeExpired(t0);
-          expect(counts).toEqual({ authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1 });
+          expect(counts).toEqual({ authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1, emailTokens: 0 });
           expect(await store.findRefreshToken('rotated-rt')).toBeDefined();
           expect(await store.findRefreshToken('ended-rt')).toBeUndefined();
           // Revoked families are remembered for a year (access tokens of theirs are refused by it).
@@ -1625,6 +1627,424 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             await store.denyDeviceGrant('denied', t0 + 1);
             expect(await store.approveDeviceGrant('denied', 'user-alice', t0, ['hwk'], t0 + 2)).toBe(false);
             expect((await store.findDeviceGrantByDeviceCode('device-denied'))?.amr).toEqual([]);
+          });
+        });
+      });
+    });
+
+    describe('accounts people control (issue 17)', () => {
+      const day = 86400;
+      /** A live family as listRefreshFamilies shows it, with the refreshToken() fixture's defaults. */
+      const summary = (familyId: string, overrides: Partial<RefreshFamilySummary> = {}): RefreshFamilySummary => ({
+        familyId,
+        userId: 'user-alice',
+        clientId: 'cli',
+        scope: 'openid offline_access',
+        audience: 'https://api.example.com',
+        createdAt: t0,
+        lastUsedAt: t0,
+        expiresAt: t0 + 14 * day,
+        approvedIp: '203.0.113.9',
+        approvedUserAgent: 'latchkey-cli/0.1',
+        sessionId: undefined,
+        ...overrides,
+      });
+
+      describe('sessions', () => {
+        it('round-trip their public id, address, User-Agent and last-seen time, or none; a public id is unique', async () => {
+          await withSeededStore(async (store) => {
+            const full = session({ ip: '2001:db8::1', userAgent: 'curl/8.5.0', lastSeenAt: t0 + 7, interactionId: 'interaction-1' });
+            await store.createSession(full);
+            expect(await store.findSession(full.idHash, t0)).toStrictEqual(full);
+            const bare = session({ idHash: 'bare', ip: undefined, userAgent: undefined, lastSeenAt: undefined });
+            await store.createSession(bare, { userTokensRevokedAt: undefined });
+            expect(await store.findSession('bare', t0)).toStrictEqual(bare);
+            await expect(store.createSession(session({ idHash: 'other', id: full.id }))).rejects.toThrow();
+            expect(await store.findSession('other', t0)).toBeUndefined();
+          });
+        });
+
+        it('listSessions: the unexpired sessions of one user, or of everyone, newest first (createdAt, then id)', async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            const a1 = session({ idHash: 'a1', createdAt: t0 });
+            const a2 = session({ idHash: 'a2', createdAt: t0 + 10, id: 'sid-b' });
+            const a3 = session({ idHash: 'a3', createdAt: t0 + 10, id: 'sid-a' });
+            const ending = session({ idHash: 'ending', createdAt: t0 + 20, expiresAt: t0 + 30 });
+            const b1 = session({ idHash: 'b1', userId: 'user-bob', createdAt: t0 + 5 });
+            for (const s of [a1, a2, a3, ending, b1]) await store.createSession(s);
+            expect(await store.listSessions('user-alice', t0 + 29)).toStrictEqual([ending, a3, a2, a1]);
+            expect(await store.listSessions('user-alice', t0 + 30)).toStrictEqual([a3, a2, a1]);
+            expect(await store.listSessions(undefined, t0 + 30)).toStrictEqual([a3, a2, b1, a1]);
+            expect(await store.listSessions('nobody', t0)).toEqual([]);
+          });
+        });
+
+        it("endSessionById ends the named session, only when it is the user's: another user's id is undefined and ends nothing", async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            const mine = session({ idHash: 'mine' });
+            const theirs = session({ idHash: 'theirs', userId: 'user-bob' });
+            await store.createSession(mine);
+            await store.createSession(theirs);
+            expect(await store.endSessionById(theirs.id, 'user-alice')).toBeUndefined();
+            expect(await store.findSession('theirs', t0)).toStrictEqual(theirs);
+            expect(await store.endSessionById(mine.id, 'user-alice')).toStrictEqual(mine);
+            expect(await store.findSession('mine', t0)).toBeUndefined();
+            expect(await store.endSessionById(mine.id, 'user-alice')).toBeUndefined();
+            expect(await store.endSessionById('nope', undefined)).toBeUndefined();
+            // The digest is not a name for it.
+            expect(await store.endSessionById('theirs', undefined)).toBeUndefined();
+            // An operator names any session.
+            expect(await store.endSessionById(theirs.id, undefined)).toStrictEqual(theirs);
+            expect(await store.listSessions(undefined, t0)).toEqual([]);
+          });
+        });
+
+        it('touchSession records a request at most every `every` seconds, never moving the time back', async () => {
+          await withSeededStore(async (store) => {
+            const s = session();
+            const other = session({ idHash: 'other' });
+            await store.createSession(s);
+            await store.createSession(other);
+            const lastSeen = async () => (await store.findSession(s.idHash, t0))?.lastSeenAt;
+            await store.touchSession(s.idHash, t0 + 5, 300);
+            expect(await lastSeen()).toBe(t0 + 5);
+            await store.touchSession(s.idHash, t0 + 100, 300);
+            expect(await lastSeen()).toBe(t0 + 5);
+            await store.touchSession(s.idHash, t0 + 305, 300); // exactly `every` later: not older than it yet
+            expect(await lastSeen()).toBe(t0 + 5);
+            await store.touchSession(s.idHash, t0 + 306, 300);
+            expect(await lastSeen()).toBe(t0 + 306);
+            await store.touchSession(s.idHash, t0 + 200, 0); // a clock behind
+            expect(await lastSeen()).toBe(t0 + 306);
+            await store.touchSession('unknown', t0 + 400, 300);
+            expect(await store.findSession(s.idHash, t0)).toStrictEqual({ ...s, lastSeenAt: t0 + 306 });
+            expect(await store.findSession('other', t0)).toStrictEqual(other);
+          });
+        });
+
+        it('endOtherSignIns keeps exactly the one session, ends the other sessions and every refresh family of the user, leaves tokensRevokedAt and other users alone', async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            const keep = session({ idHash: 'keep' });
+            for (const s of [keep, session({ idHash: 'other-1' }), session({ idHash: 'other-2' }), session({ idHash: 'stale', expiresAt: t0 + 5 })]) {
+              await store.createSession(s);
+            }
+            const bobs = session({ idHash: 'bob-session', userId: 'user-bob' });
+            await store.createSession(bobs);
+            await store.createRefreshToken(refreshToken({ id: 'a1', tokenHash: 'a1', familyId: 'fam-a' }));
+            expect(await store.rotateRefreshToken('a1', refreshToken({ id: 'a2', tokenHash: 'a2', familyId: 'fam-a', parentId: 'a1', createdAt: t0 + 1 }), t0 + 1)).toBe(true);
+            await store.createRefreshToken(refreshToken({ id: 'b1', tokenHash: 'b1', familyId: 'fam-b' }));
+            await store.createRefreshToken(refreshToken({ id: 'c1', tokenHash: 'c1', familyId: 'fam-c' }));
+            await store.revokeRefreshFamily('fam-c', t0 + 2);
+            await store.createRefreshToken(refreshToken({ id: 'd1', tokenHash: 'd1', familyId: 'fam-d', expiresAt: t0 + 5 }));
+            const bobsToken = refreshToken({ id: 'w1', tokenHash: 'w1', familyId: 'fam-bob', userId: 'user-bob' });
+            await store.createRefreshToken(bobsToken);
+
+            const now = t0 + 10;
+            // The expired session and family go too, but only live ones count as ended.
+            expect(await store.endOtherSignIns('user-alice', 'keep', now)).toEqual({ sessions: 2, refreshFamilies: 2 });
+            expect(await store.listSessions('user-alice', t0)).toStrictEqual([keep]);
+            for (const hash of ['a1', 'a2', 'b1', 'd1']) expect((await store.findRefreshToken(hash))?.revokedAt, hash).toBe(now);
+            expect((await store.findRefreshToken('c1'))?.revokedAt).toBe(t0 + 2);
+            for (const family of ['fam-a', 'fam-b', 'fam-d']) expect(await store.isRefreshFamilyRevoked(family), family).toBe(true);
+            await store.createRefreshToken(refreshToken({ id: 'late', tokenHash: 'late', familyId: 'fam-a' }));
+            expect((await store.findRefreshToken('late'))?.revokedAt).toBe(now);
+            expect(await store.listRefreshFamilies('user-alice', now)).toEqual([]);
+            expect((await store.findUserById('user-alice'))?.tokensRevokedAt).toBeUndefined();
+            expect(await store.findSession('bob-session', t0)).toStrictEqual(bobs);
+            expect(await store.findRefreshToken('w1')).toStrictEqual(bobsToken);
+            expect(await store.isRefreshFamilyRevoked('fam-bob')).toBe(false);
+            expect(await store.endOtherSignIns('user-alice', 'keep', now)).toEqual({ sessions: 0, refreshFamilies: 0 });
+            expect(await store.endOtherSignIns('nobody', 'keep', now)).toEqual({ sessions: 0, refreshFamilies: 0 });
+          });
+        });
+      });
+
+      describe('refresh families', () => {
+        it('refresh tokens and authorization codes keep where they were approved from and the session, or none', async () => {
+          await withSeededStore(async (store) => {
+            const browser = { approvedIp: '2001:db8::7', approvedUserAgent: 'Mozilla/5.0 (Macintosh) Safari/605.1.15', sessionId: 'sid-abc' };
+            const rt = refreshToken(browser);
+            await store.createRefreshToken(rt, { userTokensRevokedAt: undefined });
+            expect(await store.findRefreshToken(rt.tokenHash)).toStrictEqual(rt);
+            const none = refreshToken({ id: 'none', tokenHash: 'none', familyId: 'f-none', approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
+            await store.createRefreshToken(none);
+            expect(await store.findRefreshToken('none')).toStrictEqual(none);
+            const code = authorizationCode();
+            await store.createAuthorizationCode(code);
+            expect(await store.findAuthorizationCode(code.codeHash)).toStrictEqual(code);
+            const consumed = await store.consumeAuthorizationCode(code.codeHash, t0 + 1, { accessTokenJti: 'j', refreshFamilyId: 'f' });
+            expect(consumed).toStrictEqual({ ...code, consumedAt: t0 + 1, accessTokenJti: 'j', refreshFamilyId: 'f' });
+            const bare = authorizationCode({ codeHash: 'bare', approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
+            await store.createAuthorizationCode(bare);
+            expect(await store.findAuthorizationCode('bare')).toStrictEqual(bare);
+          });
+        });
+
+        it('a rotated successor and a grace successor keep what they were given', async () => {
+          await withSeededStore(async (store) => {
+            const browser = { approvedIp: '192.0.2.10', approvedUserAgent: 'Mozilla/5.0 Firefox/128.0', sessionId: 'sid-s' };
+            await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p', ...browser }));
+            const next = refreshToken({ id: 'n', tokenHash: 'n', parentId: 'p', createdAt: t0 + 1, ...browser });
+            expect(await store.rotateRefreshToken('p', next, t0 + 1)).toBe(true);
+            expect(await store.findRefreshToken('n')).toStrictEqual(next);
+            const grace = refreshToken({ id: 'g', tokenHash: 'g', parentId: 'p', createdAt: t0 + 2, ...browser });
+            expect(await store.addGraceSuccessor('p', grace, 2)).toBe(true);
+            expect(await store.findRefreshToken('g')).toStrictEqual(grace);
+          });
+        });
+
+        it('listRefreshFamilies: one row per live family (first and newest token times, the live token\'s expiry and origin), most recently used first', async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            const now = t0 + 1000;
+            // Used twice: three tokens, the last one live.
+            const origin = { approvedIp: '192.0.2.44', approvedUserAgent: 'Mozilla/5.0 Firefox/128.0', sessionId: 'sid-x' };
+            await store.createRefreshToken(refreshToken({ id: 'u1', tokenHash: 'u1', familyId: 'used', ...origin }));
+            const u2 = refreshToken({ id: 'u2', tokenHash: 'u2', familyId: 'used', parentId: 'u1', createdAt: t0 + 100, expiresAt: t0 + 2000, ...origin });
+            expect(await store.rotateRefreshToken('u1', u2, t0 + 100)).toBe(true);
+            const u3 = refreshToken({ id: 'u3', tokenHash: 'u3', familyId: 'used', parentId: 'u2', createdAt: t0 + 200, expiresAt: t0 + 5000, ...origin });
+            expect(await store.rotateRefreshToken('u2', u3, t0 + 200)).toBe(true);
+            // Never used since made; two of them with the same times (then by family id).
+            await store.createRefreshToken(refreshToken({ id: 'n1', tokenHash: 'n1', familyId: 'new', createdAt: t0 + 50 }));
+            await store.createRefreshToken(refreshToken({ id: 'm1', tokenHash: 'm1', familyId: 'another', createdAt: t0 + 50 }));
+            // A first successor and a grace successor both unused: one row, the newest token's.
+            await store.createRefreshToken(refreshToken({ id: 'g0', tokenHash: 'g0', familyId: 'graced' }));
+            const g1 = refreshToken({ id: 'g1', tokenHash: 'g1', familyId: 'graced', parentId: 'g0', createdAt: t0 + 300, expiresAt: t0 + 3000 });
+            expect(await store.rotateRefreshToken('g0', g1, t0 + 300)).toBe(true);
+            const g2 = refreshToken({ id: 'g2', tokenHash: 'g2', familyId: 'graced', parentId: 'g0', createdAt: t0 + 301, expiresAt: t0 + 3001 });
+            expect(await store.addGraceSuccessor('g0', g2, 2)).toBe(true);
+            // Not live: revoked, expired at `now`, only rotated, superseded; and bob's.
+            await store.createRefreshToken(refreshToken({ id: 'r1', tokenHash: 'r1', familyId: 'revoked', createdAt: t0 + 600 }));
+            await store.revokeRefreshFamily('revoked', t0 + 601);
+            await store.createRefreshToken(refreshToken({ id: 'e1', tokenHash: 'e1', familyId: 'expired', createdAt: t0 + 20, expiresAt: now }));
+            await store.createRefreshToken(refreshToken({ id: 'o1', tokenHash: 'o1', familyId: 'rotated', createdAt: t0 + 700, rotatedAt: t0 + 701 }));
+            await store.createRefreshToken(refreshToken({ id: 's1', tokenHash: 's1', familyId: 'superseded', createdAt: t0 + 800, supersededAt: t0 + 801 }));
+            await store.createRefreshToken(refreshToken({ id: 'b1', tokenHash: 'b1', familyId: 'bobs', userId: 'user-bob', createdAt: t0 + 400 }));
+
+            const used = summary('used', { lastUsedAt: t0 + 200, expiresAt: t0 + 5000, ...origin });
+            const graced = summary('graced', { lastUsedAt: t0 + 301, expiresAt: t0 + 3001 });
+            const fresh = summary('new', { createdAt: t0 + 50, lastUsedAt: t0 + 50 });
+            const another = summary('another', { createdAt: t0 + 50, lastUsedAt: t0 + 50 });
+            const bobs = summary('bobs', { userId: 'user-bob', createdAt: t0 + 400, lastUsedAt: t0 + 400 });
+            expect(await store.listRefreshFamilies('user-alice', now)).toStrictEqual([graced, used, another, fresh]);
+            expect(await store.listRefreshFamilies(undefined, now)).toStrictEqual([bobs, graced, used, another, fresh]);
+            expect((await store.listRefreshFamilies('user-alice', now - 1)).map((f) => f.familyId)).toEqual(['graced', 'used', 'another', 'new', 'expired']);
+            expect(await store.listRefreshFamilies('nobody', now)).toEqual([]);
+          });
+        });
+
+        it("revokeRefreshFamilyOf revokes a live family of the user and returns its summary; another user's, an unknown or a dead family is undefined and changes nothing", async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            const now = t0 + 100;
+            await store.createRefreshToken(refreshToken({ id: 'm1', tokenHash: 'm1', familyId: 'mine' }));
+            const theirs = refreshToken({ id: 't1', tokenHash: 't1', familyId: 'theirs', userId: 'user-bob' });
+            await store.createRefreshToken(theirs);
+            const old = refreshToken({ id: 'o1', tokenHash: 'o1', familyId: 'old', expiresAt: t0 + 10 });
+            await store.createRefreshToken(old);
+
+            expect(await store.revokeRefreshFamilyOf('theirs', 'user-alice', now)).toBeUndefined();
+            expect(await store.findRefreshToken('t1')).toStrictEqual(theirs);
+            expect(await store.isRefreshFamilyRevoked('theirs')).toBe(false);
+            expect(await store.revokeRefreshFamilyOf('old', 'user-alice', now)).toBeUndefined();
+            expect(await store.findRefreshToken('o1')).toStrictEqual(old);
+            expect(await store.isRefreshFamilyRevoked('old')).toBe(false);
+            expect(await store.revokeRefreshFamilyOf('nope', undefined, now)).toBeUndefined();
+            expect(await store.isRefreshFamilyRevoked('nope')).toBe(false);
+
+            expect(await store.revokeRefreshFamilyOf('mine', 'user-alice', now)).toStrictEqual(summary('mine'));
+            expect((await store.findRefreshToken('m1'))?.revokedAt).toBe(now);
+            expect(await store.isRefreshFamilyRevoked('mine')).toBe(true);
+            expect(await store.listRefreshFamilies('user-alice', now)).toEqual([]);
+            expect(await store.revokeRefreshFamilyOf('mine', 'user-alice', now + 1)).toBeUndefined();
+            await store.createRefreshToken(refreshToken({ id: 'late', tokenHash: 'late', familyId: 'mine' }));
+            expect((await store.findRefreshToken('late'))?.revokedAt).toBe(now);
+            // An operator names any live family.
+            expect(await store.revokeRefreshFamilyOf('theirs', undefined, now)).toStrictEqual(summary('theirs', { userId: 'user-bob' }));
+            expect((await store.findRefreshToken('t1'))?.revokedAt).toBe(now);
+          });
+        });
+      });
+
+      describe('consents', () => {
+        it("listConsents: the user's consents, most recent first (grantedAt, then clientId, then audience), no one else's", async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            await store.createClient(client({ clientId: 'other' }));
+            const older = consent({ grantedAt: t0 });
+            const other = consent({ clientId: 'other', grantedAt: t0 + 10 });
+            const cliB = consent({ audience: 'https://b.example.com', grantedAt: t0 + 10 });
+            const cliA = consent({ audience: 'https://a.example.com', grantedAt: t0 + 10 });
+            for (const c of [older, other, cliB, cliA, consent({ userId: 'user-bob', grantedAt: t0 + 20 })]) await store.saveConsent(c);
+            expect(await store.listConsents('user-alice')).toStrictEqual([cliA, cliB, other, older]);
+            expect(await store.listConsents('nobody')).toEqual([]);
+          });
+        });
+
+        it("withdrawConsent removes the user's consents of that client and revokes only that client's families of that user", async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            await store.createClient(client({ clientId: 'other' }));
+            const kept = consent({ clientId: 'other' });
+            const bobs = consent({ userId: 'user-bob' });
+            for (const c of [consent(), consent({ audience: 'https://other-api.example.com' }), kept, bobs]) await store.saveConsent(c);
+            await store.createRefreshToken(refreshToken({ id: 'x1', tokenHash: 'x1', familyId: 'cli-1' }));
+            expect(await store.rotateRefreshToken('x1', refreshToken({ id: 'x2', tokenHash: 'x2', familyId: 'cli-1', parentId: 'x1' }), t0 + 1)).toBe(true);
+            await store.createRefreshToken(refreshToken({ id: 'y1', tokenHash: 'y1', familyId: 'cli-2' }));
+            const otherClients = refreshToken({ id: 'z1', tokenHash: 'z1', familyId: 'other-1', clientId: 'other' });
+            const bobsToken = refreshToken({ id: 'w1', tokenHash: 'w1', familyId: 'bob-1', userId: 'user-bob' });
+            await store.createRefreshToken(otherClients);
+            await store.createRefreshToken(bobsToken);
+
+            const now = t0 + 50;
+            expect(await store.withdrawConsent('user-alice', 'cli', now)).toBe(2);
+            expect(await store.listConsents('user-alice')).toStrictEqual([kept]);
+            expect(await store.listConsents('user-bob')).toStrictEqual([bobs]);
+            for (const hash of ['x1', 'x2', 'y1']) expect((await store.findRefreshToken(hash))?.revokedAt, hash).toBe(now);
+            expect(await store.isRefreshFamilyRevoked('cli-1')).toBe(true);
+            expect(await store.isRefreshFamilyRevoked('cli-2')).toBe(true);
+            expect(await store.findRefreshToken('z1')).toStrictEqual(otherClients);
+            expect(await store.findRefreshToken('w1')).toStrictEqual(bobsToken);
+            expect(await store.isRefreshFamilyRevoked('other-1')).toBe(false);
+            expect(await store.isRefreshFamilyRevoked('bob-1')).toBe(false);
+            expect((await store.listRefreshFamilies('user-alice', now)).map((f) => f.familyId)).toEqual(['other-1']);
+            expect(await store.withdrawConsent('user-alice', 'cli', now)).toBe(0);
+            expect(await store.withdrawConsent('user-alice', 'no-such-client', now)).toBe(0);
+            expect(await store.withdrawConsent('user-bob', 'other', now)).toBe(0);
+            expect(await store.findRefreshToken('w1')).toStrictEqual(bobsToken);
+          });
+        });
+
+        it('withdrawConsent ends the families of a client the person never had to consent to (nothing stored) too', async () => {
+          await withSeededStore(async (store) => {
+            await store.createRefreshToken(refreshToken());
+            expect(await store.withdrawConsent('user-alice', 'cli', t0 + 5)).toBe(0);
+            expect((await store.findRefreshToken('refresh-hash-1'))?.revokedAt).toBe(t0 + 5);
+            expect(await store.isRefreshFamilyRevoked('family-1')).toBe(true);
+          });
+        });
+      });
+
+      describe('profile, password and email', () => {
+        it('updateUserProfile sets name and email; a changed email is no longer verified, the same one in another case stays so; false for an unknown user', async () => {
+          await withStore(async (store) => {
+            await store.createUser(user());
+            await store.createUser(user({ username: 'bob' }));
+            expect(await store.updateUserProfile('user-alice', { name: 'Alice Liddell', email: 'ALICE@Example.com' })).toBe(true);
+            expect(await store.findUserById('user-alice')).toStrictEqual(user({ name: 'Alice Liddell', email: 'ALICE@Example.com' }));
+            expect(await store.updateUserProfile('user-alice', { name: undefined, email: 'alice@elsewhere.example' })).toBe(true);
+            expect(await store.findUserById('user-alice')).toStrictEqual(user({ name: undefined, email: 'alice@elsewhere.example', emailVerified: false }));
+            // Back to the old address: verified only by following a link again.
+            expect(await store.updateUserProfile('user-alice', { name: 'Alice', email: 'alice@example.com' })).toBe(true);
+            expect((await store.findUserById('user-alice'))?.emailVerified).toBe(false);
+            expect(await store.updateUserProfile('nobody', { name: 'X', email: 'x@example.com' })).toBe(false);
+            expect(await store.findUserById('user-bob')).toStrictEqual(user({ username: 'bob' }));
+          });
+        });
+
+        it('updateUserPassword changes the hash only: sessions, refresh families and tokensRevokedAt stay; false for an unknown user', async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            const s = session();
+            const rt = refreshToken();
+            await store.createSession(s);
+            await store.createRefreshToken(rt);
+            expect(await store.updateUserPassword('user-alice', 'scrypt$new')).toBe(true);
+            expect(await store.findUserById('user-alice')).toStrictEqual(user({ passwordHash: 'scrypt$new' }));
+            expect(await store.findSession(s.idHash, t0)).toStrictEqual(s);
+            expect(await store.findRefreshToken(rt.tokenHash)).toStrictEqual(rt);
+            expect(await store.updateUserPassword('nobody', 'scrypt$x')).toBe(false);
+            expect((await store.findUserById('user-bob'))?.passwordHash).toBe(user().passwordHash);
+          });
+        });
+
+        it('markEmailVerified only while the email is still the one the link went to (in any ASCII case); after an email change it is false', async () => {
+          await withStore(async (store) => {
+            await store.createUser(user({ emailVerified: false }));
+            await store.createUser(user({ username: 'bob', emailVerified: false }));
+            expect(await store.markEmailVerified('user-alice', 'Alice@EXAMPLE.com')).toBe(true);
+            expect((await store.findUserById('user-alice'))?.emailVerified).toBe(true);
+            expect(await store.markEmailVerified('user-alice', 'alice@example.com')).toBe(true); // again: harmless
+            expect(await store.updateUserProfile('user-alice', { name: 'Alice', email: 'new@example.com' })).toBe(true);
+            expect(await store.markEmailVerified('user-alice', 'alice@example.com')).toBe(false);
+            expect((await store.findUserById('user-alice'))?.emailVerified).toBe(false);
+            expect(await store.markEmailVerified('user-alice', 'new@example.com')).toBe(true);
+            expect((await store.findUserById('user-alice'))?.emailVerified).toBe(true);
+            expect(await store.markEmailVerified('user-bob', 'new@example.com')).toBe(false);
+            expect(await store.markEmailVerified('nobody', 'new@example.com')).toBe(false);
+            expect((await store.findUserById('user-bob'))?.emailVerified).toBe(false);
+          });
+        });
+      });
+
+      describe('email tokens', () => {
+        it('a link is spent once, while unexpired and only for its purpose; the spender gets the record with usedAt', async () => {
+          await withStore(async (store) => {
+            await store.createUser(user());
+            const reset = emailToken();
+            const verify = emailToken({ tokenHash: 'verify', purpose: 'email_verification', createdAt: t0 + 1, expiresAt: t0 + 86400 });
+            await store.createEmailToken(reset);
+            await store.createEmailToken(verify);
+            expect(await store.useEmailToken(reset.tokenHash, 'email_verification', t0 + 1)).toBeUndefined();
+            expect(await store.useEmailToken('verify', 'password_reset', t0 + 1)).toBeUndefined();
+            expect(await store.useEmailToken(reset.tokenHash, 'password_reset', reset.expiresAt)).toBeUndefined(); // the first instant of expiry
+            expect(await store.useEmailToken(reset.tokenHash, 'password_reset', reset.expiresAt - 1)).toStrictEqual({ ...reset, usedAt: reset.expiresAt - 1 });
+            expect(await store.useEmailToken(reset.tokenHash, 'password_reset', reset.expiresAt - 1)).toBeUndefined();
+            expect(await store.useEmailToken('unknown', 'password_reset', t0)).toBeUndefined();
+            expect(await store.useEmailToken('verify', 'email_verification', t0 + 2)).toStrictEqual({ ...verify, usedAt: t0 + 2 });
+          });
+        });
+
+        it('simultaneous uses of one link: exactly one wins', async () => {
+          await withStore(async (store) => {
+            await store.createUser(user());
+            await store.createEmailToken(emailToken());
+            const results = await Promise.all(Array.from({ length: 20 }, (_, n) => store.useEmailToken('email-token-hash-1', 'password_reset', t0 + n)));
+            const winners = results.filter((r) => r !== undefined);
+            expect(winners).toHaveLength(1);
+            expect(winners[0]?.usedAt).toBe(t0 + results.indexOf(winners[0]));
+          });
+        });
+
+        it("countEmailTokens counts the user's unused links of that purpose created after `since`", async () => {
+          await withStore(async (store) => {
+            await store.createUser(user());
+            await store.createUser(user({ username: 'bob' }));
+            await store.createEmailToken(emailToken({ tokenHash: 'r0', createdAt: t0 }));
+            await store.createEmailToken(emailToken({ tokenHash: 'r1', createdAt: t0 + 100 }));
+            await store.createEmailToken(emailToken({ tokenHash: 'r2', createdAt: t0 + 200 }));
+            expect(await store.useEmailToken('r2', 'password_reset', t0 + 201)).toBeDefined();
+            await store.createEmailToken(emailToken({ tokenHash: 'v1', purpose: 'email_verification', createdAt: t0 + 150 }));
+            await store.createEmailToken(emailToken({ tokenHash: 'b1', userId: 'user-bob', email: 'bob@example.com', createdAt: t0 + 150 }));
+            expect(await store.countEmailTokens('user-alice', 'password_reset', t0 - 1)).toBe(2);
+            expect(await store.countEmailTokens('user-alice', 'password_reset', t0)).toBe(1);
+            expect(await store.countEmailTokens('user-alice', 'password_reset', t0 + 100)).toBe(0);
+            expect(await store.countEmailTokens('user-alice', 'email_verification', t0)).toBe(1);
+            expect(await store.countEmailTokens('user-bob', 'password_reset', t0)).toBe(1);
+            expect(await store.countEmailTokens('nobody', 'password_reset', t0)).toBe(0);
+          });
+        });
+
+        it('purgeExpired removes links once used, or a day after they expired, at most batchSize at a time', async () => {
+          await withStore(async (store) => {
+            await store.createUser(user());
+            const now = t0 + 2 * day;
+            await store.createEmailToken(emailToken({ tokenHash: 'used-1', expiresAt: now + 1000 }));
+            await store.createEmailToken(emailToken({ tokenHash: 'used-2', expiresAt: now + 1000 }));
+            expect(await store.useEmailToken('used-1', 'password_reset', t0 + 1)).toBeDefined();
+            expect(await store.useEmailToken('used-2', 'password_reset', t0 + 1)).toBeDefined();
+            await store.createEmailToken(emailToken({ tokenHash: 'old', expiresAt: now - day }));
+            await store.createEmailToken(emailToken({ tokenHash: 'recent', expiresAt: now - day + 1 }));
+            await store.createEmailToken(emailToken({ tokenHash: 'live', expiresAt: now + 100 }));
+            expect(await store.purgeExpired(now, 2)).toEqual({ authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0, emailTokens: 2 });
+            expect((await store.purgeExpired(now, 2)).emailTokens).toBe(1);
+            expect((await store.purgeExpired(now)).emailTokens).toBe(0);
+            expect(await store.useEmailToken('live', 'password_reset', now)).toBeDefined();
+            // 'recent' goes a second later; the link just used goes at once.
+            expect((await store.purgeExpired(now + 1)).emailTokens).toBe(2);
           });
         });
       });

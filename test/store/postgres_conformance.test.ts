@@ -17,7 +17,7 @@ import { PostgresStore } from '../../src/store/postgres/postgres_store.js';
 import { DuplicateError } from '../../src/store/store.js';
 import { migrate } from '../../src/store/postgres/migrate.js';
 import { postgresMigrationsDir } from '../../src/paths.js';
-import { authorizationCode, client, deviceGrant, passkey, refreshToken, session, t0, totp, user } from '../helpers/records.js';
+import { authorizationCode, client, consent, deviceGrant, emailToken, passkey, refreshToken, session, t0, totp, user } from '../helpers/records.js';
 import { storeConformance } from './conformance.js';
 
 const url = process.env.LATCHKEY_TEST_PG_URL?.trim() || undefined;
@@ -199,6 +199,37 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     });
   });
 
+  describe('two instances racing (accounts, issue 17)', () => {
+    it('useEmailToken: of twenty uses of one link, exactly one wins', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.createEmailToken(emailToken());
+        const results = await racing(a, b, (store, n) => store.useEmailToken('email-token-hash-1', 'password_reset', t0 + n));
+        expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+      });
+    });
+
+    it('rotations racing endOtherSignIns, withdrawConsent and revokeRefreshFamilyOf never leave a live token in a family they ended', async () => {
+      await withTwoInstances(async (a, b) => {
+        const endings: Array<(store: PostgresStore, familyId: string) => Promise<unknown>> = [
+          (store) => store.endOtherSignIns('user-alice', 'kept', t0 + 1),
+          (store) => store.withdrawConsent('user-alice', 'cli', t0 + 1),
+          (store, familyId) => store.revokeRefreshFamilyOf(familyId, 'user-alice', t0 + 1),
+        ];
+        for (let n = 0; n < 30; n++) {
+          const familyId = `family-${n}`;
+          await a.createRefreshToken(refreshToken({ id: `old-${n}`, tokenHash: `old-${n}`, familyId }));
+          const successor = refreshToken({ id: `next-${n}`, tokenHash: `next-${n}`, familyId, parentId: `old-${n}`, createdAt: t0 + 1 });
+          await Promise.all([a.rotateRefreshToken(`old-${n}`, successor, t0 + 1), endings[n % endings.length]!(b, familyId)]);
+          expect(await a.isRefreshFamilyRevoked(familyId)).toBe(true);
+          for (const hash of [`old-${n}`, `next-${n}`]) {
+            const token = await a.findRefreshToken(hash);
+            if (token) expect(token.revokedAt, `${hash} is in a revoked family`).toBe(t0 + 1);
+          }
+        }
+      });
+    });
+  });
+
   describe('migrations', () => {
     const migrationNames = readMigrations(postgresMigrationsDir).map((m) => m.name);
 
@@ -290,7 +321,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
       const store = await openStore(schema);
       try {
-        expect(store.appliedMigrations).toEqual(['0005_second_factors.sql']);
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 5));
         expect((await store.findSession('old-session', t0))?.amr).toEqual([]);
         expect((await store.findAuthorizationCode('old-code'))?.amr).toEqual([]);
         expect((await store.findRefreshToken('old-rt'))?.amr).toEqual([]);
@@ -300,6 +331,78 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect((await store.findSession('new-session', t0))?.amr).toEqual(['pwd', 'otp']);
       } finally {
         await store.close();
+      }
+    });
+
+    it('upgrading to accounts (0006): every session made before gets a public id of its own, and so does one a previous version still inserts', async () => {
+      const schema = freshSchema();
+      const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+      try {
+        const all = readMigrations(postgresMigrationsDir);
+        await migrate(pool, all.filter((m) => m.version < 6), t0, schema);
+        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0]);
+        await pool.query(
+          `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+           VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', true, false, false, $1)`,
+          [t0],
+        );
+        for (const [idHash, createdAt, interactionId] of [['old-1', t0, 'interaction-1'], ['old-2', t0 + 1, null]] as const) {
+          await pool.query(
+            "INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id) VALUES ($1, 'user-alice', $2, 'pwd', $3, $4, $5)",
+            [idHash, t0, createdAt, t0 + 3600, interactionId],
+          );
+        }
+        await pool.query(
+          `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, amr, created_at, expires_at)
+           VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', $1, 'pwd', $1, $2)`,
+          [t0, t0 + 60],
+        );
+        await pool.query(
+          `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, amr, created_at, expires_at, family_expires_at)
+           VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', $1, 'pwd', $1, $2, $2)`,
+          [t0, t0 + 60],
+        );
+      } finally {
+        await pool.end();
+      }
+      const store = await openStore(schema);
+      try {
+        expect(store.appliedMigrations).toEqual(['0006_accounts.sql']);
+        const [second, first] = await store.listSessions('user-alice', t0);
+        expect(first?.id).toMatch(/^[0-9a-f]{32}$/);
+        expect(second?.id).toMatch(/^[0-9a-f]{32}$/);
+        expect(first?.id).not.toBe(second?.id);
+        expect(await store.findSession('old-1', t0)).toStrictEqual({
+          idHash: 'old-1',
+          userId: 'user-alice',
+          authTime: t0,
+          amr: ['pwd'],
+          createdAt: t0,
+          expiresAt: t0 + 3600,
+          interactionId: 'interaction-1',
+          id: first?.id,
+          ip: undefined,
+          userAgent: undefined,
+          lastSeenAt: undefined,
+        });
+        expect((await store.endSessionById(second!.id, 'user-alice'))?.idHash).toBe('old-2');
+        expect(await store.findAuthorizationCode('old-code')).toMatchObject({ amr: ['pwd'], approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
+        expect(await store.findRefreshToken('old-rt')).toMatchObject({ amr: ['pwd'], approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
+        expect((await store.listRefreshFamilies('user-alice', t0)).map((f) => [f.familyId, f.approvedIp])).toEqual([['old-family', undefined]]);
+      } finally {
+        await store.close();
+      }
+      // An instance of the previous version, still running during a rolling upgrade, inserts no public id.
+      const old = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+      try {
+        await old.query(
+          "INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id) VALUES ('from-old-version', 'user-alice', $1, 'pwd', $1, $2, NULL)",
+          [t0, t0 + 3600],
+        );
+        const { rows } = await old.query("SELECT public_id FROM sessions WHERE id_hash = 'from-old-version'");
+        expect(rows[0]?.public_id).toMatch(/^[0-9a-f]{32}$/);
+      } finally {
+        await old.end();
       }
     });
 
@@ -368,6 +471,26 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect(await store.useRecoveryCode('user-alice', 'code\u0000', t0)).toBe(false);
         expect(await store.countRecoveryCodes('user-alice\u0000')).toBe(0);
         expect(await store.resetSecondFactors('user-alice\u0000')).toBe(false);
+        await store.createSession(session());
+        await store.createRefreshToken(refreshToken());
+        await store.saveConsent(consent());
+        expect(await store.listSessions('user-alice\u0000', t0)).toEqual([]);
+        expect(await store.endSessionById(`${session().id}\u0000`, undefined)).toBeUndefined();
+        expect(await store.endSessionById(session().id, 'user-alice\u0000')).toBeUndefined();
+        expect(await store.endOtherSignIns('user-alice\u0000', 'x', t0)).toEqual({ sessions: 0, refreshFamilies: 0 });
+        expect(await store.listRefreshFamilies('user-alice\u0000', t0)).toEqual([]);
+        expect(await store.revokeRefreshFamilyOf('family-1\u0000', undefined, t0)).toBeUndefined();
+        expect(await store.revokeRefreshFamilyOf('family-1', 'user-alice\u0000', t0)).toBeUndefined();
+        expect(await store.listConsents('user-alice\u0000')).toEqual([]);
+        expect(await store.withdrawConsent('user-alice', 'cli\u0000', t0)).toBe(0);
+        expect(await store.updateUserProfile('user-alice\u0000', { name: 'x', email: 'x@example.com' })).toBe(false);
+        expect(await store.updateUserPassword('user-alice\u0000', 'scrypt$x')).toBe(false);
+        expect(await store.useEmailToken('token\u0000', 'password_reset', t0)).toBeUndefined();
+        expect(await store.markEmailVerified('user-alice', 'alice@example.com\u0000')).toBe(false);
+        expect(await store.countEmailTokens('user-alice\u0000', 'password_reset', 0)).toBe(0);
+        expect(await store.findSession(session().idHash, t0)).toStrictEqual(session());
+        expect(await store.listRefreshFamilies('user-alice', t0)).toHaveLength(1);
+        expect(await store.listConsents('user-alice')).toHaveLength(1);
         expect((await store.findPasskey('cred'))?.name).toBe(passkey().name);
       } finally {
         await store.close();

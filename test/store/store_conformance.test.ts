@@ -137,13 +137,70 @@ describe('SqliteStore specifics', () => {
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
-      expect(store.appliedMigrations).toEqual(['0007_second_factors.sql']);
+      expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 7));
       expect((await store.findSession('old-session', t0))?.amr).toEqual([]);
       expect((await store.findAuthorizationCode('old-code'))?.amr).toEqual([]);
       expect((await store.findRefreshToken('old-rt'))?.amr).toEqual([]);
       expect(await store.findDeviceGrantByDeviceCode('old-device')).toMatchObject({ amr: [], acrValues: '', status: 'approved' });
       expect(await store.findTotp('user-alice')).toBeUndefined();
       expect(await store.listPasskeys('user-alice')).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('upgrading to accounts (0008): every session made before gets a public id of its own, and so does one a previous version still inserts', async () => {
+    const path = tempDbPath();
+    const db = new Database(path);
+    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 8), t0);
+    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
+    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`).run(t0);
+    const insertSession = db.prepare(
+      "INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id) VALUES (?, 'user-alice', ?, 'pwd', ?, ?, ?)",
+    );
+    insertSession.run('old-1', t0, t0, t0 + 3600, 'interaction-1');
+    insertSession.run('old-2', t0, t0 + 1, t0 + 3600, null);
+    db.prepare(`INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, amr, created_at, expires_at)
+                VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', ?, 'pwd', ?, ?)`).run(t0, t0, t0 + 60);
+    db.prepare(`INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, amr, created_at, expires_at, family_expires_at)
+                VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', ?, 'pwd', ?, ?, ?)`).run(t0, t0, t0 + 60, t0 + 60);
+    db.close();
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      expect(store.appliedMigrations).toEqual(['0008_accounts.sql']);
+      const [second, first] = await store.listSessions('user-alice', t0);
+      expect(first?.id).toMatch(/^[0-9a-f]{32}$/);
+      expect(second?.id).toMatch(/^[0-9a-f]{32}$/);
+      expect(first?.id).not.toBe(second?.id);
+      expect(await store.findSession('old-1', t0)).toStrictEqual({
+        idHash: 'old-1',
+        userId: 'user-alice',
+        authTime: t0,
+        amr: ['pwd'],
+        createdAt: t0,
+        expiresAt: t0 + 3600,
+        interactionId: 'interaction-1',
+        id: first?.id,
+        ip: undefined,
+        userAgent: undefined,
+        lastSeenAt: undefined,
+      });
+      expect((await store.endSessionById(second!.id, 'user-alice'))?.idHash).toBe('old-2');
+      expect(await store.findAuthorizationCode('old-code')).toMatchObject({ amr: ['pwd'], approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
+      expect(await store.findRefreshToken('old-rt')).toMatchObject({ amr: ['pwd'], approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
+      expect((await store.listRefreshFamilies('user-alice', t0)).map((f) => [f.familyId, f.approvedIp])).toEqual([['old-family', undefined]]);
+      // A process of the previous version, still running beside the one that migrated, inserts no public id.
+      store.db
+        .prepare("INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id) VALUES ('from-old-version', 'user-alice', ?, 'pwd', ?, ?, NULL)")
+        .run(t0, t0, t0 + 3600);
+      expect((await store.findSession('from-old-version', t0))?.id).toMatch(/^[0-9a-f]{32}$/);
+      // The rebuilt table is still STRICT, indexed, and goes with its user.
+      expect(store.db.prepare("SELECT strict FROM pragma_table_list WHERE name = 'sessions'").get()).toEqual({ strict: 1 });
+      const indexes = store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sessions' AND sql IS NOT NULL ORDER BY name").all();
+      expect(indexes).toEqual([{ name: 'sessions_expires_at' }, { name: 'sessions_public_id' }, { name: 'sessions_user' }]);
+      store.db.prepare("DELETE FROM users WHERE id = 'user-alice'").run();
+      expect(await store.listSessions(undefined, t0)).toEqual([]);
     } finally {
       await store.close();
     }

@@ -188,6 +188,8 @@ describe('parseAuthorizationRequest', () => {
           builtIn: false,
           createdAt: 1_800_000_000,
           tokensRevokedAt: undefined,
+          postLogoutRedirectUris: [],
+          backchannelLogoutUri: undefined,
         },
         maxAge: undefined,
         expectedSubject: undefined,

@@ -24,6 +24,7 @@ const defaultRateLimits = {
   signInAddress: { limit: 20, windowSeconds: 30 },
   signInAccountTotal: { limit: 20, windowSeconds: 3600 },
   secondFactor: { limit: 10, windowSeconds: 60 },
+  passwordReset: { limit: 5, windowSeconds: 900 },
 };
 
 describe('loadConfig defaults', () => {
@@ -57,6 +58,8 @@ describe('loadConfig defaults', () => {
       metricsToken: undefined,
       productName: 'Latchkey',
       accentColor: undefined,
+      smtp: undefined,
+      mailFrom: { name: 'Latchkey', address: 'no-reply@localhost' },
       rateLimits: defaultRateLimits,
     });
   });
@@ -141,6 +144,8 @@ describe('loadConfig defaults', () => {
       metricsToken: undefined,
       productName: 'Latchkey',
       accentColor: undefined,
+      smtp: undefined,
+      mailFrom: { name: 'Latchkey', address: 'no-reply@id.example.com' },
       rateLimits: defaultRateLimits,
     });
   });
@@ -239,6 +244,62 @@ describe('rate limits', () => {
       );
     });
   }
+});
+
+describe('mail: LATCHKEY_SMTP_URL, LATCHKEY_MAIL_FROM, LATCHKEY_RATE_LIMIT_PASSWORD_RESET', () => {
+  it('LATCHKEY_SMTP_URL smtp://user:password@host:port is taken apart; the password is kept but never printed with the config', () => {
+    const config = loadConfig({ LATCHKEY_SMTP_URL: 'smtp://mailer%40acme:s3cret%2Fpass@mail.example.com:2525' });
+    expect(config.smtp).toEqual({ secure: false, host: 'mail.example.com', port: 2525, user: 'mailer@acme' });
+    expect(config.smtp?.password).toBe('s3cret/pass');
+    expect(JSON.stringify(config)).not.toContain('s3cret');
+    expect(Object.isFrozen(config.smtp)).toBe(true);
+  });
+
+  it('smtps:// is TLS from the start on port 465 by default; smtp:// defaults to 587; no credentials is fine', () => {
+    expect(loadConfig({ LATCHKEY_SMTP_URL: 'smtps://mail.example.com' }).smtp).toEqual({ secure: true, host: 'mail.example.com', port: 465, user: undefined });
+    expect(loadConfig({ LATCHKEY_SMTP_URL: 'smtp://127.0.0.1/' }).smtp).toEqual({ secure: false, host: '127.0.0.1', port: 587, user: undefined });
+    expect(loadConfig({ LATCHKEY_SMTP_URL: 'smtp://[::1]:25' }).smtp).toMatchObject({ host: '::1', port: 25 });
+    expect(loadConfig({ LATCHKEY_SMTP_URL: '' }).smtp).toBeUndefined();
+  });
+
+  for (const [bad, why] of [
+    ['http://user:hunter2@mail.example.com', 'another scheme'],
+    ['smtps://user:hunter2@', 'no host'],
+    ['smtp://user:hunter2@mail.example.com:25/path', 'a path'],
+    ['smtp://user:hunter2@mail.example.com?tls=off', 'a query'],
+    ['smtp://user:hunter2@mail.example.com:0', 'port 0'],
+    ['smtp://:hunter2@mail.example.com', 'a password without a user'],
+    ['smtp://user:hunter2%zz@mail.example.com', 'a broken percent-encoding'],
+    ['mail.example.com:25', 'not a URL'],
+  ] as const) {
+    it(`LATCHKEY_SMTP_URL refuses ${why}, naming the variable and never repeating the value`, () => {
+      const problems = problemsOf({ LATCHKEY_SMTP_URL: bad });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^LATCHKEY_SMTP_URL must be smtp:/);
+      expect(problems[0]).not.toContain('hunter2');
+    });
+  }
+
+  it('LATCHKEY_MAIL_FROM takes "Name <address>" or a bare address; by default the product name and no-reply@ the issuer host', () => {
+    expect(loadConfig({ LATCHKEY_MAIL_FROM: 'Acme Sign-in <id@acme.example>' }).mailFrom).toEqual({ name: 'Acme Sign-in', address: 'id@acme.example' });
+    expect(loadConfig({ LATCHKEY_MAIL_FROM: '"Acme, Inc." <id@acme.example>' }).mailFrom).toEqual({ name: 'Acme, Inc.', address: 'id@acme.example' });
+    expect(loadConfig({ LATCHKEY_MAIL_FROM: 'id@acme.example' }).mailFrom).toEqual({ name: undefined, address: 'id@acme.example' });
+    expect(loadConfig({ LATCHKEY_ISSUER: 'https://sso.acme.example:8443/id', LATCHKEY_PRODUCT_NAME: 'Acme' }).mailFrom).toEqual({ name: 'Acme', address: 'no-reply@sso.acme.example' });
+  });
+
+  for (const bad of ['not an address', 'Acme <>', 'a@b, c@d', 'Acme <a@b> extra', 'x<y> <a@b.example>', 'a@b\r\nBcc: c@d']) {
+    it(`LATCHKEY_MAIL_FROM refuses ${JSON.stringify(bad)}`, () => {
+      const problems = problemsOf({ LATCHKEY_MAIL_FROM: bad });
+      expect(problems).toEqual(['LATCHKEY_MAIL_FROM must be an address such as no-reply@example.com or Name <no-reply@example.com>']);
+    });
+  }
+
+  it('LATCHKEY_RATE_LIMIT_PASSWORD_RESET is 5/900 by default, or COUNT/SECONDS, or off', () => {
+    expect(loadConfig({}).rateLimits.passwordReset).toEqual({ limit: 5, windowSeconds: 900 });
+    expect(loadConfig({ LATCHKEY_RATE_LIMIT_PASSWORD_RESET: '2/60' }).rateLimits.passwordReset).toEqual({ limit: 2, windowSeconds: 60 });
+    expect(loadConfig({ LATCHKEY_RATE_LIMIT_PASSWORD_RESET: 'off' }).rateLimits.passwordReset).toBeUndefined();
+    expect(problemsOf({ LATCHKEY_RATE_LIMIT_PASSWORD_RESET: '5' })).toEqual(['LATCHKEY_RATE_LIMIT_PASSWORD_RESET must be COUNT/SECONDS (for example 5/900) or off']);
+  });
 });
 
 describe('LATCHKEY_TRUST_PROXY', () => {

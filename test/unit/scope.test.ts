@@ -14,7 +14,7 @@ function client(grantTypes: GrantTypeName[]): ClientRecord {
     firstParty: false,
     builtIn: false,
     createdAt: 1_800_000_000,
-    tokensRevokedAt: undefined,
+    tokensRevokedAt: undefined, postLogoutRedirectUris: [], backchannelLogoutUri: undefined,
   };
 }
 

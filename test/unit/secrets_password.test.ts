@@ -15,7 +15,7 @@ describe('randomSecret', () => {
   });
 
   it('has the documented prefixes', () => {
-    expect(secretPrefix).toEqual({ deviceCode: 'lk_dc_', authorizationCode: 'lk_ac_', refreshToken: 'lk_rt_', clientSecret: 'lk_cs_' });
+    expect(secretPrefix).toEqual({ deviceCode: 'lk_dc_', authorizationCode: 'lk_ac_', refreshToken: 'lk_rt_', clientSecret: 'lk_cs_', passwordResetLink: 'lk_pr_', emailVerificationLink: 'lk_ev_' });
   });
 
   it('never repeats', () => {

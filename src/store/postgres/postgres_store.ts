@@ -22,10 +22,13 @@ import {
   type ConnectorRecord,
   type ConsentRecord,
   type DeviceGrantRecord,
+  type EmailTokenPurpose,
+  type EmailTokenRecord,
   type GraceRefusal,
   type PasskeyRecord,
   type PurgeCounts,
   type RateLimitCounter,
+  type RefreshFamilySummary,
   type RefreshTokenRecord,
   type SealedSecret,
   type SessionRecord,
@@ -38,7 +41,7 @@ import {
   type UserRecord,
 } from '../store.js';
 import { migrate, schemaNamePattern } from './migrate.js';
-import { rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
+import { liveToken, rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
 import {
   amrToText,
   toApi,
@@ -47,8 +50,10 @@ import {
   toConnector,
   toConsent,
   toDeviceGrant,
+  toEmailToken,
   toPasskey,
   toRateLimitCounter,
+  toRefreshFamilySummary,
   toRefreshToken,
   toSession,
   toSigningKey,
@@ -238,6 +243,8 @@ export class PostgresStore implements Store {
           now - grace,
         ),
         revokedAccessTokens: await purge('revoked_access_tokens', 'expires_at <= $1', now),
+        // A used link can do nothing more; an expired one is kept a day, like a code.
+        emailTokens: await purge('email_tokens', 'expires_at <= $1 OR used_at IS NOT NULL', now - grace),
       };
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
@@ -451,22 +458,24 @@ export class PostgresStore implements Store {
       c.firstParty,
       c.builtIn,
       c.createdAt,
+      JSON.stringify(c.postLogoutRedirectUris),
+      c.backchannelLogoutUri ?? null,
     ];
   }
 
   async createClient(c: ClientRecord): Promise<void> {
     await this.insert(
       `client ${c.clientId}`,
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, tokens_revoked_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, (SELECT removed_at FROM removed_clients WHERE client_id = $1))`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris, backchannel_logout_uri, tokens_revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT removed_at FROM removed_clients WHERE client_id = $1))`,
       ...this.clientParams(c),
     );
   }
 
   async ensureClient(c: ClientRecord): Promise<void> {
     await this.db.run(
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, tokens_revoked_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, (SELECT removed_at FROM removed_clients WHERE client_id = $1)) ON CONFLICT DO NOTHING`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris, backchannel_logout_uri, tokens_revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT removed_at FROM removed_clients WHERE client_id = $1)) ON CONFLICT DO NOTHING`,
       ...this.clientParams(c),
     );
   }
@@ -622,8 +631,8 @@ export class PostgresStore implements Store {
     // after it deletes this session (it exists by then), one committing before it is seen here.
     return (
       (await this.db.run(
-        `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id, amr)
-         SELECT $1, $2, $3, $4, $5, $6, $9 WHERE $7::boolean OR EXISTS (
+        `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id, amr, public_id, ip, user_agent, last_seen_at)
+         SELECT $1, $2, $3, $4, $5, $6, $9, $10, $11, $12, $13 WHERE $7::boolean OR EXISTS (
            SELECT 1 FROM users WHERE id = $2 AND tokens_revoked_at IS NOT DISTINCT FROM $8::bigint FOR SHARE)`,
         s.idHash,
         s.userId,
@@ -634,6 +643,10 @@ export class PostgresStore implements Store {
         guard === undefined,
         guard?.userTokensRevokedAt ?? null,
         amrToText(s.amr),
+        s.id,
+        s.ip ?? null,
+        s.userAgent ?? null,
+        s.lastSeenAt ?? null,
       )) === 1
     );
   }
@@ -645,6 +658,81 @@ export class PostgresStore implements Store {
 
   async deleteSession(idHash: string): Promise<void> {
     await this.db.run('DELETE FROM sessions WHERE id_hash = $1', idHash);
+  }
+
+  async listSessions(userId: string | undefined, now: number): Promise<SessionRecord[]> {
+    if (userId !== undefined && !storable(userId)) return [];
+    // COLLATE "C": ties in byte order, as SQLite sorts.
+    const rows =
+      userId === undefined
+        ? await this.db.many('SELECT * FROM sessions WHERE expires_at > $1 ORDER BY created_at DESC, public_id COLLATE "C"', now)
+        : await this.db.many('SELECT * FROM sessions WHERE user_id = $1 AND expires_at > $2 ORDER BY created_at DESC, public_id COLLATE "C"', userId, now);
+    return rows.map(toSession);
+  }
+
+  async endSessionById(id: string, userId: string | undefined): Promise<SessionRecord | undefined> {
+    if (!storable(id) || (userId !== undefined && !storable(userId))) return undefined;
+    const row =
+      userId === undefined
+        ? await this.db.one('DELETE FROM sessions WHERE public_id = $1 RETURNING *', id)
+        : await this.db.one('DELETE FROM sessions WHERE public_id = $1 AND user_id = $2 RETURNING *', id, userId);
+    return row && toSession(row);
+  }
+
+  async touchSession(idHash: string, now: number, every: number): Promise<void> {
+    // Conditional, so most requests write nothing; and a clock behind another instance's never moves it back.
+    await this.db.run(
+      'UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2 AND (last_seen_at IS NULL OR last_seen_at < $3)',
+      now,
+      idHash,
+      now - every,
+    );
+  }
+
+  /**
+   * Inside a transaction: takes the lock of each not-yet-revoked family of the user (of one client,
+   * when given), in a fixed order as endEverythingOf does, and returns their ids, so that a
+   * rotation racing the revocation cannot leave a live successor behind.
+   */
+  private static async lockUnrevokedFamilies(tx: Statements, userId: string, clientId?: string): Promise<string[]> {
+    const rows =
+      clientId === undefined
+        ? await tx.many('SELECT DISTINCT family_id COLLATE "C" AS family_id FROM refresh_tokens WHERE user_id = $1 AND revoked_at IS NULL ORDER BY 1', userId)
+        : await tx.many(
+            'SELECT DISTINCT family_id COLLATE "C" AS family_id FROM refresh_tokens WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL ORDER BY 1',
+            userId,
+            clientId,
+          );
+    const familyIds = rows.map((row) => String(row.family_id));
+    for (const familyId of familyIds) await PostgresStore.lockFamily(tx, familyId);
+    return familyIds;
+  }
+
+  /** As revokeRefreshFamily, for families whose locks this transaction holds. */
+  private static async revokeLockedFamilies(tx: Statements, familyIds: string[], now: number): Promise<void> {
+    if (familyIds.length === 0) return;
+    await tx.run(
+      'INSERT INTO revoked_refresh_families (family_id, revoked_at) SELECT f, $2 FROM unnest($1::text[]) AS f ON CONFLICT DO NOTHING',
+      familyIds,
+      now,
+    );
+    await tx.run('UPDATE refresh_tokens SET revoked_at = $1 WHERE family_id = ANY($2::text[]) AND revoked_at IS NULL', now, familyIds);
+  }
+
+  async endOtherSignIns(userId: string, keepIdHash: string, now: number): Promise<{ sessions: number; refreshFamilies: number }> {
+    if (!storable(userId)) return { sessions: 0, refreshFamilies: 0 };
+    return this.transaction(async (tx) => {
+      const familyIds = await PostgresStore.lockUnrevokedFamilies(tx, userId);
+      const live = await tx.one(
+        `SELECT count(DISTINCT family_id) AS n FROM refresh_tokens t WHERE family_id = ANY($2::text[]) AND ${liveToken('t', '$1')}`,
+        now,
+        familyIds,
+      );
+      await PostgresStore.revokeLockedFamilies(tx, familyIds, now);
+      const ended = await tx.many('DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2 RETURNING expires_at', userId, keepIdHash);
+      // Expired sessions were only waiting for the purge: they are removed, not counted.
+      return { sessions: ended.filter((row) => Number(row.expires_at) > now).length, refreshFamilies: Number(live?.n ?? 0) };
+    });
   }
 
   async createDeviceGrant(g: DeviceGrantRecord): Promise<void> {
@@ -744,9 +832,9 @@ export class PostgresStore implements Store {
   private static async insertRefreshToken(tx: Statements, t: RefreshTokenRecord): Promise<void> {
     await tx.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr, approved_ip, approved_user_agent, session_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16)`,
+               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16, $17, $18, $19)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -763,6 +851,9 @@ export class PostgresStore implements Store {
       t.parentId ?? null,
       t.supersededAt ?? null,
       amrToText(t.amr),
+      t.approvedIp ?? null,
+      t.approvedUserAgent ?? null,
+      t.sessionId ?? null,
     );
   }
 
@@ -841,6 +932,40 @@ export class PostgresStore implements Store {
     });
   }
 
+  /** The live family summaries matching `filter` (a condition on token t, on $2 when it has a parameter). */
+  private static async familySummaries(tx: Statements, filter: string, now: number, ...params: unknown[]): Promise<RefreshFamilySummary[]> {
+    const rows = await tx.many(
+      `WITH live AS (
+         SELECT t.*, row_number() OVER (PARTITION BY t.family_id ORDER BY t.created_at DESC, t.expires_at DESC, t.id COLLATE "C" DESC) AS n
+         FROM refresh_tokens t WHERE ${liveToken('t', '$1')} AND ${filter})
+       SELECT l.family_id, l.user_id, l.client_id, l.scope, l.audience, l.expires_at, l.approved_ip, l.approved_user_agent, l.session_id,
+         (SELECT min(f.created_at) FROM refresh_tokens f WHERE f.family_id = l.family_id) AS first_created_at,
+         (SELECT max(f.created_at) FROM refresh_tokens f WHERE f.family_id = l.family_id) AS last_created_at
+       FROM live l WHERE l.n = 1
+       ORDER BY last_created_at DESC, l.family_id COLLATE "C"`,
+      now,
+      ...params,
+    );
+    return rows.map(toRefreshFamilySummary);
+  }
+
+  async listRefreshFamilies(userId: string | undefined, now: number): Promise<RefreshFamilySummary[]> {
+    if (userId === undefined) return PostgresStore.familySummaries(this.db, 'true', now);
+    if (!storable(userId)) return [];
+    return PostgresStore.familySummaries(this.db, 't.user_id = $2', now, userId);
+  }
+
+  async revokeRefreshFamilyOf(familyId: string, userId: string | undefined, now: number): Promise<RefreshFamilySummary | undefined> {
+    if (!storable(familyId) || (userId !== undefined && !storable(userId))) return undefined;
+    return this.transaction(async (tx) => {
+      await PostgresStore.lockFamily(tx, familyId);
+      const [summary] = await PostgresStore.familySummaries(tx, 't.family_id = $2', now, familyId);
+      if (summary === undefined || (userId !== undefined && summary.userId !== userId)) return undefined;
+      await PostgresStore.revokeLockedFamilies(tx, [familyId], now);
+      return summary;
+    });
+  }
+
   async revokeAccessToken(jti: string, expiresAt: number): Promise<void> {
     await this.db.run('INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING', jti, expiresAt);
   }
@@ -866,11 +991,96 @@ export class PostgresStore implements Store {
     );
   }
 
+  async clientsOfSession(sessionId: string): Promise<string[]> {
+    if (!storable(sessionId)) return [];
+    const rows = await this.db.many('SELECT DISTINCT client_id FROM authorization_codes WHERE session_id = $1 ORDER BY client_id COLLATE "C"', sessionId);
+    return rows.map((r) => String(r.client_id));
+  }
+
+  async listConsents(userId: string): Promise<ConsentRecord[]> {
+    if (!storable(userId)) return [];
+    // COLLATE "C": ties in byte order, as SQLite sorts.
+    return (await this.db.many('SELECT * FROM consents WHERE user_id = $1 ORDER BY granted_at DESC, client_id COLLATE "C", audience COLLATE "C"', userId)).map(
+      toConsent,
+    );
+  }
+
+  async withdrawConsent(userId: string, clientId: string, now: number): Promise<number> {
+    if (!storable(userId) || !storable(clientId)) return 0;
+    return this.transaction(async (tx) => {
+      const familyIds = await PostgresStore.lockUnrevokedFamilies(tx, userId, clientId);
+      await PostgresStore.revokeLockedFamilies(tx, familyIds, now);
+      return tx.run('DELETE FROM consents WHERE user_id = $1 AND client_id = $2', userId, clientId);
+    });
+  }
+
+  async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }): Promise<boolean> {
+    if (!storable(userId)) return false;
+    // SET reads the old row: the flag stays only when the address is the same but for case (as findUsersByEmail compares).
+    return (
+      (await this.db.run(
+        'UPDATE users SET name = $1, email = $2, email_verified = CASE WHEN lower(email) = lower($2) THEN email_verified ELSE false END WHERE id = $3',
+        profile.name ?? null,
+        profile.email,
+        userId,
+      )) === 1
+    );
+  }
+
+  async updateUserPassword(userId: string, passwordHash: string): Promise<boolean> {
+    if (!storable(userId)) return false;
+    return (await this.db.run('UPDATE users SET password_hash = $1 WHERE id = $2', passwordHash, userId)) === 1;
+  }
+
+  async createEmailToken(t: EmailTokenRecord): Promise<void> {
+    await this.insert(
+      'email token',
+      'INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      t.tokenHash,
+      t.userId,
+      t.purpose,
+      t.email,
+      t.createdAt,
+      t.expiresAt,
+      t.usedAt ?? null,
+    );
+  }
+
+  async useEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
+    if (!storable(tokenHash)) return undefined;
+    // One conditional UPDATE: of two requests with the same link, the second re-checks used_at
+    // against the first one's committed row and changes nothing.
+    const row = await this.db.one(
+      'UPDATE email_tokens SET used_at = $1 WHERE token_hash = $2 AND purpose = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *',
+      now,
+      tokenHash,
+      purpose,
+    );
+    return row && toEmailToken(row);
+  }
+
+  async markEmailVerified(userId: string, email: string): Promise<boolean> {
+    if (!storable(userId) || !storable(email)) return false;
+    return (await this.db.run('UPDATE users SET email_verified = true WHERE id = $1 AND lower(email) = lower($2)', userId, email)) === 1;
+  }
+
+  async countEmailTokens(userId: string, purpose: EmailTokenPurpose, since: number): Promise<number> {
+    if (!storable(userId)) return 0;
+    // A token created after `since` expires after it too: "unexpired" needs no other bound here.
+    const row = await this.db.one(
+      'SELECT count(*) AS n FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 AND used_at IS NULL',
+      userId,
+      purpose,
+      since,
+    );
+    return Number(row?.n ?? 0);
+  }
+
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     await this.db.run(
       `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
-         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
       c.codeHash,
       c.clientId,
       c.userId,
@@ -886,6 +1096,9 @@ export class PostgresStore implements Store {
       c.consumedAt ?? null,
       c.accessTokenJti ?? null,
       c.refreshFamilyId ?? null,
+      c.approvedIp ?? null,
+      c.approvedUserAgent ?? null,
+      c.sessionId ?? null,
     );
   }
 

@@ -20,8 +20,10 @@ import {
   toConnector,
   toConsent,
   toDeviceGrant,
+  toEmailToken,
   toPasskey,
   toRateLimitCounter,
+  toRefreshFamilySummary,
   toRefreshToken,
   toSession,
   toSigningKey,
@@ -39,10 +41,13 @@ import {
   type ConnectorRecord,
   type ConsentRecord,
   type DeviceGrantRecord,
+  type EmailTokenPurpose,
+  type EmailTokenRecord,
   type GraceRefusal,
   type PasskeyRecord,
   type PurgeCounts,
   type RateLimitCounter,
+  type RefreshFamilySummary,
   type RefreshTokenRecord,
   type SealedSecret,
   type SessionRecord,
@@ -62,6 +67,15 @@ function isUniqueViolation(err: unknown): boolean {
     'code' in err &&
     (err.code === 'SQLITE_CONSTRAINT_UNIQUE' || err.code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
   );
+}
+
+/**
+ * The condition that refresh token `t` is its family's live one at `now` (a placeholder): neither
+ * rotated, revoked nor superseded, unexpired, in a family not revoked. Matches refresh_tokens_live.
+ */
+export function liveToken(t: string, now: string): string {
+  return `${t}.rotated_at IS NULL AND ${t}.revoked_at IS NULL AND ${t}.superseded_at IS NULL AND ${t}.expires_at > ${now}
+    AND NOT EXISTS (SELECT 1 FROM revoked_refresh_families r WHERE r.family_id = ${t}.family_id)`;
 }
 
 /** Seconds after its latest event that a rate-limit counter can be purged. */
@@ -117,12 +131,17 @@ export const readOnlyVerbs = new Set([
   'listSigningKeys',
   'signingKeysFingerprint',
   'findSession',
+  'listSessions',
   'findDeviceGrantByDeviceCode',
   'findDeviceGrantByUserCode',
   'findRefreshToken',
   'isRefreshFamilyRevoked',
+  'listRefreshFamilies',
   'isAccessTokenRevoked',
   'findConsent',
+  'listConsents',
+  'clientsOfSession',
+  'countEmailTokens',
   'findAuthorizationCode',
   'findTotp',
   'findPasskey',
@@ -158,6 +177,9 @@ export const writeVerbs = new Set([
   'resealSecrets',
   'createSession',
   'deleteSession',
+  'endSessionById',
+  'touchSession',
+  'endOtherSignIns',
   'createDeviceGrant',
   'pollDeviceGrant',
   'approveDeviceGrant',
@@ -167,8 +189,15 @@ export const writeVerbs = new Set([
   'rotateRefreshToken',
   'addGraceSuccessor',
   'revokeRefreshFamily',
+  'revokeRefreshFamilyOf',
   'revokeAccessToken',
   'saveConsent',
+  'withdrawConsent',
+  'updateUserProfile',
+  'updateUserPassword',
+  'createEmailToken',
+  'useEmailToken',
+  'markEmailVerified',
   'createAuthorizationCode',
   'consumeAuthorizationCode',
   'saveTotp',
@@ -371,6 +400,8 @@ export class SqliteStore implements Store {
           now - grace,
         ),
         revokedAccessTokens: purge('revoked_access_tokens', 'expires_at <= ?', now),
+        // A used link can do nothing more; an expired one is kept a day, like a code.
+        emailTokens: purge('email_tokens', 'expires_at <= ? OR used_at IS NOT NULL', now - grace),
       };
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
@@ -562,6 +593,8 @@ export class SqliteStore implements Store {
       c.firstParty ? 1 : 0,
       c.builtIn ? 1 : 0,
       c.createdAt,
+      JSON.stringify(c.postLogoutRedirectUris),
+      c.backchannelLogoutUri ?? null,
       c.clientId,
     ];
   }
@@ -569,16 +602,16 @@ export class SqliteStore implements Store {
   async createClient(c: ClientRecord): Promise<void> {
     this.insert(
       `client ${c.clientId}`,
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, tokens_revoked_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris, backchannel_logout_uri, tokens_revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
       ...this.clientParams(c),
     );
   }
 
   async ensureClient(c: ClientRecord): Promise<void> {
     this.run(
-      `INSERT OR IGNORE INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, tokens_revoked_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
+      `INSERT OR IGNORE INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris, backchannel_logout_uri, tokens_revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
       ...this.clientParams(c),
     );
   }
@@ -736,8 +769,8 @@ export class SqliteStore implements Store {
     // SQLite's IS compares NULLs as equal: "tokens_revoked_at is still what the caller read".
     return (
       this.run(
-        `INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id)
-         SELECT ?, ?, ?, ?, ?, ?, ? WHERE ? OR (SELECT tokens_revoked_at FROM users WHERE id = ?) IS ?`,
+        `INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id, public_id, ip, user_agent, last_seen_at)
+         SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE ? OR (SELECT tokens_revoked_at FROM users WHERE id = ?) IS ?`,
         s.idHash,
         s.userId,
         s.authTime,
@@ -745,6 +778,10 @@ export class SqliteStore implements Store {
         s.createdAt,
         s.expiresAt,
         s.interactionId ?? null,
+        s.id,
+        s.ip ?? null,
+        s.userAgent ?? null,
+        s.lastSeenAt ?? null,
         guard === undefined ? 1 : 0,
         s.userId,
         guard?.userTokensRevokedAt ?? null,
@@ -759,6 +796,45 @@ export class SqliteStore implements Store {
 
   async deleteSession(idHash: string): Promise<void> {
     this.run('DELETE FROM sessions WHERE id_hash = ?', idHash);
+  }
+
+  async listSessions(userId: string | undefined, now: number): Promise<SessionRecord[]> {
+    const rows =
+      userId === undefined
+        ? this.all('SELECT * FROM sessions WHERE expires_at > ? ORDER BY created_at DESC, public_id', now)
+        : this.all('SELECT * FROM sessions WHERE user_id = ? AND expires_at > ? ORDER BY created_at DESC, public_id', userId, now);
+    return rows.map(toSession);
+  }
+
+  async endSessionById(id: string, userId: string | undefined): Promise<SessionRecord | undefined> {
+    const row =
+      userId === undefined
+        ? this.get('DELETE FROM sessions WHERE public_id = ? RETURNING *', id)
+        : this.get('DELETE FROM sessions WHERE public_id = ? AND user_id = ? RETURNING *', id, userId);
+    return row && toSession(row);
+  }
+
+  async touchSession(idHash: string, now: number, every: number): Promise<void> {
+    // Conditional, so most requests write nothing; and a clock behind another process's never moves it back.
+    this.run('UPDATE sessions SET last_seen_at = ? WHERE id_hash = ? AND (last_seen_at IS NULL OR last_seen_at < ?)', now, idHash, now - every);
+  }
+
+  async endOtherSignIns(userId: string, keepIdHash: string, now: number): Promise<{ sessions: number; refreshFamilies: number }> {
+    return this.db.transaction(() => {
+      const ended = this.all('DELETE FROM sessions WHERE user_id = ? AND id_hash <> ? RETURNING expires_at', userId, keepIdHash);
+      const liveFamilies = Number(
+        this.get(`SELECT count(DISTINCT family_id) AS n FROM refresh_tokens t WHERE user_id = ? AND ${liveToken('t', '?')}`, userId, now)?.n ?? 0,
+      );
+      // As revokeRefreshFamily, for every family of the user not revoked yet.
+      this.run(
+        'INSERT OR IGNORE INTO revoked_refresh_families (family_id, revoked_at) SELECT DISTINCT family_id, ? FROM refresh_tokens WHERE user_id = ? AND revoked_at IS NULL',
+        now,
+        userId,
+      );
+      this.run('UPDATE refresh_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL', now, userId);
+      // Expired sessions were only waiting for the purge: they are removed, not counted.
+      return { sessions: ended.filter((row) => Number(row.expires_at) > now).length, refreshFamilies: liveFamilies };
+    })();
   }
 
   async createDeviceGrant(g: DeviceGrantRecord): Promise<void> {
@@ -856,9 +932,9 @@ export class SqliteStore implements Store {
   private insertRefreshToken(t: RefreshTokenRecord): void {
     this.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, amr, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, approved_ip, approved_user_agent, session_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?)`,
+               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?, ?, ?, ?)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -876,6 +952,9 @@ export class SqliteStore implements Store {
       t.familyId,
       t.parentId ?? null,
       t.supersededAt ?? null,
+      t.approvedIp ?? null,
+      t.approvedUserAgent ?? null,
+      t.sessionId ?? null,
     );
   }
 
@@ -946,6 +1025,36 @@ export class SqliteStore implements Store {
     })();
   }
 
+  /** The live family summaries matching `filter` (a condition on token t, with its parameters after `now`). */
+  private familySummaries(filter: string, now: number, ...params: unknown[]): RefreshFamilySummary[] {
+    return this.all(
+      `WITH live AS (
+         SELECT t.*, row_number() OVER (PARTITION BY t.family_id ORDER BY t.created_at DESC, t.expires_at DESC, t.id DESC) AS n
+         FROM refresh_tokens t WHERE ${liveToken('t', '?')} AND ${filter})
+       SELECT l.family_id, l.user_id, l.client_id, l.scope, l.audience, l.expires_at, l.approved_ip, l.approved_user_agent, l.session_id,
+         (SELECT min(f.created_at) FROM refresh_tokens f WHERE f.family_id = l.family_id) AS first_created_at,
+         (SELECT max(f.created_at) FROM refresh_tokens f WHERE f.family_id = l.family_id) AS last_created_at
+       FROM live l WHERE l.n = 1
+       ORDER BY last_created_at DESC, l.family_id`,
+      now,
+      ...params,
+    ).map(toRefreshFamilySummary);
+  }
+
+  async listRefreshFamilies(userId: string | undefined, now: number): Promise<RefreshFamilySummary[]> {
+    return userId === undefined ? this.familySummaries('1', now) : this.familySummaries('t.user_id = ?', now, userId);
+  }
+
+  async revokeRefreshFamilyOf(familyId: string, userId: string | undefined, now: number): Promise<RefreshFamilySummary | undefined> {
+    return this.db.transaction(() => {
+      const [summary] = this.familySummaries('t.family_id = ?', now, familyId);
+      if (summary === undefined || (userId !== undefined && summary.userId !== userId)) return undefined;
+      this.run('INSERT OR IGNORE INTO revoked_refresh_families (family_id, revoked_at) VALUES (?, ?)', familyId, now);
+      this.run('UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL', now, familyId);
+      return summary;
+    })();
+  }
+
   async revokeAccessToken(jti: string, expiresAt: number): Promise<void> {
     this.run('INSERT OR IGNORE INTO revoked_access_tokens (jti, expires_at) VALUES (?, ?)', jti, expiresAt);
   }
@@ -971,11 +1080,89 @@ export class SqliteStore implements Store {
     );
   }
 
+  async clientsOfSession(sessionId: string): Promise<string[]> {
+    const rows = this.all('SELECT DISTINCT client_id FROM authorization_codes WHERE session_id = ? ORDER BY client_id', sessionId);
+    return rows.map((r) => String(r.client_id));
+  }
+
+  async listConsents(userId: string): Promise<ConsentRecord[]> {
+    return this.all('SELECT * FROM consents WHERE user_id = ? ORDER BY granted_at DESC, client_id, audience', userId).map(toConsent);
+  }
+
+  async withdrawConsent(userId: string, clientId: string, now: number): Promise<number> {
+    return this.db.transaction(() => {
+      const removed = this.run('DELETE FROM consents WHERE user_id = ? AND client_id = ?', userId, clientId);
+      // As revokeRefreshFamily, for every family of the user and client not revoked yet.
+      this.run(
+        `INSERT OR IGNORE INTO revoked_refresh_families (family_id, revoked_at)
+         SELECT DISTINCT family_id, ? FROM refresh_tokens WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL`,
+        now,
+        userId,
+        clientId,
+      );
+      this.run('UPDATE refresh_tokens SET revoked_at = ? WHERE user_id = ? AND client_id = ? AND revoked_at IS NULL', now, userId, clientId);
+      return removed;
+    })();
+  }
+
+  async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }): Promise<boolean> {
+    // SET reads the old row: the flag stays only when the address is the same but for ASCII case (as findUsersByEmail compares).
+    return (
+      this.run(
+        'UPDATE users SET name = ?, email = ?, email_verified = CASE WHEN email = ? COLLATE NOCASE THEN email_verified ELSE 0 END WHERE id = ?',
+        profile.name ?? null,
+        profile.email,
+        profile.email,
+        userId,
+      ) === 1
+    );
+  }
+
+  async updateUserPassword(userId: string, passwordHash: string): Promise<boolean> {
+    return this.run('UPDATE users SET password_hash = ? WHERE id = ?', passwordHash, userId) === 1;
+  }
+
+  async createEmailToken(t: EmailTokenRecord): Promise<void> {
+    this.insert(
+      'email token',
+      'INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      t.tokenHash,
+      t.userId,
+      t.purpose,
+      t.email,
+      t.createdAt,
+      t.expiresAt,
+      t.usedAt ?? null,
+    );
+  }
+
+  async useEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
+    const row = this.get(
+      'UPDATE email_tokens SET used_at = ? WHERE token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ? RETURNING *',
+      now,
+      tokenHash,
+      purpose,
+      now,
+    );
+    return row && toEmailToken(row);
+  }
+
+  async markEmailVerified(userId: string, email: string): Promise<boolean> {
+    return this.run('UPDATE users SET email_verified = 1 WHERE id = ? AND email = ? COLLATE NOCASE', userId, email) === 1;
+  }
+
+  async countEmailTokens(userId: string, purpose: EmailTokenPurpose, since: number): Promise<number> {
+    // A token created after `since` expires after it too: "unexpired" needs no other bound here.
+    return Number(
+      this.get('SELECT count(*) AS n FROM email_tokens WHERE user_id = ? AND purpose = ? AND created_at > ? AND used_at IS NULL', userId, purpose, since)?.n ?? 0,
+    );
+  }
+
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     this.run(
       `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
-         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       c.codeHash,
       c.clientId,
       c.userId,
@@ -991,6 +1178,9 @@ export class SqliteStore implements Store {
       c.consumedAt ?? null,
       c.accessTokenJti ?? null,
       c.refreshFamilyId ?? null,
+      c.approvedIp ?? null,
+      c.approvedUserAgent ?? null,
+      c.sessionId ?? null,
     );
   }
 

@@ -1,0 +1,33 @@
+/**
+ * `latchkey sessions revoke <id>`: ends one sign-in by the id `sessions list` shows — a browser
+ * session (signed out at its next request) or a refresh-token family (its next refresh is
+ * invalid_grant; its access tokens are refused at userinfo and introspection). Audited.
+ */
+import { cliAudit } from '../audit_log.js';
+import { CommandError, type Command } from '../command.js';
+import { revocationTime } from '../revocation_time.js';
+
+export const sessionsRevokeCommand: Command = {
+  path: ['sessions', 'revoke'],
+  summary: 'End one sign-in (a browser session, or a device or app) by its id',
+  usage: 'latchkey sessions revoke <id>',
+  positionals: { min: 1, max: 1 },
+  options: {},
+  async run(context) {
+    const id = context.positionals[0] ?? '';
+    const store = await context.store();
+    const session = await store.endSessionById(id, undefined);
+    if (session) {
+      cliAudit(context, 'session.revoked', { kind: 'browser', userId: session.userId, sessionId: id });
+      context.stderr.write(`Ended browser session ${id}\n`);
+      return 0;
+    }
+    const family = await store.revokeRefreshFamilyOf(id, undefined, await revocationTime(store));
+    if (family) {
+      cliAudit(context, 'session.revoked', { kind: 'app', userId: family.userId, clientId: family.clientId, familyId: id });
+      context.stderr.write(`Ended the sign-in of ${family.clientId} (${id})\n`);
+      return 0;
+    }
+    throw new CommandError(`no live sign-in "${id.slice(0, 80)}"`);
+  },
+};

@@ -1,0 +1,255 @@
+/**
+ * /account (issue 17): what a signed-in person controls about their own account — name and email,
+ * their password, and "Devices and apps": every live browser session and every refresh-token
+ * family (a CLI, a TV, an app) signed in as them, each with a revoke button, "Sign out everywhere",
+ * and the applications they consented to, each withdrawable (which ends that application's
+ * sign-ins too).
+ *
+ * Every change is a CSRF-protected form. Changing the email (where password-reset links go) needs
+ * a sign-in of the last 15 minutes; changing the password needs the current one, counted in the
+ * sign-in back-off like any password guess. Every change is audited.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { AdminInputError, validEmail, validName, validPassword } from '../admin/validation.js';
+import { epochSeconds } from '../clock.js';
+import { hashPassword, verifyPassword } from '../crypto/password.js';
+import { audit } from '../http/audit.js';
+import { csrfToken, csrfTokenValid } from '../http/csrf.js';
+import { parseFields } from '../http/form.js';
+import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
+import { currentSession, endSession, startSession, type SignedIn } from '../http/session.js';
+import { startSignInAttempt } from '../http/signin_attempt.js';
+import { notifyBackchannelLogout } from '../oauth/backchannel_logout.js';
+import type { ClientRecord, SessionRecord } from '../store/store.js';
+import { recentSignInSeconds } from './account_security.js';
+import { sendVerificationEmail } from './password_reset.js';
+
+const csrfField = z.string().max(256).optional();
+const profileForm = z.object({ csrf_token: csrfField, name: z.string().max(1024).default(''), email: z.string().max(1024).default('') });
+const passwordForm = z.object({
+  csrf_token: csrfField,
+  current_password: z.string().max(1024).default(''),
+  new_password: z.string().max(4096).default(''),
+  keep_other_sign_ins: z.string().max(8).optional(),
+});
+const revokeForm = z.object({ csrf_token: csrfField, revoke: z.string().max(128).default('') });
+const withdrawForm = z.object({ csrf_token: csrfField, client_id: z.string().max(256).default('') });
+const plainForm = z.object({ csrf_token: csrfField });
+
+/** The date and minute, in UTC, as the pages show times. */
+function when(epoch: number | undefined): string | undefined {
+  return epoch === undefined ? undefined : `${new Date(epoch * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+export async function accountRoutes(app: FastifyInstance): Promise<void> {
+  const services = app.services;
+  const { store, clock } = services;
+  const page = { config: { page: true } };
+  const signInFirst = '/login?return_to=%2Faccount';
+
+  async function showAccount(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, notice?: { kind: 'notice' | 'error'; text: string; about?: string }, status = 200) {
+    const { user, session } = signedIn;
+    const now = epochSeconds(clock);
+    const [sessions, families, consents, clients] = await Promise.all([
+      store.listSessions(user.id, now),
+      store.listRefreshFamilies(user.id, now),
+      store.listConsents(user.id),
+      store.listClients(),
+    ]);
+    const clientName = new Map<string, string>(clients.map((c: ClientRecord) => [c.clientId, c.name ?? c.clientId]));
+    const nameOf = (clientId: string) => clientName.get(clientId) ?? clientId;
+    const signIns = [
+      ...sessions.map((s) => ({
+        id: s.id,
+        kind: 'browser' as const,
+        label: s.id === session.id ? 'This browser' : 'A browser',
+        current: s.id === session.id,
+        from: s.ip,
+        software: s.userAgent,
+        created: when(s.createdAt),
+        lastUsed: when(s.lastSeenAt ?? s.createdAt),
+        sortKey: s.lastSeenAt ?? s.createdAt,
+      })),
+      ...families.map((f) => ({
+        id: f.familyId,
+        kind: 'app' as const,
+        label: nameOf(f.clientId),
+        current: false,
+        from: f.approvedIp,
+        software: f.approvedUserAgent,
+        created: when(f.createdAt),
+        lastUsed: when(f.lastUsedAt),
+        sortKey: f.lastUsedAt,
+      })),
+    ].sort((a, b) => Number(b.current) - Number(a.current) || b.sortKey - a.sortKey);
+    return renderPage(
+      request,
+      reply,
+      services,
+      'account',
+      {
+        title: 'Your account',
+        csrfToken: await csrfToken(request, reply, services, 'account'),
+        name: user.name ?? '',
+        email: user.email,
+        emailVerified: user.emailVerified,
+        hasPassword: user.passwordHash !== 'upstream',
+        canVerifyEmail: services.mailer !== undefined && !user.emailVerified,
+        recent: now - session.authTime <= recentSignInSeconds,
+        signIns,
+        consents: consents.map((c) => ({ clientId: c.clientId, name: nameOf(c.clientId), scope: c.scope, granted: when(c.grantedAt) })),
+        notice,
+      },
+      status,
+    );
+  }
+
+  /** Tells the clients of ended sessions, in the background (OIDC Back-Channel Logout). */
+  function tellClients(request: FastifyRequest, sessions: SessionRecord[]) {
+    for (const session of sessions) {
+      void notifyBackchannelLogout(services, session, request).catch((err: unknown) => request.log.error({ err }, 'back-channel logout failed'));
+    }
+  }
+
+  /** Signed in and a valid form, or the reply that says why not. */
+  async function guard(request: FastifyRequest, reply: FastifyReply, csrf: string | undefined): Promise<{ ok: true; signedIn: SignedIn } | { ok: false; reply: FastifyReply }> {
+    const signedIn = await currentSession(request, services);
+    if (!signedIn) return { ok: false, reply: await reply.redirect(signInFirst, 303) };
+    if (!(await csrfTokenValid(request, services, 'account', csrf))) {
+      return { ok: false, reply: await renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/account', label: 'Back to your account' } }, 403) };
+    }
+    return { ok: true, signedIn };
+  }
+
+  app.get('/account', page, async (request, reply) => {
+    const signedIn = await currentSession(request, services);
+    if (!signedIn) return reply.redirect(signInFirst, 303);
+    return showAccount(request, reply, signedIn);
+  });
+
+  app.post('/account/profile', page, async (request, reply) => {
+    const form = parseFields(profileForm, request.body);
+    const guarded = await guard(request, reply, form.csrf_token);
+    if (!guarded.ok) return guarded.reply;
+    const { signedIn } = guarded;
+    const { user } = signedIn;
+    let name: string | undefined;
+    let email: string;
+    try {
+      // No control characters: they have no place in a name or an address (and PostgreSQL refuses NUL).
+      if (/[\u0000-\u001f\u007f]/.test(form.name + form.email)) throw new AdminInputError('control characters');
+      name = validName(form.name);
+      email = validEmail(form.email.trim());
+    } catch (err) {
+      if (!(err instanceof AdminInputError)) throw err;
+      return showAccount(request, reply, signedIn, { kind: 'error', text: 'Enter a name of at most 256 characters and a valid email address.', about: 'profile' }, 400);
+    }
+    const emailChanged = email.toLowerCase() !== user.email.toLowerCase();
+    // Reset links go to this address: only someone who just proved who they are may change it.
+    if (emailChanged && epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) {
+      return showAccount(request, reply, signedIn, { kind: 'error', text: 'Changing your email needs a sign-in from the last 15 minutes. Sign out and sign in again first.', about: 'profile' }, 401);
+    }
+    await store.updateUserProfile(user.id, { name, email });
+    audit(request, 'user.profile_changed', { userId: user.id, emailChanged });
+    const updated = await currentSessionAfterChange(request, signedIn);
+    const mailed = emailChanged ? await sendVerificationEmail(services, updated.user, request) : undefined;
+    const text = mailed === 'sent' ? 'Saved. We sent a link to your new address to verify it.' : emailChanged ? 'Saved. Your new email is not verified yet.' : 'Saved.';
+    return showAccount(request, reply, updated, { kind: 'notice', text });
+  });
+
+  /** The signed-in person as stored now (after a change to the user row). */
+  async function currentSessionAfterChange(_request: FastifyRequest, signedIn: SignedIn): Promise<SignedIn> {
+    const user = await store.findUserById(signedIn.user.id);
+    return user ? { session: signedIn.session, user } : signedIn;
+  }
+
+  app.post('/account/password', page, async (request, reply) => {
+    const form = parseFields(passwordForm, request.body);
+    const guarded = await guard(request, reply, form.csrf_token);
+    if (!guarded.ok) return guarded.reply;
+    const { signedIn } = guarded;
+    const { user, session } = signedIn;
+    if (user.passwordHash === 'upstream') {
+      return showAccount(request, reply, signedIn, { kind: 'error', text: 'You sign in through another identity provider: there is no password here to change.', about: 'password' }, 400);
+    }
+    let newPassword: string;
+    try {
+      newPassword = validPassword(form.new_password);
+    } catch (err) {
+      if (!(err instanceof AdminInputError)) throw err;
+      return showAccount(request, reply, signedIn, { kind: 'error', text: 'The new password must be 8 to 1024 characters.', about: 'password' }, 400);
+    }
+    // The current password is a password guess like any other: counted in the sign-in back-off.
+    const attempt = await startSignInAttempt(request, services, user.username);
+    const right = await attempt.run(() => verifyPassword(form.current_password, user.passwordHash));
+    await attempt.finish(right);
+    if (!right) {
+      audit(request, 'signin.failure', { userId: user.id, reason: 'account_password_change' });
+      return showAccount(request, reply, signedIn, { kind: 'error', text: 'Your current password is not right.', about: 'password' }, 401);
+    }
+    const hash = await hashPassword(newPassword);
+    const keepOthers = form.keep_other_sign_ins === '1';
+    const now = epochSeconds(clock);
+    if (keepOthers) {
+      await store.updateUserPassword(user.id, hash);
+    } else {
+      // Everything ends, this browser too (one step, as `users passwd`), then this browser signs in afresh.
+      await store.setUserPassword(user.username, hash, now);
+    }
+    audit(request, 'user.password_changed', { userId: user.id, source: 'account', endedOtherSignIns: !keepOthers });
+    if (keepOthers) return showAccount(request, reply, signedIn, { kind: 'notice', text: 'Your password was changed. Your other sign-ins continue.' });
+    const fresh = await store.findUserById(user.id);
+    const again = fresh && (await startSession(request, reply, services, fresh, { amr: session.amr, signedInAt: now }));
+    if (!again) return reply.redirect(signInFirst, 303);
+    return showAccount(request, reply, again, { kind: 'notice', text: 'Your password was changed, and every other sign-in has ended.' });
+  });
+
+  app.post('/account/revoke', page, async (request, reply) => {
+    const form = parseFields(revokeForm, request.body);
+    const guarded = await guard(request, reply, form.csrf_token);
+    if (!guarded.ok) return guarded.reply;
+    const { signedIn } = guarded;
+    const userId = signedIn.user.id;
+    const now = epochSeconds(clock);
+    if (form.revoke === signedIn.session.id) {
+      await endSession(request, reply, services);
+      audit(request, 'session.revoked', { userId, kind: 'browser', source: 'account', current: true });
+      tellClients(request, [signedIn.session]);
+      return renderPage(request, reply, services, 'logout', { title: 'Signed out' });
+    }
+    const session = form.revoke === '' ? undefined : await store.endSessionById(form.revoke, userId);
+    const family = session || form.revoke === '' ? undefined : await store.revokeRefreshFamilyOf(form.revoke, userId, now);
+    if (session) {
+      audit(request, 'session.revoked', { userId, kind: 'browser', source: 'account' });
+      tellClients(request, [session]);
+    }
+    if (family) audit(request, 'session.revoked', { userId, kind: 'app', clientId: family.clientId, source: 'account' });
+    const text = session ? 'That browser was signed out.' : family ? 'That device or app was signed out.' : 'That sign-in had ended already.';
+    return showAccount(request, reply, signedIn, { kind: 'notice', text });
+  });
+
+  app.post('/account/sign-out-everywhere', page, async (request, reply) => {
+    const form = parseFields(plainForm, request.body);
+    const guarded = await guard(request, reply, form.csrf_token);
+    if (!guarded.ok) return guarded.reply;
+    const { user } = guarded.signedIn;
+    const sessions = await store.listSessions(user.id, epochSeconds(clock));
+    // Every session and refresh family, and the access tokens issued until now (refused at userinfo and introspection).
+    await store.revokeUserTokens(user.username, epochSeconds(clock));
+    tellClients(request, sessions);
+    await endSession(request, reply, services);
+    audit(request, 'user.tokens_revoked', { userId: user.id, source: 'account' });
+    return renderPage(request, reply, services, 'logout', { title: 'Signed out', everywhere: true });
+  });
+
+  app.post('/account/consents/withdraw', page, async (request, reply) => {
+    const form = parseFields(withdrawForm, request.body);
+    const guarded = await guard(request, reply, form.csrf_token);
+    if (!guarded.ok) return guarded.reply;
+    const { signedIn } = guarded;
+    const removed = form.client_id === '' ? 0 : await store.withdrawConsent(signedIn.user.id, form.client_id, epochSeconds(clock));
+    if (removed > 0) audit(request, 'consent.withdrawn', { userId: signedIn.user.id, clientId: form.client_id });
+    return showAccount(request, reply, signedIn, { kind: 'notice', text: removed > 0 ? 'Access withdrawn: the application was signed out and will ask again.' : 'That application had no access.' });
+  });
+}

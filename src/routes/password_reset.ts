@@ -1,0 +1,349 @@
+/**
+ * "Forgot your password?" and email verification by mail (issue 17), when LATCHKEY_SMTP_URL is set.
+ *
+ * The answer to /login/forgot is the same page, status and time whether or not an account uses the
+ * address: everything that depends on the account (looking it up, the per-account limit, the link,
+ * the mail) happens after the answer is decided, off the request. A link is a 256-bit secret with a
+ * type prefix, stored only as its SHA-256, valid 30 minutes, spent by one conditional UPDATE
+ * (store.useEmailToken); opening a reset link spends nothing (mail scanners open links), only the
+ * form that sets the new password does. A new password ends every sign-in of the account. Requests
+ * are limited per source address and per account; the mail goes to the address stored for the
+ * account, never to the text typed.
+ */
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { AdminInputError, validPassword } from '../admin/validation.js';
+import { epochSeconds } from '../clock.js';
+import { hashPassword } from '../crypto/password.js';
+import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { tooManyRequests } from '../errors.js';
+import { audit, type AuditSource } from '../http/audit.js';
+import { csrfToken, csrfTokenValid } from '../http/csrf.js';
+import { parseFields } from '../http/form.js';
+import { formExpiredPage, renderErrorPage, renderPage, type ErrorPage } from '../http/pages.js';
+import { currentSession, endSession } from '../http/session.js';
+import { MailError, type MailMessage } from '../mail/mailer.js';
+import { rateLimitKey } from '../oauth/rate_limit.js';
+import type { Services } from '../services.js';
+import type { EmailTokenPurpose, UserRecord } from '../store/store.js';
+
+/** How long a link in a mail works (seconds). */
+export const linkLifetime = 30 * 60;
+/** Past this many unused links of one kind sent to an account in the last hour, no more are sent. */
+export const maxLinksPerHour = 3;
+/** At most this many accounts get a reset mail for one address typed. */
+const maxAccountsPerAddress = 5;
+
+/** Type prefixes, as crypto/secrets.ts secretPrefix has for the other secrets: scanners recognise a leaked link. */
+export const linkPrefix = { password_reset: secretPrefix.passwordResetLink, email_verification: secretPrefix.emailVerificationLink } as const satisfies Record<EmailTokenPurpose, string>;
+
+/** A well-formed link secret of the purpose: anything else is refused before the store is asked. */
+export function isLinkSecret(purpose: EmailTokenPurpose, value: string): boolean {
+  return value.length === linkPrefix[purpose].length + 43 && value.startsWith(linkPrefix[purpose]) && /^[A-Za-z0-9_-]{43}$/.test(value.slice(linkPrefix[purpose].length));
+}
+
+const csrfField = z.string().max(256).optional();
+const linkField = z.string().max(1024);
+const forgotForm = z.object({ csrf_token: csrfField, email: z.string().max(1024).default('') });
+const linkQuery = z.object({ token: linkField.optional() });
+const resetForm = z.object({ csrf_token: csrfField, token: linkField.default(''), new_password: z.string().max(4096).default('') });
+const plainForm = z.object({ csrf_token: csrfField });
+
+/** Only a local password can be reset: an account made by an upstream signs in there. */
+function hasLocalPassword(user: UserRecord): boolean {
+  return user.passwordHash !== 'upstream' && user.passwordHash.startsWith('scrypt$');
+}
+
+function sameAddress(a: string, b: string): boolean {
+  return a.toLowerCase() === b.toLowerCase();
+}
+
+function looksLikeEmail(value: string): boolean {
+  return value.length <= 254 && /^[^\s@]+@[^\s@]+$/.test(value) && !/[\u0000-\u001f\u007f]/.test(value);
+}
+
+// Mail work runs after the answer: kept here so that closing the app (and tests) can wait for it.
+const inFlight = new WeakMap<Services, Set<Promise<void>>>();
+
+function afterTheAnswer(services: Services, log: FastifyBaseLogger, work: () => Promise<void>): void {
+  let pending = inFlight.get(services);
+  if (!pending) inFlight.set(services, (pending = new Set()));
+  const task: Promise<void> = work()
+    .catch((err: unknown) => log.error({ err: err instanceof MailError ? err.toLog() : { message: String((err as Error)?.message ?? err).slice(0, 300) } }, 'password reset request failed'))
+    .finally(() => pending.delete(task));
+  pending.add(task);
+}
+
+/** Resolves when every mail started so far has been sent or has failed (tests; shutdown). */
+export async function mailSettled(services: Services): Promise<void> {
+  const pending = inFlight.get(services);
+  while (pending && pending.size > 0) await Promise.allSettled([...pending]);
+}
+
+/** A new link of the purpose for the account's current address, stored as its digest. */
+async function issueLink(services: Services, user: UserRecord, purpose: EmailTokenPurpose, now: number): Promise<string> {
+  const secret = randomSecret(linkPrefix[purpose]);
+  await services.store.createEmailToken({
+    tokenHash: sha256(secret),
+    userId: user.id,
+    purpose,
+    email: user.email,
+    createdAt: now,
+    expiresAt: now + linkLifetime,
+    usedAt: undefined,
+  });
+  const path = purpose === 'password_reset' ? '/login/reset' : '/account/verify-email';
+  return `${services.config.issuer}${path}?token=${secret}`;
+}
+
+function greeting(user: UserRecord): string {
+  return `Hello ${user.name ?? user.username},`;
+}
+
+export function passwordResetMail(productName: string, user: UserRecord, link: string): MailMessage {
+  return {
+    to: user.email,
+    subject: `Reset your ${productName} password`,
+    text: [
+      greeting(user),
+      '',
+      `someone asked to reset the password of your ${productName} account "${user.username}". To choose a new password, open this link within 30 minutes:`,
+      '',
+      link,
+      '',
+      'The link works once. A new password signs you out everywhere: every browser, device and app signed in as you signs in again.',
+      '',
+      'If you did not ask for this, ignore this email: your password stays as it is.',
+      '',
+    ].join('\n'),
+  };
+}
+
+export function verificationMail(productName: string, user: UserRecord, link: string): MailMessage {
+  return {
+    to: user.email,
+    subject: `Confirm your email address for ${productName}`,
+    text: [
+      greeting(user),
+      '',
+      `to confirm that ${user.email} is the address of your ${productName} account "${user.username}", open this link within 30 minutes:`,
+      '',
+      link,
+      '',
+      'If you did not ask for this, ignore this email.',
+      '',
+    ].join('\n'),
+  };
+}
+
+/** Sends one mail; a failure is logged (what failed, never the link, the address or the credentials) and reported as false. */
+async function deliver(services: Services, source: AuditSource, user: UserRecord, purpose: EmailTokenPurpose, message: MailMessage): Promise<boolean> {
+  try {
+    await services.mailer!.send(message);
+    return true;
+  } catch (err) {
+    const failure = err instanceof MailError ? err.toLog() : { mailError: 'EMAIL' };
+    source.log.warn({ userId: user.id, purpose, ...failure }, 'mail not sent');
+    return false;
+  }
+}
+
+/** What happened to a request for a verification link. */
+export type VerificationOutcome = 'sent' | 'limited' | 'failed' | 'unavailable' | 'verified_already';
+
+/**
+ * Sends `user` a link that verifies their current email, unless mail is off, the address is
+ * verified already, or the account was sent maxLinksPerHour unused ones in the last hour. Waits
+ * for the mail server (bounded by the mailer's time limits); never throws for a mail failure.
+ */
+export async function sendVerificationEmail(services: Services, user: UserRecord, source: AuditSource): Promise<VerificationOutcome> {
+  if (services.mailer === undefined) return 'unavailable';
+  if (user.emailVerified) return 'verified_already';
+  const now = epochSeconds(services.clock);
+  if ((await services.store.countEmailTokens(user.id, 'email_verification', now - 3600)) >= maxLinksPerHour) {
+    audit(source, 'email_verification.requested', { userId: user.id, outcome: 'limited' });
+    return 'limited';
+  }
+  const link = await issueLink(services, user, 'email_verification', now);
+  const sent = await deliver(services, source, user, 'email_verification', verificationMail(services.config.productName, user, link));
+  audit(source, 'email_verification.requested', { userId: user.id, outcome: sent ? 'sent' : 'mail_failed' });
+  return sent ? 'sent' : 'failed';
+}
+
+/** Everything that depends on whether an account uses the address: run after the answer. */
+async function requestReset(services: Services, source: AuditSource, email: string): Promise<void> {
+  const { store, config } = services;
+  const now = epochSeconds(services.clock);
+  const users = (await store.findUsersByEmail(email)).slice(0, maxAccountsPerAddress);
+  // Never the typed address in the log: it is what someone is probing for.
+  if (users.length === 0) return audit(source, 'password_reset.requested', { outcome: 'no_account' });
+  for (const user of users) {
+    if (user.disabled || !hasLocalPassword(user)) {
+      audit(source, 'password_reset.requested', { userId: user.id, outcome: user.disabled ? 'disabled' : 'no_local_password' });
+      continue;
+    }
+    if ((await store.countEmailTokens(user.id, 'password_reset', now - 3600)) >= maxLinksPerHour) {
+      audit(source, 'password_reset.requested', { userId: user.id, outcome: 'limited' });
+      continue;
+    }
+    const link = await issueLink(services, user, 'password_reset', now);
+    const sent = await deliver(services, source, user, 'password_reset', passwordResetMail(config.productName, user, link));
+    audit(source, 'password_reset.requested', { userId: user.id, outcome: sent ? 'sent' : 'mail_failed' });
+  }
+}
+
+const expiredResetLink: ErrorPage = {
+  heading: 'This link has expired or was used',
+  message: 'A link to choose a new password works once, for 30 minutes. Ask for a new one.',
+  link: { href: '/login/forgot', label: 'Ask for a new link' },
+};
+
+const expiredVerificationLink: ErrorPage = {
+  heading: 'This link has expired or was used',
+  message: 'A link to confirm your email works once, for 30 minutes. Ask for a new one on your account page.',
+  link: { href: '/account', label: 'Your account' },
+};
+
+const unavailable: ErrorPage = {
+  heading: 'Password reset is not available',
+  message: 'This server does not send email. Ask your administrator to set a new password for you.',
+  link: { href: '/login', label: 'Back to sign in' },
+};
+
+/** The CSRF token of the reset form is bound to the one link it answers. */
+const resetBinding = (secret: string) => `reset:${sha256(secret)}`;
+
+export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
+  const services = app.services;
+  const { store, clock, rateLimits } = services;
+  const page = { config: { page: true } };
+
+  // A mail on its way gets a moment to finish (each has its own time limits), no longer than a shutdown waits for requests.
+  app.addHook('onClose', async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const enough = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, services.config.shutdownTimeout * 1000);
+      timer.unref();
+    });
+    await Promise.race([mailSettled(services), enough]);
+    clearTimeout(timer);
+    services.mailer?.close();
+  });
+
+  async function showForgot(request: FastifyRequest, reply: FastifyReply, email: string, error: string | undefined, status = 200) {
+    return renderPage(
+      request,
+      reply,
+      services,
+      'forgot_password',
+      { title: 'Forgot your password?', csrfToken: await csrfToken(request, reply, services, 'password_reset', 'forgot'), email, error, sent: false },
+      status,
+    );
+  }
+
+  async function showReset(request: FastifyRequest, reply: FastifyReply, secret: string, error: string | undefined, status = 200) {
+    return renderPage(
+      request,
+      reply,
+      services,
+      'reset_password',
+      { title: 'Choose a new password', csrfToken: await csrfToken(request, reply, services, 'password_reset', resetBinding(secret)), token: secret, error, done: false },
+      status,
+    );
+  }
+
+  app.get('/login/forgot', page, async (request, reply) => {
+    if (services.mailer === undefined) return renderErrorPage(request, reply, services, unavailable, 404);
+    return showForgot(request, reply, '', undefined);
+  });
+
+  app.post('/login/forgot', page, async (request, reply) => {
+    if (services.mailer === undefined) return renderErrorPage(request, reply, services, unavailable, 404);
+    const form = parseFields(forgotForm, request.body);
+    if (!(await csrfTokenValid(request, services, 'password_reset', form.csrf_token, 'forgot'))) {
+      return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/login/forgot', label: 'Try again' } }, 403);
+    }
+    const email = form.email.trim();
+    if (!looksLikeEmail(email)) return showForgot(request, reply, email.slice(0, 254), 'Enter the email address of your account.', 400);
+    // Every request counts, whether or not an account uses the address: the limit tells nothing.
+    const counted = await rateLimits.passwordResetAddress.hit(rateLimitKey(request.ip));
+    if (counted.limited) throw tooManyRequests(counted.retryAfter, 'Too many requests. Wait a few minutes and try again.');
+    afterTheAnswer(services, request.log, () => requestReset(services, request, email));
+    // Not even the typed address is repeated: this page is the same for every request.
+    return renderPage(request, reply, services, 'forgot_password', { title: 'Check your email', sent: true });
+  });
+
+  // Opening the link spends nothing (mail scanners and previews open links too): the form does.
+  app.get('/login/reset', page, async (request, reply) => {
+    const { token } = parseFields(linkQuery, request.query);
+    if (token === undefined || !isLinkSecret('password_reset', token)) return renderErrorPage(request, reply, services, expiredResetLink, 400);
+    return showReset(request, reply, token, undefined);
+  });
+
+  app.post('/login/reset', page, async (request, reply) => {
+    const form = parseFields(resetForm, request.body);
+    if (!isLinkSecret('password_reset', form.token)) return renderErrorPage(request, reply, services, expiredResetLink, 400);
+    if (!(await csrfTokenValid(request, services, 'password_reset', form.csrf_token, resetBinding(form.token)))) {
+      return renderErrorPage(request, reply, services, { ...formExpiredPage, message: 'For your security the form could not be accepted. Open the link in the email again.' }, 403);
+    }
+    let newPassword: string;
+    try {
+      newPassword = validPassword(form.new_password);
+    } catch (err) {
+      if (!(err instanceof AdminInputError)) throw err;
+      // The link is not spent: the person tries again with it.
+      return showReset(request, reply, form.token, 'The new password must be 8 to 1024 characters.', 400);
+    }
+    // Spent before the (costly) hashing: an unknown link costs the server one lookup, not an scrypt.
+    const now = epochSeconds(clock);
+    const spent = await store.useEmailToken(sha256(form.token), 'password_reset', now);
+    const user = spent && (await store.findUserById(spent.userId));
+    // Refused too: a link to an address the account no longer uses, and one sent before the
+    // account's sign-ins were last ended (a new password, `revoke-tokens`, a disabled account).
+    const usable =
+      spent !== undefined &&
+      user !== undefined &&
+      !user.disabled &&
+      hasLocalPassword(user) &&
+      sameAddress(user.email, spent.email) &&
+      (user.tokensRevokedAt === undefined || spent.createdAt >= user.tokensRevokedAt);
+    if (!usable || !(await store.setUserPassword(user.username, await hashPassword(newPassword), now))) {
+      return renderErrorPage(request, reply, services, expiredResetLink, 400);
+    }
+    audit(request, 'user.password_reset', { userId: user.id });
+    // The store ended this browser's session too, if it was the account's: forget its cookie.
+    const signedIn = await currentSession(request, services);
+    if (signedIn?.user.id === user.id) await endSession(request, reply, services);
+    return renderPage(request, reply, services, 'reset_password', { title: 'Your password was changed', done: true, username: user.username });
+  });
+
+  app.post('/account/verify-email', page, async (request, reply) => {
+    const form = parseFields(plainForm, request.body);
+    const signedIn = await currentSession(request, services);
+    if (!signedIn) return reply.redirect('/login?return_to=%2Faccount', 303);
+    if (!(await csrfTokenValid(request, services, 'account', form.csrf_token))) {
+      return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/account', label: 'Back to your account' } }, 403);
+    }
+    const outcome = await sendVerificationEmail(services, signedIn.user, request);
+    const status = { sent: 200, verified_already: 200, limited: 429, failed: 503, unavailable: 404 }[outcome];
+    if (outcome === 'limited') reply.header('retry-after', '3600');
+    return renderPage(request, reply, services, 'verify_email', { title: 'Confirm your email', outcome, email: signedIn.user.email }, status);
+  });
+
+  app.get('/account/verify-email', page, async (request, reply) => {
+    const { token } = parseFields(linkQuery, request.query);
+    if (token === undefined || !isLinkSecret('email_verification', token)) return renderErrorPage(request, reply, services, expiredVerificationLink, 400);
+    const spent = await store.useEmailToken(sha256(token), 'email_verification', epochSeconds(clock));
+    if (!spent) return renderErrorPage(request, reply, services, expiredVerificationLink, 400);
+    const verified = await store.markEmailVerified(spent.userId, spent.email);
+    if (verified) audit(request, 'user.email_verified', { userId: spent.userId });
+    return renderPage(
+      request,
+      reply,
+      services,
+      'verify_email',
+      { title: verified ? 'Your email is verified' : 'Your email changed', outcome: verified ? 'verified' : 'changed', email: verified ? spent.email : undefined },
+      verified ? 200 : 400,
+    );
+  });
+}

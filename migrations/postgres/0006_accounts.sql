@@ -34,3 +34,4 @@ CREATE INDEX email_tokens_expires_at ON email_tokens(expires_at);
 ALTER TABLE clients ADD COLUMN post_logout_redirect_uris TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE clients ADD COLUMN backchannel_logout_uri TEXT;
 CREATE INDEX authorization_codes_session ON authorization_codes(session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX refresh_tokens_session ON refresh_tokens(session_id) WHERE session_id IS NOT NULL;

@@ -26,7 +26,12 @@ import { recentSignInSeconds } from './account_security.js';
 import { sendVerificationEmail } from './password_reset.js';
 
 const csrfField = z.string().max(256).optional();
-const profileForm = z.object({ csrf_token: csrfField, name: z.string().max(1024).default(''), email: z.string().max(1024).default('') });
+const profileForm = z.object({
+  csrf_token: csrfField,
+  name: z.string().max(1024).default(''),
+  email: z.string().max(1024).default(''),
+  current_password: z.string().max(1024).default(''),
+});
 const passwordForm = z.object({
   csrf_token: csrfField,
   current_password: z.string().max(1024).default(''),
@@ -146,8 +151,17 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
       return showAccount(request, reply, signedIn, { kind: 'error', text: 'Enter a name of at most 256 characters and a valid email address.', about: 'profile' }, 400);
     }
     const emailChanged = email.toLowerCase() !== user.email.toLowerCase();
-    // Reset links go to this address: only someone who just proved who they are may change it.
-    if (emailChanged && epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) {
+    // Reset links go to this address, so changing it is as good as knowing the password: it needs
+    // the password (counted as a guess), or — for people who have none here — a recent sign-in.
+    if (emailChanged && user.passwordHash !== 'upstream') {
+      const attempt = await startSignInAttempt(request, services, user.username);
+      const right = await attempt.run(() => verifyPassword(form.current_password, user.passwordHash));
+      await attempt.finish(right);
+      if (!right) {
+        audit(request, 'signin.failure', { userId: user.id, reason: 'account_email_change' });
+        return showAccount(request, reply, signedIn, { kind: 'error', text: 'To change your email, enter your current password.', about: 'profile' }, 401);
+      }
+    } else if (emailChanged && epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) {
       return showAccount(request, reply, signedIn, { kind: 'error', text: 'Changing your email needs a sign-in from the last 15 minutes. Sign out and sign in again first.', about: 'profile' }, 401);
     }
     await store.updateUserProfile(user.id, { name, email });
@@ -195,7 +209,9 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
       await store.updateUserPassword(user.id, hash);
     } else {
       // Everything ends, this browser too (one step, as `users passwd`), then this browser signs in afresh.
+      const ended = await store.listSessions(user.id, now);
       await store.setUserPassword(user.username, hash, now);
+      tellClients(request, ended);
     }
     audit(request, 'user.password_changed', { userId: user.id, source: 'account', endedOtherSignIns: !keepOthers });
     if (keepOthers) return showAccount(request, reply, signedIn, { kind: 'notice', text: 'Your password was changed. Your other sign-ins continue.' });

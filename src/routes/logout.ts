@@ -70,7 +70,9 @@ export async function logoutRoutes(app: FastifyInstance): Promise<void> {
       if (!client) return 'Say which application this is (client_id or id_token_hint) to be sent back to it.';
       if (!client.postLogoutRedirectUris.includes(redirect)) return 'That address to return to is not registered for the application.';
     }
-    const trustedHint = hint !== undefined && (signedIn === undefined || signedIn.user.id === hint.sub);
+    // Trusted: a hint for this very session (its sid), or for nobody signed in here. An older
+    // id_token of the same person (another session) asks first, like no hint at all.
+    const trustedHint = hint !== undefined && (signedIn === undefined || (signedIn.user.id === hint.sub && (hint.sid === undefined || hint.sid === signedIn.session.id)));
     return { client, redirect, state: params.state, trustedHint };
   }
 

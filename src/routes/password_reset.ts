@@ -16,6 +16,7 @@ import { AdminInputError, validPassword } from '../admin/validation.js';
 import { epochSeconds } from '../clock.js';
 import { hashPassword } from '../crypto/password.js';
 import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { notifyBackchannelLogout } from '../oauth/backchannel_logout.js';
 import { tooManyRequests } from '../errors.js';
 import { audit, type AuditSource } from '../http/audit.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
@@ -124,7 +125,9 @@ export function verificationMail(productName: string, user: UserRecord, link: st
     to: user.email,
     subject: `Confirm your email address for ${productName}`,
     text: [
-      greeting(user),
+      // Not the name the person chose: this goes to an address nobody has confirmed yet, and a
+      // name could carry any text to any inbox under our name.
+      'Hello,',
       '',
       `to confirm that ${user.email} is the address of your ${productName} account "${user.username}", open this link within 30 minutes:`,
       '',
@@ -307,10 +310,13 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
       hasLocalPassword(user) &&
       sameAddress(user.email, spent.email) &&
       (user.tokensRevokedAt === undefined || spent.createdAt >= user.tokensRevokedAt);
+    // The sessions the new password ends, so that their clients hear of it (Back-Channel Logout).
+    const endedSessions = usable ? await store.listSessions(user.id, now) : [];
     if (!usable || !(await store.setUserPassword(user.username, await hashPassword(newPassword), now))) {
       return renderErrorPage(request, reply, services, expiredResetLink, 400);
     }
     audit(request, 'user.password_reset', { userId: user.id });
+    for (const ended of endedSessions) void notifyBackchannelLogout(services, ended, request).catch((err: unknown) => request.log.error({ err }, 'back-channel logout failed'));
     // The store ended this browser's session too, if it was the account's: forget its cookie.
     const signedIn = await currentSession(request, services);
     if (signedIn?.user.id === user.id) await endSession(request, reply, services);

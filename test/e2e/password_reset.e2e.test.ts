@@ -294,7 +294,7 @@ describe('email verification by email', () => {
     const { browser } = await signInWith('carol', 'carol-password');
     const page = await browser.get('/account');
     expect(page.body).not.toContain('Send a verification link');
-    const saved = await browser.post('/account/profile', { csrf_token: inputValue(page.body, 'csrf_token')!, name: 'Carol', email: 'carol@new.example' });
+    const saved = await browser.post('/account/profile', { csrf_token: inputValue(page.body, 'csrf_token')!, name: 'Carol', email: 'carol@new.example', current_password: 'carol-password' });
     expect(saved.status).toBe(200);
     expect(saved.body).toContain('We sent a link to your new address');
     expect(saved.body).toContain('Send a verification link');

@@ -64,7 +64,7 @@ describe('the account page', () => {
     expect(tv.refresh_token).toBeDefined();
   });
 
-  it('a profile change needs the form token; a new email is unverified and needs a recent sign-in', async () => {
+  it('a profile change needs the form token; a new email is unverified and needs the current password', async () => {
     const browser = await setUp();
     await signInAs(browser);
     await t.store.markEmailVerified((await alice()).id, 'alice@example.com');
@@ -79,13 +79,14 @@ describe('the account page', () => {
     // The name alone: the email stays verified.
     expect((await browser.post('/account/profile', { csrf_token: csrf, name: 'Alice L.', email: 'ALICE@example.com' })).status).toBe(200);
     expect(await alice()).toMatchObject({ name: 'Alice L.', emailVerified: true });
-    // Twenty minutes on, a new email needs a new sign-in.
-    t.clock.advance(20 * 60);
-    const late = await browser.post('/account/profile', { csrf_token: await csrfOf(browser), name: 'Alice L.', email: 'alice@new.example' });
-    expect(late.status).toBe(401);
+    // A new email (where reset links go) needs the password: a stolen session cannot redirect them.
+    for (const current_password of ['', 'wrong-password']) {
+      const refused = await browser.post('/account/profile', { csrf_token: await csrfOf(browser), name: 'Alice L.', email: 'alice@new.example', current_password });
+      expect(refused.status).toBe(401);
+      expect(refused.body).toContain('enter your current password');
+    }
     expect((await alice()).email).toBe('ALICE@example.com');
-    await signInAs(browser);
-    const changed = await browser.post('/account/profile', { csrf_token: await csrfOf(browser), name: 'Alice L.', email: 'alice@new.example' });
+    const changed = await browser.post('/account/profile', { csrf_token: await csrfOf(browser), name: 'Alice L.', email: 'alice@new.example', current_password: 'alice-password' });
     expect(changed.status).toBe(200);
     expect(changed.body).toContain('not verified yet');
     expect(await alice()).toMatchObject({ email: 'alice@new.example', emailVerified: false });

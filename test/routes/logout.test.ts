@@ -93,11 +93,14 @@ describe('RP-Initiated Logout', () => {
     expect(events().find((e) => e.event === 'logout.rp_initiated')).toBeDefined();
   });
 
-  it('an expired id_token_hint still counts (OIDC Core §3.1.2.1); POST works like GET', async () => {
+  it('an expired id_token_hint still counts (OIDC Core §3.1.2.1); POST works like GET; one from an earlier session asks first', async () => {
     const browser = await setUp();
+    const earlier = await idTokenFor(browser);
+    await signIn(browser, await browser.get('/login?fresh=1'), 'alice', 'alice-password');
+    expect((await browser.get(logoutUrl({ id_token_hint: earlier }))).body).toContain('name="decision"');
+    expect(await signedIn(browser)).toBe(true);
     const idToken = await idTokenFor(browser);
     t.clock.advance(3 * 3600);
-    await signIn(browser, await browser.get('/login?fresh=1'), 'alice', 'alice-password');
     const res = await browser.post('/logout', { id_token_hint: idToken, post_logout_redirect_uri: 'https://app.example.com/signed-out' });
     expect(res.location).toBe('https://app.example.com/signed-out');
     expect(await signedIn(browser)).toBe(false);
@@ -192,6 +195,16 @@ describe('Back-Channel Logout', () => {
     expect(payload.jti).toEqual(expect.any(String));
     expect(payload.exp! - payload.iat!).toBeLessThanOrEqual(120);
     expect(protectedHeader.alg).toBe('RS256');
+  });
+
+  it('a password change on /account (ending the other sign-ins) tells the clients of the sessions it ended', async () => {
+    const browser = await setUp();
+    await idTokenFor(browser);
+    const page = await browser.get('/account');
+    const changed = await browser.post('/account/password', { csrf_token: inputValue(page.body, 'csrf_token')!, current_password: 'alice-password', new_password: 'a-new-password' });
+    expect(changed.status).toBe(200);
+    await until(() => received.length > 0);
+    expect(received).toHaveLength(1);
   });
 
   it('signing out from /account ("Sign out here", "Sign out everywhere") tells the clients too', async () => {

@@ -1869,6 +1869,26 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
+      describe('clients of a session (Back-Channel Logout)', () => {
+        it('clientsOfSession: every client issued a code or a refresh family in the session, once each, sorted; none for others', async () => {
+          await withSeededStore(async (store) => {
+            await store.createClient(client({ clientId: 'web' }));
+            await store.createClient(client({ clientId: 'app' }));
+            await store.createClient(client({ clientId: 'tv' }));
+            await store.createAuthorizationCode(authorizationCode({ codeHash: 'c1', clientId: 'web', sessionId: 'sid-1' }));
+            await store.createAuthorizationCode(authorizationCode({ codeHash: 'c2', clientId: 'web', sessionId: 'sid-1' }));
+            await store.createAuthorizationCode(authorizationCode({ codeHash: 'c3', clientId: 'tv', sessionId: 'sid-2' }));
+            // A family whose code is long purged still names its session.
+            await store.createRefreshToken(refreshToken({ id: 'r1', tokenHash: 'h1', familyId: 'f1', clientId: 'app', sessionId: 'sid-1' }));
+            await store.createRefreshToken(refreshToken({ id: 'r2', tokenHash: 'h2', familyId: 'f2', clientId: 'cli', sessionId: undefined }));
+            expect(await store.clientsOfSession('sid-1')).toEqual(['app', 'web']);
+            expect(await store.clientsOfSession('sid-2')).toEqual(['tv']);
+            expect(await store.clientsOfSession('sid-none')).toEqual([]);
+            expect(await store.clientsOfSession('')).toEqual([]);
+          });
+        });
+      });
+
       describe('consents', () => {
         it("listConsents: the user's consents, most recent first (grantedAt, then clientId, then audience), no one else's", async () => {
           await withSeededStore(async (store) => {

@@ -993,7 +993,11 @@ export class PostgresStore implements Store {
 
   async clientsOfSession(sessionId: string): Promise<string[]> {
     if (!storable(sessionId)) return [];
-    const rows = await this.db.many('SELECT DISTINCT client_id FROM authorization_codes WHERE session_id = $1 ORDER BY client_id COLLATE "C"', sessionId);
+    // Codes are purged a day after they expire; refresh families live on (sessions may outlast a day).
+    const rows = await this.db.many(
+      'SELECT client_id FROM (SELECT client_id FROM authorization_codes WHERE session_id = $1 UNION SELECT client_id FROM refresh_tokens WHERE session_id = $1) AS c ORDER BY client_id COLLATE "C"',
+      sessionId,
+    );
     return rows.map((r) => String(r.client_id));
   }
 

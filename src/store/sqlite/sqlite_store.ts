@@ -1081,7 +1081,12 @@ export class SqliteStore implements Store {
   }
 
   async clientsOfSession(sessionId: string): Promise<string[]> {
-    const rows = this.all('SELECT DISTINCT client_id FROM authorization_codes WHERE session_id = ? ORDER BY client_id', sessionId);
+    // Codes are purged a day after they expire; refresh families live on (sessions may outlast a day).
+    const rows = this.all(
+      'SELECT client_id FROM authorization_codes WHERE session_id = ? UNION SELECT client_id FROM refresh_tokens WHERE session_id = ? ORDER BY client_id',
+      sessionId,
+      sessionId,
+    );
     return rows.map((r) => String(r.client_id));
   }
 

@@ -264,7 +264,9 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     const guarded = await guard(request, reply, form.csrf_token);
     if (!guarded.ok) return guarded.reply;
     const { signedIn } = guarded;
-    const removed = form.client_id === '' ? 0 : await store.withdrawConsent(signedIn.user.id, form.client_id, epochSeconds(clock));
+    // Only a consent the person gave (their other sign-ins have their own Sign out buttons).
+    const given = form.client_id !== '' && (await store.listConsents(signedIn.user.id)).some((c) => c.clientId === form.client_id);
+    const removed = given ? await store.withdrawConsent(signedIn.user.id, form.client_id, epochSeconds(clock)) : 0;
     if (removed > 0) audit(request, 'consent.withdrawn', { userId: signedIn.user.id, clientId: form.client_id });
     return showAccount(request, reply, signedIn, { kind: 'notice', text: removed > 0 ? 'Access withdrawn: the application was signed out and will ask again.' : 'That application had no access.' });
   });

@@ -69,7 +69,10 @@ const inFlight = new WeakMap<Services, Set<Promise<void>>>();
 function afterTheAnswer(services: Services, log: FastifyBaseLogger, work: () => Promise<void>): void {
   let pending = inFlight.get(services);
   if (!pending) inFlight.set(services, (pending = new Set()));
-  const task: Promise<void> = work()
+  // Started on a later turn of the event loop, once the answer is on its way: the lookup and the
+  // mail then cost the answer nothing, whether or not the account exists.
+  const task: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
+    .then(work)
     .catch((err: unknown) => log.error({ err: err instanceof MailError ? err.toLog() : { message: String((err as Error)?.message ?? err).slice(0, 300) } }, 'password reset request failed'))
     .finally(() => pending.delete(task));
   pending.add(task);

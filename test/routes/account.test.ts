@@ -239,8 +239,10 @@ describe('applications you allowed', () => {
     expect(done.body).toContain('Access withdrawn');
     expect((await refresh(t, 'photos', photos.refresh_token)).json().error).toBe('invalid_grant');
     expect(await t.store.listConsents((await alice()).id)).toEqual([]);
-    // Withdrawing what was never given, or someone else's: nothing.
+    // Withdrawing what was never given: nothing, and that application's sign-ins stay.
+    const tv = await tokensFor(t, await alice(), 'tv');
     expect((await browser.post('/account/consents/withdraw', { csrf_token: inputValue(page.body, 'csrf_token')!, client_id: 'tv' })).body).toContain('had no access');
+    expect((await refresh(t, 'tv', tv.refresh_token!)).statusCode).toBe(200);
     expect(audited().filter((e) => e.event === 'consent.withdrawn')).toHaveLength(1);
   });
 });

@@ -26,6 +26,13 @@ export interface BackchannelDelivery {
   attempts: number;
 }
 
+/** Tells the clients of each ended session without waiting (the person's page never waits for a client). */
+export function notifyBackchannelLogoutLater(services: Services, sessions: readonly Pick<SessionRecord, 'userId' | 'id'>[], source: AuditSource & { log: { error(o: object, m: string): void } }): void {
+  for (const session of sessions) {
+    void notifyBackchannelLogout(services, session, source).catch((err: unknown) => source.log.error({ err }, 'back-channel logout failed'));
+  }
+}
+
 /** The logout token for one client and one session. */
 export async function logoutToken(services: Services, clientId: string, session: Pick<SessionRecord, 'userId' | 'id'>): Promise<string> {
   const now = epochSeconds(services.clock);

@@ -20,7 +20,7 @@ import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
 import { currentSession, endSession, startSession, type SignedIn } from '../http/session.js';
 import { startSignInAttempt } from '../http/signin_attempt.js';
-import { notifyBackchannelLogout } from '../oauth/backchannel_logout.js';
+import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
 import type { ClientRecord, SessionRecord } from '../store/store.js';
 import { recentSignInSeconds } from './account_security.js';
 import { sendVerificationEmail } from './password_reset.js';
@@ -110,11 +110,15 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     );
   }
 
-  /** Tells the clients of ended sessions, in the background (OIDC Back-Channel Logout). */
-  function tellClients(request: FastifyRequest, sessions: SessionRecord[]) {
-    for (const session of sessions) {
-      void notifyBackchannelLogout(services, session, request).catch((err: unknown) => request.log.error({ err }, 'back-channel logout failed'));
-    }
+  const tellClients = (request: FastifyRequest, sessions: SessionRecord[]) => notifyBackchannelLogoutLater(services, sessions, request);
+
+  /** The person's current password, checked as a password guess like any other (counted in the sign-in back-off). */
+  async function currentPasswordRight(request: FastifyRequest, user: SignedIn['user'], typed: string, reason: string): Promise<boolean> {
+    const attempt = await startSignInAttempt(request, services, user.username);
+    const right = await attempt.run(() => verifyPassword(typed, user.passwordHash));
+    await attempt.finish(right);
+    if (!right) audit(request, 'signin.failure', { userId: user.id, reason });
+    return right;
   }
 
   /** Signed in and a valid form, or the reply that says why not. */
@@ -154,11 +158,7 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     // Reset links go to this address, so changing it is as good as knowing the password: it needs
     // the password (counted as a guess), or — for people who have none here — a recent sign-in.
     if (emailChanged && user.passwordHash !== 'upstream') {
-      const attempt = await startSignInAttempt(request, services, user.username);
-      const right = await attempt.run(() => verifyPassword(form.current_password, user.passwordHash));
-      await attempt.finish(right);
-      if (!right) {
-        audit(request, 'signin.failure', { userId: user.id, reason: 'account_email_change' });
+      if (!(await currentPasswordRight(request, user, form.current_password, 'account_email_change'))) {
         return showAccount(request, reply, signedIn, { kind: 'error', text: 'To change your email, enter your current password.', about: 'profile' }, 401);
       }
     } else if (emailChanged && epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) {
@@ -166,14 +166,14 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     }
     await store.updateUserProfile(user.id, { name, email });
     audit(request, 'user.profile_changed', { userId: user.id, emailChanged });
-    const updated = await currentSessionAfterChange(request, signedIn);
+    const updated = await reloaded(signedIn);
     const mailed = emailChanged ? await sendVerificationEmail(services, updated.user, request) : undefined;
     const text = mailed === 'sent' ? 'Saved. We sent a link to your new address to verify it.' : emailChanged ? 'Saved. Your new email is not verified yet.' : 'Saved.';
     return showAccount(request, reply, updated, { kind: 'notice', text });
   });
 
   /** The signed-in person as stored now (after a change to the user row). */
-  async function currentSessionAfterChange(_request: FastifyRequest, signedIn: SignedIn): Promise<SignedIn> {
+  async function reloaded(signedIn: SignedIn): Promise<SignedIn> {
     const user = await store.findUserById(signedIn.user.id);
     return user ? { session: signedIn.session, user } : signedIn;
   }
@@ -194,12 +194,7 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
       if (!(err instanceof AdminInputError)) throw err;
       return showAccount(request, reply, signedIn, { kind: 'error', text: 'The new password must be 8 to 1024 characters.', about: 'password' }, 400);
     }
-    // The current password is a password guess like any other: counted in the sign-in back-off.
-    const attempt = await startSignInAttempt(request, services, user.username);
-    const right = await attempt.run(() => verifyPassword(form.current_password, user.passwordHash));
-    await attempt.finish(right);
-    if (!right) {
-      audit(request, 'signin.failure', { userId: user.id, reason: 'account_password_change' });
+    if (!(await currentPasswordRight(request, user, form.current_password, 'account_password_change'))) {
       return showAccount(request, reply, signedIn, { kind: 'error', text: 'Your current password is not right.', about: 'password' }, 401);
     }
     const hash = await hashPassword(newPassword);

@@ -21,7 +21,7 @@ import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
 import { allowFormActionTo } from '../http/security_headers.js';
 import { currentSession, endSession, type SignedIn } from '../http/session.js';
-import { notifyBackchannelLogout } from '../oauth/backchannel_logout.js';
+import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
 import { formActionSource } from '../oauth/redirect.js';
 import type { ClientRecord } from '../store/store.js';
 
@@ -80,8 +80,7 @@ export async function logoutRoutes(app: FastifyInstance): Promise<void> {
     await endSession(request, reply, services);
     if (!signedIn) return;
     audit(request, via === 'rp' ? 'logout.rp_initiated' : 'signout', { userId: signedIn.user.id });
-    // In the background: the person's page never waits for a client.
-    void notifyBackchannelLogout(services, signedIn.session, request).catch((err: unknown) => request.log.error({ err }, 'back-channel logout failed'));
+    notifyBackchannelLogoutLater(services, [signedIn.session], request);
   }
 
   function finish(reply: FastifyReply, checked: CheckedRequest) {

@@ -16,7 +16,7 @@ import { AdminInputError, validPassword } from '../admin/validation.js';
 import { epochSeconds } from '../clock.js';
 import { hashPassword } from '../crypto/password.js';
 import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
-import { notifyBackchannelLogout } from '../oauth/backchannel_logout.js';
+import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
 import { tooManyRequests } from '../errors.js';
 import { audit, type AuditSource } from '../http/audit.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
@@ -319,7 +319,7 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
       return renderErrorPage(request, reply, services, expiredResetLink, 400);
     }
     audit(request, 'user.password_reset', { userId: user.id });
-    for (const ended of endedSessions) void notifyBackchannelLogout(services, ended, request).catch((err: unknown) => request.log.error({ err }, 'back-channel logout failed'));
+    notifyBackchannelLogoutLater(services, endedSessions, request);
     // The store ended this browser's session too, if it was the account's: forget its cookie.
     const signedIn = await currentSession(request, services);
     if (signedIn?.user.id === user.id) await endSession(request, reply, services);

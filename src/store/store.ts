@@ -5,7 +5,7 @@
  */
 import type { PublicJwk, SigningAlgorithm } from '../crypto/keys.js';
 
-export type GrantTypeName = 'authorization_code' | 'device_code' | 'refresh_token';
+export type GrantTypeName = 'authorization_code' | 'device_code' | 'refresh_token' | 'client_credentials';
 
 export interface UserRecord {
   id: string;
@@ -26,6 +26,11 @@ export interface UserRecord {
   emailVerified: boolean;
   /** Groups from the upstream (refreshed at each upstream sign-in), for `groups` in tokens. */
   groups: string[];
+  /**
+   * The roles granted to the user (`users grant`), sorted by name: filled in by the store on every
+   * read, ignored by createUser (a new user has none).
+   */
+  roles: string[];
 }
 
 export type ConnectorType = 'oidc' | 'github' | 'ldap';
@@ -82,6 +87,90 @@ export interface ClientRecord {
   postLogoutRedirectUris: string[];
   /** Where OIDC Back-Channel Logout tokens are POSTed when a session the client signed in through ends. */
   backchannelLogoutUri: string | undefined;
+  /**
+   * The client's public keys for private_key_jwt (RFC 7523): fetched from this https address
+   * (cached), or stored (`jwks`, a JWK Set of public keys only). Such a client is confidential
+   * without a secret.
+   */
+  jwksUri: string | undefined;
+  jwks: { keys: Record<string, unknown>[] } | undefined;
+  /**
+   * The client secret sealed (crypto/secret_box.ts, context `client_secret:<clientId>`): the HMAC
+   * key of client_secret_jwt. Undefined for public clients and for secrets made before it was kept.
+   */
+  secretSealed: string | undefined;
+  /** The secret replaced by `clients rotate-secret --keep-old-for`, accepted until previousSecretExpiresAt. */
+  previousSecretHash: string | undefined;
+  previousSecretSealed: string | undefined;
+  previousSecretExpiresAt: number | undefined;
+  /** A disabled client cannot authenticate, start a flow or use its tokens; `clients enable` lifts it. */
+  disabled: boolean;
+}
+
+/** What may be changed on a registered client (the admin console, `clients update`). */
+export type ClientChanges = Partial<
+  Pick<ClientRecord, 'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'backchannelLogoutUri' | 'grantTypes' | 'firstParty' | 'requirePkce' | 'jwksUri' | 'jwks'>
+>;
+
+/** What a machine client may ask `client_credentials` tokens for: one API and some of its scopes. */
+export interface ClientGrantRecord {
+  clientId: string;
+  api: string;
+  /** In the order given; only scopes the API still declares are ever issued. */
+  scopes: string[];
+  createdAt: number;
+}
+
+/** One API permission: a scope the API declares. */
+export interface Permission {
+  api: string;
+  scope: string;
+}
+
+/** A named bundle of API permissions given to people (`roles add`, `users grant`). */
+export interface RoleRecord {
+  name: string;
+  description: string | undefined;
+  /** Sorted by api, then scope; removed with their API. */
+  permissions: Permission[];
+  /** `admin`: made by the migration, may use the admin console, cannot be removed. */
+  builtIn: boolean;
+  createdAt: number;
+  /** How many users hold it (filled in on reads). */
+  members: number;
+}
+
+/** A stored audit event: who did what, to whom, from where (never a secret). */
+export interface AuditEventRecord {
+  /** Assigned by the store, increasing: newer events have larger ids (a paging cursor). */
+  id: number;
+  /** Epoch milliseconds. */
+  at: number;
+  event: string;
+  /** Who acted for someone else: the admin's username (console), `cli` (an admin command); undefined when people act for themselves. */
+  actor: string | undefined;
+  userId: string | undefined;
+  clientId: string | undefined;
+  ip: string | undefined;
+  /** The event's other fields (JSON object, bounded by the caller). */
+  details: Record<string, unknown>;
+}
+
+/** Filters of the audit log (all optional, combined with AND); newest first. */
+export interface AuditEventQuery {
+  /** Epoch milliseconds, inclusive. */
+  since?: number;
+  /** Epoch milliseconds, exclusive. */
+  until?: number;
+  userId?: string;
+  clientId?: string;
+  /** An exact event name, or a prefix ending in '.' ("user." matches every user event). */
+  event?: string;
+  actor?: string;
+  /** Only events with an id below this (the next page). */
+  beforeId?: number;
+  /** At most this many (the store caps it at 500). */
+  limit: number;
 }
 
 export interface ApiRecord {
@@ -90,6 +179,8 @@ export interface ApiRecord {
   createdAt: number;
   /** Confidential clients (the API's own servers) that may introspect tokens issued for it (RFC 7662 §4). */
   introspectionClients: string[];
+  /** The permissions (scope names) the API declares (`apis add --scope`), in the order given. */
+  scopes: string[];
 }
 
 export interface SigningKeyRecord {
@@ -339,7 +430,7 @@ export class DuplicateError extends Error {
 }
 
 /** How many rows of each kind purgeExpired removed. */
-export type PurgeCounts = Record<'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens' | 'emailTokens', number>;
+export type PurgeCounts = Record<'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens' | 'emailTokens' | 'usedOnce', number>;
 
 export interface Store {
   /**
@@ -427,8 +518,9 @@ export interface Store {
   createApi(api: ApiRecord): Promise<void>;
   findApi(identifier: string): Promise<ApiRecord | undefined>;
   listApis(): Promise<ApiRecord[]>;
-  /** Replaces the API's name and introspection clients. Returns false when there is no such API. */
+  /** Replaces the API's name, scopes and introspection clients. Returns false when there is no such API. */
   updateApi(api: ApiRecord): Promise<boolean>;
+  /** Also removes the role permissions and client grants of the API. */
   removeApi(identifier: string): Promise<boolean>;
 
   listSigningKeys(): Promise<SigningKeyRecord[]>;
@@ -643,4 +735,58 @@ export interface Store {
    * it (PostgreSQL's autovacuum). Returns how many pages were released.
    */
   reclaimSpace(maxPages?: number): Promise<number>;
+
+  // --- Roles, API permissions, machine clients (issue 18) ---
+
+  /** Throws DuplicateError when a role of that name exists. `members` and `builtIn` are ignored. */
+  createRole(role: Omit<RoleRecord, 'members' | 'builtIn'>): Promise<void>;
+  findRole(name: string): Promise<RoleRecord | undefined>;
+  /** Sorted by name. */
+  listRoles(): Promise<RoleRecord[]>;
+  /** Replaces the role's permissions (and description when given). False when there is no such role. */
+  updateRole(name: string, changes: { permissions?: Permission[]; description?: string | undefined }): Promise<boolean>;
+  /** Removes a role and every grant of it. False when there is none or it is built in. */
+  removeRole(name: string): Promise<boolean>;
+  /** Gives the user the role (idempotent: true when they now hold it). False when user or role does not exist. */
+  grantRole(userId: string, role: string, now: number): Promise<boolean>;
+  /** False when the user did not hold it. */
+  revokeRole(userId: string, role: string): Promise<boolean>;
+  /** Users holding the role, sorted by username. */
+  listRoleMembers(role: string): Promise<UserRecord[]>;
+  /**
+   * The scopes of `api` the user's roles give, sorted and distinct (one query: token issuance
+   * calls it). Scopes the API no longer declares are the caller's to drop.
+   */
+  permittedScopes(userId: string, api: string): Promise<string[]>;
+
+  /** Inserts or replaces the grant of (client, api). */
+  saveClientGrant(grant: ClientGrantRecord): Promise<void>;
+  findClientGrant(clientId: string, api: string): Promise<ClientGrantRecord | undefined>;
+  /** The client's grants sorted by api; every client's when clientId is undefined. */
+  listClientGrants(clientId: string | undefined): Promise<ClientGrantRecord[]>;
+  /** False when there was none. */
+  removeClientGrant(clientId: string, api: string): Promise<boolean>;
+
+  /** Changes what is given; false when there is no such client. */
+  updateClient(clientId: string, changes: ClientChanges): Promise<boolean>;
+  /**
+   * A new secret (digest and sealed copy); the current one becomes the previous, accepted until
+   * `keepOldUntil`, or is dropped at once when that is undefined. False when there is no such client.
+   */
+  rotateClientSecret(clientId: string, secret: { hash: string; sealed: string }, keepOldUntil: number | undefined): Promise<boolean>;
+  /** False when there is no such client. */
+  setClientDisabled(clientId: string, disabled: boolean): Promise<boolean>;
+
+  /**
+   * Remembers `key` under `purpose` until `expiresAt` (epoch seconds): true the first time, false
+   * while it is remembered (a replayed client assertion jti, later DPoP proofs), atomically across
+   * every process on the store. Forgotten by purgeExpired after expiresAt.
+   */
+  useOnce(purpose: string, key: string, expiresAt: number): Promise<boolean>;
+
+  /** Appends events in one transaction (the ids are assigned here). */
+  appendAuditEvents(events: Omit<AuditEventRecord, 'id'>[]): Promise<void>;
+  listAuditEvents(query: AuditEventQuery): Promise<AuditEventRecord[]>;
+  /** Removes events older than `before` (epoch ms), at most batchSize (all when omitted). Returns how many. */
+  purgeAuditEvents(before: number, batchSize?: number): Promise<number>;
 }

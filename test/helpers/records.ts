@@ -35,6 +35,7 @@ export function user(overrides: Partial<UserRecord> = {}): UserRecord {
     source: 'local',
     emailVerified: true,
     groups: [],
+    roles: [],
     ...overrides,
   };
 }
@@ -53,12 +54,19 @@ export function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
     tokensRevokedAt: undefined,
     postLogoutRedirectUris: [],
     backchannelLogoutUri: undefined,
+    jwksUri: undefined,
+    jwks: undefined,
+    secretSealed: undefined,
+    previousSecretHash: undefined,
+    previousSecretSealed: undefined,
+    previousSecretExpiresAt: undefined,
+    disabled: false,
     ...overrides,
   };
 }
 
 export function api(overrides: Partial<ApiRecord> = {}): ApiRecord {
-  return { identifier: 'https://api.example.com', name: 'Example API', createdAt: t0, introspectionClients: [], ...overrides };
+  return { identifier: 'https://api.example.com', name: 'Example API', createdAt: t0, introspectionClients: [], scopes: [], ...overrides };
 }
 
 export function signingKey(kid: string, createdAt = t0, alg: SigningKeyRecord['alg'] = 'RS256'): Omit<SigningKeyRecord, 'retiredAt'> {

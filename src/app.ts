@@ -45,7 +45,9 @@ import { logoutRoutes } from './routes/logout.js';
 import { accountSecurityRoutes } from './routes/account_security.js';
 import { tokenRoutes } from './routes/token.js';
 import { passwordResetRoutes } from './routes/password_reset.js';
+import { adminRoutes } from './routes/admin/index.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
+import { AuditTrail } from './audit/audit_trail.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -175,8 +177,13 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
     signInSlowLane: new SlowLane(),
     mailer: deps.mailer ?? createMailer(config),
+    auditTrail: new AuditTrail(store, app.log),
   };
   app.decorate('services', services);
+  // What is still batched is stored before the store closes (the server closes the app first).
+  app.addHook('onClose', async () => {
+    await services.auditTrail.flush();
+  });
 
   // Only form bodies are accepted (the contract); JSON and text bodies are refused with 400.
   app.removeAllContentTypeParsers();
@@ -229,6 +236,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(secondFactorRoutes);
   await app.register(accountSecurityRoutes);
   await app.register(accountRoutes);
+  await app.register(adminRoutes);
   await app.register(passwordResetRoutes);
   await app.register(logoutRoutes);
   await app.register(deviceVerificationRoutes);

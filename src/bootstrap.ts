@@ -1,7 +1,7 @@
 /**
  * What the server makes sure of at start: the built-in `latchkey-cli` client, and on a database
  * with no users, a first user (LATCHKEY_BOOTSTRAP_USER, or `admin` with a random password that is
- * shown once and never logged).
+ * shown once and never logged) holding the `admin` role, so that someone can open the console.
  */
 import type { Clock } from './clock.js';
 import { epochSeconds } from './clock.js';
@@ -9,6 +9,8 @@ import type { Config } from './config.js';
 import { hashPassword } from './crypto/password.js';
 import { randomUuid, randomString } from './crypto/secrets.js';
 import { DuplicateError, type ClientRecord, type Store } from './store/store.js';
+import { plainClientFields } from './admin/clients.js';
+import { adminRole } from './admin/roles.js';
 
 export const builtinCliClientId = 'latchkey-cli';
 
@@ -23,7 +25,10 @@ export function builtinCliClient(now: number): ClientRecord {
     firstParty: true,
     builtIn: true,
     createdAt: now,
-    tokensRevokedAt: undefined, postLogoutRedirectUris: [], backchannelLogoutUri: undefined,
+    tokensRevokedAt: undefined,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: undefined,
+    ...plainClientFields,
   };
 }
 
@@ -41,9 +46,10 @@ export async function bootstrap(store: Store, config: Config, clock: Clock): Pro
   if ((await store.countUsers()) > 0) return { createdUser: undefined, generatedPassword: undefined };
   const username = config.bootstrapUser ?? 'admin';
   const generated = config.bootstrapPassword === undefined ? randomString(passwordAlphabet, 20) : undefined;
+  const id = randomUuid();
   try {
     await store.createUser({
-      id: randomUuid(),
+      id,
       username,
       email: username.includes('@') ? username : `${username}@localhost`,
       name: undefined,
@@ -55,11 +61,13 @@ export async function bootstrap(store: Store, config: Config, clock: Clock): Pro
       // A made-up address (admin@localhost) is nobody's mailbox; one the operator chose counts as theirs.
       emailVerified: username.includes('@'),
       groups: [],
+      roles: [],
     });
   } catch (err) {
     // Another instance starting on the same empty database made the first user (and showed its password).
     if (err instanceof DuplicateError) return { createdUser: undefined, generatedPassword: undefined };
     throw err;
   }
+  await store.grantRole(id, adminRole, now);
   return { createdUser: username, generatedPassword: generated };
 }

@@ -57,7 +57,7 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
   }
   for (const warning of startupWarnings(config, store)) log.warn({ event: 'startup.warning' }, warning);
   if (store.vacuumConversion === 'converted') log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
-  const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval);
+  const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval, config.auditRetention);
   const unsplittable = unsplittableLimits(config);
   // Limits counted in a shared store are not split between workers.
   if (unsplittable.length > 0 && !store.sharedAcrossInstances) {

@@ -139,6 +139,7 @@ const environmentSchema = z.object({
   LATCHKEY_REFRESH_TOKEN_IDLE_TTL: seconds('LATCHKEY_REFRESH_TOKEN_IDLE_TTL', 14 * 86400, 60, 10 * 365 * 86400),
   LATCHKEY_REFRESH_REUSE_GRACE: seconds('LATCHKEY_REFRESH_REUSE_GRACE', 5, 0, 300),
   LATCHKEY_HOUSEKEEPING_INTERVAL: seconds('LATCHKEY_HOUSEKEEPING_INTERVAL', 60, 1, 86400),
+  LATCHKEY_AUDIT_RETENTION: seconds('LATCHKEY_AUDIT_RETENTION', 365 * 86400, 86400, 10 * 365 * 86400),
   LATCHKEY_SHUTDOWN_TIMEOUT: seconds('LATCHKEY_SHUTDOWN_TIMEOUT', 8, 1, 600),
   LATCHKEY_UPSTREAM_TIMEOUT: seconds('LATCHKEY_UPSTREAM_TIMEOUT', 10, 1, 120),
   LATCHKEY_MFA: optionalText.pipe(z.enum(mfaPolicies, { error: `LATCHKEY_MFA must be one of ${mfaPolicies.join(', ')}` }).optional()),
@@ -216,6 +217,8 @@ export interface Config {
   readonly sessionTtl: number;
   /** Seconds between purges of expired rows. */
   readonly housekeepingInterval: number;
+  /** How long the stored audit log keeps an event (the console's audit page); older ones are purged. */
+  readonly auditRetention: number;
   /** Seconds a shutdown waits for requests in flight before closing their connections. */
   readonly shutdownTimeout: number;
   /** Seconds any one request to an upstream identity provider (OIDC, GitHub, LDAP) may take. */
@@ -331,6 +334,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     refreshReuseGrace: e.LATCHKEY_REFRESH_REUSE_GRACE,
     sessionTtl: e.LATCHKEY_SESSION_TTL,
     housekeepingInterval: e.LATCHKEY_HOUSEKEEPING_INTERVAL,
+    auditRetention: e.LATCHKEY_AUDIT_RETENTION,
     shutdownTimeout: e.LATCHKEY_SHUTDOWN_TIMEOUT,
     upstreamTimeout: e.LATCHKEY_UPSTREAM_TIMEOUT,
     mfa: e.LATCHKEY_MFA ?? 'optional',

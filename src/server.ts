@@ -59,7 +59,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     if (store.vacuumConversion === 'converted') app.log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
   }
 
-  const housekeeping = options.worker ? undefined : startHousekeeping(store, systemClock, app.log, config.housekeepingInterval);
+  const housekeeping = options.worker ? undefined : startHousekeeping(store, systemClock, app.log, config.housekeepingInterval, config.auditRetention);
 
   let closing: Promise<void> | undefined;
   const close = () => {

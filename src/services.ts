@@ -8,6 +8,7 @@ import type { Store } from './store/store.js';
 import type { SecretBox } from './crypto/secret_box.js';
 import type { SlowLane } from './oauth/signin_throttle.js';
 import type { Mailer } from './mail/mailer.js';
+import type { AuditTrail } from './audit/audit_trail.js';
 
 export interface RateLimiters {
   /** Wrong user codes entered at /activate, per source address (RFC 8628 §5.1). */
@@ -55,4 +56,6 @@ export interface Services {
   signInSlowLane: SlowLane;
   /** Sends password-reset and verification links; undefined when LATCHKEY_SMTP_URL is unset. */
   mailer: Mailer | undefined;
+  /** Stores audit events (batched) for the admin console's audit log. */
+  auditTrail: AuditTrail;
 }

@@ -45,6 +45,11 @@ export function validClientId(value: string): string {
   if (!/^[A-Za-z0-9._~:-]{1,128}$/.test(value)) {
     throw new AdminInputError(`"${value.slice(0, 80)}" is not a valid client_id: use 1-128 letters, digits or . _ ~ : -`);
   }
+  // A machine's tokens have sub = client_id, and people's subs are UUIDs: an API that sees only
+  // `sub` must never be able to mistake one for the other (RFC 9068 §5).
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
+    throw new AdminInputError(`"${value}" looks like a user id (a UUID); choose a client_id that cannot be mistaken for a person`);
+  }
   return value;
 }
 
@@ -89,6 +94,7 @@ const grantTypeAliases: Record<string, GrantTypeName> = {
   device_code: 'device_code',
   'urn:ietf:params:oauth:grant-type:device_code': 'device_code',
   refresh_token: 'refresh_token',
+  client_credentials: 'client_credentials',
 };
 
 export function validGrantTypes(values: string[] | undefined): GrantTypeName[] {
@@ -96,7 +102,7 @@ export function validGrantTypes(values: string[] | undefined): GrantTypeName[] {
   const result: GrantTypeName[] = [];
   for (const value of values) {
     const grant = Object.hasOwn(grantTypeAliases, value) ? grantTypeAliases[value] : undefined;
-    if (!grant) throw new AdminInputError(`unknown grant type "${value.slice(0, 80)}": use authorization_code, device_code or refresh_token`);
+    if (!grant) throw new AdminInputError(`unknown grant type "${value.slice(0, 80)}": use authorization_code, device_code, refresh_token or client_credentials`);
     if (!result.includes(grant)) result.push(grant);
   }
   return result;

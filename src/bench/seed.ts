@@ -3,6 +3,7 @@
  * benchmarks): a user, a device client and a browser client, and batches of device grants,
  * authorization codes and refresh tokens whose secrets the load generator then presents.
  */
+import { plainClientFields } from '../admin/clients.js';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.js';
 import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
@@ -46,8 +47,9 @@ export async function seedBase(store: SqliteStore, now: number): Promise<void> {
     source: 'local',
     emailVerified: true,
     groups: [],
+    roles: [],
   });
-  const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now, tokensRevokedAt: undefined, postLogoutRedirectUris: [], backchannelLogoutUri: undefined };
+  const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now, tokensRevokedAt: undefined, postLogoutRedirectUris: [], backchannelLogoutUri: undefined, ...plainClientFields };
   await store.createClient({ ...common, clientId: deviceClientId, name: 'Bench device', redirectUris: [], grantTypes: ['device_code', 'refresh_token'] });
   await store.createClient({ ...common, clientId: webClientId, name: 'Bench web', redirectUris: [redirectUri], grantTypes: ['authorization_code', 'refresh_token'] });
 }

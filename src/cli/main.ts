@@ -21,6 +21,11 @@ import { apisUpdateCommand } from './commands/apis_update.js';
 import { clientsAddCommand } from './commands/clients_add.js';
 import { clientsListCommand } from './commands/clients_list.js';
 import { clientsRemoveCommand } from './commands/clients_remove.js';
+import { clientsGrantCommand } from './commands/clients_grant.js';
+import { clientsRotateSecretCommand } from './commands/clients_rotate_secret.js';
+import { clientsDisableCommand, clientsEnableCommand } from './commands/clients_disable.js';
+import { rolesAddCommand, rolesListCommand, rolesRemoveCommand, rolesUpdateCommand } from './commands/roles.js';
+import { usersGrantCommand, usersRevokeCommand } from './commands/users_roles.js';
 import { connectorsAddCommand } from './commands/connectors_add.js';
 import { connectorsListCommand } from './commands/connectors_list.js';
 import { connectorsRemoveCommand } from './commands/connectors_remove.js';
@@ -56,11 +61,21 @@ export const commands: Command[] = [
   usersPasswdCommand,
   usersRevokeTokensCommand,
   usersMfaResetCommand,
+  usersGrantCommand,
+  usersRevokeCommand,
+  rolesAddCommand,
+  rolesUpdateCommand,
+  rolesListCommand,
+  rolesRemoveCommand,
   sessionsListCommand,
   sessionsRevokeCommand,
   clientsAddCommand,
   clientsListCommand,
   clientsRemoveCommand,
+  clientsGrantCommand,
+  clientsRotateSecretCommand,
+  clientsDisableCommand,
+  clientsEnableCommand,
   connectorsAddCommand,
   connectorsListCommand,
   connectorsRemoveCommand,

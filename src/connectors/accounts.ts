@@ -113,6 +113,7 @@ async function createUser(
       tokensRevokedAt: undefined,
       source: connectorId,
       emailVerified,
+      roles: [],
       groups: profile.groups,
     };
     try {

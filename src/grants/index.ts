@@ -2,9 +2,10 @@
 import { authorizationCodeGrant } from './authorization_code.js';
 import { deviceCodeGrant } from './device_code.js';
 import { refreshTokenGrant } from './refresh_token.js';
+import { clientCredentialsGrant } from './client_credentials.js';
 import type { GrantHandler } from './types.js';
 
-const grants: GrantHandler<unknown>[] = [authorizationCodeGrant, deviceCodeGrant, refreshTokenGrant];
+const grants: GrantHandler<unknown>[] = [authorizationCodeGrant, deviceCodeGrant, refreshTokenGrant, clientCredentialsGrant];
 
 export const grantHandlers: ReadonlyMap<string, GrantHandler<unknown>> = new Map(grants.map((g) => [g.grantType, g]));
 

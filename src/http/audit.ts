@@ -1,9 +1,11 @@
 /**
- * Audit events: structured log lines with a stable `event` field, who (user and client ids), from
- * which address, and never a secret. Anything with a logger and an address can emit them: a
- * request, or a grant's context.
+ * Audit events: structured log lines with a stable `event` field, who (user and client ids, and
+ * `actor`, the admin acting for someone else), from which address, and never a secret. Anything
+ * with a logger and an address can emit them: a request, or a grant's context. Each is also stored
+ * (audit/audit_trail.ts) for the admin console's audit log.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import { auditRecord, type AuditTrail } from '../audit/audit_trail.js';
 
 export type AuditEvent =
   | 'signin.success'
@@ -58,17 +60,37 @@ export type AuditEvent =
   | 'user.email_verified'
   | 'logout.rp_initiated'
   | 'logout.backchannel_delivered'
-  | 'logout.backchannel_failed';
+  | 'logout.backchannel_failed'
+  | 'client.updated'
+  | 'client.secret_rotated'
+  | 'client.disabled'
+  | 'client.enabled'
+  | 'client.grant_saved'
+  | 'client.grant_removed'
+  | 'client.assertion_replayed'
+  | 'api.removed'
+  | 'role.created'
+  | 'role.updated'
+  | 'role.removed'
+  | 'user.role_granted'
+  | 'user.role_revoked'
+  | 'session.ended_by_admin'
+  | 'admin.access_denied';
 
 export interface AuditSource {
   log: FastifyBaseLogger;
   ip: string;
+  /** A grant's context carries the services; a request reaches them through its server. */
+  services?: { auditTrail?: AuditTrail | undefined; clock(): number };
+  server?: { services?: { auditTrail?: AuditTrail | undefined; clock(): number } };
 }
 
-const warnings = new Set<AuditEvent>(['refresh_token.reuse_detected', 'authorization_code.replayed', 'logout.backchannel_failed']);
+const warnings = new Set<AuditEvent>(['refresh_token.reuse_detected', 'authorization_code.replayed', 'logout.backchannel_failed', 'client.assertion_replayed', 'admin.access_denied']);
 
 export function audit(source: AuditSource, event: AuditEvent, fields: Record<string, unknown> = {}): void {
   const line = { event, ip: source.ip, ...fields };
   if (warnings.has(event)) source.log.warn(line, event);
   else source.log.info(line, event);
+  const services = source.services ?? source.server?.services;
+  services?.auditTrail?.record(auditRecord(Math.floor(services.clock() * 1000), event, source.ip, fields));
 }

@@ -13,7 +13,7 @@ import { epochSeconds } from '../clock.js';
 import { currentSession } from './session.js';
 import { cookieNames, setCookie } from './cookies.js';
 
-export type FormName = 'login' | 'activate' | 'device_decision' | 'authorize_decision' | 'second_factor' | 'account_security' | 'account' | 'logout' | 'password_reset';
+export type FormName = 'login' | 'activate' | 'device_decision' | 'authorize_decision' | 'second_factor' | 'account_security' | 'account' | 'logout' | 'password_reset' | 'admin';
 
 export const csrfFieldName = 'csrf_token';
 

@@ -58,6 +58,7 @@ export async function parseAuthorizationRequest(
   if (clientId === repeated || clientId.length > 256) return { kind: 'invalid_page', message: 'The request’s client_id is malformed.' };
   const client = await store.findClient(clientId);
   if (!client) return { kind: 'invalid_page', message: 'The application that sent you here is not registered.' };
+  if (client.disabled) return { kind: 'invalid_page', message: 'The application that sent you here has been disabled by the administrator.' };
   const redirectUri = single(q, 'redirect_uri');
   if (redirectUri === undefined || redirectUri === '') return { kind: 'invalid_page', message: 'The request has no redirect_uri.' };
   if (redirectUri === repeated || redirectUri.length > 2048 || !redirectUriAllowed(redirectUri, client.redirectUris)) {
@@ -94,9 +95,10 @@ export async function parseAuthorizationRequest(
     if ((p.acr_values ?? '').length > 1024) return invalid('acr_values is too long.');
     acrValues = requestedAcrValues(config, p.acr_values);
     if ((p.scope ?? '').length > 1024) return invalid('The scope is too long.');
-    scope = grantableScope(parseScope(p.scope), client).join(' ');
     if ((p.audience ?? '').length > 2048) return invalid('The audience is too long.');
-    audience = await resolveAudience(store, config, p.audience);
+    const target = await resolveAudience(store, config, p.audience);
+    audience = target.audience;
+    scope = grantableScope(parseScope(p.scope, target.scopes), client).join(' ');
   } catch (err) {
     if (err instanceof OAuthError) return fail(err);
     throw err;

@@ -1,6 +1,7 @@
 /**
- * Scopes (RFC 6749 §3.3): the supported values, parsing a requested `scope`, and the plain-words
- * descriptions shown to people on confirmation pages.
+ * Scopes (RFC 6749 §3.3): the server's own OpenID Connect scopes, the scopes (permissions) the
+ * requested API declares, parsing a requested `scope`, and the plain-words descriptions shown to
+ * people on confirmation pages.
  */
 import { OAuthError } from '../errors.js';
 import type { ClientRecord } from '../store/store.js';
@@ -13,17 +14,25 @@ export const defaultScope = 'openid';
 
 const scopeTokenPattern = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 
-/** Splits, validates and de-duplicates a scope string, keeping the order given. */
-export function parseScope(raw: string | undefined): ScopeValue[] {
+export function isOidcScope(value: string): value is ScopeValue {
+  return (supportedScopes as readonly string[]).includes(value);
+}
+
+/**
+ * Splits, validates and de-duplicates a scope string, keeping the order given. Besides the OIDC
+ * scopes, the scopes the requested API declares (`apiScopes`) may be asked for; anything else is
+ * invalid_scope.
+ */
+export function parseScope(raw: string | undefined, apiScopes: readonly string[] = []): string[] {
   const value = raw === undefined || raw.trim() === '' ? defaultScope : raw;
   const tokens = value.split(' ').filter((t) => t !== '');
-  const result: ScopeValue[] = [];
+  const result: string[] = [];
   for (const token of tokens) {
     if (!scopeTokenPattern.test(token)) throw new OAuthError('invalid_scope', 'The scope contains characters that are not allowed.');
-    if (!(supportedScopes as readonly string[]).includes(token)) {
+    if (!isOidcScope(token) && !apiScopes.includes(token)) {
       throw new OAuthError('invalid_scope', 'A requested scope is not supported.', { detail: `unsupported scope ${token.slice(0, 64)}` });
     }
-    if (!result.includes(token as ScopeValue)) result.push(token as ScopeValue);
+    if (!result.includes(token)) result.push(token);
   }
   return result;
 }
@@ -32,7 +41,7 @@ export function parseScope(raw: string | undefined): ScopeValue[] {
  * What the client actually gets: offline_access (a refresh token) only for clients allowed the
  * refresh_token grant. The token response's `scope` then tells the client what it got.
  */
-export function grantableScope(requested: ScopeValue[], client: ClientRecord): ScopeValue[] {
+export function grantableScope(requested: string[], client: ClientRecord): string[] {
   const granted = requested.filter((s) => s !== 'offline_access' || client.grantTypes.includes('refresh_token'));
   if (granted.length === 0) throw new OAuthError('invalid_scope', 'None of the requested scopes can be granted to this client.');
   return granted;
@@ -45,9 +54,10 @@ export const scopeDescriptions: Record<ScopeValue, string> = {
   offline_access: 'Keep access when you are not using it, until the access is revoked or expires',
 };
 
+/** One line per scope; an API's own scopes are named as the API declares them. */
 export function describeScopes(scope: string): string[] {
   return scope
     .split(' ')
-    .filter((s): s is ScopeValue => Object.hasOwn(scopeDescriptions, s))
-    .map((s) => scopeDescriptions[s]);
+    .filter((s) => s !== '')
+    .map((s) => (isOidcScope(s) ? scopeDescriptions[s] : `Use the permission “${s}”`));
 }

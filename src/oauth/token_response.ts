@@ -1,8 +1,9 @@
 /**
  * Builds the token response (RFC 6749 §5.1) shared by every grant: a JWT access token
- * (RFC 9068: typ at+jwt, iss, sub, aud, client_id, scope, iat, exp, jti), an opaque refresh token
- * stored only as its digest when offline_access was granted, and for the Authorization Code flow
- * with `openid` an id_token (OIDC Core §2, §3.1.3.6).
+ * (RFC 9068: typ at+jwt, iss, sub, aud, client_id, scope, iat, exp, jti, and `roles`), an opaque
+ * refresh token stored only as its digest when offline_access was granted, and for the
+ * Authorization Code flow with `openid` an id_token (OIDC Core §2, §3.1.3.6). The scope is first
+ * narrowed to what the person's roles allow now (oauth/permissions.ts).
  */
 import { epochSeconds } from '../clock.js';
 import { OAuthError } from '../errors.js';
@@ -12,6 +13,7 @@ import type { AuthMethod, ClientRecord, UserRecord } from '../store/store.js';
 import { authenticationClaims } from '../mfa/amr.js';
 import { claimsForScope } from './claims.js';
 import { newRefreshToken } from './refresh_tokens.js';
+import { nothingPermitted, permittedAccess } from './permissions.js';
 
 export interface TokenResponse {
   access_token: string;
@@ -50,7 +52,12 @@ export interface IssueTokensInput {
 export async function issueTokens(services: Services, input: IssueTokensInput): Promise<TokenResponse> {
   const { config, signer, store, clock } = services;
   const now = epochSeconds(clock);
-  const scopes = input.scope.split(' ');
+  // The refresh token keeps only what was allowed, so a role given later never widens an old grant.
+  const access = await permittedAccess(store, input.user, input.audience, input.scope);
+  const scope = access.scope;
+  // Every scope asked for was an API's, and the roles allow none of them (any more): no token.
+  if (scope === '') throw new OAuthError('invalid_scope', nothingPermitted);
+  const scopes = scope.split(' ');
   // The refresh token comes first, so the access token can name its family: revoking the family
   // (sign-out, theft, a replayed code) then refuses the access tokens it issued too.
   let refreshToken = input.refreshToken;
@@ -61,7 +68,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       familyId,
       clientId: input.client.clientId,
       userId: input.user.id,
-      scope: input.scope,
+      scope,
       audience: input.audience,
       authTime: input.authTime,
       amr: input.amr,
@@ -81,7 +88,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     sub: input.user.id,
     aud: input.audience,
     client_id: input.client.clientId,
-    scope: input.scope,
+    scope,
     auth_time: input.authTime,
     // RFC 9068 §2.2.1: an API can require a second factor for what it guards.
     ...authenticationClaims(input.amr),
@@ -90,13 +97,15 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     jti: input.jti ?? randomId(),
     // RFC 9068 §2.2.3.1: the groups the upstream identity provider reported at the last sign-in.
     ...(input.user.groups.length === 0 ? {} : { groups: input.user.groups }),
+    // RFC 9068 §2.2.3.1: the roles the person holds, for an API only (not told to every client's userinfo token).
+    ...(input.user.roles.length === 0 || access.api === undefined ? {} : { roles: input.user.roles }),
     ...(familyId === undefined ? {} : { [familyClaim]: familyId }),
   });
   const response: TokenResponse = {
     access_token: accessToken,
     token_type: 'Bearer',
     expires_in: config.accessTokenTtl,
-    scope: input.scope,
+    scope,
     ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
   };
   if (input.idToken && scopes.includes('openid')) {
@@ -112,7 +121,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       ...(input.approval.sessionId === undefined ? {} : { sid: input.approval.sessionId }),
       ...(input.idToken.nonce === undefined ? {} : { nonce: input.idToken.nonce }),
       at_hash: leftHalfSha256(accessToken),
-      ...claimsForScope(input.user, input.scope),
+      ...claimsForScope(input.user, scope),
       ...(input.user.groups.length === 0 ? {} : { groups: input.user.groups }),
     });
   }

@@ -24,6 +24,7 @@ import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
 import type { ClientRecord, SessionRecord } from '../store/store.js';
 import { recentSignInSeconds } from './account_security.js';
 import { sendVerificationEmail } from './password_reset.js';
+import { signInRows } from '../http/sign_ins.js';
 
 const csrfField = z.string().max(256).optional();
 const profileForm = z.object({
@@ -64,30 +65,10 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     ]);
     const clientName = new Map<string, string>(clients.map((c: ClientRecord) => [c.clientId, c.name ?? c.clientId]));
     const nameOf = (clientId: string) => clientName.get(clientId) ?? clientId;
-    const signIns = [
-      ...sessions.map((s) => ({
-        id: s.id,
-        kind: 'browser' as const,
-        label: s.id === session.id ? 'This browser' : 'A browser',
-        current: s.id === session.id,
-        from: s.ip,
-        software: s.userAgent,
-        created: when(s.createdAt),
-        lastUsed: when(s.lastSeenAt ?? s.createdAt),
-        sortKey: s.lastSeenAt ?? s.createdAt,
-      })),
-      ...families.map((f) => ({
-        id: f.familyId,
-        kind: 'app' as const,
-        label: nameOf(f.clientId),
-        current: false,
-        from: f.approvedIp,
-        software: f.approvedUserAgent,
-        created: when(f.createdAt),
-        lastUsed: when(f.lastUsedAt),
-        sortKey: f.lastUsedAt,
-      })),
-    ].sort((a, b) => Number(b.current) - Number(a.current) || b.sortKey - a.sortKey);
+    const signIns = signInRows(sessions, families, session.id, (at) => when(at)!).map((row) => ({
+      ...row,
+      label: row.kind === 'app' ? nameOf(row.clientId!) : row.current ? 'This browser' : 'A browser',
+    }));
     return renderPage(
       request,
       reply,

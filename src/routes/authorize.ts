@@ -20,6 +20,7 @@ import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
 import { newInteraction, openInteraction, sealInteraction, sealedInteractionPattern, type Interaction } from '../oauth/interaction.js';
 import { formActionSource, isLoopbackRedirect, isPrivateUseRedirect, redirectUriAllowed, withResponseParams } from '../oauth/redirect.js';
 import { describeScopes } from '../oauth/scope.js';
+import { nothingPermitted, permittedScope } from '../oauth/permissions.js';
 import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
@@ -144,6 +145,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     const client = await store.findClient(r.clientId);
     if (!client) return renderErrorPage(request, reply, services, { heading: 'Unknown application', message: 'This application is no longer registered.' }, 400);
+    if (client.disabled) return renderErrorPage(request, reply, services, { heading: 'Application disabled', message: 'The administrator has disabled this application.' }, 403);
     // The sealed request may be up to ten minutes old: its redirect must still be registered.
     if (!redirectUriAllowed(r.redirectUri, client.redirectUris)) {
       return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: 'The address this application asked to return to is not registered for it.' }, 400);
@@ -151,7 +153,11 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
 
     const consent = await store.findConsent(signedIn.user.id, client.clientId, r.audience);
     const granted = new Set(consent?.scope.split(' ') ?? []);
-    const consentNeeded = r.prompt.includes('consent') || (!client.firstParty && !r.scope.split(' ').every((s) => granted.has(s)));
+    // The person is asked only for what their roles let them give.
+    const scope = await permittedScope(store, signedIn.user, r.audience, r.scope);
+    // Only API scopes were asked for and the roles allow none: nothing to consent to, no code.
+    if (scope === '') return redirectError(reply, interaction, new OAuthError('access_denied', nothingPermitted), status);
+    const consentNeeded = r.prompt.includes('consent') || (!client.firstParty && !scope.split(' ').filter((s) => s !== '').every((s) => granted.has(s)));
     // Any program on the machine can listen on a loopback port or claim a private-use scheme, so
     // such a redirect needs the person to have seen a page naming the application and said yes:
     // the consent page, or this one-click confirmation. A sign-in page does not count — prompt=login
@@ -168,7 +174,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
         title: consentNeeded ? 'Allow access' : 'Continue',
         mode: consentNeeded ? 'consent' : 'confirm',
         clientName: client.name,
-        access: describeScopes(r.scope),
+        access: describeScopes(scope),
         audienceName: await audienceName(store, config, r.audience),
         redirectHost: new URL(r.redirectUri).host || r.redirectUri,
         interaction: sealed,
@@ -221,11 +227,14 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     const r = interaction.request;
     const client = await store.findClient(r.clientId);
-    if (client && !client.firstParty) {
+    if (!client || client.disabled) return renderErrorPage(request, reply, services, { heading: 'Application unavailable', message: 'This application is no longer registered or has been disabled.' }, 400);
+    if (!client.firstParty) {
       const previous = await store.findConsent(signedIn.user.id, r.clientId, r.audience);
-      const scope = [...new Set([...(previous?.scope.split(' ') ?? []), ...r.scope.split(' ')])].join(' ');
+      // What the page showed: the request narrowed to what the person's roles allow.
+      const shown = (await permittedScope(store, signedIn.user, r.audience, r.scope)).split(' ').filter((s) => s !== '');
+      const scope = [...new Set([...(previous?.scope.split(' ') ?? []), ...shown])].join(' ');
       await store.saveConsent({ userId: signedIn.user.id, clientId: r.clientId, audience: r.audience, scope, grantedAt: epochSeconds(clock) });
-      audit(request, 'consent.granted', { clientId: r.clientId, userId: signedIn.user.id, scope: r.scope });
+      audit(request, 'consent.granted', { clientId: r.clientId, userId: signedIn.user.id, scope: shown.join(' ') });
     }
     return issueCode(request, reply, interaction, signedIn, 303);
   });

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
-import { authenticateClient, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
+import { authenticateClient, clientAuthContext, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
 import { resolveAudience } from '../oauth/audience.js';
 import { grantableScope, parseScope } from '../oauth/scope.js';
 import { generateUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
@@ -23,6 +23,8 @@ import { requestedAcrValues } from '../mfa/policy.js';
 const deviceAuthorizationParams = z.object({
   client_id: z.string().max(256).optional(),
   client_secret: z.string().max(512).optional(),
+  client_assertion: z.string().max(8192).optional(),
+  client_assertion_type: z.string().max(256).optional(),
   scope: z.string().max(1024).optional(),
   audience: z.string().max(2048).optional(),
   /** `urn:latchkey:mfa` asks for a second factor at the approval (voluntary values: others are ignored). */
@@ -46,12 +48,12 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
     const { store, config, clock } = app.services;
     reply.header('cache-control', 'no-store');
     const params = parseFields(deviceAuthorizationParams, request.body);
-    const client = await authenticateClient(store, readClientCredentials(request.headers.authorization, params));
+    const client = await authenticateClient(clientAuthContext(request, app.services, '/oauth/device/code'), readClientCredentials(request.headers.authorization, params));
     requireGrantType(client, 'device_code');
     const limited = await app.services.rateLimits.deviceAuthorization.hit(`${client.clientId}|${rateLimitKey(request.ip)}`);
     if (limited.limited) throw tooManyRequests(limited.retryAfter, 'Too many device authorization requests. Try again later.');
-    const scope = grantableScope(parseScope(params.scope), client).join(' ');
-    const audience = await resolveAudience(store, config, params.audience);
+    const { audience, scopes: apiScopes } = await resolveAudience(store, config, params.audience);
+    const scope = grantableScope(parseScope(params.scope, apiScopes), client).join(' ');
     const acrValues = requestedAcrValues(config, params.acr_values);
 
     const now = epochSeconds(clock);

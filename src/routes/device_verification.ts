@@ -12,6 +12,7 @@ import { epochSeconds } from '../clock.js';
 import { tooManyRequests } from '../errors.js';
 import { audienceName } from '../oauth/audience.js';
 import { describeScopes } from '../oauth/scope.js';
+import { nothingPermitted, permittedScope } from '../oauth/permissions.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
 import { formatUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
@@ -119,13 +120,15 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
     if (!(await secondFactorDone(signedIn, grant))) return reply.redirect(stepUpPath(`/activate/confirm?user_code=${userCode}`), 303);
     const client = await store.findClient(grant.clientId);
     const now = epochSeconds(clock);
+    const access = await permittedScope(store, signedIn.user, grant.audience, grant.scope);
+    if (access === '') return renderErrorPage(request, reply, services, { heading: 'Nothing you can allow', message: `${nothingPermitted} Ask your administrator for the role it needs.` }, 403);
     return renderPage(request, reply, services, 'device_confirm', {
       title: 'Confirm access',
       csrfToken: await csrfToken(request, reply, services, 'device_decision'),
       userCode,
       userCodeSpelled: userCode.replace('-', '').split('').join(' '),
       clientName: client?.name ?? grant.clientId,
-      access: describeScopes(grant.scope),
+      access: describeScopes(access),
       audienceName: await audienceName(store, config, grant.audience),
       requesterIp: grant.requesterIp,
       requesterUserAgent: grant.requesterUserAgent,
@@ -174,6 +177,11 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
       );
     }
     const now = epochSeconds(clock);
+    // Allowing what the roles do not permit at all would only make the device's poll fail: refuse it now.
+    if (form.decision === 'allow' && (await permittedScope(store, signedIn.user, grant.audience, grant.scope)) === '') {
+      await store.denyDeviceGrant(grant.id, now);
+      return renderErrorPage(request, reply, services, { heading: 'Nothing you can allow', message: `${nothingPermitted} The device was told no.` }, 403);
+    }
     const done =
       form.decision === 'allow'
         ? await store.approveDeviceGrant(grant.id, signedIn.user.id, signedIn.session.authTime, signedIn.session.amr, now)

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { supportedGrantTypes } from '../grants/index.js';
 import { supportedScopes } from '../oauth/scope.js';
 import { acrValuesSupported } from '../mfa/amr.js';
+import { asymmetricAlgorithms, hmacAlgorithms } from '../oauth/client_assertion.js';
 
 export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { issuer } = app.services.config;
@@ -29,9 +30,13 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     request_uri_parameter_supported: false,
     claims_parameter_supported: false,
     scopes_supported: [...supportedScopes],
-    token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
-    revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    // RFC 7523 / OIDC Core §9: JWT client assertions, with the algorithms client_assertion.ts accepts.
+    token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'],
+    token_endpoint_auth_signing_alg_values_supported: [...asymmetricAlgorithms, ...hmacAlgorithms],
+    revocation_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'],
+    revocation_endpoint_auth_signing_alg_values_supported: [...asymmetricAlgorithms, ...hmacAlgorithms],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'],
+    introspection_endpoint_auth_signing_alg_values_supported: [...asymmetricAlgorithms, ...hmacAlgorithms],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
     claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'acr', 'amr', 'sid', 'email', 'email_verified', 'name', 'preferred_username', 'groups'],

@@ -11,8 +11,9 @@ import type { JWTPayload } from 'jose';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { parseFields } from '../http/form.js';
-import { authenticateClient, invalidClient, readClientCredentials } from '../oauth/client_auth.js';
-import { identifyToken, liveAccessTokenUser } from '../oauth/token_lookup.js';
+import { authenticateClient, clientAuthContext, invalidClient, readClientCredentials } from '../oauth/client_auth.js';
+import { identifyToken, liveAccessTokenUser, liveMachineTokenClient } from '../oauth/token_lookup.js';
+import { isConfidential } from '../admin/clients.js';
 import { postOnly } from './method_not_allowed.js';
 
 const introspectionParams = z.object({
@@ -20,6 +21,8 @@ const introspectionParams = z.object({
   token_type_hint: z.string().max(64).optional(),
   client_id: z.string().max(256).optional(),
   client_secret: z.string().max(512).optional(),
+  client_assertion: z.string().max(8192).optional(),
+  client_assertion_type: z.string().max(256).optional(),
 });
 
 export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
@@ -40,8 +43,8 @@ export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
   app.post('/oauth/introspect', async (request, reply) => {
     reply.header('cache-control', 'no-store');
     const params = parseFields(introspectionParams, request.body);
-    const client = await authenticateClient(store, readClientCredentials(request.headers.authorization, params));
-    if (client.secretHash === undefined) throw invalidClient(`public client ${client.clientId} tried to introspect`);
+    const client = await authenticateClient(clientAuthContext(request, app.services, '/oauth/introspect'), readClientCredentials(request.headers.authorization, params));
+    if (!isConfidential(client)) throw invalidClient(`public client ${client.clientId} tried to introspect`);
     const inactive = { active: false };
     const found = await identifyToken(app.services, params.token, params.token_type_hint);
     if (!found) return inactive;
@@ -51,12 +54,14 @@ export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
       const c = found.claims;
       if (!(await mayIntrospect(client.clientId, c))) return inactive;
       const user = await liveAccessTokenUser(app.services, c);
-      if (!user) return inactive;
+      // A machine's token (client_credentials) has no person behind it, so no username.
+      if (!user && !(await liveMachineTokenClient(app.services, c))) return inactive;
       return {
         active: true,
         scope: c.scope,
         client_id: c.client_id,
-        username: user.username,
+        ...(user ? { username: user.username } : {}),
+        ...(Array.isArray(c.roles) ? { roles: c.roles } : {}),
         token_type: 'Bearer',
         exp: c.exp,
         iat: c.iat,

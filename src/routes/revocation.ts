@@ -10,8 +10,8 @@ import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { OAuthError } from '../errors.js';
 import { parseFields } from '../http/form.js';
-import { authenticateClient, readClientCredentials } from '../oauth/client_auth.js';
-import { identifyToken, liveAccessTokenUser } from '../oauth/token_lookup.js';
+import { authenticateClient, clientAuthContext, readClientCredentials } from '../oauth/client_auth.js';
+import { identifyToken, liveAccessTokenUser, liveMachineTokenClient } from '../oauth/token_lookup.js';
 import { postOnly } from './method_not_allowed.js';
 
 const revocationParams = z.object({
@@ -19,6 +19,8 @@ const revocationParams = z.object({
   token_type_hint: z.string().max(64).optional(),
   client_id: z.string().max(256).optional(),
   client_secret: z.string().max(512).optional(),
+  client_assertion: z.string().max(8192).optional(),
+  client_assertion_type: z.string().max(256).optional(),
 });
 
 export async function revocationRoutes(app: FastifyInstance): Promise<void> {
@@ -27,12 +29,12 @@ export async function revocationRoutes(app: FastifyInstance): Promise<void> {
     const { store, clock } = app.services;
     reply.header('cache-control', 'no-store');
     const params = parseFields(revocationParams, request.body);
-    const client = await authenticateClient(store, readClientCredentials(request.headers.authorization, params));
+    const client = await authenticateClient(clientAuthContext(request, app.services, '/oauth/revoke'), readClientCredentials(request.headers.authorization, params));
     const found = await identifyToken(app.services, params.token, params.token_type_hint);
     if (!found) return {};
     // A token that is already dead is "invalid" (§2.2: 200), whoever presents it: nothing to learn.
     if (found.kind === 'refresh_token' && (found.record.revokedAt !== undefined || epochSeconds(clock) >= found.record.familyExpiresAt)) return {};
-    if (found.kind === 'access_token' && !(await liveAccessTokenUser(app.services, found.claims))) return {};
+    if (found.kind === 'access_token' && !(await liveAccessTokenUser(app.services, found.claims)) && !(await liveMachineTokenClient(app.services, found.claims))) return {};
     const owner = found.kind === 'access_token' ? found.claims.client_id : found.record.clientId;
     if (owner !== client.clientId) throw new OAuthError('invalid_request', 'This token was not issued to this client.');
     if (found.kind === 'access_token') {

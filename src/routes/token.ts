@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { OAuthError } from '../errors.js';
 import { grantHandlers } from '../grants/index.js';
-import { authenticateClient, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
+import { authenticateClient, clientAuthContext, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
 import { parseFields, singleValued } from '../http/form.js';
 import { postOnly } from './method_not_allowed.js';
 
@@ -23,8 +23,10 @@ export async function tokenRoutes(app: FastifyInstance): Promise<void> {
     const credentials = readClientCredentials(request.headers.authorization, {
       client_id: fields.client_id,
       client_secret: fields.client_secret,
+      client_assertion: fields.client_assertion,
+      client_assertion_type: fields.client_assertion_type,
     });
-    const client = await authenticateClient(app.services.store, credentials);
+    const client = await authenticateClient(clientAuthContext(request, app.services, '/oauth/token'), credentials);
     requireGrantType(client, grant.clientGrantType);
     const params = parseFields(grant.params, fields);
     const tokens = await grant.handle({ services: app.services, client, ip: request.ip, log: request.log }, params);

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../errors.js';
 import { singleValued } from '../http/form.js';
 import { claimsForScope } from '../oauth/claims.js';
-import { liveAccessTokenUser } from '../oauth/token_lookup.js';
+import { isMachineToken, liveAccessTokenUser } from '../oauth/token_lookup.js';
 
 function bearerChallenge(error?: 'invalid_request' | 'invalid_token' | 'insufficient_scope', description?: string): string {
   const parts = ['Bearer realm="latchkey"'];
@@ -40,6 +40,8 @@ export async function userinfoRoutes(app: FastifyInstance): Promise<void> {
     }
     const claims = await signer.verifyAccessToken(token);
     if (!claims) throw refuse('invalid_token', 'The access token is invalid or expired.');
+    // A machine's token (client_credentials) has no person to describe.
+    if (isMachineToken(claims)) throw refuse('invalid_token', 'The access token was not issued for a person.');
     const user = await liveAccessTokenUser(app.services, claims);
     if (!user) throw refuse('invalid_token', 'The access token has been revoked.');
     const scope = String(claims.scope ?? '');

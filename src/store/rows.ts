@@ -8,8 +8,11 @@ import type { SigningAlgorithm } from '../crypto/keys.js';
 import type {
   RateLimitCounter,
   ApiRecord,
+  AuditEventRecord,
   AuthMethod,
   AuthorizationCodeRecord,
+  ClientChanges,
+  ClientGrantRecord,
   ClientRecord,
   ConnectorRecord,
   ConnectorType,
@@ -20,8 +23,10 @@ import type {
   EmailTokenRecord,
   GrantTypeName,
   PasskeyRecord,
+  Permission,
   RefreshFamilySummary,
   RefreshTokenRecord,
+  RoleRecord,
   SessionRecord,
   SigningKeyRecord,
   TotpRecord,
@@ -59,11 +64,13 @@ export function toUser(r: Row): UserRecord {
     source: r.source === undefined || r.source === null ? 'local' : text(r.source),
     emailVerified: r.email_verified === undefined || r.email_verified === null ? true : flag(r.email_verified),
     groups: JSON.parse(text(r.groups ?? '[]')) as string[],
+    // A JSON array of role names, already sorted by the query that read the user.
+    roles: JSON.parse(text(r.roles ?? '[]')) as string[],
   };
 }
 
-/** A settings column that is not a JSON object (edited by hand) reads as empty: the connector's schema then refuses it. */
-function parseConnectorConfig(json: string): Record<string, unknown> {
+/** A JSON column that should hold an object but does not (edited by hand) reads as empty: whoever uses it then finds nothing. */
+function parseObject(json: string): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(json);
     return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
@@ -77,7 +84,7 @@ export function toConnector(r: Row): ConnectorRecord {
     id: text(r.id),
     type: text(r.type) as ConnectorType,
     name: text(r.name),
-    config: parseConnectorConfig(text(r.config)),
+    config: parseObject(text(r.config)),
     secret: optionalText(r.secret),
     position: Number(r.position),
     createdAt: Number(r.created_at),
@@ -108,7 +115,34 @@ export function toClient(r: Row): ClientRecord {
     tokensRevokedAt: optionalNumber(r.tokens_revoked_at),
     postLogoutRedirectUris: JSON.parse(text(r.post_logout_redirect_uris)) as string[],
     backchannelLogoutUri: optionalText(r.backchannel_logout_uri),
+    jwksUri: optionalText(r.jwks_uri),
+    jwks: r.jwks === null || r.jwks === undefined ? undefined : (JSON.parse(text(r.jwks)) as { keys: Record<string, unknown>[] }),
+    secretSealed: optionalText(r.secret_sealed),
+    previousSecretHash: optionalText(r.previous_secret_hash),
+    previousSecretSealed: optionalText(r.previous_secret_sealed),
+    previousSecretExpiresAt: optionalNumber(r.previous_secret_expires_at),
+    disabled: flag(r.disabled),
   };
+}
+
+/**
+ * The columns updateClient sets for `changes`, with their stored values (`flag` gives the store's
+ * boolean). Only these keys can change: anything else a caller passes (a secret, builtIn) is
+ * ignored. A key given counts, so undefined clears a column that may be empty (jwksUri, jwks,
+ * backchannelLogoutUri); a required one given as undefined is left as it is.
+ */
+export function clientChangeColumns(changes: ClientChanges, flag: (value: boolean) => unknown): Array<[column: string, value: unknown]> {
+  const columns: Array<[string, unknown]> = [];
+  if (changes.name !== undefined) columns.push(['name', changes.name]);
+  if (changes.redirectUris !== undefined) columns.push(['redirect_uris', JSON.stringify(changes.redirectUris)]);
+  if (changes.postLogoutRedirectUris !== undefined) columns.push(['post_logout_redirect_uris', JSON.stringify(changes.postLogoutRedirectUris)]);
+  if ('backchannelLogoutUri' in changes) columns.push(['backchannel_logout_uri', changes.backchannelLogoutUri ?? null]);
+  if (changes.grantTypes !== undefined) columns.push(['grant_types', JSON.stringify(changes.grantTypes)]);
+  if (changes.firstParty !== undefined) columns.push(['first_party', flag(changes.firstParty)]);
+  if (changes.requirePkce !== undefined) columns.push(['require_pkce', flag(changes.requirePkce)]);
+  if ('jwksUri' in changes) columns.push(['jwks_uri', changes.jwksUri ?? null]);
+  if ('jwks' in changes) columns.push(['jwks', changes.jwks === undefined ? null : JSON.stringify(changes.jwks)]);
+  return columns;
 }
 
 export function toApi(r: Row): ApiRecord {
@@ -117,6 +151,42 @@ export function toApi(r: Row): ApiRecord {
     name: text(r.name),
     createdAt: Number(r.created_at),
     introspectionClients: JSON.parse(text(r.introspection_clients ?? '[]')) as string[],
+    scopes: JSON.parse(text(r.scopes ?? '[]')) as string[],
+  };
+}
+
+/** A role row joined with `permissions` (a JSON array of {api, scope}, sorted by the query) and `members` (a count). */
+export function toRole(r: Row): RoleRecord {
+  const permissions = JSON.parse(text(r.permissions ?? '[]')) as Permission[];
+  return {
+    name: text(r.name),
+    description: optionalText(r.description),
+    permissions: permissions.map((p) => ({ api: String(p.api), scope: String(p.scope) })),
+    builtIn: flag(r.built_in),
+    createdAt: Number(r.created_at),
+    members: Number(r.members ?? 0),
+  };
+}
+
+export function toClientGrant(r: Row): ClientGrantRecord {
+  return {
+    clientId: text(r.client_id),
+    api: text(r.api),
+    scopes: JSON.parse(text(r.scopes)) as string[],
+    createdAt: Number(r.created_at),
+  };
+}
+
+export function toAuditEvent(r: Row): AuditEventRecord {
+  return {
+    id: Number(r.id),
+    at: Number(r.at),
+    event: text(r.event),
+    actor: optionalText(r.actor),
+    userId: optionalText(r.user_id),
+    clientId: optionalText(r.client_id),
+    ip: optionalText(r.ip),
+    details: parseObject(text(r.details ?? '{}')),
   };
 }
 

@@ -429,6 +429,17 @@ export class DuplicateError extends Error {
   }
 }
 
+/**
+ * What a record names is gone: an API, a client or a role removed while the caller was writing a
+ * grant or a permission of it (createRole, updateRole, saveClientGrant). Nothing was written.
+ */
+export class MissingReferenceError extends Error {
+  constructor(what: string) {
+    super(`${what} refers to something that no longer exists`);
+    this.name = 'MissingReferenceError';
+  }
+}
+
 /** How many rows of each kind purgeExpired removed. */
 export type PurgeCounts = Record<'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens' | 'emailTokens' | 'usedOnce', number>;
 
@@ -738,7 +749,10 @@ export interface Store {
 
   // --- Roles, API permissions, machine clients (issue 18) ---
 
-  /** Throws DuplicateError when a role of that name exists. `members` and `builtIn` are ignored. */
+  /**
+   * Throws DuplicateError when a role of that name exists, MissingReferenceError when a permission
+   * names an API that does not exist. `members` and `builtIn` are ignored.
+   */
   createRole(role: Omit<RoleRecord, 'members' | 'builtIn'>): Promise<void>;
   findRole(name: string): Promise<RoleRecord | undefined>;
   /** Sorted by name. */
@@ -759,7 +773,7 @@ export interface Store {
    */
   permittedScopes(userId: string, api: string): Promise<string[]>;
 
-  /** Inserts or replaces the grant of (client, api). */
+  /** Inserts or replaces the grant of (client, api). MissingReferenceError when either does not exist. */
   saveClientGrant(grant: ClientGrantRecord): Promise<void>;
   findClientGrant(clientId: string, api: string): Promise<ClientGrantRecord | undefined>;
   /** The client's grants sorted by api; every client's when clientId is undefined. */
@@ -770,10 +784,10 @@ export interface Store {
   /** Changes what is given; false when there is no such client. */
   updateClient(clientId: string, changes: ClientChanges): Promise<boolean>;
   /**
-   * A new secret (digest and sealed copy); the current one becomes the previous, accepted until
+   * A new secret (digest, and a sealed copy for client_secret_jwt or none); the current one becomes the previous, accepted until
    * `keepOldUntil`, or is dropped at once when that is undefined. False when there is no such client.
    */
-  rotateClientSecret(clientId: string, secret: { hash: string; sealed: string }, keepOldUntil: number | undefined): Promise<boolean>;
+  rotateClientSecret(clientId: string, secret: { hash: string; sealed: string | undefined }, keepOldUntil: number | undefined): Promise<boolean>;
   /** False when there is no such client. */
   setClientDisabled(clientId: string, disabled: boolean): Promise<boolean>;
 

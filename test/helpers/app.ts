@@ -2,6 +2,8 @@
  * A fresh app per test: its own :memory: SQLite store, a manual clock, logs off. Seeding helpers
  * create users, clients and APIs through the Store, the way the admin commands do.
  */
+import { clientSecretContext, plainClientFields } from '../../src/admin/clients.js';
+import type { SecretBox } from '../../src/crypto/secret_box.js';
 import type { FastifyInstance } from 'fastify';
 import { createHash } from 'node:crypto';
 import { buildApp, defaultRateLimits } from '../../src/app.js';
@@ -72,9 +74,12 @@ export async function addUser(
     source: 'local',
     emailVerified: true,
     groups: [],
+    roles: [],
     ...extra,
   };
   await store.createUser(user);
+  // Roles given in `extra` are granted as `users grant` would (createUser ignores them).
+  for (const role of user.roles) await store.grantRole(user.id, role, 1_800_000_000);
   return user;
 }
 
@@ -90,6 +95,10 @@ export async function addClient(
     requirePkce?: boolean;
     postLogoutRedirectUris?: string[];
     backchannelLogoutUri?: string;
+    /** Seals the secret too (client_secret_jwt needs it): the app's own secret box. */
+    secretBox?: SecretBox;
+    jwks?: { keys: Record<string, unknown>[] };
+    jwksUri?: string;
   } = {},
 ): Promise<{ client: ClientRecord; secret: string | undefined }> {
   const secret = options.confidential ? randomSecret(secretPrefix.clientSecret) : undefined;
@@ -106,13 +115,17 @@ export async function addClient(
     builtIn: false,
     createdAt: 1_800_000_000,
     tokensRevokedAt: undefined,
+    ...plainClientFields,
+    jwks: options.jwks,
+    jwksUri: options.jwksUri,
+    secretSealed: secret === undefined || options.secretBox === undefined ? undefined : options.secretBox.seal(clientSecretContext(clientId), secret),
   };
   await store.createClient(client);
   return { client, secret };
 }
 
-export async function addApi(store: SqliteStore, identifier: string, name = 'Example API', introspectionClients: string[] = []): Promise<void> {
-  await store.createApi({ identifier, name, createdAt: 1_800_000_000, introspectionClients });
+export async function addApi(store: SqliteStore, identifier: string, name = 'Example API', introspectionClients: string[] = [], scopes: string[] = []): Promise<void> {
+  await store.createApi({ identifier, name, createdAt: 1_800_000_000, introspectionClients, scopes });
 }
 
 export const deviceGrantType = 'urn:ietf:params:oauth:grant-type:device_code';

@@ -21,7 +21,7 @@ describe('GET /.well-known/openid-configuration', () => {
       revocation_endpoint: 'http://latchkey.test/oauth/revoke',
       introspection_endpoint: 'http://latchkey.test/oauth/introspect',
       jwks_uri: 'http://latchkey.test/.well-known/jwks.json',
-      grant_types_supported: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
+      grant_types_supported: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code', 'refresh_token', 'client_credentials'],
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
       code_challenge_methods_supported: ['S256'],
@@ -29,7 +29,8 @@ describe('GET /.well-known/openid-configuration', () => {
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
       scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
-      token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post'],
+      token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'],
     });
   });
 });

@@ -129,6 +129,7 @@ describeWithPostgres('PostgreSQL: two instances sharing the counters', () => {
         source: 'local',
         emailVerified: true,
         groups: [],
+        roles: [],
       });
       const browsers = instances.apps.map((app) => new Browser(injectTransport(app)));
       const pages = await Promise.all(browsers.map((b) => b.get('/login')));

@@ -4,12 +4,19 @@
  * from its own test file. Each test opens its own store through `makeStore` and closes it.
  * This module registers nothing by itself: importing it does not run the SQLite cases.
  */
+import { assertionReplayKey } from '../../src/oauth/client_assertion.js';
 import { describe, it, expect } from 'vitest';
 import {
   DuplicateError,
+  MissingReferenceError,
+  type AuditEventQuery,
+  type AuditEventRecord,
   type AuthorizationCodeRecord,
+  type ClientChanges,
+  type ClientGrantRecord,
   type ConnectorRecord,
   type DeviceGrantRecord,
+  type Permission,
   type RefreshFamilySummary,
   type Store,
   type UserIdentityRecord,
@@ -410,6 +417,18 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.resealSecrets(({ context, value }) => (contexts.push(context), `re:${value}`))).toBe(1);
           expect(contexts).toEqual(['connector:sso']);
           expect((await store.findConnector('sso'))?.secret).toBe('re:old-sealed');
+        });
+      });
+
+      it('resealSecrets covers client secrets kept for client_secret_jwt, current and previous, with context client_secret:<id>', async () => {
+        await withStore(async (store) => {
+          await store.createClient(client({ clientId: 'svc', secretHash: 'h1', secretSealed: 'sealed-1' }));
+          await store.createClient(client({ clientId: 'public' }));
+          await store.rotateClientSecret('svc', { hash: 'h2', sealed: 'sealed-2' }, t0 + 60);
+          const contexts: string[] = [];
+          expect(await store.resealSecrets(({ context, value }) => (contexts.push(context), `re:${value}`))).toBe(2);
+          expect(contexts).toEqual(['client_secret:svc', 'client_secret:svc']);
+          expect(await store.findClient('svc')).toMatchObject({ secretHash: 'h2', secretSealed: 're:sealed-2', previousSecretHash: 'h1', previousSecretSealed: 're:sealed-1' });
         });
       });
     });
@@ -1152,7 +1171,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.removeClient('removed-lately', t0 - 2 * day);
 
           const counts = await store.purgeExpired(t0);
-          expect(counts).toEqual({ authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1, emailTokens: 0 });
+          expect(counts).toEqual({ authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1, emailTokens: 0, usedOnce: 0 });
           expect(await store.findRefreshToken('rotated-rt')).toBeDefined();
           expect(await store.findRefreshToken('ended-rt')).toBeUndefined();
           // Revoked families are remembered for a year (access tokens of theirs are refused by it).
@@ -2059,7 +2078,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             await store.createEmailToken(emailToken({ tokenHash: 'old', expiresAt: now - day }));
             await store.createEmailToken(emailToken({ tokenHash: 'recent', expiresAt: now - day + 1 }));
             await store.createEmailToken(emailToken({ tokenHash: 'live', expiresAt: now + 100 }));
-            expect(await store.purgeExpired(now, 2)).toEqual({ authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0, emailTokens: 2 });
+            expect(await store.purgeExpired(now, 2)).toEqual({ authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0, emailTokens: 2, usedOnce: 0 });
             expect((await store.purgeExpired(now, 2)).emailTokens).toBe(1);
             expect((await store.purgeExpired(now)).emailTokens).toBe(0);
             expect(await store.useEmailToken('live', 'password_reset', now)).toBeDefined();
@@ -2087,6 +2106,601 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toBeUndefined();
           expect(await store.findAuthorizationCode('code-theirs')).toStrictEqual(theirCode);
           expect(await store.findConsent('user-alice', 'other', 'https://api.example.com')).toStrictEqual(theirConsent);
+        });
+      });
+    });
+
+    describe('roles, API permissions, machine clients, one-time keys and the audit log (issue 18)', () => {
+      const apiA = 'https://a.example.com';
+      const apiB = 'https://b.example.com';
+      /** A role as createRole takes it. */
+      const role = (name: string, permissions: Permission[] = [], overrides: { description?: string | undefined } = {}) => ({
+        name,
+        description: `The ${name} role`,
+        permissions,
+        createdAt: t0,
+        ...overrides,
+      });
+      /** A store holding alice, bob and Carol, APIs A and B (scopes read, write, admin) and client cli. */
+      async function withDirectory(fn: (store: Store) => Promise<void>): Promise<void> {
+        await withStore(async (store) => {
+          for (const username of ['bob', 'alice', 'Carol']) await store.createUser(user({ username }));
+          await store.createApi(api({ identifier: apiA, name: 'A', scopes: ['read', 'write', 'admin'] }));
+          await store.createApi(api({ identifier: apiB, name: 'B', scopes: ['read', 'write'] }));
+          await store.createClient(client());
+          await fn(store);
+        });
+      }
+      const rolesOf = async (store: Store, id: string) => (await store.findUserById(id))?.roles;
+
+      describe('roles', () => {
+        it('the built-in admin role is there from the start, held by nobody, and cannot be removed', async () => {
+          await withStore(async (store) => {
+            const admin = await store.findRole('admin');
+            expect(admin).toMatchObject({ name: 'admin', description: 'May use the admin console', permissions: [], builtIn: true, members: 0 });
+            expect(Number.isInteger(admin?.createdAt)).toBe(true);
+            expect(await store.listRoles()).toEqual([admin]);
+            expect(await store.removeRole('admin')).toBe(false);
+            expect(await store.findRole('admin')).toEqual(admin);
+            await expect(store.createRole(role('admin'))).rejects.toBeInstanceOf(DuplicateError);
+          });
+        });
+
+        it('createRole keeps the role with its permissions sorted by api, then scope (one given twice is one); builtIn and members come from the store', async () => {
+          await withDirectory(async (store) => {
+            const permissions = [
+              { api: apiB, scope: 'read' },
+              { api: apiA, scope: 'write' },
+              { api: apiA, scope: 'admin' },
+              { api: apiB, scope: 'read' },
+            ];
+            await store.createRole({ ...role('editor', permissions), builtIn: true, members: 7 } as Parameters<Store['createRole']>[0]);
+            expect(await store.findRole('editor')).toStrictEqual({
+              name: 'editor',
+              description: 'The editor role',
+              permissions: [
+                { api: apiA, scope: 'admin' },
+                { api: apiA, scope: 'write' },
+                { api: apiB, scope: 'read' },
+              ],
+              builtIn: false,
+              createdAt: t0,
+              members: 0,
+            });
+            await store.createRole(role('bare', [], { description: undefined }));
+            expect(await store.findRole('bare')).toStrictEqual({ name: 'bare', description: undefined, permissions: [], builtIn: false, createdAt: t0, members: 0 });
+            expect(await store.findRole('nobody')).toBeUndefined();
+            expect(await store.removeRole('bare')).toBe(true);
+            expect(await store.removeRole('bare')).toBe(false);
+          });
+        });
+
+        it('role names are case-sensitive: a taken name is DuplicateError, another case is another role; listRoles sorts in byte order', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('reader', [{ api: apiA, scope: 'read' }]));
+            await expect(store.createRole(role('reader', [{ api: apiB, scope: 'write' }], { description: 'Second' }))).rejects.toBeInstanceOf(DuplicateError);
+            expect(await store.findRole('reader')).toMatchObject({ description: 'The reader role', permissions: [{ api: apiA, scope: 'read' }] });
+            await store.createRole(role('Reader'));
+            expect(await store.findRole('READER')).toBeUndefined();
+            expect((await store.listRoles()).map((r) => r.name)).toEqual(['Reader', 'admin', 'reader']);
+          });
+        });
+
+        it('a permission of an unknown API is refused, and the role is not made', async () => {
+          await withDirectory(async (store) => {
+            await expect(store.createRole(role('ghost', [{ api: 'https://none.example.com', scope: 'read' }]))).rejects.toBeInstanceOf(MissingReferenceError);
+            expect(await store.findRole('ghost')).toBeUndefined();
+          });
+        });
+
+        it('updateRole replaces the permissions, and the description only when given (undefined clears it); false for an unknown role', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('ops', [{ api: apiA, scope: 'read' }, { api: apiA, scope: 'write' }]));
+            expect(await store.updateRole('ops', { permissions: [{ api: apiB, scope: 'write' }, { api: apiA, scope: 'admin' }] })).toBe(true);
+            expect(await store.findRole('ops')).toMatchObject({
+              description: 'The ops role',
+              permissions: [
+                { api: apiA, scope: 'admin' },
+                { api: apiB, scope: 'write' },
+              ],
+            });
+            expect(await store.updateRole('ops', { description: 'Operators' })).toBe(true);
+            expect(await store.findRole('ops')).toMatchObject({ description: 'Operators', permissions: [{ api: apiA, scope: 'admin' }, { api: apiB, scope: 'write' }] });
+            expect(await store.updateRole('ops', { permissions: [], description: undefined })).toBe(true);
+            expect(await store.findRole('ops')).toMatchObject({ description: undefined, permissions: [] });
+            expect(await store.updateRole('nobody', { description: 'x' })).toBe(false);
+            expect(await store.updateRole('nobody', { permissions: [{ api: apiA, scope: 'read' }] })).toBe(false);
+            expect(await store.updateRole('nobody', {})).toBe(false);
+            expect(await store.updateRole('ops', {})).toBe(true);
+            // The built-in role's permissions can be changed; it stays built in.
+            expect(await store.updateRole('admin', { permissions: [{ api: apiA, scope: 'admin' }] })).toBe(true);
+            expect(await store.findRole('admin')).toMatchObject({ builtIn: true, description: 'May use the admin console', permissions: [{ api: apiA, scope: 'admin' }] });
+          });
+        });
+
+        it('an update whose permissions are refused changes nothing (one step)', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('ops', [{ api: apiA, scope: 'read' }]));
+            await expect(store.updateRole('ops', { description: 'Changed', permissions: [{ api: apiA, scope: 'write' }, { api: 'https://none.example.com', scope: 'x' }] })).rejects.toBeInstanceOf(MissingReferenceError);
+            expect(await store.findRole('ops')).toMatchObject({ description: 'The ops role', permissions: [{ api: apiA, scope: 'read' }] });
+          });
+        });
+
+        it('grantRole is idempotent and keeps the first grant; false for an unknown user or role; revokeRole is false when not held', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('ops'));
+            expect(await store.grantRole('user-alice', 'ops', t0)).toBe(true);
+            expect(await store.grantRole('user-alice', 'ops', t0 + 5)).toBe(true);
+            expect(await store.findRole('ops')).toMatchObject({ members: 1 });
+            expect(await store.grantRole('nobody', 'ops', t0)).toBe(false);
+            expect(await store.grantRole('user-alice', 'nothing', t0)).toBe(false);
+            expect(await store.grantRole('user-alice', 'OPS', t0)).toBe(false);
+            expect(await rolesOf(store, 'user-alice')).toEqual(['ops']);
+            expect(await store.revokeRole('user-alice', 'ops')).toBe(true);
+            expect(await store.revokeRole('user-alice', 'ops')).toBe(false);
+            expect(await store.revokeRole('user-bob', 'ops')).toBe(false);
+            expect(await store.findRole('ops')).toMatchObject({ members: 0 });
+            expect(await rolesOf(store, 'user-alice')).toEqual([]);
+          });
+        });
+
+        it('every read of a user carries its roles, sorted in byte order; createUser ignores the roles it is given', async () => {
+          await withDirectory(async (store) => {
+            await store.createUser(user({ username: 'dave', roles: ['admin'] }));
+            expect(await rolesOf(store, 'user-dave')).toEqual([]);
+            await store.createRole(role('viewer'));
+            await store.createRole(role('Zeta'));
+            // Read before the grants: a store that caches users must not hand out the old roles.
+            expect(await rolesOf(store, 'user-alice')).toEqual([]);
+            for (const name of ['viewer', 'admin', 'Zeta']) expect(await store.grantRole('user-alice', name, t0)).toBe(true);
+            expect(await store.grantRole('user-bob', 'viewer', t0)).toBe(true);
+            const roles = ['Zeta', 'admin', 'viewer'];
+            expect(await store.findUserById('user-alice')).toEqual(user({ username: 'alice', roles }));
+            expect(await store.findUserByUsername('ALICE')).toEqual(user({ username: 'alice', roles }));
+            expect(await store.findUsersByEmail('alice@example.com')).toEqual([user({ username: 'alice', roles })]);
+            expect((await store.listUsers()).map((u) => [u.username, u.roles])).toEqual([
+              ['alice', roles],
+              ['bob', ['viewer']],
+              ['Carol', []],
+              ['dave', []],
+            ]);
+            expect((await store.listRoleMembers('viewer')).map((u) => [u.username, u.roles])).toEqual([
+              ['alice', roles],
+              ['bob', ['viewer']],
+            ]);
+          });
+        });
+
+        it('listRoleMembers: the users holding the role sorted by username (ignoring ASCII case), whole; none for another or an unknown role', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('ops'));
+            for (const id of ['user-carol', 'user-bob', 'user-alice']) await store.grantRole(id, 'ops', t0);
+            expect((await store.listRoleMembers('ops')).map((u) => u.username)).toEqual(['alice', 'bob', 'Carol']);
+            expect((await store.listRoleMembers('ops'))[1]).toEqual(user({ username: 'bob', roles: ['ops'] }));
+            expect(await store.listRoleMembers('admin')).toEqual([]);
+            expect(await store.listRoleMembers('nothing')).toEqual([]);
+          });
+        });
+
+        it('removeRole removes the role, its permissions and every grant of it; holders keep their other roles', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('ops', [{ api: apiA, scope: 'write' }]));
+            await store.grantRole('user-alice', 'ops', t0);
+            await store.grantRole('user-alice', 'admin', t0);
+            await store.grantRole('user-bob', 'ops', t0);
+            expect(await rolesOf(store, 'user-alice')).toEqual(['admin', 'ops']);
+            expect(await store.removeRole('ops')).toBe(true);
+            expect(await store.findRole('ops')).toBeUndefined();
+            expect(await rolesOf(store, 'user-alice')).toEqual(['admin']);
+            expect(await rolesOf(store, 'user-bob')).toEqual([]);
+            expect(await store.permittedScopes('user-alice', apiA)).toEqual([]);
+            // A role made again under the name starts with nothing of the old one.
+            await store.createRole(role('ops'));
+            expect(await store.findRole('ops')).toMatchObject({ permissions: [], members: 0 });
+            expect(await store.listRoleMembers('ops')).toEqual([]);
+            expect(await store.removeRole('nothing')).toBe(false);
+          });
+        });
+
+        it("permittedScopes: the scopes of the API that the user's roles give, distinct and sorted; none of other APIs, users or revoked roles", async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('reader', [{ api: apiA, scope: 'read' }, { api: apiB, scope: 'read' }]));
+            await store.createRole(role('writer', [{ api: apiA, scope: 'write' }, { api: apiA, scope: 'read' }, { api: apiB, scope: 'write' }]));
+            // Scopes the API does not declare are the caller's to drop; the store gives them as stored.
+            await store.createRole(role('odd', [{ api: apiA, scope: 'Zebra' }, { api: apiA, scope: 'undeclared' }]));
+            expect(await store.permittedScopes('user-alice', apiA)).toEqual([]);
+            for (const name of ['writer', 'reader', 'odd']) await store.grantRole('user-alice', name, t0);
+            await store.grantRole('user-bob', 'reader', t0);
+            expect(await store.permittedScopes('user-alice', apiA)).toEqual(['Zebra', 'read', 'undeclared', 'write']);
+            expect(await store.permittedScopes('user-alice', apiB)).toEqual(['read', 'write']);
+            expect(await store.permittedScopes('user-bob', apiA)).toEqual(['read']);
+            expect(await store.permittedScopes('user-carol', apiA)).toEqual([]);
+            expect(await store.permittedScopes('user-alice', 'https://none.example.com')).toEqual([]);
+            expect(await store.permittedScopes('nobody', apiA)).toEqual([]);
+            await store.revokeRole('user-alice', 'writer');
+            await store.revokeRole('user-alice', 'odd');
+            expect(await store.permittedScopes('user-alice', apiA)).toEqual(['read']);
+            await store.updateRole('reader', { permissions: [{ api: apiB, scope: 'read' }] });
+            expect(await store.permittedScopes('user-alice', apiA)).toEqual([]);
+          });
+        });
+      });
+
+      describe('APIs and their permissions', () => {
+        it('an API keeps its scopes in the order given; updateApi replaces them', async () => {
+          await withStore(async (store) => {
+            await store.createApi(api({ scopes: ['write', 'read', 'admin:all'] }));
+            expect(await store.findApi('https://api.example.com')).toStrictEqual(api({ scopes: ['write', 'read', 'admin:all'] }));
+            expect(await store.listApis()).toStrictEqual([api({ scopes: ['write', 'read', 'admin:all'] })]);
+            expect(await store.updateApi(api({ scopes: ['read'] }))).toBe(true);
+            expect(await store.findApi('https://api.example.com')).toStrictEqual(api({ scopes: ['read'] }));
+          });
+        });
+
+        it('removing an API removes its role permissions and client grants, and nothing of other APIs', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('ops', [{ api: apiA, scope: 'read' }, { api: apiB, scope: 'write' }]));
+            await store.grantRole('user-alice', 'ops', t0);
+            await store.saveClientGrant({ clientId: 'cli', api: apiA, scopes: ['read'], createdAt: t0 });
+            await store.saveClientGrant({ clientId: 'cli', api: apiB, scopes: ['write'], createdAt: t0 });
+            expect(await store.removeApi(apiA)).toBe(true);
+            expect(await store.findRole('ops')).toMatchObject({ permissions: [{ api: apiB, scope: 'write' }], members: 1 });
+            expect(await store.permittedScopes('user-alice', apiA)).toEqual([]);
+            expect(await store.permittedScopes('user-alice', apiB)).toEqual(['write']);
+            expect(await store.findClientGrant('cli', apiA)).toBeUndefined();
+            expect((await store.listClientGrants('cli')).map((g) => g.api)).toEqual([apiB]);
+            // An API made again under the identifier starts with nothing of the old one.
+            await store.createApi(api({ identifier: apiA, scopes: ['read'] }));
+            expect(await store.permittedScopes('user-alice', apiA)).toEqual([]);
+            expect(await store.findClientGrant('cli', apiA)).toBeUndefined();
+          });
+        });
+      });
+
+      describe('clients', () => {
+        const keyed = client({
+          clientId: 'svc',
+          secretHash: 'sha256-current',
+          grantTypes: ['client_credentials'],
+          requirePkce: false,
+          jwksUri: 'https://svc.example.com/jwks.json',
+          jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x-coord', y: 'y-coord', kid: 'k1', use: 'sig' }] },
+          secretSealed: 'sealed-current',
+          previousSecretHash: 'sha256-previous',
+          previousSecretSealed: 'sealed-previous',
+          previousSecretExpiresAt: t0 + 3600,
+          disabled: true,
+        });
+
+        it('round-trip the key, sealed-secret, previous-secret and disabled fields, and client_credentials, through createClient and ensureClient', async () => {
+          await withStore(async (store) => {
+            await store.createClient(keyed);
+            expect(await store.findClient('svc')).toStrictEqual(keyed);
+            expect(await store.listClients()).toStrictEqual([keyed]);
+            await store.ensureClient({ ...keyed, clientId: 'svc-2' });
+            expect(await store.findClient('svc-2')).toStrictEqual({ ...keyed, clientId: 'svc-2' });
+            // A client of none of them reads them back as none.
+            await store.createClient(client());
+            expect(await store.findClient('cli')).toStrictEqual(client());
+          });
+        });
+
+        it('updateClient changes only what is given (undefined clears an optional field, never a required one); false for an unknown client', async () => {
+          await withStore(async (store) => {
+            await store.createClient(keyed);
+            expect(await store.updateClient('svc', { name: 'Renamed', redirectUris: ['https://svc.example.com/cb'], firstParty: true })).toBe(true);
+            expect(await store.findClient('svc')).toStrictEqual({ ...keyed, name: 'Renamed', redirectUris: ['https://svc.example.com/cb'], firstParty: true });
+            const changes = {
+              postLogoutRedirectUris: ['https://svc.example.com/bye'],
+              backchannelLogoutUri: 'https://svc.example.com/logout',
+              grantTypes: ['client_credentials', 'authorization_code'] as const,
+              requirePkce: true,
+              jwks: { keys: [{ kty: 'RSA', n: 'n', e: 'AQAB' }] },
+            };
+            expect(await store.updateClient('svc', { ...changes, grantTypes: [...changes.grantTypes] })).toBe(true);
+            const changed = { ...keyed, name: 'Renamed', redirectUris: ['https://svc.example.com/cb'], firstParty: true, ...changes, grantTypes: [...changes.grantTypes] };
+            expect(await store.findClient('svc')).toStrictEqual(changed);
+            expect(await store.updateClient('svc', { jwksUri: undefined, backchannelLogoutUri: undefined, name: undefined })).toBe(true);
+            expect(await store.findClient('svc')).toStrictEqual({ ...changed, jwksUri: undefined, backchannelLogoutUri: undefined });
+            expect(await store.updateClient('svc', { jwks: undefined })).toBe(true);
+            expect((await store.findClient('svc'))?.jwks).toBeUndefined();
+            expect(await store.updateClient('svc', {})).toBe(true);
+            // Nothing outside ClientChanges can be changed through it (a secret, builtIn, disabled).
+            const sneaky = { secretHash: 'sha256-forged', builtIn: true, disabled: false, tokensRevokedAt: 1 } as unknown as ClientChanges;
+            expect(await store.updateClient('svc', sneaky)).toBe(true);
+            expect(await store.findClient('svc')).toMatchObject({ secretHash: 'sha256-current', builtIn: false, disabled: true, tokensRevokedAt: undefined });
+            expect(await store.updateClient('nobody', { name: 'x' })).toBe(false);
+            expect(await store.updateClient('nobody', {})).toBe(false);
+            expect(await store.findClient('nobody')).toBeUndefined();
+          });
+        });
+
+        it('rotateClientSecret: the current secret becomes the previous one until keepOldUntil, or is dropped at once without it; false for an unknown client', async () => {
+          await withStore(async (store) => {
+            await store.createClient({ ...keyed, disabled: false });
+            expect(await store.rotateClientSecret('svc', { hash: 'sha256-new', sealed: 'sealed-new' }, t0 + 86400)).toBe(true);
+            expect(await store.findClient('svc')).toMatchObject({
+              secretHash: 'sha256-new',
+              secretSealed: 'sealed-new',
+              previousSecretHash: 'sha256-current',
+              previousSecretSealed: 'sealed-current',
+              previousSecretExpiresAt: t0 + 86400,
+            });
+            expect(await store.rotateClientSecret('svc', { hash: 'sha256-newer', sealed: 'sealed-newer' }, undefined)).toBe(true);
+            expect(await store.findClient('svc')).toStrictEqual({
+              ...keyed,
+              disabled: false,
+              secretHash: 'sha256-newer',
+              secretSealed: 'sealed-newer',
+              previousSecretHash: undefined,
+              previousSecretSealed: undefined,
+              previousSecretExpiresAt: undefined,
+            });
+            expect(await store.rotateClientSecret('nobody', { hash: 'h', sealed: 's' }, t0)).toBe(false);
+          });
+        });
+
+        it('rotateClientSecret of a secret made before sealed copies were kept keeps its digest; a client without a secret has none to keep', async () => {
+          await withStore(async (store) => {
+            await store.createClient(client({ clientId: 'old', secretHash: 'sha256-old' }));
+            expect(await store.rotateClientSecret('old', { hash: 'sha256-new', sealed: 'sealed-new' }, t0 + 60)).toBe(true);
+            expect(await store.findClient('old')).toMatchObject({ previousSecretHash: 'sha256-old', previousSecretSealed: undefined, previousSecretExpiresAt: t0 + 60 });
+            await store.createClient(client({ clientId: 'pub' }));
+            expect(await store.rotateClientSecret('pub', { hash: 'sha256-first', sealed: 'sealed-first' }, t0 + 60)).toBe(true);
+            expect(await store.findClient('pub')).toMatchObject({
+              secretHash: 'sha256-first',
+              secretSealed: 'sealed-first',
+              previousSecretHash: undefined,
+              previousSecretSealed: undefined,
+              previousSecretExpiresAt: undefined,
+            });
+          });
+        });
+
+        it('setClientDisabled sets and lifts the flag, touching nothing else; false for an unknown client', async () => {
+          await withStore(async (store) => {
+            await store.createClient(client());
+            expect(await store.setClientDisabled('cli', true)).toBe(true);
+            expect(await store.findClient('cli')).toStrictEqual(client({ disabled: true }));
+            expect(await store.setClientDisabled('cli', true)).toBe(true);
+            expect(await store.setClientDisabled('cli', false)).toBe(true);
+            expect(await store.findClient('cli')).toStrictEqual(client());
+            expect(await store.setClientDisabled('nobody', true)).toBe(false);
+          });
+        });
+      });
+
+      describe('client grants', () => {
+        const grant = (overrides: Partial<ClientGrantRecord> = {}): ClientGrantRecord => ({ clientId: 'cli', api: apiA, scopes: ['write', 'read'], createdAt: t0, ...overrides });
+
+        it('saveClientGrant inserts, then replaces the grant of (client, api), keeping the scopes in the order given', async () => {
+          await withDirectory(async (store) => {
+            expect(await store.findClientGrant('cli', apiA)).toBeUndefined();
+            await store.saveClientGrant(grant());
+            expect(await store.findClientGrant('cli', apiA)).toStrictEqual(grant());
+            await store.saveClientGrant(grant({ scopes: ['admin'], createdAt: t0 + 9 }));
+            expect(await store.findClientGrant('cli', apiA)).toStrictEqual(grant({ scopes: ['admin'], createdAt: t0 + 9 }));
+            expect(await store.listClientGrants('cli')).toHaveLength(1);
+            expect(await store.findClientGrant('cli', apiB)).toBeUndefined();
+            expect(await store.findClientGrant('other', apiA)).toBeUndefined();
+          });
+        });
+
+        it("listClientGrants: the client's grants sorted by api, or everyone's sorted by client then api; removeClientGrant is false when there was none", async () => {
+          await withDirectory(async (store) => {
+            await store.createClient(client({ clientId: 'B-svc' }));
+            await store.createClient(client({ clientId: 'a-svc' }));
+            for (const [clientId, api] of [['cli', apiB], ['a-svc', apiB], ['cli', apiA], ['B-svc', apiA]] as const) await store.saveClientGrant(grant({ clientId, api }));
+            expect((await store.listClientGrants('cli')).map((g) => g.api)).toEqual([apiA, apiB]);
+            expect(await store.listClientGrants('cli')).toStrictEqual([grant(), grant({ api: apiB })]);
+            expect((await store.listClientGrants(undefined)).map((g) => [g.clientId, g.api])).toEqual([
+              ['B-svc', apiA],
+              ['a-svc', apiB],
+              ['cli', apiA],
+              ['cli', apiB],
+            ]);
+            expect(await store.listClientGrants('nobody')).toEqual([]);
+            expect(await store.removeClientGrant('cli', apiA)).toBe(true);
+            expect(await store.removeClientGrant('cli', apiA)).toBe(false);
+            expect(await store.removeClientGrant('nobody', apiB)).toBe(false);
+            expect((await store.listClientGrants(undefined)).map((g) => [g.clientId, g.api])).toEqual([
+              ['B-svc', apiA],
+              ['a-svc', apiB],
+              ['cli', apiB],
+            ]);
+          });
+        });
+
+        it("removing a client removes its grants, not other clients'; a client registered again under the id has none", async () => {
+          await withDirectory(async (store) => {
+            await store.createClient(client({ clientId: 'other' }));
+            await store.saveClientGrant(grant());
+            await store.saveClientGrant(grant({ api: apiB }));
+            await store.saveClientGrant(grant({ clientId: 'other' }));
+            expect(await store.removeClient('cli', t0)).toBe(true);
+            expect(await store.listClientGrants('cli')).toEqual([]);
+            expect(await store.listClientGrants(undefined)).toStrictEqual([grant({ clientId: 'other' })]);
+            await store.createClient(client());
+            expect(await store.findClientGrant('cli', apiA)).toBeUndefined();
+          });
+        });
+
+        it('a grant for an unknown client or API is refused (a client removed meanwhile cannot be left with one)', async () => {
+          await withDirectory(async (store) => {
+            await expect(store.saveClientGrant(grant({ clientId: 'nobody' }))).rejects.toBeInstanceOf(MissingReferenceError);
+            await expect(store.saveClientGrant(grant({ api: 'https://none.example.com' }))).rejects.toBeInstanceOf(MissingReferenceError);
+            expect(await store.listClientGrants(undefined)).toEqual([]);
+          });
+        });
+      });
+
+      describe('useOnce', () => {
+        it('is true the first time only; purposes and keys are apart', async () => {
+          await withStore(async (store) => {
+            const until = (await store.databaseTime()) + 3600;
+            expect(await store.useOnce('client_assertion', 'jti-1', until)).toBe(true);
+            expect(await store.useOnce('client_assertion', 'jti-1', until)).toBe(false);
+            expect(await store.useOnce('client_assertion', 'jti-1', until + 60)).toBe(false);
+            expect(await store.useOnce('client_assertion', 'JTI-1', until)).toBe(true);
+            expect(await store.useOnce('client_assertion', 'jti-2', until)).toBe(true);
+            expect(await store.useOnce('dpop', 'jti-1', until)).toBe(true);
+            expect(await store.useOnce('dpop', 'jti-1', until)).toBe(false);
+          });
+        });
+
+        it('takes the keys client assertions are spent under (client id and jti, nothing a store cannot hold)', async () => {
+          await withStore(async (store) => {
+            const until = (await store.databaseTime()) + 3600;
+            const key = assertionReplayKey('svc:a', 'b');
+            expect(await store.useOnce('client_assertion', key, until)).toBe(true);
+            expect(await store.useOnce('client_assertion', key, until)).toBe(false);
+            // The same characters split differently are another client's jti.
+            expect(await store.useOnce('client_assertion', assertionReplayKey('svc', 'a:b'), until)).toBe(true);
+          });
+        });
+
+        it('a key past its expiry counts as absent and is taken over; purgeExpired forgets expired keys and counts them', async () => {
+          await withStore(async (store) => {
+            const now = await store.databaseTime();
+            expect(await store.useOnce('jti', 'expired', now - 10)).toBe(true);
+            expect(await store.useOnce('jti', 'expired', now + 3600)).toBe(true);
+            expect(await store.useOnce('jti', 'expired', now + 3600)).toBe(false);
+            expect(await store.useOnce('jti', 'old-1', now - 100)).toBe(true);
+            expect(await store.useOnce('jti', 'old-2', now - 50)).toBe(true);
+            expect(await store.useOnce('jti', 'live', now + 600)).toBe(true);
+            expect((await store.purgeExpired(now, 1)).usedOnce).toBe(1);
+            expect((await store.purgeExpired(now)).usedOnce).toBe(1);
+            expect((await store.purgeExpired(now)).usedOnce).toBe(0);
+            expect(await store.useOnce('jti', 'live', now + 600)).toBe(false);
+            expect(await store.useOnce('jti', 'expired', now + 600)).toBe(false);
+            expect((await store.purgeExpired(now + 600)).usedOnce).toBe(1);
+            expect(await store.useOnce('jti', 'live', now + 1200)).toBe(true);
+          });
+        });
+
+        it('simultaneous uses of one key: exactly one is true', async () => {
+          await withStore(async (store) => {
+            const now = await store.databaseTime();
+            const fresh = await Promise.all(Array.from({ length: 20 }, () => store.useOnce('jti', 'raced', now + 600)));
+            expect(fresh.filter((first) => first)).toHaveLength(1);
+            // Taking over an expired key is raced for too.
+            await store.useOnce('jti', 'stale', now - 5);
+            const takeovers = await Promise.all(Array.from({ length: 20 }, () => store.useOnce('jti', 'stale', now + 600)));
+            expect(takeovers.filter((first) => first)).toHaveLength(1);
+          });
+        });
+      });
+
+      describe('the audit log', () => {
+        const event = (overrides: Partial<Omit<AuditEventRecord, 'id'>> = {}): Omit<AuditEventRecord, 'id'> => ({
+          at: t0 * 1000,
+          event: 'user.login',
+          actor: undefined,
+          userId: 'user-alice',
+          clientId: undefined,
+          ip: '203.0.113.9',
+          details: {},
+          ...overrides,
+        });
+        const events = async (store: Store, query: Partial<AuditEventQuery> = {}) => (await store.listAuditEvents({ limit: 100, ...query })).map((e) => e.event);
+
+        it('appendAuditEvents gives increasing ids in the order given; listAuditEvents returns them newest first with every field intact', async () => {
+          await withStore(async (store) => {
+            expect(await store.listAuditEvents({ limit: 10 })).toEqual([]);
+            await store.appendAuditEvents([]);
+            const first = event({ event: 'user.login', details: { method: 'pwd', amr: ['pwd', 'otp'], nested: { n: 1, ok: true, none: null } } });
+            const second = event({ at: t0 * 1000 + 1, event: 'client.created', actor: 'admin', userId: undefined, clientId: 'svc', ip: undefined });
+            await store.appendAuditEvents([first, second]);
+            await store.appendAuditEvents([event({ at: t0 * 1000 - 5, event: 'user.logout' })]);
+            const listed = await store.listAuditEvents({ limit: 10 });
+            expect(listed.map((e) => e.event)).toEqual(['user.logout', 'client.created', 'user.login']);
+            const [third, secondListed, firstListed] = listed;
+            expect(firstListed).toStrictEqual({ id: firstListed!.id, ...first });
+            expect(secondListed).toStrictEqual({ id: secondListed!.id, ...second });
+            expect(Number.isInteger(firstListed!.id)).toBe(true);
+            expect(secondListed!.id).toBeGreaterThan(firstListed!.id);
+            expect(third!.id).toBeGreaterThan(secondListed!.id);
+          });
+        });
+
+        it('a batch is one transaction: when one event cannot be stored, none is', async () => {
+          await withStore(async (store) => {
+            const broken = event({ event: null as unknown as string });
+            await expect(store.appendAuditEvents([event(), broken, event()])).rejects.toThrow();
+            expect(await store.listAuditEvents({ limit: 10 })).toEqual([]);
+          });
+        });
+
+        it('filters combine with AND: since (inclusive), until (exclusive), user, client, actor, and an event name or a prefix ending in "."', async () => {
+          await withStore(async (store) => {
+            const ms = t0 * 1000;
+            await store.appendAuditEvents([
+              event({ at: ms, event: 'user.login' }),
+              event({ at: ms + 10, event: 'user.logout', userId: 'user-bob' }),
+              event({ at: ms + 20, event: 'user', clientId: 'svc' }),
+              event({ at: ms + 30, event: 'User.login' }),
+              event({ at: ms + 40, event: 'user/other' }),
+              event({ at: ms + 50, event: 'users.added', actor: 'admin' }),
+              event({ at: ms + 60, event: 'mfa_reset.done', actor: 'cli', clientId: 'svc' }),
+              event({ at: ms + 70, event: 'mfaXreset.done', actor: 'cli' }),
+              event({ at: ms + 80, event: 'user.login.failed', userId: undefined }),
+            ]);
+            expect(await events(store, { event: 'user.' })).toEqual(['user.login.failed', 'user.logout', 'user.login']);
+            expect(await events(store, { event: 'user.login' })).toEqual(['user.login']);
+            expect(await events(store, { event: 'user.login.' })).toEqual(['user.login.failed']);
+            expect(await events(store, { event: 'mfa_reset.' })).toEqual(['mfa_reset.done']);
+            expect(await events(store, { event: 'user%' })).toEqual([]);
+            expect(await events(store, { event: 'nothing.' })).toEqual([]);
+            expect(await events(store, { userId: 'user-bob' })).toEqual(['user.logout']);
+            expect(await events(store, { clientId: 'svc' })).toEqual(['mfa_reset.done', 'user']);
+            expect(await events(store, { actor: 'cli' })).toEqual(['mfaXreset.done', 'mfa_reset.done']);
+            expect(await events(store, { since: ms + 20, until: ms + 50 })).toEqual(['user/other', 'User.login', 'user']);
+            expect(await events(store, { since: ms + 80 })).toEqual(['user.login.failed']);
+            expect(await events(store, { until: ms + 1 })).toEqual(['user.login']);
+            expect(await events(store, { event: 'user.', userId: 'user-alice', until: ms + 80 })).toEqual(['user.login']);
+            expect(await events(store, { actor: 'cli', clientId: 'svc', event: 'mfa_reset.done' })).toEqual(['mfa_reset.done']);
+            expect(await events(store, { actor: 'cli', userId: 'user-bob' })).toEqual([]);
+          });
+        });
+
+        it('pages newest first with limit and beforeId, which combine with the filters; limit is capped at 500', async () => {
+          await withStore(async (store) => {
+            const ms = t0 * 1000;
+            await store.appendAuditEvents(
+              Array.from({ length: 620 }, (_, n) => event({ at: ms + n, event: n % 2 === 0 ? 'user.login' : 'token.issued', details: { n } })),
+            );
+            expect(await store.listAuditEvents({ limit: 1000 })).toHaveLength(500);
+            expect(await store.listAuditEvents({ limit: 0 })).toEqual([]);
+            const seen: number[] = [];
+            let beforeId: number | undefined;
+            for (;;) {
+              const page = await store.listAuditEvents({ limit: 200, beforeId });
+              if (page.length === 0) break;
+              seen.push(...page.map((e) => Number(e.details.n)));
+              beforeId = page.at(-1)!.id;
+            }
+            expect(seen).toEqual(Array.from({ length: 620 }, (_, n) => 619 - n));
+            const logins = await store.listAuditEvents({ limit: 3, event: 'user.login', since: ms + 100 });
+            expect(logins.map((e) => e.details.n)).toEqual([618, 616, 614]);
+            const next = await store.listAuditEvents({ limit: 3, event: 'user.login', since: ms + 100, beforeId: logins.at(-1)!.id });
+            expect(next.map((e) => e.details.n)).toEqual([612, 610, 608]);
+          });
+        });
+
+        it('purgeAuditEvents removes the events older than `before`, at most batchSize at a time, oldest first', async () => {
+          await withStore(async (store) => {
+            await store.appendAuditEvents(Array.from({ length: 10 }, (_, n) => event({ at: 1000 + n, details: { n } })));
+            expect(await store.purgeAuditEvents(1005, 2)).toBe(2);
+            expect((await store.listAuditEvents({ limit: 100 })).map((e) => e.at).at(-1)).toBe(1002);
+            expect(await store.purgeAuditEvents(1005)).toBe(3);
+            expect(await store.purgeAuditEvents(1005)).toBe(0);
+            expect((await store.listAuditEvents({ limit: 100 })).map((e) => e.at)).toEqual([1009, 1008, 1007, 1006, 1005]);
+            // Ids are never handed out again, even once the newest events are gone.
+            const newest = (await store.listAuditEvents({ limit: 1 }))[0]!.id;
+            expect(await store.purgeAuditEvents(2000)).toBe(5);
+            await store.appendAuditEvents([event({ at: 3000 })]);
+            expect((await store.listAuditEvents({ limit: 1 }))[0]!.id).toBeGreaterThan(newest);
+          });
         });
       });
     });

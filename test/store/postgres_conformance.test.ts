@@ -230,6 +230,59 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     });
   });
 
+  describe('two instances racing (roles, machine clients, one-time keys, issue 18)', () => {
+    it('useOnce: of twenty uses of one key, exactly one is true; so of twenty take-overs of an expired key', async () => {
+      await withTwoInstances(async (a, b) => {
+        const now = await a.databaseTime();
+        const fresh = await racing(a, b, (store) => store.useOnce('client_assertion', 'jti-1', now + 600));
+        expect(fresh.filter((first) => first)).toHaveLength(1);
+        expect(await a.useOnce('client_assertion', 'stale', now - 5)).toBe(true);
+        const takeovers = await racing(a, b, (store) => store.useOnce('client_assertion', 'stale', now + 600));
+        expect(takeovers.filter((first) => first)).toHaveLength(1);
+      });
+    });
+
+    it("updateRole: simultaneous replacements of a role's permissions leave one caller's whole list", async () => {
+      await withTwoInstances(async (a, b) => {
+        const identifier = 'https://api.example.com';
+        await a.createApi({ identifier, name: 'API', createdAt: t0, introspectionClients: [], scopes: [] });
+        await a.createRole({ name: 'ops', description: undefined, permissions: [], createdAt: t0 });
+        await racing(a, b, (store, n) => store.updateRole('ops', { permissions: ['a', 'b', 'c'].map((s) => ({ api: identifier, scope: `${n}-${s}` })) }));
+        const scopes = (await a.findRole('ops'))!.permissions.map((p) => p.scope);
+        expect(scopes).toHaveLength(3);
+        const winner = scopes[0]!.split('-')[0];
+        expect(scopes).toEqual([`${winner}-a`, `${winner}-b`, `${winner}-c`]);
+      });
+    });
+
+    it('grantRole racing removeRole never fails, and leaves no grant of a removed role', async () => {
+      await withTwoInstances(async (a, b) => {
+        for (let n = 0; n < 20; n++) await a.createRole({ name: `role-${n}`, description: undefined, permissions: [], createdAt: t0 });
+        await racing(a, b, async (store, n) => {
+          const other = store === a ? b : a;
+          await Promise.all([store.grantRole('user-alice', `role-${n}`, t0), other.removeRole(`role-${n}`)]);
+        });
+        expect(await a.listRoles()).toHaveLength(1);
+        expect((await b.findUserById('user-alice'))?.roles).toEqual([]);
+      });
+    });
+
+    it('appendAuditEvents from both instances: every event is stored once, under an id of its own', async () => {
+      await withTwoInstances(async (a, b) => {
+        const event = (n: number, i: number) => ({ at: t0 * 1000 + n, event: 'user.login', actor: undefined, userId: 'user-alice', clientId: undefined, ip: undefined, details: { n, i } });
+        await racing(a, b, (store, n) => store.appendAuditEvents([event(n, 0), event(n, 1), event(n, 2)]));
+        const stored = await a.listAuditEvents({ limit: 500 });
+        expect(stored).toHaveLength(60);
+        expect(new Set(stored.map((e) => e.id)).size).toBe(60);
+        // Within one batch the ids follow the order given.
+        for (let n = 0; n < 20; n++) {
+          const ids = stored.filter((e) => e.details.n === n).sort((x, y) => Number(x.details.i) - Number(y.details.i)).map((e) => e.id);
+          expect([...ids].sort((x, y) => x - y)).toEqual(ids);
+        }
+      });
+    });
+  });
+
   describe('migrations', () => {
     const migrationNames = readMigrations(postgresMigrationsDir).map((m) => m.name);
 
@@ -367,7 +420,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
       const store = await openStore(schema);
       try {
-        expect(store.appliedMigrations).toEqual(['0006_accounts.sql']);
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 6));
         const [second, first] = await store.listSessions('user-alice', t0);
         expect(first?.id).toMatch(/^[0-9a-f]{32}$/);
         expect(second?.id).toMatch(/^[0-9a-f]{32}$/);
@@ -403,6 +456,57 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect(rows[0]?.public_id).toMatch(/^[0-9a-f]{32}$/);
       } finally {
         await old.end();
+      }
+    });
+
+    it('upgrading to roles (0007): users hold no roles, APIs declare no scopes, clients keep their secret and are enabled without keys, and the admin role is there', async () => {
+      const schema = freshSchema();
+      const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+      try {
+        const all = readMigrations(postgresMigrationsDir);
+        await migrate(pool, all.filter((m) => m.version < 7), t0, schema);
+        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0]);
+        await pool.query(
+          `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+           VALUES ('svc', 'Service', 'sha256-old', '[]', '["authorization_code"]', false, false, false, $1)`,
+          [t0],
+        );
+        await pool.query(`INSERT INTO apis (identifier, name, created_at, introspection_clients) VALUES ('https://api.example.com', 'API', $1, '["svc"]')`, [t0]);
+      } finally {
+        await pool.end();
+      }
+      const before = Math.floor(Date.now() / 1000);
+      const store = await openStore(schema);
+      try {
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 7));
+        expect(await store.findUserById('user-alice')).toMatchObject({ username: 'alice', roles: [] });
+        expect(await store.findApi('https://api.example.com')).toStrictEqual({
+          identifier: 'https://api.example.com',
+          name: 'API',
+          createdAt: t0,
+          introspectionClients: ['svc'],
+          scopes: [],
+        });
+        expect(await store.findClient('svc')).toMatchObject({
+          secretHash: 'sha256-old',
+          grantTypes: ['authorization_code'],
+          jwksUri: undefined,
+          jwks: undefined,
+          secretSealed: undefined,
+          previousSecretHash: undefined,
+          previousSecretSealed: undefined,
+          previousSecretExpiresAt: undefined,
+          disabled: false,
+        });
+        const admin = await store.findRole('admin');
+        expect(admin).toMatchObject({ name: 'admin', description: 'May use the admin console', builtIn: true, permissions: [], members: 0 });
+        expect(admin!.createdAt).toBeGreaterThanOrEqual(before - 5);
+        expect(admin!.createdAt).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 5);
+        expect(await store.grantRole('user-alice', 'admin', t0)).toBe(true);
+        expect((await store.findUserById('user-alice'))?.roles).toEqual(['admin']);
+        expect(await store.listAuditEvents({ limit: 10 })).toEqual([]);
+      } finally {
+        await store.close();
       }
     });
 
@@ -492,6 +596,44 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect(await store.listRefreshFamilies('user-alice', t0)).toHaveLength(1);
         expect(await store.listConsents('user-alice')).toHaveLength(1);
         expect((await store.findPasskey('cred'))?.name).toBe(passkey().name);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('roles, client grants, one-time keys and the audit log: a key holding U+0000 finds nothing; an audit event keeps what it can', async () => {
+      const store = await openStore();
+      try {
+        await store.createUser(user());
+        await store.createClient(client());
+        await store.createApi({ identifier: 'https://api.example.com', name: 'API', createdAt: t0, introspectionClients: [], scopes: ['read'] });
+        await store.createRole({ name: 'ops', description: undefined, permissions: [{ api: 'https://api.example.com', scope: 'read' }], createdAt: t0 });
+        await store.grantRole('user-alice', 'ops', t0);
+        await store.saveClientGrant({ clientId: 'cli', api: 'https://api.example.com', scopes: ['read'], createdAt: t0 });
+        expect(await store.findRole('ops\u0000')).toBeUndefined();
+        expect(await store.updateRole('ops\u0000', { description: 'x' })).toBe(false);
+        expect(await store.removeRole('ops\u0000')).toBe(false);
+        expect(await store.grantRole('user-alice\u0000', 'ops', t0)).toBe(false);
+        expect(await store.grantRole('user-alice', 'ops\u0000', t0)).toBe(false);
+        expect(await store.revokeRole('user-alice', 'ops\u0000')).toBe(false);
+        expect(await store.listRoleMembers('ops\u0000')).toEqual([]);
+        expect(await store.permittedScopes('user-alice', 'https://api.example.com\u0000')).toEqual([]);
+        expect(await store.findClientGrant('cli\u0000', 'https://api.example.com')).toBeUndefined();
+        expect(await store.listClientGrants('cli\u0000')).toEqual([]);
+        expect(await store.removeClientGrant('cli', 'https://api.example.com\u0000')).toBe(false);
+        expect(await store.removeApi('https://api.example.com\u0000')).toBe(false);
+        expect(await store.updateClient('cli\u0000', { name: 'x' })).toBe(false);
+        expect(await store.rotateClientSecret('cli\u0000', { hash: 'h', sealed: 's' }, undefined)).toBe(false);
+        expect(await store.setClientDisabled('cli\u0000', true)).toBe(false);
+        // A jti PostgreSQL cannot store is nobody's honest one: refused, as a replay is.
+        expect(await store.useOnce('client_assertion', 'jti\u0000', t0)).toBe(false);
+        await store.appendAuditEvents([
+          { at: 1, event: 'user.login_failed', actor: undefined, userId: 'user\u0000x', clientId: undefined, ip: '203.0.113.9', details: { username: 'a\u0000b' } },
+        ]);
+        expect(await store.listAuditEvents({ limit: 10 })).toMatchObject([{ userId: 'user\uFFFDx', details: { username: 'a\u0000b' } }]);
+        expect(await store.listAuditEvents({ limit: 10, userId: 'user\u0000x' })).toEqual([]);
+        expect(await store.permittedScopes('user-alice', 'https://api.example.com')).toEqual(['read']);
+        expect(await store.findClientGrant('cli', 'https://api.example.com')).toBeDefined();
       } finally {
         await store.close();
       }

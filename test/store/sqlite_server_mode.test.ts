@@ -147,7 +147,7 @@ describe('the directory cache', () => {
 
       await cli.removeClient(client().clientId, t0);
       await cli.setUserDisabled(user().username, true, t0);
-      await cli.createApi({ identifier: 'https://api.example.com', name: 'API', createdAt: t0, introspectionClients: [] });
+      await cli.createApi({ identifier: 'https://api.example.com', name: 'API', createdAt: t0, introspectionClients: [], scopes: [] });
 
       expect(await server.findClient(client().clientId)).toBeUndefined();
       expect((await server.findUserById(user().id))?.disabled).toBe(true);

@@ -13,7 +13,7 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { migrate, readMigrations } from '../../src/store/sqlite/migrate.js';
 import { migrationsDir } from '../../src/paths.js';
 import { storeConformance, t0, user } from './conformance.js';
-import { passkey, session } from '../helpers/records.js';
+import { api, client, passkey, session } from '../helpers/records.js';
 
 // ─── Implementations ────────────────────────────────────────────────────────────────────────
 
@@ -168,7 +168,7 @@ describe('SqliteStore specifics', () => {
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
-      expect(store.appliedMigrations).toEqual(['0008_accounts.sql']);
+      expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 8));
       const [second, first] = await store.listSessions('user-alice', t0);
       expect(first?.id).toMatch(/^[0-9a-f]{32}$/);
       expect(second?.id).toMatch(/^[0-9a-f]{32}$/);
@@ -203,6 +203,93 @@ describe('SqliteStore specifics', () => {
       expect(await store.listSessions(undefined, t0)).toEqual([]);
     } finally {
       await store.close();
+    }
+  });
+
+  it('upgrading to roles (0009): users hold no roles, APIs declare no scopes, clients keep their secret and are enabled without keys, and the admin role is there', async () => {
+    const path = tempDbPath();
+    const db = new Database(path);
+    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 9), t0);
+    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
+    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('svc', 'Service', 'sha256-old', '[]', '["authorization_code"]', 0, 0, 0, ?)`).run(t0);
+    db.prepare("INSERT INTO apis (identifier, name, created_at, introspection_clients) VALUES ('https://api.example.com', 'API', ?, '[\"svc\"]')").run(t0);
+    db.close();
+    const before = Math.floor(Date.now() / 1000);
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 9));
+      expect(await store.findUserById('user-alice')).toMatchObject({ username: 'alice', roles: [] });
+      expect(await store.findApi('https://api.example.com')).toStrictEqual({
+        identifier: 'https://api.example.com',
+        name: 'API',
+        createdAt: t0,
+        introspectionClients: ['svc'],
+        scopes: [],
+      });
+      expect(await store.findClient('svc')).toMatchObject({
+        secretHash: 'sha256-old',
+        grantTypes: ['authorization_code'],
+        jwksUri: undefined,
+        jwks: undefined,
+        secretSealed: undefined,
+        previousSecretHash: undefined,
+        previousSecretSealed: undefined,
+        previousSecretExpiresAt: undefined,
+        disabled: false,
+      });
+      const admin = await store.findRole('admin');
+      expect(admin).toMatchObject({ name: 'admin', description: 'May use the admin console', builtIn: true, permissions: [], members: 0 });
+      expect(admin!.createdAt).toBeGreaterThanOrEqual(before - 5);
+      expect(admin!.createdAt).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + 5);
+      expect(await store.grantRole('user-alice', 'admin', t0)).toBe(true);
+      expect((await store.findUserById('user-alice'))?.roles).toEqual(['admin']);
+      expect(await store.listAuditEvents({ limit: 10 })).toEqual([]);
+      // The new tables are STRICT, and a user's grants go with the user.
+      for (const table of ['roles', 'role_permissions', 'user_roles', 'client_grants', 'used_once', 'audit_events']) {
+        expect(store.db.prepare('SELECT strict FROM pragma_table_list WHERE name = ?').get(table), table).toEqual({ strict: 1 });
+      }
+      store.db.prepare("DELETE FROM users WHERE id = 'user-alice'").run();
+      expect(await store.findRole('admin')).toMatchObject({ members: 0 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("a server's cached users, clients and APIs show roles, client changes and scopes made by another process at once, frozen", async () => {
+    const path = tempDbPath();
+    const server = new SqliteStore({ path, now: t0, groupCommit: true });
+    const cli = new SqliteStore({ path, now: t0 });
+    try {
+      await server.createUser(user());
+      await server.createClient(client({ jwks: { keys: [{ kty: 'EC', kid: 'k1' }] } }));
+      await server.createApi(api());
+      expect((await server.findUserById('user-alice'))?.roles).toEqual([]);
+      expect((await server.findClient('cli'))?.disabled).toBe(false);
+      expect((await server.findApi('https://api.example.com'))?.scopes).toEqual([]);
+
+      await cli.createRole({ name: 'ops', description: undefined, permissions: [], createdAt: t0 });
+      await cli.grantRole('user-alice', 'ops', t0);
+      await cli.setClientDisabled('cli', true);
+      await cli.updateApi(api({ scopes: ['read'] }));
+      const alice = await server.findUserById('user-alice');
+      expect(alice?.roles).toEqual(['ops']);
+      expect((await server.findClient('cli'))?.disabled).toBe(true);
+      expect((await server.findApi('https://api.example.com'))?.scopes).toEqual(['read']);
+
+      // A role removed takes its grants along (a cascade): the cache hears of that too.
+      await cli.removeRole('ops');
+      expect((await server.findUserById('user-alice'))?.roles).toEqual([]);
+      await cli.rotateClientSecret('cli', { hash: 'sha256-new', sealed: 'sealed-new' }, undefined);
+      const found = await server.findClient('cli');
+      expect(found?.secretHash).toBe('sha256-new');
+
+      expect(Object.isFrozen(alice?.roles)).toBe(true);
+      expect(Object.isFrozen(found?.jwks?.keys)).toBe(true);
+      expect(Object.isFrozen(found?.jwks?.keys[0])).toBe(true);
+    } finally {
+      await cli.close();
+      await server.close();
     }
   });
 

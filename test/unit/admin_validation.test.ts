@@ -80,6 +80,11 @@ describe('validPassword', () => {
 });
 
 describe('validClientId', () => {
+  it('refuses a UUID, which could be taken for a person\'s sub (RFC 9068 §5)', () => {
+    expect(refusal(() => validClientId('0f8fad5b-d9cb-469f-a165-70867728950e')).message).toContain('looks like a user id');
+    expect(refusal(() => validClientId('0F8FAD5B-D9CB-469F-A165-70867728950E')).message).toContain('looks like a user id');
+  });
+
   for (const ok of ['cli', 'my-app', 'my_app.v2', 'urn:example:app', 'a~b', 'x'.repeat(128)]) {
     it(`accepts ${JSON.stringify(ok.slice(0, 20))}`, () => {
       expect(validClientId(ok)).toBe(ok);
@@ -178,7 +183,11 @@ describe('validGrantTypes', () => {
     ]);
   });
 
-  for (const bad of ['implicit', 'password', 'client_credentials', 'Device_Code', '', 'toString', '__proto__']) {
+  it('accepts client_credentials (machine clients, issue 18)', () => {
+    expect(validGrantTypes(['client_credentials'])).toEqual(['client_credentials']);
+  });
+
+  for (const bad of ['implicit', 'password', 'Client_Credentials', 'Device_Code', '', 'toString', '__proto__']) {
     it(`rejects ${JSON.stringify(bad)}`, () => {
       expect(refusal(() => validGrantTypes(['device_code', bad])).message).toContain(`unknown grant type "${bad}"`);
     });

@@ -1,4 +1,5 @@
 import { describe, it, expect } from 'vitest';
+import { plainClientFields } from '../../src/admin/clients.js';
 import { configFrom } from '../../src/config.js';
 import { OAuthError, type OAuthErrorCode } from '../../src/errors.js';
 import { parseAuthorizationRequest, type ParsedAuthorizationRequest } from '../../src/oauth/authorization_request.js';
@@ -190,6 +191,7 @@ describe('parseAuthorizationRequest', () => {
           tokensRevokedAt: undefined,
           postLogoutRedirectUris: [],
           backchannelLogoutUri: undefined,
+          ...plainClientFields,
         },
         maxAge: undefined,
         expectedSubject: undefined,

@@ -133,7 +133,7 @@ describe('authenticateClient', () => {
   it('unknown client_id → invalid_client, 401 with WWW-Authenticate', async () => {
     const store = new SqliteStore({ path: ':memory:', now: 1_800_000_000 });
     try {
-      expectInvalidClient(await rejected(authenticateClient(store, { clientId: 'nobody', clientSecret: undefined, method: 'none' })));
+      expectInvalidClient(await rejected(authenticateClient({ store }, { clientId: 'nobody', clientSecret: undefined, method: 'none' })));
     } finally {
       await store.close();
     }
@@ -142,10 +142,10 @@ describe('authenticateClient', () => {
   it('missing or empty client_id → invalid_request', async () => {
     const store = new SqliteStore({ path: ':memory:', now: 1_800_000_000 });
     try {
-      const missing = await rejected(authenticateClient(store, { clientId: undefined, clientSecret: undefined, method: 'none' }));
+      const missing = await rejected(authenticateClient({ store }, { clientId: undefined, clientSecret: undefined, method: 'none' }));
       expect(missing.code).toBe('invalid_request');
       expect(missing.status).toBe(400);
-      const empty = await rejected(authenticateClient(store, { clientId: '', clientSecret: 'x', method: 'client_secret_post' }));
+      const empty = await rejected(authenticateClient({ store }, { clientId: '', clientSecret: 'x', method: 'client_secret_post' }));
       expect(empty.code).toBe('invalid_request');
     } finally {
       await store.close();
@@ -156,7 +156,7 @@ describe('authenticateClient', () => {
     const store = new SqliteStore({ path: ':memory:', now: 1_800_000_000 });
     try {
       const { client } = await addClient(store, 'cli', { grantTypes: ['device_code'] });
-      expect(await authenticateClient(store, { clientId: 'cli', clientSecret: undefined, method: 'none' })).toEqual(client);
+      expect(await authenticateClient({ store }, { clientId: 'cli', clientSecret: undefined, method: 'none' })).toEqual(client);
     } finally {
       await store.close();
     }
@@ -166,7 +166,7 @@ describe('authenticateClient', () => {
     const store = new SqliteStore({ path: ':memory:', now: 1_800_000_000 });
     try {
       await addClient(store, 'cli');
-      expectInvalidClient(await rejected(authenticateClient(store, { clientId: 'cli', clientSecret: 'anything', method: 'client_secret_post' })));
+      expectInvalidClient(await rejected(authenticateClient({ store }, { clientId: 'cli', clientSecret: 'anything', method: 'client_secret_post' })));
     } finally {
       await store.close();
     }
@@ -176,8 +176,8 @@ describe('authenticateClient', () => {
     const store = new SqliteStore({ path: ':memory:', now: 1_800_000_000 });
     try {
       await addClient(store, 'cli');
-      expect((await authenticateClient(store, { clientId: 'cli', clientSecret: '', method: 'client_secret_basic' })).clientId).toBe('cli');
-      expect((await authenticateClient(store, { clientId: 'cli', clientSecret: '', method: 'client_secret_post' })).clientId).toBe('cli');
+      expect((await authenticateClient({ store }, { clientId: 'cli', clientSecret: '', method: 'client_secret_basic' })).clientId).toBe('cli');
+      expect((await authenticateClient({ store }, { clientId: 'cli', clientSecret: '', method: 'client_secret_post' })).clientId).toBe('cli');
     } finally {
       await store.close();
     }
@@ -187,7 +187,7 @@ describe('authenticateClient', () => {
     const store = new SqliteStore({ path: ':memory:', now: 1_800_000_000 });
     try {
       await addClient(store, 'svc', { confidential: true });
-      expectInvalidClient(await rejected(authenticateClient(store, { clientId: 'svc', clientSecret: undefined, method: 'none' })));
+      expectInvalidClient(await rejected(authenticateClient({ store }, { clientId: 'svc', clientSecret: undefined, method: 'none' })));
     } finally {
       await store.close();
     }
@@ -199,7 +199,7 @@ describe('authenticateClient', () => {
       const { secret } = await addClient(store, 'svc', { confidential: true });
       expect(secret).toMatch(/^lk_cs_[A-Za-z0-9_-]{43}$/);
       for (const wrong of ['', 'wrong', `${secret}x`, (secret ?? '').slice(0, -1), (secret ?? '').toUpperCase()]) {
-        expectInvalidClient(await rejected(authenticateClient(store, { clientId: 'svc', clientSecret: wrong, method: 'client_secret_post' })));
+        expectInvalidClient(await rejected(authenticateClient({ store }, { clientId: 'svc', clientSecret: wrong, method: 'client_secret_post' })));
       }
     } finally {
       await store.close();
@@ -210,9 +210,9 @@ describe('authenticateClient', () => {
     const store = new SqliteStore({ path: ':memory:', now: 1_800_000_000 });
     try {
       const { client, secret } = await addClient(store, 'svc', { confidential: true });
-      expect(await authenticateClient(store, { clientId: 'svc', clientSecret: secret, method: 'client_secret_post' })).toEqual(client);
+      expect(await authenticateClient({ store }, { clientId: 'svc', clientSecret: secret, method: 'client_secret_post' })).toEqual(client);
       const credentials = readClientCredentials(basic('svc', secret ?? ''), {});
-      expect(await authenticateClient(store, credentials)).toEqual(client);
+      expect(await authenticateClient({ store }, credentials)).toEqual(client);
     } finally {
       await store.close();
     }

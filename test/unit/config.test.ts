@@ -49,6 +49,7 @@ describe('loadConfig defaults', () => {
       refreshReuseGrace: 5,
       sessionTtl: 12 * 3600,
       housekeepingInterval: 60,
+      auditRetention: 31536000,
       shutdownTimeout: 8,
       upstreamTimeout: 10,
       mfa: 'optional',
@@ -114,6 +115,7 @@ describe('loadConfig defaults', () => {
         LATCHKEY_SECRET_KEY_FILE: '/run/secrets/latchkey.key',
         LATCHKEY_UPSTREAM_TIMEOUT: '4',
         LATCHKEY_MFA: 'required',
+        LATCHKEY_AUDIT_RETENTION: '7776000',
       }),
     ).toEqual({
       issuer: 'https://id.example.com',
@@ -135,6 +137,7 @@ describe('loadConfig defaults', () => {
       refreshReuseGrace: 0,
       sessionTtl: 7200,
       housekeepingInterval: 60,
+      auditRetention: 7776000,
       shutdownTimeout: 8,
       upstreamTimeout: 4,
       mfa: 'required',

@@ -2,6 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { OAuthError } from '../../src/errors.js';
 import { defaultScope, describeScopes, grantableScope, parseScope, scopeDescriptions, supportedScopes } from '../../src/oauth/scope.js';
 import type { ClientRecord, GrantTypeName } from '../../src/store/store.js';
+import { plainClientFields } from '../../src/admin/clients.js';
 
 function client(grantTypes: GrantTypeName[]): ClientRecord {
   return {
@@ -14,7 +15,10 @@ function client(grantTypes: GrantTypeName[]): ClientRecord {
     firstParty: false,
     builtIn: false,
     createdAt: 1_800_000_000,
-    tokensRevokedAt: undefined, postLogoutRedirectUris: [], backchannelLogoutUri: undefined,
+    tokensRevokedAt: undefined,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: undefined,
+    ...plainClientFields,
   };
 }
 
@@ -141,12 +145,12 @@ describe('describeScopes', () => {
     expect(describeScopes('offline_access openid')).toEqual([scopeDescriptions.offline_access, scopeDescriptions.openid]);
   });
 
-  it('skips unknown values and empty strings', () => {
+  it('names an API scope as the API declares it, and skips empty strings', () => {
     expect(describeScopes('')).toEqual([]);
-    expect(describeScopes('openid  unknown email')).toEqual([scopeDescriptions.openid, scopeDescriptions.email]);
+    expect(describeScopes('openid  read:reports email')).toEqual([scopeDescriptions.openid, 'Use the permission “read:reports”', scopeDescriptions.email]);
   });
 
-  it('skips names inherited from Object.prototype', () => {
-    expect(describeScopes('openid constructor toString __proto__ hasOwnProperty')).toEqual([scopeDescriptions.openid]);
+  it('never takes names inherited from Object.prototype for OpenID Connect scopes', () => {
+    expect(describeScopes('openid constructor __proto__')).toEqual([scopeDescriptions.openid, 'Use the permission “constructor”', 'Use the permission “__proto__”']);
   });
 });

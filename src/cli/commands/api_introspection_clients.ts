@@ -1,3 +1,4 @@
+import { isConfidential } from '../../admin/clients.js';
 /**
  * `--introspection-client` of `apis add` and `apis update`: the confidential clients (the API's own
  * servers) that may introspect tokens issued for the API (RFC 7662 §4). Each must exist and have a
@@ -12,7 +13,7 @@ export async function validIntrospectionClients(store: Store, values: string[] |
   for (const id of ids) {
     const client = await store.findClient(id);
     if (!client) throw new CommandError(`no client "${id}" (register it first: latchkey clients add ${id} --confidential)`);
-    if (client.secretHash === undefined) throw new CommandError(`client "${id}" is public; only confidential clients can introspect tokens`);
+    if (!isConfidential(client)) throw new CommandError(`client "${id}" is public; only confidential clients can introspect tokens`);
   }
   return ids;
 }

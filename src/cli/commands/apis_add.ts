@@ -4,32 +4,36 @@ import { DuplicateError } from '../../store/store.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { validIntrospectionClients } from './api_introspection_clients.js';
+import { validScopeNames } from '../../admin/roles.js';
 
 export const apisAddCommand: Command = {
   path: ['apis', 'add'],
   summary: 'Register an API (an audience tokens can be issued for)',
-  usage: 'latchkey apis add <identifier> [--name <name>] [--introspection-client <client_id>]...',
+  usage: 'latchkey apis add <identifier> [--name <name>] [--scope <name>]... [--introspection-client <client_id>]...',
   help: [
     'Options:',
     '  --name <name>                      what the consent and device pages call the API',
+    '  --scope <name>                     a permission the API declares (e.g. read:reports); repeatable. Roles',
+    '                                     and machine-client grants give these; tokens carry only what they allow',
     "  --introspection-client <client_id> a confidential client (the API's own server) allowed to introspect",
     '                                     tokens issued for this API at /oauth/introspect; repeatable',
     '',
   ].join('\n'),
   positionals: { min: 1, max: 1 },
-  options: { name: { type: 'string' }, 'introspection-client': { type: 'string', multiple: true } },
+  options: { name: { type: 'string' }, scope: { type: 'string', multiple: true }, 'introspection-client': { type: 'string', multiple: true } },
   async run(context) {
     const identifier = validApiIdentifier(context.positionals[0] ?? '');
     const name = validName(context.values.name as string | undefined) ?? identifier;
+    const scopes = validScopeNames((context.values.scope as string[] | undefined) ?? []);
     const store = await context.store();
     const introspectionClients = await validIntrospectionClients(store, context.values['introspection-client'] as string[] | undefined);
     try {
-      await store.createApi({ identifier, name, createdAt: epochSeconds(systemClock), introspectionClients });
+      await store.createApi({ identifier, name, createdAt: epochSeconds(systemClock), introspectionClients, scopes });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`API "${identifier}" already exists`);
       throw err;
     }
-    cliAudit(context, 'api.created', { identifier, introspectionClients });
+    await cliAudit(context, 'api.created', { identifier, scopes, introspectionClients });
     context.stderr.write(`Registered API ${identifier}\n`);
     return 0;
   },

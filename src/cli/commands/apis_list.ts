@@ -12,13 +12,13 @@ export const apisListCommand: Command = {
     const apis = await store.listApis();
     if (context.values.json) {
       context.stdout.write(
-        json(apis.map((a) => ({ identifier: a.identifier, name: a.name, introspection_clients: a.introspectionClients, created_at: isoTime(a.createdAt) }))),
+        json(apis.map((a) => ({ identifier: a.identifier, name: a.name, scopes: a.scopes, introspection_clients: a.introspectionClients, created_at: isoTime(a.createdAt) }))),
       );
     } else {
       context.stdout.write(
         table(
-          apis.map((a) => [a.identifier, a.name, isoTime(a.createdAt), a.introspectionClients.join(',') || '-']),
-          ['IDENTIFIER', 'NAME', 'CREATED', 'INTROSPECTION CLIENTS'],
+          apis.map((a) => [a.identifier, a.name, isoTime(a.createdAt), a.scopes.join(' ') || '-', a.introspectionClients.join(',') || '-']),
+          ['IDENTIFIER', 'NAME', 'CREATED', 'SCOPES', 'INTROSPECTION CLIENTS'],
         ),
       );
     }

@@ -1,5 +1,5 @@
 import { epochSeconds, systemClock } from '../../clock.js';
-import { randomSecret, secretPrefix, sha256 } from '../../crypto/secrets.js';
+import { newClientSecret, readJwksFile, validJwksUri } from '../../admin/clients.js';
 import { validBackchannelLogoutUri, validClientId, validGrantTypes, validName, validRedirectUri } from '../../admin/validation.js';
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, type Command } from '../command.js';
@@ -10,8 +10,19 @@ export const clientsAddCommand: Command = {
   summary: 'Register a client application',
   usage:
     'latchkey clients add <client_id> [--name <name>] [--redirect-uri <uri>]... ' +
-    '[--grant-type authorization_code|device_code|refresh_token]... [--confidential] [--no-pkce] [--first-party] ' +
+    '[--grant-type authorization_code|device_code|refresh_token|client_credentials]... [--confidential [--client-secret-jwt]] ' +
+    '[--jwks-uri <url> | --jwks-file <file>] [--no-pkce] [--first-party] ' +
     '[--post-logout-redirect-uri <uri>]... [--backchannel-logout-uri <uri>]',
+  help: [
+    'Options:',
+    '  --confidential           the client gets a secret (printed once): client_secret_basic, client_secret_post',
+    '  --client-secret-jwt      with --confidential: client_secret_jwt too (the secret is then kept sealed, not only as a digest)',
+    '  --jwks-uri <url>         the client authenticates with private_key_jwt (RFC 7523), signing with keys published here',
+    '  --jwks-file <file>       the same with a JWK Set of public keys stored now (no secret is made)',
+    '  --grant-type <type>      repeatable; default authorization_code and refresh_token. client_credentials needs a',
+    '                           confidential client and `clients grant` to say what it may ask for',
+    '',
+  ].join('\n'),
   positionals: { min: 1, max: 1 },
   options: {
     name: { type: 'string' },
@@ -22,6 +33,9 @@ export const clientsAddCommand: Command = {
     'first-party': { type: 'boolean' },
     'post-logout-redirect-uri': { type: 'string', multiple: true },
     'backchannel-logout-uri': { type: 'string' },
+    'jwks-uri': { type: 'string' },
+    'jwks-file': { type: 'string' },
+    'client-secret-jwt': { type: 'boolean' },
   },
   async run(context) {
     const clientId = validClientId(context.positionals[0] ?? '');
@@ -36,30 +50,52 @@ export const clientsAddCommand: Command = {
     if (grantTypes.includes('authorization_code') && redirectUris.length === 0) {
       context.stderr.write(`warning: ${clientId} may use authorization_code but has no --redirect-uri, so sign-ins through /authorize will be refused\n`);
     }
-    const secret = context.values.confidential ? randomSecret(secretPrefix.clientSecret) : undefined;
+    const jwksUriOption = context.values['jwks-uri'] as string | undefined;
+    const jwksFile = context.values['jwks-file'] as string | undefined;
+    if (jwksUriOption !== undefined && jwksFile !== undefined) throw new CommandError('--jwks-uri and --jwks-file cannot be combined');
+    const withKeys = jwksUriOption !== undefined || jwksFile !== undefined;
+    if (withKeys && context.values.confidential === true) {
+      throw new CommandError('a client authenticates with a secret (--confidential) or with its keys (--jwks-uri/--jwks-file), not both');
+    }
+    const jwksUri = jwksUriOption === undefined ? undefined : validJwksUri(jwksUriOption);
+    const jwks = jwksFile === undefined ? undefined : await readJwksFile(jwksFile);
+    if (grantTypes.includes('client_credentials') && context.values.confidential !== true && !withKeys) {
+      throw new CommandError('client_credentials is for confidential clients: add --confidential, --jwks-uri or --jwks-file');
+    }
+    if (context.values['client-secret-jwt'] === true && context.values.confidential !== true) throw new CommandError('--client-secret-jwt needs --confidential');
+    const fresh = context.values.confidential === true ? newClientSecret(await context.secretBox(), clientId, context.values['client-secret-jwt'] === true) : undefined;
+    const secret = fresh?.secret;
     try {
       const store = await context.store();
       await store.createClient({
         clientId,
         name: validName(context.values.name as string | undefined) ?? clientId,
-        secretHash: secret === undefined ? undefined : sha256(secret),
+        secretHash: fresh?.hash,
         redirectUris,
         grantTypes,
         // The contract asks PKCE of public clients; confidential clients may still send it.
-        requirePkce: secret === undefined && context.values['no-pkce'] !== true,
+        requirePkce: secret === undefined && !withKeys && context.values['no-pkce'] !== true,
         firstParty: context.values['first-party'] === true,
         builtIn: false,
         createdAt: epochSeconds(systemClock),
         tokensRevokedAt: undefined,
         postLogoutRedirectUris,
         backchannelLogoutUri,
+        jwksUri,
+        jwks,
+        secretSealed: fresh?.sealed,
+        previousSecretHash: undefined,
+        previousSecretSealed: undefined,
+        previousSecretExpiresAt: undefined,
+        disabled: false,
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`client "${clientId}" already exists`);
       throw err;
     }
-    cliAudit(context, 'client.created', { clientId, confidential: secret !== undefined, grantTypes });
-    context.stderr.write(`Registered client ${clientId} (${secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')})\n`);
+    const authentication = withKeys ? 'private_key_jwt' : secret ? 'client secret' : 'public';
+    await cliAudit(context, 'client.created', { clientId, confidential: secret !== undefined || withKeys, authentication, grantTypes });
+    context.stderr.write(`Registered client ${clientId} (${withKeys ? 'confidential, private_key_jwt' : secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')})\n`);
     if (secret) context.stdout.write(`client_secret (shown only once): ${secret}\n`);
     return 0;
   },

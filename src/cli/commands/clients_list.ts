@@ -1,4 +1,12 @@
 import type { Command } from '../command.js';
+import { isConfidential } from '../../admin/clients.js';
+import type { ClientGrantRecord, ClientRecord } from '../../store/store.js';
+
+/** How the client authenticates at the token endpoint. */
+function authentication(c: ClientRecord): string {
+  if (c.jwksUri !== undefined || c.jwks !== undefined) return 'private_key_jwt';
+  return c.secretHash ? 'client_secret' : 'none';
+}
 import { isoTime, json, table } from '../output.js';
 
 export const clientsListCommand: Command = {
@@ -10,13 +18,20 @@ export const clientsListCommand: Command = {
   async run(context) {
     const store = await context.store();
     const clients = await store.listClients();
+    const grants = new Map<string, ClientGrantRecord[]>();
+    for (const grant of await store.listClientGrants(undefined)) grants.set(grant.clientId, [...(grants.get(grant.clientId) ?? []), grant]);
     if (context.values.json) {
       context.stdout.write(
         json(
           clients.map((c) => ({
             client_id: c.clientId,
             name: c.name,
-            type: c.secretHash ? 'confidential' : 'public',
+            type: isConfidential(c) ? 'confidential' : 'public',
+            authentication: authentication(c),
+            disabled: c.disabled,
+            ...(c.jwksUri === undefined ? {} : { jwks_uri: c.jwksUri }),
+            ...(c.previousSecretExpiresAt === undefined ? {} : { previous_secret_expires_at: isoTime(c.previousSecretExpiresAt) }),
+            api_grants: (grants.get(c.clientId) ?? []).map((g) => ({ api: g.api, scopes: g.scopes })),
             redirect_uris: c.redirectUris,
             grant_types: c.grantTypes,
             require_pkce: c.requirePkce,
@@ -32,7 +47,7 @@ export const clientsListCommand: Command = {
           clients.map((c) => [
             c.clientId,
             c.name,
-            c.secretHash ? 'confidential' : 'public',
+            (isConfidential(c) ? 'confidential' : 'public') + (c.disabled ? ' (disabled)' : ''),
             c.grantTypes.join(','),
             c.redirectUris.join(' '),
           ]),

@@ -14,7 +14,7 @@ export const clientsRemoveCommand: Command = {
     if (clientId === builtinCliClientId) throw new CommandError(`${builtinCliClientId} is built in and cannot be removed`);
     const store = await context.store();
     if (!(await store.removeClient(clientId, await revocationTime(store)))) throw new CommandError(`no client "${clientId}"`);
-    cliAudit(context, 'client.removed', { clientId });
+    await cliAudit(context, 'client.removed', { clientId });
     context.stderr.write(`Removed client ${clientId}\n`);
     return 0;
   },

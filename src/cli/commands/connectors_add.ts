@@ -160,7 +160,7 @@ export const connectorsAddCommand: Command = {
       if (err instanceof DuplicateError) throw new CommandError(`connector "${id}" already exists`);
       throw err;
     }
-    cliAudit(context, 'connector.created', { connectorId: id, type });
+    await cliAudit(context, 'connector.created', { connectorId: id, type });
     context.stderr.write(`Added connector ${id} (${type}: ${name})\n`);
     if (type === 'oidc' && String(config.issuer).startsWith('http:')) context.stderr.write('warning: the issuer is plain http: use https outside a test setup\n');
     if (type === 'oidc' && openToEveryone(String(config.issuer))) {

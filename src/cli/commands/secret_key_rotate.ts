@@ -10,7 +10,7 @@ async function resealUnderFirstKey(context: CommandContext, where: string): Prom
   const store = await context.store();
   const box = await context.secretBox();
   const changed = await resealAllSecrets(store, box);
-  cliAudit(context, 'secret_key.rotated', { keyId: box.currentKeyId, resealed: changed });
+  await cliAudit(context, 'secret_key.rotated', { keyId: box.currentKeyId, resealed: changed });
   context.stderr.write(
     changed === 0
       ? `Every stored secret is already encrypted with key ${box.currentKeyId}: nothing to do.\n`
@@ -54,7 +54,7 @@ export const secretKeyRotateCommand: Command = {
       const box = new SecretBox(parseSecretKeys([fresh, ...old].join('\n'))!);
       const changed = await resealAllSecrets(store, box);
       writeKeyFile(path, [fresh]);
-      cliAudit(context, 'secret_key.rotated', { keyId: box.currentKeyId, resealed: changed });
+      await cliAudit(context, 'secret_key.rotated', { keyId: box.currentKeyId, resealed: changed });
       context.stderr.write(`New secret key ${box.currentKeyId} in ${path}; re-encrypted ${changed} stored secret${changed === 1 ? '' : 's'} with it.\n`);
       if (keyFileIsLoose(path)) context.stderr.write(`warning: ${path} can be read by other users: chmod 600 ${path}\n`);
       return 0;

@@ -18,13 +18,13 @@ export const sessionsRevokeCommand: Command = {
     const store = await context.store();
     const session = await store.endSessionById(id, undefined);
     if (session) {
-      cliAudit(context, 'session.revoked', { kind: 'browser', userId: session.userId, sessionId: id });
+      await cliAudit(context, 'session.revoked', { kind: 'browser', userId: session.userId, sessionId: id });
       context.stderr.write(`Ended browser session ${id}\n`);
       return 0;
     }
     const family = await store.revokeRefreshFamilyOf(id, undefined, await revocationTime(store));
     if (family) {
-      cliAudit(context, 'session.revoked', { kind: 'app', userId: family.userId, clientId: family.clientId, familyId: id });
+      await cliAudit(context, 'session.revoked', { kind: 'app', userId: family.userId, clientId: family.clientId, familyId: id });
       context.stderr.write(`Ended the sign-in of ${family.clientId} (${id})\n`);
       return 0;
     }

@@ -34,12 +34,13 @@ export const usersAddCommand: Command = {
         source: 'local',
         emailVerified: true,
         groups: [],
+        roles: [],
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`user "${username}" already exists`);
       throw err;
     }
-    cliAudit(context, 'user.created', { username });
+    await cliAudit(context, 'user.created', { username });
     context.stderr.write(`Created user ${username}\n`);
     if (generated) context.stdout.write(`Password for ${username} (shown only once): ${password}\n`);
     return 0;

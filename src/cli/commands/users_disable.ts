@@ -12,7 +12,7 @@ export const usersDisableCommand: Command = {
     const username = context.positionals[0] ?? '';
     const store = await context.store();
     if (!(await store.setUserDisabled(username, true, await revocationTime(store)))) throw new CommandError(`no user "${username}"`);
-    cliAudit(context, 'user.disabled', { username });
+    await cliAudit(context, 'user.disabled', { username });
     context.stderr.write(`Disabled user ${username}\n`);
     return 0;
   },

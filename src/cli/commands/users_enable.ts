@@ -12,7 +12,7 @@ export const usersEnableCommand: Command = {
     const store = await context.store();
     // Nothing issued before the account was disabled comes back: disabling ended all of it.
     if (!(await store.setUserDisabled(username, false, 0))) throw new CommandError(`no user "${username}"`);
-    cliAudit(context, 'user.enabled', { username });
+    await cliAudit(context, 'user.enabled', { username });
     context.stderr.write(`Enabled user ${username}\n`);
     return 0;
   },

@@ -21,6 +21,7 @@ export const usersListCommand: Command = {
             disabled: u.disabled,
             source: u.source,
             groups: u.groups,
+            roles: u.roles,
             created_at: isoTime(u.createdAt),
           })),
         ),
@@ -28,8 +29,8 @@ export const usersListCommand: Command = {
     } else {
       context.stdout.write(
         table(
-          users.map((u) => [u.username, u.email, u.name ?? '', u.disabled ? 'disabled' : 'active', isoTime(u.createdAt), u.source]),
-          ['USERNAME', 'EMAIL', 'NAME', 'STATUS', 'CREATED', 'SOURCE'],
+          users.map((u) => [u.username, u.email, u.name ?? '', u.disabled ? 'disabled' : 'active', isoTime(u.createdAt), u.source, u.roles.join(',') || '-']),
+          ['USERNAME', 'EMAIL', 'NAME', 'STATUS', 'CREATED', 'SOURCE', 'ROLES'],
         ),
       );
     }

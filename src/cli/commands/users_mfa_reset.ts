@@ -25,7 +25,7 @@ export const usersMfaResetCommand: Command = {
     const user = await store.findUserByUsername(username);
     if (!user) throw new CommandError(`no user "${username}"`);
     const removed = await store.resetSecondFactors(user.id);
-    cliAudit(context, 'user.second_factors_reset', { username, userId: user.id, hadFactors: removed });
+    await cliAudit(context, 'user.second_factors_reset', { username, userId: user.id, hadFactors: removed });
     context.stderr.write(removed ? `Removed the second factors of ${user.username}\n` : `${user.username} had no second factors\n`);
     return 0;
   },

@@ -18,7 +18,7 @@ export const usersPasswdCommand: Command = {
     const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
     validPassword(password);
     if (!(await store.setUserPassword(username, await hashPassword(password), await revocationTime(store)))) throw new CommandError(`no user "${username}"`);
-    cliAudit(context, 'user.password_changed', { username });
+    await cliAudit(context, 'user.password_changed', { username });
     context.stderr.write(`Changed the password of ${username}; their sessions, refresh tokens and access tokens have ended\n`);
     if (generated) context.stdout.write(`New password for ${username} (shown only once): ${password}\n`);
     return 0;

@@ -19,7 +19,7 @@ export const usersRevokeTokensCommand: Command = {
     const username = context.positionals[0] ?? '';
     const store = await context.store();
     if (!(await store.revokeUserTokens(username, await revocationTime(store)))) throw new CommandError(`no user "${username}"`);
-    cliAudit(context, 'user.tokens_revoked', { username });
+    await cliAudit(context, 'user.tokens_revoked', { username });
     context.stderr.write(`Ended every sign-in of ${username}\n`);
     return 0;
   },

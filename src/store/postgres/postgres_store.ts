@@ -15,9 +15,14 @@ import { postgresMigrationsDir } from '../../paths.js';
 import { readMigrations } from '../migration_files.js';
 import {
   DuplicateError,
+  MissingReferenceError,
   type ApiRecord,
+  type AuditEventQuery,
+  type AuditEventRecord,
   type AuthMethod,
   type AuthorizationCodeRecord,
+  type ClientChanges,
+  type ClientGrantRecord,
   type ClientRecord,
   type ConnectorRecord,
   type ConsentRecord,
@@ -26,10 +31,12 @@ import {
   type EmailTokenRecord,
   type GraceRefusal,
   type PasskeyRecord,
+  type Permission,
   type PurgeCounts,
   type RateLimitCounter,
   type RefreshFamilySummary,
   type RefreshTokenRecord,
+  type RoleRecord,
   type SealedSecret,
   type SessionRecord,
   type TotpRecord,
@@ -41,12 +48,15 @@ import {
   type UserRecord,
 } from '../store.js';
 import { migrate, schemaNamePattern } from './migrate.js';
-import { liveToken, rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
+import { auditEventConditions, auditLimit, liveToken, rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
 import {
   amrToText,
+  clientChangeColumns,
   toApi,
+  toAuditEvent,
   toAuthorizationCode,
   toClient,
+  toClientGrant,
   toConnector,
   toConsent,
   toDeviceGrant,
@@ -55,6 +65,7 @@ import {
   toRateLimitCounter,
   toRefreshFamilySummary,
   toRefreshToken,
+  toRole,
   toSession,
   toSigningKey,
   toTotp,
@@ -99,6 +110,12 @@ class Statements {
 }
 
 const uniqueViolation = '23505';
+const foreignKeyViolation = '23503';
+
+/** A foreign key that names nothing (an API or client removed meanwhile): the caller's MissingReferenceError. */
+function missingReference(err: unknown, what: string): unknown {
+  return errorCode(err) === foreignKeyViolation ? new MissingReferenceError(what) : err;
+}
 /** A deadlock victim (or a serialisation failure) was rolled back whole and may simply run again. */
 const retryableErrors = new Set(['40P01', '40001']);
 const transactionAttempts = 3;
@@ -135,6 +152,25 @@ function withSearchPath(url: string, schema: string): string {
  * for such a key, as SQLite does, instead of failing the request with the driver's encoding error.
  */
 const storable = (key: string): boolean => !key.includes('\u0000');
+
+/**
+ * An audit field as it can be stored: a U+0000 (someone's raw input) becomes U+FFFD, since a
+ * record of what happened must not be lost to the driver's encoding error.
+ */
+const auditText = (value: string | undefined): string | null => (value === undefined ? null : value.replaceAll('\u0000', '\uFFFD'));
+
+/**
+ * A user row with its roles, sorted in byte order, as a JSON array: one statement, so that
+ * findUserById (on the token path) stays a single indexed read.
+ */
+const userWithRoles = `users.*,
+  coalesce((SELECT json_agg(role ORDER BY role COLLATE "C") FROM user_roles WHERE user_roles.user_id = users.id)::text, '[]') AS roles`;
+
+/** A role row with its permissions (sorted by api, then scope, as a JSON array) and how many hold it. */
+const roleWithPermissions = `roles.*,
+  coalesce((SELECT json_agg(json_build_object('api', api, 'scope', scope) ORDER BY api COLLATE "C", scope COLLATE "C")
+            FROM role_permissions WHERE role_permissions.role = roles.name)::text, '[]') AS permissions,
+  (SELECT count(*) FROM user_roles WHERE user_roles.role = roles.name) AS members`;
 
 export class PostgresStore implements Store {
   /** Several instances share the database: rate limits are counted in it. */
@@ -245,6 +281,7 @@ export class PostgresStore implements Store {
         revokedAccessTokens: await purge('revoked_access_tokens', 'expires_at <= $1', now),
         // A used link can do nothing more; an expired one is kept a day, like a code.
         emailTokens: await purge('email_tokens', 'expires_at <= $1 OR used_at IS NOT NULL', now - grace),
+        usedOnce: await purge('used_once', 'expires_at <= $1', now),
       };
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
@@ -293,7 +330,7 @@ export class PostgresStore implements Store {
 
   async findUsersByEmail(email: string): Promise<UserRecord[]> {
     if (!storable(email)) return [];
-    return (await this.db.many('SELECT * FROM users WHERE lower(email) = lower($1) ORDER BY lower(username COLLATE "C")', email)).map(toUser);
+    return (await this.db.many(`SELECT ${userWithRoles} FROM users WHERE lower(email) = lower($1) ORDER BY lower(username COLLATE "C")`, email)).map(toUser);
   }
 
   async createConnector(c: Omit<ConnectorRecord, 'position'>): Promise<void> {
@@ -389,19 +426,19 @@ export class PostgresStore implements Store {
   }
 
   async findUserById(id: string): Promise<UserRecord | undefined> {
-    const row = await this.db.one('SELECT * FROM users WHERE id = $1', id);
+    const row = await this.db.one(`SELECT ${userWithRoles} FROM users WHERE id = $1`, id);
     return row && toUser(row);
   }
 
   async findUserByUsername(username: string): Promise<UserRecord | undefined> {
     if (!storable(username)) return undefined;
-    const row = await this.db.one(`SELECT * FROM users WHERE ${usernameIs('$1')}`, username);
+    const row = await this.db.one(`SELECT ${userWithRoles} FROM users WHERE ${usernameIs('$1')}`, username);
     return row && toUser(row);
   }
 
   async listUsers(): Promise<UserRecord[]> {
     // NOCASE order, byte by byte: the order SQLite lists them in.
-    return (await this.db.many('SELECT * FROM users ORDER BY lower(username COLLATE "C")')).map(toUser);
+    return (await this.db.many(`SELECT ${userWithRoles} FROM users ORDER BY lower(username COLLATE "C")`)).map(toUser);
   }
 
   /**
@@ -460,22 +497,32 @@ export class PostgresStore implements Store {
       c.createdAt,
       JSON.stringify(c.postLogoutRedirectUris),
       c.backchannelLogoutUri ?? null,
+      c.jwksUri ?? null,
+      c.jwks === undefined ? null : JSON.stringify(c.jwks),
+      c.secretSealed ?? null,
+      c.previousSecretHash ?? null,
+      c.previousSecretSealed ?? null,
+      c.previousSecretExpiresAt ?? null,
+      c.disabled,
     ];
   }
 
   async createClient(c: ClientRecord): Promise<void> {
     await this.insert(
       `client ${c.clientId}`,
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris, backchannel_logout_uri, tokens_revoked_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT removed_at FROM removed_clients WHERE client_id = $1))`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
+         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, tokens_revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, (SELECT removed_at FROM removed_clients WHERE client_id = $1))`,
       ...this.clientParams(c),
     );
   }
 
   async ensureClient(c: ClientRecord): Promise<void> {
     await this.db.run(
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris, backchannel_logout_uri, tokens_revoked_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, (SELECT removed_at FROM removed_clients WHERE client_id = $1)) ON CONFLICT DO NOTHING`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
+         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, tokens_revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, (SELECT removed_at FROM removed_clients WHERE client_id = $1))
+       ON CONFLICT DO NOTHING`,
       ...this.clientParams(c),
     );
   }
@@ -491,6 +538,7 @@ export class PostgresStore implements Store {
     return (await this.db.many('SELECT * FROM clients ORDER BY client_id COLLATE "C"')).map(toClient);
   }
 
+  /** Its grants (client_grants) go with it by the foreign key's cascade. */
   async removeClient(clientId: string, now: number): Promise<boolean> {
     if (!storable(clientId)) return false;
     return this.transaction(async (tx) => {
@@ -517,17 +565,26 @@ export class PostgresStore implements Store {
   async createApi(a: ApiRecord): Promise<void> {
     await this.insert(
       `API ${a.identifier}`,
-      'INSERT INTO apis (identifier, name, created_at, introspection_clients) VALUES ($1, $2, $3, $4)',
+      'INSERT INTO apis (identifier, name, created_at, introspection_clients, scopes) VALUES ($1, $2, $3, $4, $5)',
       a.identifier,
       a.name,
       a.createdAt,
       JSON.stringify(a.introspectionClients),
+      JSON.stringify(a.scopes),
     );
   }
 
   async updateApi(a: ApiRecord): Promise<boolean> {
     if (!storable(a.identifier)) return false;
-    return (await this.db.run('UPDATE apis SET name = $1, introspection_clients = $2 WHERE identifier = $3', a.name, JSON.stringify(a.introspectionClients), a.identifier)) === 1;
+    return (
+      (await this.db.run(
+        'UPDATE apis SET name = $1, introspection_clients = $2, scopes = $3 WHERE identifier = $4',
+        a.name,
+        JSON.stringify(a.introspectionClients),
+        JSON.stringify(a.scopes),
+        a.identifier,
+      )) === 1
+    );
   }
 
   async findApi(identifier: string): Promise<ApiRecord | undefined> {
@@ -541,6 +598,8 @@ export class PostgresStore implements Store {
   }
 
   async removeApi(identifier: string): Promise<boolean> {
+    if (!storable(identifier)) return false;
+    // Its role permissions and client grants go with it by the foreign keys' cascades.
     return (await this.db.run('DELETE FROM apis WHERE identifier = $1', identifier)) === 1;
   }
 
@@ -616,6 +675,14 @@ export class PostgresStore implements Store {
         const value = String(row.secret);
         const next = reseal({ context: `totp:${String(row.user_id)}`, value });
         if (next !== value) changed += await tx.run('UPDATE totp_credentials SET secret = $1 WHERE user_id = $2', next, row.user_id);
+      }
+      // Client secrets kept for client_secret_jwt, the current and a rotation's previous one.
+      for (const column of ['secret_sealed', 'previous_secret_sealed'] as const) {
+        for (const row of await tx.many(`SELECT client_id, ${column} AS value FROM clients WHERE ${column} IS NOT NULL ORDER BY client_id COLLATE "C" FOR UPDATE`)) {
+          const value = String(row.value);
+          const next = reseal({ context: `client_secret:${String(row.client_id)}`, value });
+          if (next !== value) changed += await tx.run(`UPDATE clients SET ${column} = $1 WHERE client_id = $2`, next, row.client_id);
+        }
       }
       return changed;
     });
@@ -1310,5 +1377,258 @@ export class PostgresStore implements Store {
   /** PostgreSQL's autovacuum makes purged rows' space reusable; nothing to do here. */
   async reclaimSpace(): Promise<number> {
     return 0;
+  }
+
+  // --- Roles, API permissions, machine clients (issue 18) ---
+
+  /** Inside a transaction. A permission given twice is one permission; one of an unknown API is refused by its foreign key. */
+  private static async insertPermissions(tx: Statements, role: string, permissions: Permission[]): Promise<void> {
+    if (permissions.length === 0) return;
+    await tx.run(
+      'INSERT INTO role_permissions (role, api, scope) SELECT $1, p.api, p.scope FROM unnest($2::text[], $3::text[]) AS p(api, scope) ON CONFLICT DO NOTHING',
+      role,
+      permissions.map((p) => p.api),
+      permissions.map((p) => p.scope),
+    );
+  }
+
+  async createRole(role: Omit<RoleRecord, 'members' | 'builtIn'>): Promise<void> {
+    await this.createRoleInTransaction(role).catch((err: unknown) => {
+      throw missingReference(err, `role ${role.name}`);
+    });
+  }
+
+  private async createRoleInTransaction(role: Omit<RoleRecord, 'members' | 'builtIn'>): Promise<void> {
+    await this.transaction(async (tx) => {
+      try {
+        await tx.run('INSERT INTO roles (name, description, built_in, created_at) VALUES ($1, $2, false, $3)', role.name, role.description ?? null, role.createdAt);
+      } catch (err) {
+        if (errorCode(err) === uniqueViolation) throw new DuplicateError(`role ${role.name}`);
+        throw err;
+      }
+      await PostgresStore.insertPermissions(tx, role.name, role.permissions);
+    });
+  }
+
+  async findRole(name: string): Promise<RoleRecord | undefined> {
+    if (!storable(name)) return undefined;
+    const row = await this.db.one(`SELECT ${roleWithPermissions} FROM roles WHERE name = $1`, name);
+    return row && toRole(row);
+  }
+
+  async listRoles(): Promise<RoleRecord[]> {
+    return (await this.db.many(`SELECT ${roleWithPermissions} FROM roles ORDER BY name COLLATE "C"`)).map(toRole);
+  }
+
+  async updateRole(name: string, changes: { permissions?: Permission[]; description?: string | undefined }): Promise<boolean> {
+    if (!storable(name)) return false;
+    return this.updateRoleInTransaction(name, changes).catch((err: unknown) => {
+      throw missingReference(err, `role ${name}`);
+    });
+  }
+
+  private async updateRoleInTransaction(name: string, changes: { permissions?: Permission[]; description?: string | undefined }): Promise<boolean> {
+    return this.transaction(async (tx) => {
+      // The role's row lock makes simultaneous updates take turns, so the permissions left are one
+      // caller's whole list. NO KEY: grants of the role (their foreign-key checks) need not wait.
+      // A description given as undefined clears it; one not given at all stays.
+      const found =
+        'description' in changes
+          ? await tx.one('UPDATE roles SET description = $2 WHERE name = $1 RETURNING name', name, changes.description ?? null)
+          : await tx.one('SELECT name FROM roles WHERE name = $1 FOR NO KEY UPDATE', name);
+      if (!found) return false;
+      if (changes.permissions !== undefined) {
+        await tx.run('DELETE FROM role_permissions WHERE role = $1', name);
+        await PostgresStore.insertPermissions(tx, name, changes.permissions);
+      }
+      return true;
+    });
+  }
+
+  async removeRole(name: string): Promise<boolean> {
+    if (!storable(name)) return false;
+    // Its permissions and every grant of it go by the foreign keys' cascades.
+    return (await this.db.run('DELETE FROM roles WHERE name = $1 AND NOT built_in', name)) === 1;
+  }
+
+  async grantRole(userId: string, role: string, now: number): Promise<boolean> {
+    if (!storable(userId) || !storable(role)) return false;
+    try {
+      // One statement: nothing is inserted unless both the user and the role exist. A grant held
+      // already keeps its time; the no-op update only makes RETURNING answer for it, even when a
+      // simultaneous grant committed it after this statement's snapshot.
+      const row = await this.db.one(
+        `INSERT INTO user_roles (user_id, role, granted_at)
+         SELECT users.id, roles.name, $3 FROM users, roles WHERE users.id = $1 AND roles.name = $2
+         ON CONFLICT (user_id, role) DO UPDATE SET granted_at = user_roles.granted_at
+         RETURNING 1 AS held`,
+        userId,
+        role,
+        now,
+      );
+      return row !== undefined;
+    } catch (err) {
+      // The user or the role was removed between this statement's snapshot and its insert.
+      if (errorCode(err) === foreignKeyViolation) return false;
+      throw err;
+    }
+  }
+
+  async revokeRole(userId: string, role: string): Promise<boolean> {
+    if (!storable(userId) || !storable(role)) return false;
+    return (await this.db.run('DELETE FROM user_roles WHERE user_id = $1 AND role = $2', userId, role)) === 1;
+  }
+
+  async listRoleMembers(role: string): Promise<UserRecord[]> {
+    if (!storable(role)) return [];
+    return (
+      await this.db.many(`SELECT ${userWithRoles} FROM users WHERE id IN (SELECT user_id FROM user_roles WHERE role = $1) ORDER BY lower(username COLLATE "C")`, role)
+    ).map(toUser);
+  }
+
+  async permittedScopes(userId: string, api: string): Promise<string[]> {
+    if (!storable(userId) || !storable(api)) return [];
+    // Both primary keys lead: user_roles by user, then role_permissions by (role, api).
+    const rows = await this.db.many(
+      `SELECT DISTINCT p.scope COLLATE "C" AS scope FROM user_roles m JOIN role_permissions p ON p.role = m.role
+       WHERE m.user_id = $1 AND p.api = $2 ORDER BY 1`,
+      userId,
+      api,
+    );
+    return rows.map((r) => String(r.scope));
+  }
+
+  async saveClientGrant(g: ClientGrantRecord): Promise<void> {
+    await this.saveClientGrantRow(g).catch((err: unknown) => {
+      throw missingReference(err, `grant of ${g.clientId}`);
+    });
+  }
+
+  private async saveClientGrantRow(g: ClientGrantRecord): Promise<void> {
+    await this.db.run(
+      `INSERT INTO client_grants (client_id, api, scopes, created_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (client_id, api) DO UPDATE SET scopes = EXCLUDED.scopes, created_at = EXCLUDED.created_at`,
+      g.clientId,
+      g.api,
+      JSON.stringify(g.scopes),
+      g.createdAt,
+    );
+  }
+
+  async findClientGrant(clientId: string, api: string): Promise<ClientGrantRecord | undefined> {
+    if (!storable(clientId) || !storable(api)) return undefined;
+    const row = await this.db.one('SELECT * FROM client_grants WHERE client_id = $1 AND api = $2', clientId, api);
+    return row && toClientGrant(row);
+  }
+
+  async listClientGrants(clientId: string | undefined): Promise<ClientGrantRecord[]> {
+    if (clientId !== undefined && !storable(clientId)) return [];
+    // COLLATE "C": byte order, as SQLite sorts.
+    const rows =
+      clientId === undefined
+        ? await this.db.many('SELECT * FROM client_grants ORDER BY client_id COLLATE "C", api COLLATE "C"')
+        : await this.db.many('SELECT * FROM client_grants WHERE client_id = $1 ORDER BY api COLLATE "C"', clientId);
+    return rows.map(toClientGrant);
+  }
+
+  async removeClientGrant(clientId: string, api: string): Promise<boolean> {
+    if (!storable(clientId) || !storable(api)) return false;
+    return (await this.db.run('DELETE FROM client_grants WHERE client_id = $1 AND api = $2', clientId, api)) === 1;
+  }
+
+  async updateClient(clientId: string, changes: ClientChanges): Promise<boolean> {
+    if (!storable(clientId)) return false;
+    const columns = clientChangeColumns(changes, (value) => value);
+    if (columns.length === 0) return (await this.db.one('SELECT 1 AS found FROM clients WHERE client_id = $1', clientId)) !== undefined;
+    // Column names come from clientChangeColumns, never from the caller.
+    const set = columns.map(([column], n) => `${column} = $${n + 1}`).join(', ');
+    return (await this.db.run(`UPDATE clients SET ${set} WHERE client_id = $${columns.length + 1}`, ...columns.map(([, value]) => value), clientId)) === 1;
+  }
+
+  async rotateClientSecret(clientId: string, secret: { hash: string; sealed: string | undefined }, keepOldUntil: number | undefined): Promise<boolean> {
+    if (!storable(clientId)) return false;
+    // SET reads the row as it was, so the current secret becomes the previous one in the same step.
+    // A client without a secret has nothing to keep (nor an expiry for it).
+    return (
+      (await this.db.run(
+        `UPDATE clients SET
+           previous_secret_hash = CASE WHEN $1::boolean THEN secret_hash END,
+           previous_secret_sealed = CASE WHEN $1::boolean AND secret_hash IS NOT NULL THEN secret_sealed END,
+           previous_secret_expires_at = CASE WHEN $1::boolean AND secret_hash IS NOT NULL THEN $2::bigint END,
+           secret_hash = $3, secret_sealed = $4
+         WHERE client_id = $5`,
+        keepOldUntil !== undefined,
+        keepOldUntil ?? null,
+        secret.hash,
+        secret.sealed ?? null,
+        clientId,
+      )) === 1
+    );
+  }
+
+  async setClientDisabled(clientId: string, disabled: boolean): Promise<boolean> {
+    if (!storable(clientId)) return false;
+    return (await this.db.run('UPDATE clients SET disabled = $1 WHERE client_id = $2', disabled, clientId)) === 1;
+  }
+
+  async useOnce(purpose: string, key: string, expiresAt: number): Promise<boolean> {
+    // A key PostgreSQL cannot store (U+0000) is nobody's honest jti: it counts as seen, so it is refused.
+    if (!storable(purpose) || !storable(key)) return false;
+    // One statement: a simultaneous caller of another instance waits for this one's row and then
+    // re-checks the WHERE against it, so exactly one gets the row. A row past its expiry is as good
+    // as purged and is taken over; "past" by the database's clock, since the caller gives no time
+    // and every instance shares that one.
+    return (
+      (await this.db.run(
+        `INSERT INTO used_once (purpose, key, expires_at) VALUES ($1, $2, $3)
+         ON CONFLICT (purpose, key) DO UPDATE SET expires_at = EXCLUDED.expires_at
+         WHERE used_once.expires_at <= extract(epoch FROM clock_timestamp())`,
+        purpose,
+        key,
+        expiresAt,
+      )) === 1
+    );
+  }
+
+  async appendAuditEvents(events: Omit<AuditEventRecord, 'id'>[]): Promise<void> {
+    if (events.length === 0) return;
+    // One statement is one transaction; ids follow the order given (ORDER BY the ordinality).
+    await this.db.run(
+      `INSERT INTO audit_events (at, event, actor, user_id, client_id, ip, details)
+       SELECT e.at, e.event, e.actor, e.user_id, e.client_id, e.ip, e.details
+       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+         WITH ORDINALITY AS e(at, event, actor, user_id, client_id, ip, details, n)
+       ORDER BY e.n`,
+      events.map((e) => e.at),
+      events.map((e) => auditText(e.event)),
+      events.map((e) => auditText(e.actor)),
+      events.map((e) => auditText(e.userId)),
+      events.map((e) => auditText(e.clientId)),
+      events.map((e) => auditText(e.ip)),
+      // JSON.stringify writes U+0000 as the escape \u0000, which text holds.
+      events.map((e) => JSON.stringify(e.details ?? {})),
+    );
+  }
+
+  async listAuditEvents(query: AuditEventQuery): Promise<AuditEventRecord[]> {
+    // No stored field holds U+0000 (see auditText): such a filter matches nothing.
+    for (const value of [query.userId, query.clientId, query.event, query.actor]) if (value !== undefined && !storable(value)) return [];
+    const params: unknown[] = [];
+    const where = auditEventConditions(query, (value) => (params.push(value), `$${params.length}`), ' COLLATE "C"');
+    params.push(auditLimit(query.limit));
+    const rows = await this.db.many(
+      `SELECT * FROM audit_events ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY id DESC LIMIT $${params.length}`,
+      ...params,
+    );
+    return rows.map(toAuditEvent);
+  }
+
+  async purgeAuditEvents(before: number, batchSize = -1): Promise<number> {
+    // The oldest first, so a batch that stops short leaves the newer events (LIMIT NULL: all).
+    return this.db.run(
+      'DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < $1 ORDER BY at LIMIT $2)',
+      before,
+      batchSize < 0 ? null : batchSize,
+    );
   }
 }

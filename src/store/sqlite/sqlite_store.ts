@@ -14,9 +14,12 @@ import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { GroupCommit } from './group_commit.js';
 import {
   amrToText,
+  clientChangeColumns,
   toApi,
+  toAuditEvent,
   toAuthorizationCode,
   toClient,
+  toClientGrant,
   toConnector,
   toConsent,
   toDeviceGrant,
@@ -25,6 +28,7 @@ import {
   toRateLimitCounter,
   toRefreshFamilySummary,
   toRefreshToken,
+  toRole,
   toSession,
   toSigningKey,
   toTotp,
@@ -35,8 +39,12 @@ import {
 import {
   DuplicateError,
   type ApiRecord,
+  type AuditEventQuery,
+  type AuditEventRecord,
   type AuthMethod,
   type AuthorizationCodeRecord,
+  type ClientChanges,
+  type ClientGrantRecord,
   type ClientRecord,
   type ConnectorRecord,
   type ConsentRecord,
@@ -45,10 +53,12 @@ import {
   type EmailTokenRecord,
   type GraceRefusal,
   type PasskeyRecord,
+  type Permission,
   type PurgeCounts,
   type RateLimitCounter,
   type RefreshFamilySummary,
   type RefreshTokenRecord,
+  type RoleRecord,
   type SealedSecret,
   type SessionRecord,
   type TotpRecord,
@@ -58,8 +68,14 @@ import {
   type SigningKeyRecord,
   type Store,
   type UserRecord,
+  MissingReferenceError,
 } from '../store.js';
 
+
+/** A foreign key that names nothing (an API or client removed meanwhile): the caller's MissingReferenceError. */
+function missingReference(err: unknown, what: string): unknown {
+  return err instanceof Error && 'code' in err && err.code === 'SQLITE_CONSTRAINT_FOREIGNKEY' ? new MissingReferenceError(what) : err;
+}
 
 function isUniqueViolation(err: unknown): boolean {
   return (
@@ -78,17 +94,59 @@ export function liveToken(t: string, now: string): string {
     AND NOT EXISTS (SELECT 1 FROM revoked_refresh_families r WHERE r.family_id = ${t}.family_id)`;
 }
 
+/** listAuditEvents never returns more than this many events at once, whatever the caller asks. */
+export const maxAuditEvents = 500;
+
+/** The limit of an audit query: at most maxAuditEvents, none for a negative one. */
+export function auditLimit(limit: number): number {
+  return Number.isFinite(limit) ? Math.min(Math.max(Math.trunc(limit), 0), maxAuditEvents) : maxAuditEvents;
+}
+
+/**
+ * The conditions of an audit query (combined with AND), for both stores: `param` gives each value
+ * its placeholder, `collate` the collation of byte order. An event prefix ("user.") is a range of
+ * the event index rather than a LIKE (whose _ and % would be wildcards, and case-insensitive in
+ * SQLite): every name from the prefix up to, not including, the prefix with its final '.' replaced
+ * by the next character, '/'.
+ */
+export function auditEventConditions(q: AuditEventQuery, param: (value: unknown) => string, collate = ''): string[] {
+  const where: string[] = [];
+  if (q.since !== undefined) where.push(`at >= ${param(q.since)}`);
+  if (q.until !== undefined) where.push(`at < ${param(q.until)}`);
+  if (q.userId !== undefined) where.push(`user_id = ${param(q.userId)}`);
+  if (q.clientId !== undefined) where.push(`client_id = ${param(q.clientId)}`);
+  if (q.actor !== undefined) where.push(`actor = ${param(q.actor)}`);
+  if (q.event !== undefined && q.event.endsWith('.')) {
+    where.push(`event${collate} >= ${param(q.event)}`, `event${collate} < ${param(`${q.event.slice(0, -1)}/`)}`);
+  } else if (q.event !== undefined) {
+    where.push(`event${collate} = ${param(q.event)}`);
+  }
+  if (q.beforeId !== undefined) where.push(`id < ${param(q.beforeId)}`);
+  return where;
+}
+
 /** Seconds after its latest event that a rate-limit counter can be purged. */
 export const rateLimitCounterLifetime = 1_000_000 + 7200;
 
 /** Each cache starts over beyond this many records, so memory stays bounded. */
 const maxCachedRecords = 10_000;
 
-/** Cached records are shared between requests: nobody may change one. */
+/** Cached records are shared between requests: nobody may change one, down to a client's JWK Set. */
 function deepFreeze<T extends object>(record: T): T {
-  for (const value of Object.values(record)) if (value !== null && typeof value === 'object') Object.freeze(value);
+  for (const value of Object.values(record)) if (value !== null && typeof value === 'object') deepFreeze(value as object);
   return Object.freeze(record);
 }
+
+/**
+ * A user row with its roles, sorted, as a JSON array: one statement, so that findUserById (on the
+ * token path) stays a single indexed read. Role names sort in byte order (BINARY).
+ */
+const userWithRoles = `users.*, (SELECT json_group_array(role ORDER BY role) FROM user_roles WHERE user_roles.user_id = users.id) AS roles`;
+
+/** A role row with its permissions (sorted by api, then scope, as a JSON array) and how many hold it. */
+const roleWithPermissions = `roles.*,
+  (SELECT json_group_array(json_object('api', api, 'scope', scope) ORDER BY api, scope) FROM role_permissions WHERE role_permissions.role = roles.name) AS permissions,
+  (SELECT count(*) FROM user_roles WHERE user_roles.role = roles.name) AS members`;
 
 export interface SqliteStoreOptions {
   /** File path, or ':memory:' for tests. */
@@ -148,6 +206,13 @@ export const readOnlyVerbs = new Set([
   'listPasskeys',
   'countRecoveryCodes',
   'readRateLimitCounter',
+  'findRole',
+  'listRoles',
+  'listRoleMembers',
+  'permittedScopes',
+  'findClientGrant',
+  'listClientGrants',
+  'listAuditEvents',
 ]);
 
 /**
@@ -215,6 +280,19 @@ export const writeVerbs = new Set([
   'undoRateLimitEvent',
   'clearRateLimitCounter',
   'reclaimSpace',
+  'createRole',
+  'updateRole',
+  'removeRole',
+  'grantRole',
+  'revokeRole',
+  'saveClientGrant',
+  'removeClientGrant',
+  'updateClient',
+  'rotateClientSecret',
+  'setClientDisabled',
+  'useOnce',
+  'appendAuditEvents',
+  'purgeAuditEvents',
 ]);
 
 export class SqliteStore implements Store {
@@ -402,6 +480,7 @@ export class SqliteStore implements Store {
         revokedAccessTokens: purge('revoked_access_tokens', 'expires_at <= ?', now),
         // A used link can do nothing more; an expired one is kept a day, like a code.
         emailTokens: purge('email_tokens', 'expires_at <= ? OR used_at IS NOT NULL', now - grace),
+        usedOnce: purge('used_once', 'expires_at <= ?', now),
       };
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
@@ -449,7 +528,7 @@ export class SqliteStore implements Store {
   }
 
   async findUsersByEmail(email: string): Promise<UserRecord[]> {
-    return this.all('SELECT * FROM users WHERE email = ? COLLATE NOCASE ORDER BY username', email).map(toUser);
+    return this.all(`SELECT ${userWithRoles} FROM users WHERE email = ? COLLATE NOCASE ORDER BY username`, email).map(toUser);
   }
 
   async createConnector(c: Omit<ConnectorRecord, 'position'>): Promise<void> {
@@ -530,18 +609,18 @@ export class SqliteStore implements Store {
 
   async findUserById(id: string): Promise<UserRecord | undefined> {
     return this.cached(this.directory.users, id, () => {
-      const row = this.get('SELECT * FROM users WHERE id = ?', id);
+      const row = this.get(`SELECT ${userWithRoles} FROM users WHERE id = ?`, id);
       return row && toUser(row);
     });
   }
 
   async findUserByUsername(username: string): Promise<UserRecord | undefined> {
-    const row = this.get('SELECT * FROM users WHERE username = ?', username);
+    const row = this.get(`SELECT ${userWithRoles} FROM users WHERE username = ?`, username);
     return row && toUser(row);
   }
 
   async listUsers(): Promise<UserRecord[]> {
-    return this.all('SELECT * FROM users ORDER BY username').map(toUser);
+    return this.all(`SELECT ${userWithRoles} FROM users ORDER BY username`).map(toUser);
   }
 
   /** Inside a transaction: sessions, refresh families and earlier access tokens of the user end. */
@@ -595,6 +674,13 @@ export class SqliteStore implements Store {
       c.createdAt,
       JSON.stringify(c.postLogoutRedirectUris),
       c.backchannelLogoutUri ?? null,
+      c.jwksUri ?? null,
+      c.jwks === undefined ? null : JSON.stringify(c.jwks),
+      c.secretSealed ?? null,
+      c.previousSecretHash ?? null,
+      c.previousSecretSealed ?? null,
+      c.previousSecretExpiresAt ?? null,
+      c.disabled ? 1 : 0,
       c.clientId,
     ];
   }
@@ -602,16 +688,18 @@ export class SqliteStore implements Store {
   async createClient(c: ClientRecord): Promise<void> {
     this.insert(
       `client ${c.clientId}`,
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris, backchannel_logout_uri, tokens_revoked_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
+         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, tokens_revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
       ...this.clientParams(c),
     );
   }
 
   async ensureClient(c: ClientRecord): Promise<void> {
     this.run(
-      `INSERT OR IGNORE INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris, backchannel_logout_uri, tokens_revoked_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
+      `INSERT OR IGNORE INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
+         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, tokens_revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
       ...this.clientParams(c),
     );
   }
@@ -627,6 +715,7 @@ export class SqliteStore implements Store {
     return this.all('SELECT * FROM clients ORDER BY client_id').map(toClient);
   }
 
+  /** Its grants (client_grants) go with it by the foreign key's cascade. */
   async removeClient(clientId: string, now: number): Promise<boolean> {
     return this.db.transaction(() => {
       const removed = this.run('DELETE FROM clients WHERE client_id = ?', clientId) === 1;
@@ -652,16 +741,25 @@ export class SqliteStore implements Store {
   async createApi(a: ApiRecord): Promise<void> {
     this.insert(
       `API ${a.identifier}`,
-      'INSERT INTO apis (identifier, name, created_at, introspection_clients) VALUES (?, ?, ?, ?)',
+      'INSERT INTO apis (identifier, name, created_at, introspection_clients, scopes) VALUES (?, ?, ?, ?, ?)',
       a.identifier,
       a.name,
       a.createdAt,
       JSON.stringify(a.introspectionClients),
+      JSON.stringify(a.scopes),
     );
   }
 
   async updateApi(a: ApiRecord): Promise<boolean> {
-    return this.run('UPDATE apis SET name = ?, introspection_clients = ? WHERE identifier = ?', a.name, JSON.stringify(a.introspectionClients), a.identifier) === 1;
+    return (
+      this.run(
+        'UPDATE apis SET name = ?, introspection_clients = ?, scopes = ? WHERE identifier = ?',
+        a.name,
+        JSON.stringify(a.introspectionClients),
+        JSON.stringify(a.scopes),
+        a.identifier,
+      ) === 1
+    );
   }
 
   async findApi(identifier: string): Promise<ApiRecord | undefined> {
@@ -676,6 +774,7 @@ export class SqliteStore implements Store {
   }
 
   async removeApi(identifier: string): Promise<boolean> {
+    // Its role permissions and client grants go with it by the foreign keys' cascades.
     return this.run('DELETE FROM apis WHERE identifier = ?', identifier) === 1;
   }
 
@@ -754,6 +853,14 @@ export class SqliteStore implements Store {
           const value = String(row.secret);
           const next = reseal({ context: `totp:${String(row.user_id)}`, value });
           if (next !== value) changed += this.run('UPDATE totp_credentials SET secret = ? WHERE user_id = ?', next, row.user_id);
+        }
+        // Client secrets kept for client_secret_jwt, the current and a rotation's previous one.
+        for (const column of ['secret_sealed', 'previous_secret_sealed'] as const) {
+          for (const row of this.all(`SELECT client_id, ${column} AS value FROM clients WHERE ${column} IS NOT NULL`)) {
+            const value = String(row.value);
+            const next = reseal({ context: `client_secret:${String(row.client_id)}`, value });
+            if (next !== value) changed += this.run(`UPDATE clients SET ${column} = ? WHERE client_id = ?`, next, row.client_id);
+          }
         }
         return changed;
       })
@@ -1361,6 +1468,213 @@ export class SqliteStore implements Store {
     // Each call releases at most maxPages (8 MB at 4 KiB pages), so it never holds the writer long.
     this.db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(maxPages))})`);
     return before - free();
+  }
+
+  // --- Roles, API permissions, machine clients (issue 18) ---
+
+  /** Inside a transaction. A permission given twice is one permission; one of an unknown API is refused by its foreign key. */
+  private insertPermissions(role: string, permissions: Permission[]): void {
+    for (const p of permissions) this.run('INSERT OR IGNORE INTO role_permissions (role, api, scope) VALUES (?, ?, ?)', role, p.api, p.scope);
+  }
+
+  async createRole(role: Omit<RoleRecord, 'members' | 'builtIn'>): Promise<void> {
+    try {
+      this.db.transaction(() => {
+        this.insert(`role ${role.name}`, 'INSERT INTO roles (name, description, built_in, created_at) VALUES (?, ?, 0, ?)', role.name, role.description ?? null, role.createdAt);
+        this.insertPermissions(role.name, role.permissions);
+      })();
+    } catch (err) {
+      throw missingReference(err, `role ${role.name}`);
+    }
+  }
+
+  async findRole(name: string): Promise<RoleRecord | undefined> {
+    const row = this.get(`SELECT ${roleWithPermissions} FROM roles WHERE name = ?`, name);
+    return row && toRole(row);
+  }
+
+  async listRoles(): Promise<RoleRecord[]> {
+    return this.all(`SELECT ${roleWithPermissions} FROM roles ORDER BY name`).map(toRole);
+  }
+
+  async updateRole(name: string, changes: { permissions?: Permission[]; description?: string | undefined }): Promise<boolean> {
+    try {
+      return this.updateRoleInTransaction(name, changes);
+    } catch (err) {
+      throw missingReference(err, `role ${name}`);
+    }
+  }
+
+  private updateRoleInTransaction(name: string, changes: { permissions?: Permission[]; description?: string | undefined }): boolean {
+    return this.db.transaction(() => {
+      // A description given as undefined clears it; one not given at all stays.
+      const found =
+        'description' in changes
+          ? this.run('UPDATE roles SET description = ? WHERE name = ?', changes.description ?? null, name) === 1
+          : this.get('SELECT 1 AS found FROM roles WHERE name = ?', name) !== undefined;
+      if (!found) return false;
+      if (changes.permissions !== undefined) {
+        this.run('DELETE FROM role_permissions WHERE role = ?', name);
+        this.insertPermissions(name, changes.permissions);
+      }
+      return true;
+    })();
+  }
+
+  async removeRole(name: string): Promise<boolean> {
+    // Its permissions and every grant of it go by the foreign keys' cascades.
+    return this.run('DELETE FROM roles WHERE name = ? AND built_in = 0', name) === 1;
+  }
+
+  async grantRole(userId: string, role: string, now: number): Promise<boolean> {
+    // One statement: nothing is inserted unless both the user and the role exist. A grant held
+    // already keeps its time; the no-op update only makes RETURNING answer for it.
+    return (
+      this.get(
+        `INSERT INTO user_roles (user_id, role, granted_at)
+         SELECT users.id, roles.name, ? FROM users, roles WHERE users.id = ? AND roles.name = ?
+         ON CONFLICT (user_id, role) DO UPDATE SET granted_at = granted_at
+         RETURNING 1 AS held`,
+        now,
+        userId,
+        role,
+      ) !== undefined
+    );
+  }
+
+  async revokeRole(userId: string, role: string): Promise<boolean> {
+    return this.run('DELETE FROM user_roles WHERE user_id = ? AND role = ?', userId, role) === 1;
+  }
+
+  async listRoleMembers(role: string): Promise<UserRecord[]> {
+    return this.all(`SELECT ${userWithRoles} FROM users WHERE id IN (SELECT user_id FROM user_roles WHERE role = ?) ORDER BY username`, role).map(toUser);
+  }
+
+  async permittedScopes(userId: string, api: string): Promise<string[]> {
+    // Both primary keys lead: user_roles by user, then role_permissions by (role, api).
+    const rows = this.all(
+      `SELECT DISTINCT p.scope FROM user_roles m JOIN role_permissions p ON p.role = m.role
+       WHERE m.user_id = ? AND p.api = ? ORDER BY p.scope`,
+      userId,
+      api,
+    );
+    return rows.map((r) => String(r.scope));
+  }
+
+  async saveClientGrant(g: ClientGrantRecord): Promise<void> {
+    try {
+      this.run(
+        `INSERT INTO client_grants (client_id, api, scopes, created_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (client_id, api) DO UPDATE SET scopes = excluded.scopes, created_at = excluded.created_at`,
+        g.clientId,
+        g.api,
+        JSON.stringify(g.scopes),
+        g.createdAt,
+      );
+    } catch (err) {
+      throw missingReference(err, `grant of ${g.clientId}`);
+    }
+  }
+
+  async findClientGrant(clientId: string, api: string): Promise<ClientGrantRecord | undefined> {
+    const row = this.get('SELECT * FROM client_grants WHERE client_id = ? AND api = ?', clientId, api);
+    return row && toClientGrant(row);
+  }
+
+  async listClientGrants(clientId: string | undefined): Promise<ClientGrantRecord[]> {
+    const rows =
+      clientId === undefined
+        ? this.all('SELECT * FROM client_grants ORDER BY client_id, api')
+        : this.all('SELECT * FROM client_grants WHERE client_id = ? ORDER BY api', clientId);
+    return rows.map(toClientGrant);
+  }
+
+  async removeClientGrant(clientId: string, api: string): Promise<boolean> {
+    return this.run('DELETE FROM client_grants WHERE client_id = ? AND api = ?', clientId, api) === 1;
+  }
+
+  async updateClient(clientId: string, changes: ClientChanges): Promise<boolean> {
+    const columns = clientChangeColumns(changes, (value) => (value ? 1 : 0));
+    if (columns.length === 0) return this.get('SELECT 1 AS found FROM clients WHERE client_id = ?', clientId) !== undefined;
+    // Column names come from clientChangeColumns, never from the caller; one statement per set of keys.
+    return (
+      this.run(`UPDATE clients SET ${columns.map(([column]) => `${column} = ?`).join(', ')} WHERE client_id = ?`, ...columns.map(([, value]) => value), clientId) === 1
+    );
+  }
+
+  async rotateClientSecret(clientId: string, secret: { hash: string; sealed: string | undefined }, keepOldUntil: number | undefined): Promise<boolean> {
+    // SET reads the row as it was, so the current secret becomes the previous one in the same step.
+    // A client without a secret has nothing to keep (nor an expiry for it).
+    const keep = keepOldUntil === undefined ? 0 : 1;
+    return (
+      this.run(
+        `UPDATE clients SET
+           previous_secret_hash = CASE WHEN ? THEN secret_hash END,
+           previous_secret_sealed = CASE WHEN ? AND secret_hash IS NOT NULL THEN secret_sealed END,
+           previous_secret_expires_at = CASE WHEN ? AND secret_hash IS NOT NULL THEN ? END,
+           secret_hash = ?, secret_sealed = ?
+         WHERE client_id = ?`,
+        keep,
+        keep,
+        keep,
+        keepOldUntil ?? null,
+        secret.hash,
+        secret.sealed ?? null,
+        clientId,
+      ) === 1
+    );
+  }
+
+  async setClientDisabled(clientId: string, disabled: boolean): Promise<boolean> {
+    return this.run('UPDATE clients SET disabled = ? WHERE client_id = ?', disabled ? 1 : 0, clientId) === 1;
+  }
+
+  async useOnce(purpose: string, key: string, expiresAt: number): Promise<boolean> {
+    // One statement: the primary key decides between simultaneous callers, in any process. A row
+    // past its expiry is as good as purged and is taken over; "past" by the database's clock, since
+    // the caller gives no time and every process on the file shares that one.
+    return (
+      this.run(
+        `INSERT INTO used_once (purpose, key, expires_at) VALUES (?, ?, ?)
+         ON CONFLICT (purpose, key) DO UPDATE SET expires_at = excluded.expires_at WHERE used_once.expires_at <= unixepoch()`,
+        purpose,
+        key,
+        expiresAt,
+      ) === 1
+    );
+  }
+
+  async appendAuditEvents(events: Omit<AuditEventRecord, 'id'>[]): Promise<void> {
+    this.db.transaction(() => {
+      for (const e of events) {
+        this.run(
+          'INSERT INTO audit_events (at, event, actor, user_id, client_id, ip, details) VALUES (?, ?, ?, ?, ?, ?, ?)',
+          e.at,
+          e.event,
+          e.actor ?? null,
+          e.userId ?? null,
+          e.clientId ?? null,
+          e.ip ?? null,
+          JSON.stringify(e.details ?? {}),
+        );
+      }
+    })();
+  }
+
+  async listAuditEvents(query: AuditEventQuery): Promise<AuditEventRecord[]> {
+    const params: unknown[] = [];
+    const where = auditEventConditions(query, (value) => (params.push(value), '?'));
+    // Newest first by id, which follows the index of each filter (SQLite appends the rowid to every index).
+    return this.all(
+      `SELECT * FROM audit_events ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY id DESC LIMIT ?`,
+      ...params,
+      auditLimit(query.limit),
+    ).map(toAuditEvent);
+  }
+
+  async purgeAuditEvents(before: number, batchSize = -1): Promise<number> {
+    // The oldest first, so a batch that stops short leaves the newer events (LIMIT -1: all).
+    return this.run('DELETE FROM audit_events WHERE rowid IN (SELECT rowid FROM audit_events WHERE at < ? ORDER BY at LIMIT ?)', before, batchSize);
   }
 }
 

@@ -1,0 +1,78 @@
+/**
+ * Rules for API permissions and roles (issue 18): scope names an API declares, role names, and
+ * `<api>:<scope>` permissions. API identifiers are usually URLs and scope names often contain
+ * colons too (`read:reports`), so a permission is resolved against the registered APIs: the API
+ * whose identifier, followed by ':', starts the text, and whose declared scopes hold the rest.
+ */
+import { supportedScopes } from '../oauth/scope.js';
+import type { ApiRecord, Permission, Store } from '../store/store.js';
+import { AdminInputError } from './validation.js';
+
+/** The built-in role whose members may use the admin console. */
+export const adminRole = 'admin';
+
+/** RFC 6749 §3.3 scope-token characters; the OIDC scopes are the server's own, not an API's. */
+export function validScopeName(value: string): string {
+  if (!/^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/.test(value)) {
+    throw new AdminInputError(`"${value.slice(0, 80)}" is not a valid scope name: use 1-128 printable characters without spaces, quotes or backslashes`);
+  }
+  if ((supportedScopes as readonly string[]).includes(value)) {
+    throw new AdminInputError(`"${value}" is an OpenID Connect scope of the server itself, not an API permission`);
+  }
+  return value;
+}
+
+/** Distinct, valid scope names in the order given (at most 100). */
+export function validScopeNames(values: readonly string[]): string[] {
+  const names = [...new Set(values.map((v) => v.trim()).filter((v) => v !== '').map(validScopeName))];
+  if (names.length > 100) throw new AdminInputError('an API may declare at most 100 scopes');
+  return names;
+}
+
+export function validRoleName(value: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/.test(value)) {
+    throw new AdminInputError(`"${value.slice(0, 80)}" is not a valid role name: use 1-64 letters, digits or _ . : - (starting with a letter or digit)`);
+  }
+  return value;
+}
+
+export function validRoleDescription(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (trimmed.length > 256) throw new AdminInputError('a role description must be at most 256 characters');
+  return trimmed === '' ? undefined : trimmed;
+}
+
+/** The permission `text` names among these APIs, or an AdminInputError saying what is wrong. */
+export function resolvePermission(apis: readonly ApiRecord[], text: string): Permission {
+  const candidates = apis
+    .filter((api) => text.startsWith(`${api.identifier}:`))
+    .sort((a, b) => b.identifier.length - a.identifier.length);
+  if (candidates.length === 0) throw new AdminInputError(`permission "${text.slice(0, 200)}" does not start with a registered API identifier followed by ":"`);
+  for (const api of candidates) {
+    const scope = text.slice(api.identifier.length + 1);
+    if (api.scopes.includes(scope)) return { api: api.identifier, scope };
+  }
+  const api = candidates[0]!;
+  const scope = text.slice(api.identifier.length + 1);
+  throw new AdminInputError(
+    `API ${api.identifier} declares no scope "${scope.slice(0, 80)}"${api.scopes.length === 0 ? ' (it declares none: apis update --scope)' : ` (it declares: ${api.scopes.join(', ')})`}`,
+  );
+}
+
+/** Resolves every `<api>:<scope>` against the registered APIs; distinct, sorted by api then scope. */
+export async function resolvePermissions(store: Store, texts: readonly string[]): Promise<Permission[]> {
+  if (texts.length === 0) return [];
+  const apis = await store.listApis();
+  const seen = new Map<string, Permission>();
+  for (const text of texts) {
+    const permission = resolvePermission(apis, text);
+    seen.set(`${permission.api}\u0000${permission.scope}`, permission);
+  }
+  return [...seen.values()].sort((a, b) => (a.api === b.api ? (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0) : a.api < b.api ? -1 : 1));
+}
+
+/** How a permission is written on the command line and shown. */
+export function permissionText(permission: Permission): string {
+  return `${permission.api}:${permission.scope}`;
+}

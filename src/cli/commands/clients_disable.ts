@@ -1,0 +1,27 @@
+import { builtinCliClientId } from '../../bootstrap.js';
+import { cliAudit } from '../audit_log.js';
+import { CommandError, type Command } from '../command.js';
+
+function toggle(disabled: boolean): Command {
+  return {
+    path: ['clients', disabled ? 'disable' : 'enable'],
+    summary: disabled
+      ? 'Suspend a client: it cannot authenticate or start sign-ins, and its tokens are refused while it is disabled'
+      : 'Let a disabled client work again (its unexpired tokens work again too; remove a client to end them for good)',
+    usage: `latchkey clients ${disabled ? 'disable' : 'enable'} <client_id>`,
+    positionals: { min: 1, max: 1 },
+    options: {},
+    async run(context) {
+      const clientId = context.positionals[0] ?? '';
+      if (disabled && clientId === builtinCliClientId) throw new CommandError(`${builtinCliClientId} is built in and cannot be disabled`);
+      const store = await context.store();
+      if (!(await store.setClientDisabled(clientId, disabled))) throw new CommandError(`no client "${clientId}"`);
+      await cliAudit(context, disabled ? 'client.disabled' : 'client.enabled', { clientId });
+      context.stderr.write(`${disabled ? 'Disabled' : 'Enabled'} client ${clientId}\n`);
+      return 0;
+    },
+  };
+}
+
+export const clientsDisableCommand = toggle(true);
+export const clientsEnableCommand = toggle(false);

@@ -1,0 +1,41 @@
+import { epochSeconds, systemClock } from '../../clock.js';
+import { newClientSecret, validSecretOverlap } from '../../admin/clients.js';
+import { cliAudit } from '../audit_log.js';
+import { CommandError, type Command } from '../command.js';
+
+export const clientsRotateSecretCommand: Command = {
+  path: ['clients', 'rotate-secret'],
+  summary: "Give a confidential client a new secret (the old one can keep working for a while)",
+  usage: 'latchkey clients rotate-secret <client_id> [--keep-old-for <seconds>] [--client-secret-jwt]',
+  help: [
+    'Options:',
+    '  --keep-old-for <seconds>  the old secret keeps working this long (default 0: it stops at once;',
+    '                            at most 30 days), so deployed copies can be replaced without an outage',
+    '  --client-secret-jwt       let the client use client_secret_jwt from now on (kept as before otherwise)',
+    '',
+    'Prints the new secret once on stdout.',
+    '',
+  ].join('\n'),
+  positionals: { min: 1, max: 1 },
+  options: { 'keep-old-for': { type: 'string' }, 'client-secret-jwt': { type: 'boolean' } },
+  async run(context) {
+    const clientId = context.positionals[0] ?? '';
+    const overlap = validSecretOverlap(context.values['keep-old-for'] as string | undefined);
+    const store = await context.store();
+    const client = await store.findClient(clientId);
+    if (!client) throw new CommandError(`no client "${clientId}"`);
+    if (client.secretHash === undefined) {
+      throw new CommandError(`client "${clientId}" has no secret to rotate (${client.jwksUri !== undefined || client.jwks !== undefined ? 'it authenticates with its keys' : 'it is public'})`);
+    }
+    // client_secret_jwt stays as it was (a sealed secret), unless asked for now.
+    const fresh = newClientSecret(await context.secretBox(), clientId, client.secretSealed !== undefined || context.values['client-secret-jwt'] === true);
+    const now = epochSeconds(systemClock);
+    if (!(await store.rotateClientSecret(clientId, { hash: fresh.hash, sealed: fresh.sealed }, overlap > 0 ? now + overlap : undefined))) {
+      throw new CommandError(`no client "${clientId}"`);
+    }
+    await cliAudit(context, 'client.secret_rotated', { clientId, keepOldFor: overlap });
+    context.stderr.write(overlap > 0 ? `Rotated the secret of ${clientId}; the old one works for ${overlap} more seconds\n` : `Rotated the secret of ${clientId}; the old one no longer works\n`);
+    context.stdout.write(`client_secret (shown only once): ${fresh.secret}\n`);
+    return 0;
+  },
+};

@@ -1,0 +1,41 @@
+/** `latchkey users grant|revoke <username> <role>`. */
+import { epochSeconds, systemClock } from '../../clock.js';
+import { cliAudit } from '../audit_log.js';
+import { CommandError, type Command } from '../command.js';
+
+export const usersGrantCommand: Command = {
+  path: ['users', 'grant'],
+  summary: "Give a user a role (their next tokens carry the role's permissions; admin opens the console)",
+  usage: 'latchkey users grant <username> <role>',
+  positionals: { min: 2, max: 2 },
+  options: {},
+  async run(context) {
+    const [username = '', role = ''] = context.positionals;
+    const store = await context.store();
+    const user = await store.findUserByUsername(username);
+    if (!user) throw new CommandError(`no user "${username}"`);
+    if (!(await store.findRole(role))) throw new CommandError(`no role "${role}" (roles list shows them)`);
+    if (!(await store.grantRole(user.id, role, epochSeconds(systemClock)))) throw new CommandError(`could not grant ${role} to ${username}`);
+    await cliAudit(context, 'user.role_granted', { userId: user.id, username: user.username, role });
+    context.stderr.write(`${user.username} now holds ${role}\n`);
+    return 0;
+  },
+};
+
+export const usersRevokeCommand: Command = {
+  path: ['users', 'revoke'],
+  summary: 'Take a role from a user (refreshed tokens carry less from then on)',
+  usage: 'latchkey users revoke <username> <role>',
+  positionals: { min: 2, max: 2 },
+  options: {},
+  async run(context) {
+    const [username = '', role = ''] = context.positionals;
+    const store = await context.store();
+    const user = await store.findUserByUsername(username);
+    if (!user) throw new CommandError(`no user "${username}"`);
+    if (!(await store.revokeRole(user.id, role))) throw new CommandError(`${user.username} does not hold "${role}"`);
+    await cliAudit(context, 'user.role_revoked', { userId: user.id, username: user.username, role });
+    context.stderr.write(`${user.username} no longer holds ${role}\n`);
+    return 0;
+  },
+};

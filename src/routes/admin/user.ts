@@ -1,0 +1,227 @@
+/**
+ * /admin/users/:id: one user — their profile, roles, second factors, and every live sign-in
+ * (browser sessions and refresh-token families) — and what an administrator may do about them:
+ * disable or enable the account (disabling ends everything they hold), set a new password (which
+ * ends their sign-ins), grant and revoke roles, end one sign-in or all of them, and remove their
+ * second factors. Ended browser sessions are told to the clients that asked for Back-Channel
+ * Logout. An administrator cannot disable their own account or take away their own admin role
+ * here (they would lock themselves out of the console).
+ */
+import { signInRows } from '../../http/sign_ins.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { adminRole } from '../../admin/roles.js';
+import { validPassword } from '../../admin/validation.js';
+import { epochSeconds } from '../../clock.js';
+import { hashPassword } from '../../crypto/password.js';
+import { parseFields } from '../../http/form.js';
+import { secondFactorsOf } from '../../mfa/policy.js';
+import { notifyBackchannelLogoutLater } from '../../oauth/backchannel_logout.js';
+import type { SessionRecord, UserRecord } from '../../store/store.js';
+import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, noticeOf, notFound, pathSegment, renderAdmin, storedKey, when, type Admin, type Notice } from './console.js';
+
+const params = z.object({ id: storedKey(128).min(1) });
+const pageQuery = z.object({ done: z.string().max(32).optional() });
+const csrfField = z.string().max(256).optional();
+const plainForm = z.object({ csrf_token: csrfField });
+const passwordForm = z.object({ csrf_token: csrfField, new_password: z.string().max(4096).default('') });
+const roleForm = z.object({ csrf_token: csrfField, role: storedKey(256).default('') });
+const signInForm = z.object({ csrf_token: csrfField, sign_in: storedKey(256).default('') });
+
+const notices: Record<string, string> = {
+  created: 'The user was created.',
+  disabled: 'The account was disabled: every sign-in of theirs has ended.',
+  enabled: 'The account was enabled. They sign in again.',
+  password: 'The new password was set, and every sign-in of theirs has ended.',
+  role_granted: 'The role was granted.',
+  role_revoked: 'The role was revoked.',
+  role_not_held: 'They did not hold that role.',
+  ended: 'That sign-in was ended.',
+  ended_none: 'That sign-in had ended already.',
+  ended_all: 'Every sign-in of theirs has ended, and their access tokens are refused.',
+  factors_reset: 'Their second factors were removed. Their next sign-in needs only their password.',
+  factors_none: 'They had no second factors.',
+};
+
+export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
+  const services = app.services;
+  const { store, clock } = services;
+  const page = { config: { page: true } };
+  const pathOf = (user: Pick<UserRecord, 'id'>) => `/admin/users/${encodeURIComponent(user.id)}`;
+  const backToUsers = { href: '/admin/users', label: 'Back to the users' };
+
+  async function showUser(request: FastifyRequest, reply: FastifyReply, admin: Admin, user: UserRecord, notice?: Notice, status = 200) {
+    const now = epochSeconds(clock);
+    const [sessions, families, clients, roles, factors] = await Promise.all([
+      store.listSessions(user.id, now),
+      store.listRefreshFamilies(user.id, now),
+      store.listClients(),
+      store.listRoles(),
+      secondFactorsOf(store, user.id),
+    ]);
+    const clientName = new Map(clients.map((c) => [c.clientId, c.name || c.clientId]));
+    const signIns = signInRows(sessions, families, admin.session.id, when).map((row) => ({
+      ...row,
+      label:
+        row.kind === 'app' ? `${clientName.get(row.clientId!) ?? row.clientId} (${row.clientId})` : row.current ? 'A browser (this one: your own session)' : 'A browser',
+    }));
+    return renderAdmin(
+      request,
+      reply,
+      services,
+      'user',
+      'users',
+      {
+        title: `User ${user.username}`,
+        user: {
+          id: user.id,
+          username: user.username,
+          email: user.email,
+          emailVerified: user.emailVerified,
+          name: user.name ?? '',
+          source: user.source,
+          disabled: user.disabled,
+          created: when(user.createdAt),
+          groups: user.groups,
+          roles: user.roles,
+          hasPassword: user.passwordHash !== 'upstream',
+        },
+        self: user.id === admin.user.id,
+        path: pathOf(user),
+        grantable: roles.filter((r) => !user.roles.includes(r.name)).map((r) => r.name),
+        factors,
+        signIns,
+        notice,
+      },
+      status,
+    );
+  }
+
+  /** The user the path names, or the 404 page. */
+  async function userOf(request: FastifyRequest, reply: FastifyReply): Promise<{ ok: true; user: UserRecord } | { ok: false; reply: FastifyReply }> {
+    const { id } = parseFields(params, request.params);
+    const user = await store.findUserById(id);
+    return user ? { ok: true, user } : { ok: false, reply: await notFound(request, reply, services, 'user', backToUsers) };
+  }
+
+  const tellClients = (request: FastifyRequest, sessions: SessionRecord[]) => notifyBackchannelLogoutLater(services, sessions, request);
+
+  app.get('/admin/users/:id', page, async (request, reply) => {
+    const gate = await adminGate(request, reply, services, hereOf(request, '/admin/users'));
+    if (!gate.ok) return gate.reply;
+    const found = await userOf(request, reply);
+    if (!found.ok) return found.reply;
+    const { done } = parseFields(pageQuery, request.query);
+    return showUser(request, reply, gate.admin, found.user, noticeOf(done, notices));
+  });
+
+  /** A form on the user page: the acting admin, the form, and the user (or the reply that refused). */
+  async function userForm<T extends { csrf_token?: string | undefined }>(request: FastifyRequest, reply: FastifyReply, schema: z.ZodType<T>) {
+    // The path itself is checked once the person is known to be an administrator.
+    const rawId = String((request.params as Record<string, unknown>).id ?? '').slice(0, 128);
+    const gate = await adminForm(request, reply, services, schema, `/admin/users/${pathSegment(rawId)}`);
+    if (!gate.ok) return gate;
+    const found = await userOf(request, reply);
+    if (!found.ok) return found;
+    return { ok: true as const, admin: gate.admin, form: gate.form, user: found.user };
+  }
+
+  for (const disabled of [true, false]) {
+    app.post(`/admin/users/:id/${disabled ? 'disable' : 'enable'}`, page, async (request, reply) => {
+      const got = await userForm(request, reply, plainForm);
+      if (!got.ok) return got.reply;
+      const { admin, user } = got;
+      if (disabled && user.id === admin.user.id) {
+        return showUser(request, reply, admin, user, { kind: 'error', text: 'You cannot disable your own account here: another administrator can.', about: 'status' }, 400);
+      }
+      const ended = disabled ? await store.listSessions(user.id, epochSeconds(clock)) : [];
+      if (!(await store.setUserDisabled(user.username, disabled, epochSeconds(clock)))) return notFound(request, reply, services, 'user', backToUsers);
+      tellClients(request, ended);
+      adminAudit(request, admin, disabled ? 'user.disabled' : 'user.enabled', { userId: user.id, username: user.username });
+      return doneRedirect(reply, pathOf(user), disabled ? 'disabled' : 'enabled');
+    });
+  }
+
+  app.post('/admin/users/:id/password', page, async (request, reply) => {
+    const got = await userForm(request, reply, passwordForm);
+    if (!got.ok) return got.reply;
+    const { admin, user, form } = got;
+    if (user.id === admin.user.id) {
+      return showUser(request, reply, admin, user, { kind: 'error', text: 'Change your own password on your account page (it asks for the current one).', about: 'password' }, 400);
+    }
+    const valid = checked(() => validPassword(form.new_password), 'password');
+    if (!valid.ok) return showUser(request, reply, admin, user, valid.notice, 400);
+    const now = epochSeconds(clock);
+    const ended = await store.listSessions(user.id, now);
+    if (!(await store.setUserPassword(user.username, await hashPassword(valid.value), now))) return notFound(request, reply, services, 'user', backToUsers);
+    tellClients(request, ended);
+    adminAudit(request, admin, 'user.password_changed', { userId: user.id, source: 'admin' });
+    return doneRedirect(reply, pathOf(user), 'password');
+  });
+
+  app.post('/admin/users/:id/roles/grant', page, async (request, reply) => {
+    const got = await userForm(request, reply, roleForm);
+    if (!got.ok) return got.reply;
+    const { admin, user, form } = got;
+    if (form.role === '' || !(await store.findRole(form.role))) {
+      return showUser(request, reply, admin, user, { kind: 'error', text: 'Choose one of the roles.', about: 'roles' }, 400);
+    }
+    if (!(await store.grantRole(user.id, form.role, epochSeconds(clock)))) {
+      return showUser(request, reply, admin, user, { kind: 'error', text: 'That role could not be granted: it or the user is gone.', about: 'roles' }, 404);
+    }
+    adminAudit(request, admin, 'user.role_granted', { userId: user.id, role: form.role });
+    return doneRedirect(reply, pathOf(user), 'role_granted');
+  });
+
+  app.post('/admin/users/:id/roles/revoke', page, async (request, reply) => {
+    const got = await userForm(request, reply, roleForm);
+    if (!got.ok) return got.reply;
+    const { admin, user, form } = got;
+    if (form.role === adminRole && user.id === admin.user.id) {
+      return showUser(request, reply, admin, user, { kind: 'error', text: 'You cannot take away your own admin role: another administrator can.', about: 'roles' }, 400);
+    }
+    if (form.role === '' || !(await store.revokeRole(user.id, form.role))) return doneRedirect(reply, pathOf(user), 'role_not_held');
+    adminAudit(request, admin, 'user.role_revoked', { userId: user.id, role: form.role });
+    return doneRedirect(reply, pathOf(user), 'role_revoked');
+  });
+
+  app.post('/admin/users/:id/sign-ins/end', page, async (request, reply) => {
+    const got = await userForm(request, reply, signInForm);
+    if (!got.ok) return got.reply;
+    const { admin, user, form } = got;
+    // Only a sign-in of this user: the id of someone else's changes nothing.
+    const session = form.sign_in === '' ? undefined : await store.endSessionById(form.sign_in, user.id);
+    const family = session || form.sign_in === '' ? undefined : await store.revokeRefreshFamilyOf(form.sign_in, user.id, epochSeconds(clock));
+    if (session) {
+      tellClients(request, [session]);
+      adminAudit(request, admin, 'session.ended_by_admin', { userId: user.id, kind: 'browser', sessionId: session.id });
+    }
+    if (family) adminAudit(request, admin, 'session.ended_by_admin', { userId: user.id, kind: 'app', clientId: family.clientId, familyId: family.familyId });
+    return doneRedirect(reply, pathOf(user), session || family ? 'ended' : 'ended_none');
+  });
+
+  app.post('/admin/users/:id/sign-ins/end-all', page, async (request, reply) => {
+    const got = await userForm(request, reply, plainForm);
+    if (!got.ok) return got.reply;
+    const { admin, user } = got;
+    const now = epochSeconds(clock);
+    const ended = await store.listSessions(user.id, now);
+    if (!(await store.revokeUserTokens(user.username, now))) return notFound(request, reply, services, 'user', backToUsers);
+    tellClients(request, ended);
+    adminAudit(request, admin, 'user.tokens_revoked', { userId: user.id, source: 'admin' });
+    return doneRedirect(reply, pathOf(user), 'ended_all');
+  });
+
+  app.post('/admin/users/:id/second-factors/reset', page, async (request, reply) => {
+    const got = await userForm(request, reply, plainForm);
+    if (!got.ok) return got.reply;
+    const { admin, user } = got;
+    // The console needs this very factor of theirs; their own factors are managed on /account/security.
+    if (user.id === admin.user.id) {
+      return showUser(request, reply, admin, user, { kind: 'error', text: 'You cannot remove your own second factors here: manage them on your account’s security page.', about: 'factors' }, 400);
+    }
+    const removed = await store.resetSecondFactors(user.id);
+    adminAudit(request, admin, 'user.second_factors_reset', { userId: user.id, hadFactors: removed });
+    return doneRedirect(reply, pathOf(user), removed ? 'factors_reset' : 'factors_none');
+  });
+}

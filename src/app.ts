@@ -36,6 +36,7 @@ import { discoveryRoutes } from './routes/discovery.js';
 import { healthRoutes } from './routes/health.js';
 import { introspectionRoutes } from './routes/introspection.js';
 import { revocationRoutes } from './routes/revocation.js';
+import { registrationRoutes } from './routes/registration.js';
 import { userinfoRoutes } from './routes/userinfo.js';
 import { loginRoutes } from './routes/login.js';
 import { connectorRoutes } from './routes/connectors.js';
@@ -44,6 +45,7 @@ import { accountRoutes } from './routes/account.js';
 import { logoutRoutes } from './routes/logout.js';
 import { accountSecurityRoutes } from './routes/account_security.js';
 import { tokenRoutes } from './routes/token.js';
+import { parRoutes } from './routes/par.js';
 import { passwordResetRoutes } from './routes/password_reset.js';
 import { adminRoutes } from './routes/admin/index.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
@@ -228,8 +230,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(discoveryRoutes);
   await app.register(deviceAuthorizationRoutes);
   await app.register(tokenRoutes);
+  await app.register(parRoutes);
   await app.register(revocationRoutes);
   await app.register(introspectionRoutes);
+  // Dynamic client registration (RFC 7591/7592): the one plugin that takes JSON bodies.
+  await app.register(registrationRoutes);
   await app.register(userinfoRoutes);
   await app.register(loginRoutes);
   await app.register(connectorRoutes);

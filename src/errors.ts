@@ -22,10 +22,16 @@ export type OAuthErrorCode =
   | 'request_not_supported'
   | 'request_uri_not_supported'
   | 'registration_not_supported'
+  /** RFC 7591 §3.2.2: dynamic client registration refused a redirect URI, or other metadata. */
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata'
   | 'invalid_token'
   | 'insufficient_scope'
   /** OpenID Connect EAP ACR Values §5: the acr_values asked for cannot be met here. */
   | 'unmet_authentication_requirements'
+  /** RFC 9449 §7.1, §8: a DPoP proof is invalid, or the server wants its nonce in the next proof. */
+  | 'invalid_dpop_proof'
+  | 'use_dpop_nonce'
   | 'temporarily_unavailable'
   | 'not_found'
   | 'server_error';

@@ -13,7 +13,7 @@ import type { PurgeCounts, Store } from './store/store.js';
 export const purgeBatchSize = 500;
 
 export async function purgeAll(store: Store, clock: Clock, batchSize = purgeBatchSize, keepGoing: () => boolean = () => true): Promise<PurgeCounts> {
-  const total: PurgeCounts = { authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0, emailTokens: 0, usedOnce: 0 };
+  const total: PurgeCounts = { authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0, emailTokens: 0, usedOnce: 0, registrationTokens: 0, pushedRequests: 0 };
   for (;;) {
     const counts = await store.purgeExpired(epochSeconds(clock), batchSize);
     for (const key of Object.keys(total) as (keyof PurgeCounts)[]) total[key] += counts[key];

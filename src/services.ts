@@ -47,6 +47,8 @@ export interface Services {
   deviceCookieKey: string;
   /** Key of the digests of recovery codes. */
   recoveryCodeKey: string;
+  /** Key of the server's DPoP nonces. */
+  dpopNonceKey: string;
   /** Seals and opens secrets stored in the database (connector secrets, TOTP secrets). */
   secretBox: SecretBox;
   metrics: Metrics;

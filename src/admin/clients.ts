@@ -9,7 +9,7 @@ import type { SecretBox } from '../crypto/secret_box.js';
 import type { ClientRecord } from '../store/store.js';
 import { AdminInputError, isLoopbackHost } from './validation.js';
 
-/** The fields of a client that authenticates with neither keys nor a rotated secret, enabled. */
+/** The fields of a client that authenticates with neither keys nor a rotated secret, enabled, made by an operator (not registered), not held to PAR. */
 export const plainClientFields = {
   jwksUri: undefined,
   jwks: undefined,
@@ -18,6 +18,9 @@ export const plainClientFields = {
   previousSecretSealed: undefined,
   previousSecretExpiresAt: undefined,
   disabled: false,
+  registrationAccessTokenHash: undefined,
+  tokenEndpointAuthMethod: undefined,
+  requirePar: false,
 } as const satisfies Partial<ClientRecord>;
 
 /** Where a client's sealed secret lives, bound into its encryption. */

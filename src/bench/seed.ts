@@ -122,6 +122,7 @@ export async function seedAuthorizationCodes(store: SqliteStore, count: number, 
       approvedIp: '127.0.0.1',
       approvedUserAgent: 'latchkey-bench',
       sessionId: undefined,
+      dpopJkt: undefined,
     });
   });
   return codes;
@@ -142,6 +143,7 @@ export async function seedRefreshTokens(store: SqliteStore, count: number, now: 
       approvedIp: '127.0.0.1',
       approvedUserAgent: 'latchkey-bench',
       sessionId: undefined,
+      dpopJkt: undefined,
     });
     tokens.push(token.value);
     return store.createRefreshToken(token.record).then(() => undefined);

@@ -24,6 +24,7 @@ import { clientsRemoveCommand } from './commands/clients_remove.js';
 import { clientsGrantCommand } from './commands/clients_grant.js';
 import { clientsRotateSecretCommand } from './commands/clients_rotate_secret.js';
 import { clientsDisableCommand, clientsEnableCommand } from './commands/clients_disable.js';
+import { clientsRegistrationTokenCommand } from './commands/clients_registration_token.js';
 import { rolesAddCommand, rolesListCommand, rolesRemoveCommand, rolesUpdateCommand } from './commands/roles.js';
 import { usersGrantCommand, usersRevokeCommand } from './commands/users_roles.js';
 import { connectorsAddCommand } from './commands/connectors_add.js';
@@ -31,6 +32,7 @@ import { connectorsListCommand } from './commands/connectors_list.js';
 import { connectorsRemoveCommand } from './commands/connectors_remove.js';
 import { loginCommand } from './client/login.js';
 import { logoutCommand } from './client/logout.js';
+import { credentialDockerCommand, credentialGitCommand, credentialKubectlCommand } from './client/credential_commands.js';
 import { tokenCommand } from './client/token.js';
 import { whoamiCommand } from './client/whoami.js';
 import { keysListCommand } from './commands/keys_list.js';
@@ -53,6 +55,9 @@ export const commands: Command[] = [
   tokenCommand,
   whoamiCommand,
   logoutCommand,
+  credentialKubectlCommand,
+  credentialGitCommand,
+  credentialDockerCommand,
   serveCommand,
   usersAddCommand,
   usersListCommand,
@@ -76,6 +81,7 @@ export const commands: Command[] = [
   clientsRotateSecretCommand,
   clientsDisableCommand,
   clientsEnableCommand,
+  clientsRegistrationTokenCommand,
   connectorsAddCommand,
   connectorsListCommand,
   connectorsRemoveCommand,
@@ -91,7 +97,7 @@ export const commands: Command[] = [
 
 export const configExitCode = 3;
 
-const clientCommands = new Set<Command>([loginCommand, tokenCommand, whoamiCommand, logoutCommand]);
+const clientCommands = new Set<Command>([loginCommand, tokenCommand, whoamiCommand, logoutCommand, credentialKubectlCommand, credentialGitCommand, credentialDockerCommand]);
 
 function globalUsage(): string {
   const width = Math.max(...commands.map((c) => c.path.join(' ').length));

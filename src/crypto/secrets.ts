@@ -13,6 +13,8 @@ export const secretPrefix = {
   clientSecret: 'lk_cs_',
   passwordResetLink: 'lk_pr_',
   emailVerificationLink: 'lk_ev_',
+  registrationToken: 'lk_it_',
+  registrationAccessToken: 'lk_ra_',
 } as const;
 
 /**

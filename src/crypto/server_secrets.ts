@@ -17,6 +17,8 @@ export interface ServerSecrets {
   deviceCookieKey: string;
   /** Keys the digests of recovery codes (mfa/recovery_codes.ts). */
   recoveryCodeKey: string;
+  /** Makes the server's DPoP nonces (oauth/dpop.ts). */
+  dpopNonceKey: string;
 }
 
 async function serverSecret(store: Store, box: SecretBox, name: string): Promise<string> {
@@ -31,6 +33,7 @@ export async function loadServerSecrets(store: Store, box: SecretBox): Promise<S
     interactionKey: await serverSecret(store, box, 'interaction'),
     deviceCookieKey: await serverSecret(store, box, 'device_cookie'),
     recoveryCodeKey: await serverSecret(store, box, 'recovery_code'),
+    dpopNonceKey: await serverSecret(store, box, 'dpop_nonce'),
   };
 }
 

@@ -56,6 +56,8 @@ export const authorizationCodeGrant = {
     } else if (code_verifier !== undefined) {
       throw invalidCode('code_verifier sent for a code issued without code_challenge');
     }
+    // RFC 9449 §10: a code bound to a DPoP key is redeemed only with a proof by that key.
+    if (record.dpopJkt !== undefined && context.dpopJkt !== record.dpopJkt) throw invalidCode('DPoP-bound code without a proof by its key');
     const user = await store.findUserById(record.userId);
     if (!user || user.disabled) throw invalidCode('user missing or disabled');
     if (user.tokensRevokedAt !== undefined && record.createdAt <= user.tokensRevokedAt) throw invalidCode('issued before the user\'s tokens were revoked');
@@ -70,6 +72,7 @@ export const authorizationCodeGrant = {
     }
     audit(context, 'token.issued', { grant: 'authorization_code', clientId: client.clientId, userId: user.id });
     return issueTokens(services, {
+      dpopJkt: context.dpopJkt,
       client,
       user,
       scope: consumed.scope,

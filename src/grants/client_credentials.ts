@@ -72,9 +72,11 @@ export const clientCredentialsGrant = {
       iat: now,
       exp: now + config.accessTokenTtl,
       jti: randomId(),
+      // RFC 9449 §6: bound to the key the request proved, if any.
+      ...(context.dpopJkt === undefined ? {} : { cnf: { jkt: context.dpopJkt } }),
     });
     audit(context, 'token.issued', { grant: 'client_credentials', clientId: client.clientId, api: api.identifier, scope: granted.join(' ') });
-    const response: TokenResponse = { access_token: accessToken, token_type: 'Bearer', expires_in: config.accessTokenTtl, scope: granted.join(' ') };
+    const response: TokenResponse = { access_token: accessToken, token_type: context.dpopJkt === undefined ? 'Bearer' : 'DPoP', expires_in: config.accessTokenTtl, scope: granted.join(' ') };
     return response;
   },
 } satisfies GrantHandler<z.infer<typeof params>>;

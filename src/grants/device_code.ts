@@ -78,6 +78,7 @@ export const deviceCodeGrant = {
 
     audit(context, 'token.issued', { grant: 'device_code', clientId: context.client.clientId, userId: user.id });
     return issueTokens(context.services, {
+      dpopJkt: context.dpopJkt,
       client: context.client,
       user,
       scope: consumed.scope,

@@ -12,6 +12,7 @@ import { sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
 import { decideRefresh, graceSuccessorLimit, narrowedScope, newRefreshToken } from '../oauth/refresh_tokens.js';
 import { issueTokens } from '../oauth/token_response.js';
+import { isConfidential } from '../admin/clients.js';
 import type { RefreshTokenRecord } from '../store/store.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
@@ -45,13 +46,19 @@ export const refreshTokenGrant = {
     if (decision.kind === 'expired') throw invalidToken('refresh token expired');
     if (decision.kind === 'reuse') return revokeFamily(context, token, now);
 
+    // RFC 9449 §5: a family bound to a DPoP key is refreshed only with a proof by that key.
+    if (token.dpopJkt !== undefined && context.dpopJkt !== token.dpopJkt) {
+      throw invalidToken(context.dpopJkt === undefined ? 'DPoP-bound refresh token without a proof' : 'DPoP proof by another key than the refresh token is bound to');
+    }
     const accessScope = narrowedScope(token.scope, scope);
     if (accessScope === undefined) throw new OAuthError('invalid_scope', 'A refresh may not ask for more scope than was granted.');
     const user = await store.findUserById(token.userId);
     if (!user || user.disabled) throw invalidToken('user missing or disabled');
     if (user.tokensRevokedAt !== undefined && token.createdAt <= user.tokensRevokedAt) throw invalidToken('issued before the user\'s tokens were revoked');
 
-    const successor = newRefreshToken(config, now, { ...token, familyExpiresAt: token.familyExpiresAt, parentId: token.id });
+    // RFC 9449 §5: a public client's refresh token issued in answer to a proof is bound to its key.
+    const dpopJkt = token.dpopJkt ?? (isConfidential(client) ? undefined : context.dpopJkt);
+    const successor = newRefreshToken(config, now, { ...token, dpopJkt, familyExpiresAt: token.familyExpiresAt, parentId: token.id });
     if (decision.kind === 'rotate' && !(await store.rotateRefreshToken(token.id, successor.record, now))) {
       // Someone else rotated or revoked it between our read and our write: decide again.
       const current = await store.findRefreshToken(token.tokenHash);
@@ -68,6 +75,8 @@ export const refreshTokenGrant = {
 
     audit(context, 'token.issued', { grant: 'refresh_token', clientId: client.clientId, userId: user.id, graceReuse: decision.kind === 'grace' });
     return issueTokens(services, {
+      // The access token is bound to the key of this request's proof, if any (a bound family's, checked above).
+      dpopJkt: context.dpopJkt,
       client,
       user,
       scope: accessScope,

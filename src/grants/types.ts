@@ -14,6 +14,8 @@ export interface GrantContext {
   client: ClientRecord;
   /** The caller's network address, for rate limits. */
   ip: string;
+  /** The thumbprint of the key a valid DPoP proof on this request was signed with (RFC 9449), if any. */
+  dpopJkt: string | undefined;
   log: FastifyBaseLogger;
 }
 

@@ -75,7 +75,15 @@ export type AuditEvent =
   | 'user.role_granted'
   | 'user.role_revoked'
   | 'session.ended_by_admin'
-  | 'admin.access_denied';
+  | 'admin.access_denied'
+  | 'client.registration_token_created'
+  | 'client.registered'
+  | 'client.registration_read'
+  | 'client.registration_updated'
+  | 'client.registration_deleted'
+  | 'client.registration_refused'
+  // --- Pushed authorization requests (issue 19) ---
+  | 'authorization.pushed';
 
 export interface AuditSource {
   log: FastifyBaseLogger;

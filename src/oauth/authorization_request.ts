@@ -11,11 +11,12 @@ import type { AuthorizationRequest, ClientRecord, PromptValue, Store } from '../
 import { resolveAudience } from './audience.js';
 import { isValidCodeChallenge } from './pkce.js';
 import { redirectUriAllowed } from './redirect.js';
+import { formPostable } from './form_post.js';
 import { grantableScope, parseScope } from './scope.js';
 
 export type ParsedAuthorizationRequest =
   | { kind: 'invalid_page'; message: string }
-  | { kind: 'invalid_redirect'; redirectUri: string; state: string | undefined; error: OAuthError }
+  | { kind: 'invalid_redirect'; redirectUri: string; state: string | undefined; responseMode: 'form_post' | undefined; error: OAuthError }
   | { kind: 'valid'; client: ClientRecord; request: AuthorizationRequest; maxAge: number | undefined; expectedSubject: string | undefined };
 
 /**
@@ -69,7 +70,10 @@ export async function parseAuthorizationRequest(
   const rawState = single(q, 'state');
   // RFC 6749 Appendix A.5: state is VSCHAR (printable ASCII); anything else is not echoed back.
   const state = typeof rawState === 'string' && rawState.length <= maxStateLength && /^[\x20-\x7e]*$/.test(rawState) ? rawState : undefined;
-  const fail = (error: OAuthError): ParsedAuthorizationRequest => ({ kind: 'invalid_redirect', redirectUri, state, error });
+  // Errors go back the way the client asked for answers, once that is known to be possible.
+  const rawMode = single(q, 'response_mode');
+  const responseMode = rawMode === 'form_post' && formPostable(redirectUri) ? ('form_post' as const) : undefined;
+  const fail = (error: OAuthError): ParsedAuthorizationRequest => ({ kind: 'invalid_redirect', redirectUri, state, responseMode, error });
   const invalid = (description: string) => fail(new OAuthError('invalid_request', description));
 
   for (const [name, value] of Object.entries(q)) {
@@ -82,7 +86,10 @@ export async function parseAuthorizationRequest(
   if (p.registration !== undefined) return fail(new OAuthError('registration_not_supported', 'The registration parameter is not supported.'));
   if (p.response_type === undefined || p.response_type === '') return invalid('response_type is required.');
   if (p.response_type !== 'code') return fail(new OAuthError('unsupported_response_type', 'Only response_type=code is supported.'));
-  if (p.response_mode !== undefined && p.response_mode !== 'query') return invalid('Only response_mode=query is supported.');
+  if (p.response_mode !== undefined && p.response_mode !== 'query' && p.response_mode !== 'form_post') return invalid('response_mode must be query or form_post.');
+  if (p.response_mode === 'form_post' && responseMode === undefined) return invalid('response_mode=form_post needs an http or https redirect_uri.');
+  // RFC 9449 §10: the code will be redeemable only with a DPoP proof by the key of this thumbprint.
+  if (p.dpop_jkt !== undefined && !/^[A-Za-z0-9_-]{43}$/.test(p.dpop_jkt)) return invalid('dpop_jkt must be a SHA-256 JWK thumbprint.');
   if (state === undefined || state === '') return invalid(rawState === undefined || rawState === '' ? 'state is required.' : 'state is malformed.');
   if (!client.grantTypes.includes('authorization_code')) {
     return fail(new OAuthError('unauthorized_client', 'This client is not allowed to use the authorization_code grant.'));
@@ -152,6 +159,8 @@ export async function parseAuthorizationRequest(
       codeChallenge: challenge,
       prompt: prompt.filter((v): v is PromptValue => v === 'none' || v === 'login' || v === 'consent'),
       ...(acrValues === '' ? {} : { acrValues }),
+      ...(responseMode === undefined ? {} : { responseMode }),
+      ...(p.dpop_jkt === undefined ? {} : { dpopJkt: p.dpop_jkt }),
     },
   };
 }

@@ -57,6 +57,10 @@ interface Wire {
   /** acr_values (only ever urn:latchkey:mfa). */
   ac?: string;
   t: number;
+  /** response_mode=form_post. */
+  rm?: 'form_post';
+  /** dpop_jkt (RFC 9449 §10). */
+  dj?: string;
   e: number;
 }
 
@@ -80,6 +84,8 @@ export function sealInteraction(key: string, browser: string, interaction: Inter
     ...(interaction.maxAge === undefined ? {} : { m: interaction.maxAge }),
     ...(interaction.expectedSubject === undefined ? {} : { h: interaction.expectedSubject }),
     ...(r.acrValues === undefined ? {} : { ac: r.acrValues }),
+    ...(r.responseMode === undefined ? {} : { rm: r.responseMode }),
+    ...(r.dpopJkt === undefined ? {} : { dj: r.dpopJkt }),
     t: interaction.createdAt,
     e: interaction.expiresAt,
   };
@@ -111,6 +117,8 @@ export function openInteraction(key: string, browser: string, sealed: string, no
       codeChallenge: wire.cc,
       prompt: wire.p ?? [],
       ...(wire.ac === undefined ? {} : { acrValues: wire.ac }),
+      ...(wire.rm === 'form_post' ? { responseMode: 'form_post' as const } : {}),
+      ...(typeof wire.dj === 'string' ? { dpopJkt: wire.dj } : {}),
     },
     maxAge: wire.m,
     expectedSubject: wire.h,

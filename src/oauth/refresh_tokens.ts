@@ -16,7 +16,7 @@ export interface NewRefreshToken {
 
 export type RefreshTokenFields = Pick<
   RefreshTokenRecord,
-  'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime' | 'amr' | 'approvedIp' | 'approvedUserAgent' | 'sessionId'
+  'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime' | 'amr' | 'approvedIp' | 'approvedUserAgent' | 'sessionId' | 'dpopJkt'
 > & {
   /** Kept from the family when rotating; a new family ends LATCHKEY_REFRESH_TOKEN_TTL from now. */
   familyExpiresAt?: number;
@@ -49,6 +49,7 @@ export function newRefreshToken(config: Config, now: number, fields: RefreshToke
       approvedIp: fields.approvedIp,
       approvedUserAgent: fields.approvedUserAgent,
       sessionId: fields.sessionId,
+      dpopJkt: fields.dpopJkt,
     },
   };
 }

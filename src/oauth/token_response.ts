@@ -14,10 +14,12 @@ import { authenticationClaims } from '../mfa/amr.js';
 import { claimsForScope } from './claims.js';
 import { newRefreshToken } from './refresh_tokens.js';
 import { nothingPermitted, permittedAccess } from './permissions.js';
+import { isConfidential } from '../admin/clients.js';
 
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  /** DPoP when the request carried a proof (RFC 9449 §5): the token is bound to its key. */
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   scope: string;
   refresh_token?: string;
@@ -47,6 +49,8 @@ export interface IssueTokensInput {
   refreshToken?: string;
   /** Where the grant was approved from and in which browser session, for "Devices and apps" and `sid`. */
   approval: { ip: string | undefined; userAgent: string | undefined; sessionId: string | undefined };
+  /** The thumbprint of the DPoP key the request proved (RFC 9449): the access token is bound to it. */
+  dpopJkt?: string | undefined;
 }
 
 export async function issueTokens(services: Services, input: IssueTokensInput): Promise<TokenResponse> {
@@ -75,6 +79,9 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       approvedIp: input.approval.ip,
       approvedUserAgent: input.approval.userAgent,
       sessionId: input.approval.sessionId,
+      // RFC 9449 §5: a public client's refresh token is bound to the key too (a confidential
+      // client's is already bound to its authentication).
+      dpopJkt: isConfidential(input.client) ? undefined : input.dpopJkt,
     });
     // Not if the person's sign-ins were ended since the grant read the user (a new password racing
     // this redemption): the family would escape that revocation.
@@ -100,10 +107,12 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     // RFC 9068 §2.2.3.1: the roles the person holds, for an API only (not told to every client's userinfo token).
     ...(input.user.roles.length === 0 || access.api === undefined ? {} : { roles: input.user.roles }),
     ...(familyId === undefined ? {} : { [familyClaim]: familyId }),
+    // RFC 9449 §6: the key the token is bound to.
+    ...(input.dpopJkt === undefined ? {} : { cnf: { jkt: input.dpopJkt } }),
   });
   const response: TokenResponse = {
     access_token: accessToken,
-    token_type: 'Bearer',
+    token_type: input.dpopJkt === undefined ? 'Bearer' : 'DPoP',
     expires_in: config.accessTokenTtl,
     scope,
     ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),

@@ -7,7 +7,8 @@
  * since any program on the machine could be listening there. prompt=none answers login_required
  * or consent_required instead of showing anything. Success redirects with code, state and iss
  * (RFC 9207). The pending request is never stored: it travels sealed (oauth/interaction.ts), so a
- * flood of anonymous requests costs no disk.
+ * flood of anonymous requests costs no disk. A request pushed to /oauth/par first (RFC 9126)
+ * arrives as a request_uri, redeemed once; clients registered with --require-par need one.
  */
 import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -17,9 +18,11 @@ import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
 import { audienceName } from '../oauth/audience.js';
 import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
+import { isPushedRequestUri, redeemPushedRequest } from '../oauth/pushed_request.js';
 import { newInteraction, openInteraction, sealInteraction, sealedInteractionPattern, type Interaction } from '../oauth/interaction.js';
 import { formActionSource, isLoopbackRedirect, isPrivateUseRedirect, redirectUriAllowed, withResponseParams } from '../oauth/redirect.js';
 import { describeScopes } from '../oauth/scope.js';
+import { formPostPolicy, formPostScript } from '../oauth/form_post.js';
 import { nothingPermitted, permittedScope } from '../oauth/permissions.js';
 import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
@@ -71,13 +74,28 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     message: 'Go back to the application and start again.',
   };
 
-  function redirectWith(reply: FastifyReply, redirectUri: string, params: Record<string, string | undefined>, status: 302 | 303) {
-    return reply.redirect(withResponseParams(redirectUri, { ...params, iss: config.issuer }), status);
+  /**
+   * The answer to the client, with iss (RFC 9207): in the redirect's query, or with
+   * response_mode=form_post as a page whose form the browser posts to the redirect URI.
+   */
+  async function redirectWith(reply: FastifyReply, redirectUri: string, params: Record<string, string | undefined>, status: 302 | 303, responseMode?: 'form_post') {
+    const answer = { ...params, iss: config.issuer };
+    if (responseMode !== 'form_post') return reply.redirect(withResponseParams(redirectUri, answer), status);
+    const fields = Object.entries(answer)
+      .filter((e): e is [string, string] => e[1] !== undefined)
+      .map(([name, value]) => ({ name, value }));
+    const html = await reply.viewAsync('form_post.eta', { action: redirectUri, fields, script: formPostScript });
+    return reply
+      .code(200)
+      .header('content-security-policy', formPostPolicy(formActionSource(redirectUri) ?? "'none'"))
+      .header('cache-control', 'no-store')
+      .type('text/html; charset=utf-8')
+      .send(html);
   }
 
   /** A final answer to the client. */
   function redirectError(reply: FastifyReply, interaction: Interaction, error: OAuthError, status: 302 | 303) {
-    return redirectWith(reply, interaction.request.redirectUri, { error: error.code, error_description: error.description, state: interaction.request.state }, status);
+    return redirectWith(reply, interaction.request.redirectUri, { error: error.code, error_description: error.description, state: interaction.request.state }, status, interaction.request.responseMode);
   }
 
   /**
@@ -120,9 +138,10 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       approvedIp: request.ip,
       approvedUserAgent: headerText(request.headers['user-agent']),
       sessionId: signedIn.session.id,
+      dpopJkt: r.dpopJkt,
     });
     audit(request, 'authorization.code_issued', { clientId: r.clientId, userId: signedIn.user.id });
-    return redirectWith(reply, r.redirectUri, { code, state: r.state }, status);
+    return redirectWith(reply, r.redirectUri, { code, state: r.state }, status, r.responseMode);
   }
 
   /** LATCHKEY_MFA, the person's own factors and the client's acr_values: is this session enough? */
@@ -185,14 +204,35 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   }
 
   app.get('/authorize', page, async (request, reply) => {
-    const parsed = await parseAuthorizationRequest(store, config, request.query, (hint, clientId) => services.signer.idTokenHintSubject(hint, clientId));
+    // A request_uri from POST /oauth/par (RFC 9126 §4) is redeemed once, and then its pushed
+    // parameters are the whole request: nothing else in the query counts but the matching client_id.
+    const query = (request.query && typeof request.query === 'object' ? request.query : {}) as Record<string, unknown>;
+    const requestUri = query.request_uri;
+    const pushed = isPushedRequestUri(requestUri);
+    let parameters: unknown = request.query;
+    if (pushed) {
+      const redeemed = await redeemPushedRequest(store, query, requestUri, epochSeconds(clock));
+      if (redeemed.kind === 'refused') {
+        audit(request, 'authorization.refused', { reason: redeemed.reason, ...(typeof query.client_id === 'string' ? { clientId: query.client_id.slice(0, 256) } : {}) });
+        return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: redeemed.message }, 400);
+      }
+      parameters = redeemed.parameters;
+    }
+    const parsed = await parseAuthorizationRequest(store, config, parameters, (hint, clientId) => services.signer.idTokenHintSubject(hint, clientId));
     if (parsed.kind === 'invalid_page') {
       audit(request, 'authorization.refused', { reason: parsed.message });
       return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: parsed.message }, 400);
     }
     if (parsed.kind === 'invalid_redirect') {
       audit(request, 'authorization.refused', { error: parsed.error.code });
-      return redirectWith(reply, parsed.redirectUri, { error: parsed.error.code, error_description: parsed.error.description, state: parsed.state }, 302);
+      return redirectWith(reply, parsed.redirectUri, { error: parsed.error.code, error_description: parsed.error.description, state: parsed.state }, 302, parsed.responseMode);
+    }
+    if (parsed.client.requirePar && !pushed) {
+      // RFC 9126 §5: the client and its redirect_uri are verified, so the refusal goes back to it.
+      const error = new OAuthError('invalid_request', 'This client must use pushed authorization requests.');
+      audit(request, 'authorization.refused', { error: error.code, clientId: parsed.client.clientId, reason: 'authorization request not pushed' });
+      const r = parsed.request;
+      return redirectWith(reply, r.redirectUri, { error: error.code, error_description: error.description, state: r.state }, 302, r.responseMode);
     }
     const interaction = newInteraction(parsed.request, { maxAge: parsed.maxAge, expectedSubject: parsed.expectedSubject, now: epochSeconds(clock) });
     const sealed = sealInteraction(services.interactionKey, browserBinding(request, reply, config), interaction);

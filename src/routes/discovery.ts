@@ -4,6 +4,7 @@ import { supportedGrantTypes } from '../grants/index.js';
 import { supportedScopes } from '../oauth/scope.js';
 import { acrValuesSupported } from '../mfa/amr.js';
 import { asymmetricAlgorithms, hmacAlgorithms } from '../oauth/client_assertion.js';
+import { dpopAlgorithms } from '../oauth/dpop.js';
 
 export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { issuer } = app.services.config;
@@ -15,6 +16,11 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     userinfo_endpoint: `${issuer}/userinfo`,
     revocation_endpoint: `${issuer}/oauth/revoke`,
     introspection_endpoint: `${issuer}/oauth/introspect`,
+    // RFC 9126 §5: pushed authorization requests, required only of clients registered so.
+    pushed_authorization_request_endpoint: `${issuer}/oauth/par`,
+    require_pushed_authorization_requests: false,
+    // RFC 7591: registration needs an initial access token (`latchkey clients registration-token`).
+    registration_endpoint: `${issuer}/oauth/register`,
     jwks_uri: `${issuer}/.well-known/jwks.json`,
     // OIDC RP-Initiated Logout 1.0 and Back-Channel Logout 1.0 (logout tokens carry sid).
     end_session_endpoint: `${issuer}/logout`,
@@ -22,8 +28,10 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     backchannel_logout_session_supported: true,
     grant_types_supported: supportedGrantTypes,
     response_types_supported: ['code'],
-    response_modes_supported: ['query'],
+    response_modes_supported: ['query', 'form_post'],
     code_challenge_methods_supported: ['S256'],
+    // RFC 9449 §5.1: DPoP proofs at the token endpoint (and userinfo), with these algorithms.
+    dpop_signing_alg_values_supported: [...dpopAlgorithms],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     authorization_response_iss_parameter_supported: true,
     request_parameter_supported: false,

@@ -62,7 +62,9 @@ export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
         client_id: c.client_id,
         ...(user ? { username: user.username } : {}),
         ...(Array.isArray(c.roles) ? { roles: c.roles } : {}),
-        token_type: 'Bearer',
+        // RFC 9449 §6.2: a bound token says so, and to which key.
+        token_type: c.cnf === undefined ? 'Bearer' : 'DPoP',
+        ...(c.cnf === undefined ? {} : { cnf: c.cnf }),
         exp: c.exp,
         iat: c.iat,
         sub: c.sub,

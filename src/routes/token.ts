@@ -9,6 +9,7 @@ import { grantHandlers } from '../grants/index.js';
 import { authenticateClient, clientAuthContext, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
 import { parseFields, singleValued } from '../http/form.js';
 import { postOnly } from './method_not_allowed.js';
+import { currentNonce, dpopContext, dpopHeader, verifyDpopProof } from '../oauth/dpop.js';
 
 export async function tokenRoutes(app: FastifyInstance): Promise<void> {
   postOnly(app, '/oauth/token');
@@ -20,6 +21,16 @@ export async function tokenRoutes(app: FastifyInstance): Promise<void> {
     const grant = grantHandlers.get(grantType);
     if (!grant) throw new OAuthError('unsupported_grant_type', 'This grant_type is not supported.');
 
+    // RFC 9449 §5: a DPoP proof binds what is issued to the client's key. Checked before the
+    // client's own authentication, so a retry with the server's nonce spends no client assertion.
+    const proof = dpopHeader(request.headers);
+    let dpopJkt: string | undefined;
+    if (proof !== undefined) {
+      const dpop = dpopContext(app.services);
+      reply.header('dpop-nonce', currentNonce(dpop));
+      dpopJkt = await verifyDpopProof(dpop, { proof, method: 'POST', url: `${app.services.config.issuer}/oauth/token`, requireNonce: true });
+    }
+
     const credentials = readClientCredentials(request.headers.authorization, {
       client_id: fields.client_id,
       client_secret: fields.client_secret,
@@ -29,7 +40,7 @@ export async function tokenRoutes(app: FastifyInstance): Promise<void> {
     const client = await authenticateClient(clientAuthContext(request, app.services, '/oauth/token'), credentials);
     requireGrantType(client, grant.clientGrantType);
     const params = parseFields(grant.params, fields);
-    const tokens = await grant.handle({ services: app.services, client, ip: request.ip, log: request.log }, params);
+    const tokens = await grant.handle({ services: app.services, client, ip: request.ip, log: request.log, dpopJkt }, params);
     app.services.metrics.tokensIssued.inc({ grant_type: grant.clientGrantType });
     return tokens;
   });

@@ -24,11 +24,15 @@ import type {
   GrantTypeName,
   PasskeyRecord,
   Permission,
+  PushedRequestRecord,
   RefreshFamilySummary,
   RefreshTokenRecord,
+  RegisteredClientUpdate,
+  RegistrationTokenRecord,
   RoleRecord,
   SessionRecord,
   SigningKeyRecord,
+  TokenEndpointAuthMethod,
   TotpRecord,
   UserIdentityRecord,
   UserRecord,
@@ -122,6 +126,9 @@ export function toClient(r: Row): ClientRecord {
     previousSecretSealed: optionalText(r.previous_secret_sealed),
     previousSecretExpiresAt: optionalNumber(r.previous_secret_expires_at),
     disabled: flag(r.disabled),
+    registrationAccessTokenHash: optionalText(r.registration_access_token_hash),
+    tokenEndpointAuthMethod: optionalText(r.token_endpoint_auth_method) as TokenEndpointAuthMethod | undefined,
+    requirePar: flag(r.require_par),
   };
 }
 
@@ -262,6 +269,7 @@ export function toRefreshToken(r: Row): RefreshTokenRecord {
     approvedIp: optionalText(r.approved_ip),
     approvedUserAgent: optionalText(r.approved_user_agent),
     sessionId: optionalText(r.session_id),
+    dpopJkt: optionalText(r.dpop_jkt),
   };
 }
 
@@ -324,6 +332,7 @@ export function toAuthorizationCode(r: Row): AuthorizationCodeRecord {
     approvedIp: optionalText(r.approved_ip),
     approvedUserAgent: optionalText(r.approved_user_agent),
     sessionId: optionalText(r.session_id),
+    dpopJkt: optionalText(r.dpop_jkt),
   };
 }
 
@@ -362,4 +371,48 @@ export function toPasskey(r: Row): PasskeyRecord {
 
 export function toRateLimitCounter(r: Row): RateLimitCounter {
   return { count: Number(r.count), startedAt: Number(r.started_at), lastAt: Number(r.last_at) };
+}
+
+// --- Dynamic client registration (issue 19) ---
+
+export function toRegistrationToken(r: Row): RegistrationTokenRecord {
+  return {
+    tokenHash: text(r.token_hash),
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+    usedAt: optionalNumber(r.used_at),
+    clientId: optionalText(r.client_id),
+  };
+}
+
+/**
+ * The columns updateRegisteredClient sets: those of clientChangeColumns, the registered method, and
+ * the secret as `update.secret` says (a new or no secret drops a rotation's previous one too).
+ */
+export function registeredClientColumns(update: RegisteredClientUpdate, flag: (value: boolean) => unknown): Array<[column: string, value: unknown]> {
+  const columns = clientChangeColumns(update.changes, flag);
+  columns.push(['token_endpoint_auth_method', update.tokenEndpointAuthMethod]);
+  if (update.secret !== 'keep') {
+    columns.push(
+      ['secret_hash', update.secret?.hash ?? null],
+      ['secret_sealed', update.secret?.sealed ?? null],
+      ['previous_secret_hash', null],
+      ['previous_secret_sealed', null],
+      ['previous_secret_expires_at', null],
+    );
+  }
+  return columns;
+}
+
+// --- Pushed authorization requests (issue 19) ---
+
+export function toPushedRequest(r: Row): PushedRequestRecord {
+  return {
+    requestHash: text(r.request_hash),
+    clientId: text(r.client_id),
+    parameters: JSON.parse(text(r.parameters)) as Record<string, string>,
+    createdAt: Number(r.created_at),
+    expiresAt: Number(r.expires_at),
+    usedAt: optionalNumber(r.used_at),
+  };
 }

@@ -105,6 +105,48 @@ export interface ClientRecord {
   previousSecretExpiresAt: number | undefined;
   /** A disabled client cannot authenticate, start a flow or use its tokens; `clients enable` lifts it. */
   disabled: boolean;
+  /**
+   * Dynamic client registration (RFC 7591/7592): the SHA-256 of the registration access token that
+   * manages the client at its registration_client_uri; undefined for clients an operator made. Set
+   * only by registerClient (createClient and ensureClient store neither registration field).
+   */
+  registrationAccessTokenHash: string | undefined;
+  /**
+   * The token_endpoint_auth_method the client registered (RFC 7591 §2), which tells
+   * client_secret_basic from client_secret_post; undefined for clients an operator made.
+   */
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod | undefined;
+  /**
+   * The client must push its authorization requests (RFC 9126 §5, `clients add --require-par`):
+   * /authorize refuses it anything but a request_uri from POST /oauth/par.
+   */
+  requirePar: boolean;
+}
+
+/** RFC 7591 §2 token_endpoint_auth_method values this server accepts. */
+export type TokenEndpointAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post' | 'client_secret_jwt' | 'private_key_jwt';
+
+/** An initial access token for dynamic client registration (`clients registration-token`), kept as its digest. */
+export interface RegistrationTokenRecord {
+  tokenHash: string;
+  createdAt: number;
+  expiresAt: number;
+  /** When a registration spent it (single use); undefined before. */
+  usedAt: number | undefined;
+  /** The client its registration made; undefined before. */
+  clientId: string | undefined;
+}
+
+/** What an RFC 7592 update sets besides ClientChanges: the registered method and the secret. */
+export interface RegisteredClientUpdate {
+  changes: ClientChanges;
+  tokenEndpointAuthMethod: TokenEndpointAuthMethod;
+  /**
+   * 'keep' the current secret, a new one (digest, and a sealed copy for client_secret_jwt) that
+   * replaces it, or undefined: the client has no secret any more. Any rotation's previous secret is
+   * dropped unless the secret is kept.
+   */
+  secret: 'keep' | { hash: string; sealed: string | undefined } | undefined;
 }
 
 /** What may be changed on a registered client (the admin console, `clients update`). */
@@ -284,6 +326,11 @@ export interface RefreshTokenRecord {
   approvedUserAgent: string | undefined;
   /** The browser session (its public id) the grant was made in, if any, carried along every rotation. */
   sessionId: string | undefined;
+  /**
+   * The DPoP key (RFC 7638 thumbprint) a public client's family is bound to (RFC 9449 §5): a
+   * refresh needs a proof by that key. Carried along every rotation; undefined when unbound.
+   */
+  dpopJkt: string | undefined;
 }
 
 /** A live refresh-token family as "Devices and apps" and `sessions list` show it. */
@@ -351,6 +398,10 @@ export interface AuthorizationRequest {
   prompt: PromptValue[];
   /** `urn:latchkey:mfa` when the client asked for a second factor (acr_values); absent otherwise. */
   acrValues?: string | undefined;
+  /** `form_post` when the answer goes back as a self-posting form; absent: in the redirect's query. */
+  responseMode?: 'form_post' | undefined;
+  /** RFC 9449 §10: the thumbprint of the DPoP key the code will be bound to. */
+  dpopJkt?: string | undefined;
 }
 
 export interface ConsentRecord {
@@ -383,6 +434,8 @@ export interface AuthorizationCodeRecord {
   approvedUserAgent: string | undefined;
   /** The session (public id) the code was issued in: `sid`. */
   sessionId: string | undefined;
+  /** RFC 9449 §10: the DPoP key the code is bound to (`dpop_jkt`, or the proof at PAR): redeemed only with a proof by it. */
+  dpopJkt: string | undefined;
 }
 
 /** A person's TOTP app (RFC 6238). */
@@ -440,8 +493,22 @@ export class MissingReferenceError extends Error {
   }
 }
 
+/** A pushed authorization request (RFC 9126 §2), kept until its request_uri is used or expires. */
+export interface PushedRequestRecord {
+  /** SHA-256 of the random part of the request_uri; the URI itself is only in the answer to the client. */
+  requestHash: string;
+  /** The client that pushed it, authenticated as at the token endpoint. */
+  clientId: string;
+  /** The authorization request's parameters as pushed (single values; client authentication removed). */
+  parameters: Record<string, string>;
+  createdAt: number;
+  expiresAt: number;
+  /** When /authorize redeemed it (single use); undefined before. */
+  usedAt: number | undefined;
+}
+
 /** How many rows of each kind purgeExpired removed. */
-export type PurgeCounts = Record<'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens' | 'emailTokens' | 'usedOnce', number>;
+export type PurgeCounts = Record<'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens' | 'emailTokens' | 'usedOnce' | 'registrationTokens' | 'pushedRequests', number>;
 
 export interface Store {
   /**
@@ -803,4 +870,40 @@ export interface Store {
   listAuditEvents(query: AuditEventQuery): Promise<AuditEventRecord[]>;
   /** Removes events older than `before` (epoch ms), at most batchSize (all when omitted). Returns how many. */
   purgeAuditEvents(before: number, batchSize?: number): Promise<number>;
+
+  // --- Dynamic client registration (issue 19) ---
+
+  /**
+   * Stores an initial access token (its digest); purgeExpired removes it once expired, used or not.
+   * Throws DuplicateError when the digest is stored already.
+   */
+  createRegistrationToken(token: RegistrationTokenRecord): Promise<void>;
+  /** The token in whatever state it is (used, expired), or undefined. */
+  findRegistrationToken(tokenHash: string): Promise<RegistrationTokenRecord | undefined>;
+  /** Spends the token atomically: true for the single caller that won while it was unused and unexpired at `now`. */
+  useRegistrationToken(tokenHash: string, now: number): Promise<boolean>;
+  /**
+   * A registration (RFC 7591) as one step: spends the initial access token as useRegistrationToken
+   * does (recording the client it made) and stores `client` with its registration fields. False,
+   * with nothing stored, when the token is unknown, used or expired at `now`. Throws DuplicateError
+   * (and spends nothing) when the client_id is taken.
+   */
+  registerClient(client: ClientRecord, initialTokenHash: string, now: number): Promise<boolean>;
+  /** An RFC 7592 update in one step: metadata, registered method and secret. False when there is no such client. */
+  updateRegisteredClient(clientId: string, update: RegisteredClientUpdate): Promise<boolean>;
+
+  // --- Pushed authorization requests (issue 19) ---
+
+  /**
+   * Stores a pushed authorization request (RFC 9126) under the digest of its request_uri's random
+   * part; purgeExpired removes it once expired, used or not. Throws DuplicateError when the digest
+   * is stored already.
+   */
+  createPushedRequest(request: PushedRequestRecord): Promise<void>;
+  /**
+   * Redeems a pushed request atomically: marks it used and returns it to the single caller that
+   * won, while it was unused, unexpired at `now` and pushed by `clientId`; undefined for everyone
+   * else (unknown, used, expired, another client's — which is left unused).
+   */
+  usePushedRequest(requestHash: string, clientId: string, now: number): Promise<PushedRequestRecord | undefined>;
 }

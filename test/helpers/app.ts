@@ -99,6 +99,8 @@ export async function addClient(
     secretBox?: SecretBox;
     jwks?: { keys: Record<string, unknown>[] };
     jwksUri?: string;
+    /** The client must push its authorization requests (`clients add --require-par`). */
+    requirePar?: boolean;
   } = {},
 ): Promise<{ client: ClientRecord; secret: string | undefined }> {
   const secret = options.confidential ? randomSecret(secretPrefix.clientSecret) : undefined;
@@ -118,6 +120,7 @@ export async function addClient(
     ...plainClientFields,
     jwks: options.jwks,
     jwksUri: options.jwksUri,
+    requirePar: options.requirePar ?? false,
     secretSealed: secret === undefined || options.secretBox === undefined ? undefined : options.secretBox.seal(clientSecretContext(clientId), secret),
   };
   await store.createClient(client);

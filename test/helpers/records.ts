@@ -61,6 +61,9 @@ export function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
     previousSecretSealed: undefined,
     previousSecretExpiresAt: undefined,
     disabled: false,
+    registrationAccessTokenHash: undefined,
+    tokenEndpointAuthMethod: undefined,
+    requirePar: false,
     ...overrides,
   };
 }
@@ -146,6 +149,7 @@ export function refreshToken(overrides: Partial<RefreshTokenRecord> = {}): Refre
     approvedIp: '203.0.113.9',
     approvedUserAgent: 'latchkey-cli/0.1',
     sessionId: undefined,
+    dpopJkt: undefined,
     ...overrides,
   };
 }
@@ -197,6 +201,7 @@ export function authorizationCode(overrides: Partial<AuthorizationCodeRecord> = 
     approvedIp: '198.51.100.7',
     approvedUserAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
     sessionId: 'sid-session-hash-1',
+    dpopJkt: undefined,
     ...overrides,
   };
 }

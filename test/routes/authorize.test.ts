@@ -526,3 +526,49 @@ describe('id_token_hint (OIDC Core §3.1.2.1)', () => {
     expect(interactive.location).toMatch(/^\/login\?return_to=.*&fresh=1$/);
   });
 });
+
+describe('response_mode=form_post', () => {
+  it('answers with a page that posts the response to the redirect URI, under a policy that allows only its own script', async () => {
+    const t = await testApp();
+    try {
+      await addUser(t.store, 'ann', 'ann-password-1');
+      await addClient(t.store, 'web', { grantTypes: ['authorization_code'], redirectUris: ['https://web.example.com/cb'], firstParty: true, requirePkce: false });
+      const browser = new Browser(injectTransport(t.app));
+      const query = new URLSearchParams({ response_type: 'code', response_mode: 'form_post', client_id: 'web', redirect_uri: 'https://web.example.com/cb', scope: 'openid', state: 'a"b<c' });
+      let page = await browser.follow(await browser.get(`/authorize?${query}`));
+      page = await signIn(browser, page, 'ann', 'ann-password-1');
+      const answer = await browser.get(page.location!);
+      expect(answer.status).toBe(200);
+      expect(answer.headers['cache-control']).toBe('no-store');
+      expect(answer.body).toContain('<form method="post" action="https://web.example.com/cb">');
+      expect(answer.body).toContain('name="state" value="a&quot;b&lt;c"');
+      expect(answer.body).toMatch(/name="code" value="lk_ac_[A-Za-z0-9_-]+"/);
+      expect(answer.body).toContain(`name="iss" value="${t.config.issuer}"`);
+      const policy = answer.headers['content-security-policy']!;
+      const script = /<script>([^<]*)<\/script>/.exec(answer.body)![1]!;
+      const { createHash } = await import('node:crypto');
+      expect(policy).toContain(`script-src 'sha256-${createHash('sha256').update(script).digest('base64')}'`);
+      expect(policy).toContain('form-action https://web.example.com');
+      expect(policy).not.toContain("'unsafe-inline'");
+      expect(policy).toContain("frame-ancestors 'none'");
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('is refused for a private-use scheme redirect (a browser cannot post there), and other modes are refused', async () => {
+    const t = await testApp();
+    try {
+      await addClient(t.store, 'app', { grantTypes: ['authorization_code'], redirectUris: ['com.example.app:/cb'] });
+      const bad = await t.app.inject({ method: 'GET', url: `/authorize?${new URLSearchParams({ response_type: 'code', response_mode: 'form_post', client_id: 'app', redirect_uri: 'com.example.app:/cb', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}` });
+      expect(bad.statusCode).toBe(302);
+      expect(new URL(bad.headers.location!).searchParams.get('error')).toBe('invalid_request');
+      const fragment = await t.app.inject({ method: 'GET', url: `/authorize?${new URLSearchParams({ response_type: 'code', response_mode: 'fragment', client_id: 'app', redirect_uri: 'com.example.app:/cb', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}` });
+      expect(new URL(fragment.headers.location!).searchParams.get('error')).toBe('invalid_request');
+      const metadata = (await t.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
+      expect(metadata.response_modes_supported).toEqual(['query', 'form_post']);
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -22,13 +22,13 @@ const fieldNames = [
   'client_id', 'client_secret', 'grant_type', 'device_code', 'code', 'redirect_uri', 'code_verifier', 'refresh_token',
   'scope', 'audience', 'token', 'token_type_hint', 'user_code', 'csrf_token', 'decision', 'username', 'password',
   'return_to', 'interaction', 'access_token', 'response_type', 'state', 'nonce', 'code_challenge',
-  'code_challenge_method', 'prompt', 'max_age', 'request', '__proto__', 'constructor', 'toString',
+  'code_challenge_method', 'prompt', 'max_age', 'request', 'request_uri', '__proto__', 'constructor', 'toString',
 ];
 const knownValues = [
   'tv', 'web', 'latchkey-cli', 'authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code',
   'openid', 'openid email profile offline_access', 'https://api.example.com', 'https://app.example.com/cb',
   'http://127.0.0.1:1/callback', 'code', 'S256', 'plain', 'none', 'login', 'allow', 'deny', 'lk_dc_x', 'lk_rt_x', 'lk_ac_x',
-  'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.', 'BCDF-GHJK', '', ' ', '%', '%00', '\u0000', '\r\n', '../..', '//evil.example',
+  'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.', 'BCDF-GHJK', 'urn:ietf:params:oauth:request_uri:', `urn:ietf:params:oauth:request_uri:${'A'.repeat(43)}`, '', ' ', '%', '%00', '\u0000', '\r\n', '../..', '//evil.example',
 ];
 const hostileString = fc.oneof(
   fc.constantFrom(...knownValues),
@@ -62,7 +62,7 @@ const extraHeaders = fc.record(
   { requiredKeys: [] },
 );
 
-const apiPosts = ['/oauth/device/code', '/oauth/token', '/oauth/revoke', '/oauth/introspect', '/userinfo'];
+const apiPosts = ['/oauth/device/code', '/oauth/token', '/oauth/par', '/oauth/revoke', '/oauth/introspect', '/userinfo'];
 const pagePosts = ['/login', '/activate', '/activate/confirm', '/authorize/decision', '/logout'];
 const gets = ['/authorize', '/authorize/continue', '/activate', '/activate/confirm', '/login', '/logout', '/userinfo', '/.well-known/openid-configuration', '/healthz'];
 

@@ -54,10 +54,10 @@ describe('GET/POST /userinfo (OIDC Core §5.3, RFC 6750)', () => {
     expect(both.headers['www-authenticate']).toContain('error="invalid_request"');
   });
 
-  it('no token → 401 with a bare Bearer challenge', async () => {
+  it('no token → 401 with bare challenges, Bearer and DPoP (RFC 6750 §3.1, RFC 9449 §7.1)', async () => {
     const res = await get();
     expect(res.statusCode).toBe(401);
-    expect(res.headers['www-authenticate']).toBe('Bearer realm="latchkey"');
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="latchkey", DPoP algs="[A-Za-z0-9 ]+"$/);
   });
 
   it('a malformed, forged or expired token → 401 invalid_token in WWW-Authenticate', async () => {

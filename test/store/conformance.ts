@@ -14,10 +14,13 @@ import {
   type AuthorizationCodeRecord,
   type ClientChanges,
   type ClientGrantRecord,
+  type ClientRecord,
   type ConnectorRecord,
   type DeviceGrantRecord,
   type Permission,
+  type PushedRequestRecord,
   type RefreshFamilySummary,
+  type RegistrationTokenRecord,
   type Store,
   type UserIdentityRecord,
 } from '../../src/store/store.js';
@@ -1136,6 +1139,21 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.findRefreshToken(t.tokenHash)).toStrictEqual(t);
         });
       });
+
+      it('a DPoP-bound family keeps its key (dpopJkt) through rotation and grace successors', async () => {
+        await withSeededStore(async (store) => {
+          const jkt = 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs';
+          const bound = refreshToken({ id: 'bound', tokenHash: 'bound', familyId: 'family-b', dpopJkt: jkt });
+          await store.createRefreshToken(bound);
+          expect(await store.findRefreshToken('bound')).toStrictEqual(bound);
+          const successor = refreshToken({ id: 'bound-2', tokenHash: 'bound-2', familyId: 'family-b', parentId: 'bound', dpopJkt: jkt });
+          expect(await store.rotateRefreshToken('bound', successor, t0 + 1)).toBe(true);
+          expect((await store.findRefreshToken('bound-2'))?.dpopJkt).toBe(jkt);
+          const grace = refreshToken({ id: 'bound-3', tokenHash: 'bound-3', familyId: 'family-b', parentId: 'bound', dpopJkt: jkt });
+          expect(await store.addGraceSuccessor('bound', grace, 5)).toBe(true);
+          expect((await store.findRefreshToken('bound-3'))?.dpopJkt).toBe(jkt);
+        });
+      });
     });
 
     describe('revoked families and housekeeping', () => {
@@ -1171,7 +1189,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.removeClient('removed-lately', t0 - 2 * day);
 
           const counts = await store.purgeExpired(t0);
-          expect(counts).toEqual({ authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1, emailTokens: 0, usedOnce: 0 });
+          expect(counts).toEqual({ authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1, emailTokens: 0, usedOnce: 0, registrationTokens: 0, pushedRequests: 0 });
           expect(await store.findRefreshToken('rotated-rt')).toBeDefined();
           expect(await store.findRefreshToken('ended-rt')).toBeUndefined();
           // Revoked families are remembered for a year (access tokens of theirs are refused by it).
@@ -2078,7 +2096,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             await store.createEmailToken(emailToken({ tokenHash: 'old', expiresAt: now - day }));
             await store.createEmailToken(emailToken({ tokenHash: 'recent', expiresAt: now - day + 1 }));
             await store.createEmailToken(emailToken({ tokenHash: 'live', expiresAt: now + 100 }));
-            expect(await store.purgeExpired(now, 2)).toEqual({ authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0, emailTokens: 2, usedOnce: 0 });
+            expect(await store.purgeExpired(now, 2)).toEqual({ authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0, emailTokens: 2, usedOnce: 0, registrationTokens: 0, pushedRequests: 0 });
             expect((await store.purgeExpired(now, 2)).emailTokens).toBe(1);
             expect((await store.purgeExpired(now)).emailTokens).toBe(0);
             expect(await store.useEmailToken('live', 'password_reset', now)).toBeDefined();
@@ -2701,6 +2719,255 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             await store.appendAuditEvents([event({ at: 3000 })]);
             expect((await store.listAuditEvents({ limit: 1 }))[0]!.id).toBeGreaterThan(newest);
           });
+        });
+      });
+    });
+
+    describe('dynamic client registration (issue 19)', () => {
+      const initialToken = (overrides: Partial<RegistrationTokenRecord> = {}): RegistrationTokenRecord => ({
+        tokenHash: 'it-hash',
+        createdAt: t0,
+        expiresAt: t0 + 3600,
+        usedAt: undefined,
+        clientId: undefined,
+        ...overrides,
+      });
+      const registered = (overrides: Partial<ClientRecord> = {}): ClientRecord =>
+        client({
+          clientId: 'dyn_abc',
+          name: 'Registered',
+          secretHash: 'sha256-secret',
+          redirectUris: ['https://rp.example.com/cb'],
+          grantTypes: ['authorization_code', 'client_credentials'],
+          requirePkce: false,
+          registrationAccessTokenHash: 'sha256-rat',
+          tokenEndpointAuthMethod: 'client_secret_post',
+          ...overrides,
+        });
+
+      it('createRegistrationToken and findRegistrationToken keep every field; a stored digest is a DuplicateError', async () => {
+        await withStore(async (store) => {
+          expect(await store.findRegistrationToken('it-hash')).toBeUndefined();
+          await store.createRegistrationToken(initialToken());
+          expect(await store.findRegistrationToken('it-hash')).toStrictEqual(initialToken());
+          await expect(store.createRegistrationToken(initialToken({ expiresAt: t0 + 60 }))).rejects.toBeInstanceOf(DuplicateError);
+          expect(await store.findRegistrationToken('IT-HASH')).toBeUndefined();
+          expect(await store.findRegistrationToken('it-hash\u0000')).toBeUndefined();
+        });
+      });
+
+      it('useRegistrationToken spends a token once, and never an unknown or expired one', async () => {
+        await withStore(async (store) => {
+          await store.createRegistrationToken(initialToken());
+          await store.createRegistrationToken(initialToken({ tokenHash: 'expiring', expiresAt: t0 + 10 }));
+          expect(await store.useRegistrationToken('unknown', t0)).toBe(false);
+          expect(await store.useRegistrationToken('it-hash\u0000', t0)).toBe(false);
+          expect(await store.useRegistrationToken('expiring', t0 + 10)).toBe(false);
+          expect(await store.findRegistrationToken('expiring')).toMatchObject({ usedAt: undefined });
+          expect(await store.useRegistrationToken('it-hash', t0 + 5)).toBe(true);
+          expect(await store.findRegistrationToken('it-hash')).toStrictEqual(initialToken({ usedAt: t0 + 5 }));
+          expect(await store.useRegistrationToken('it-hash', t0 + 6)).toBe(false);
+          expect(await store.useRegistrationToken('expiring', t0 + 9)).toBe(true);
+        });
+      });
+
+      it('simultaneous uses of one token: exactly one is true', async () => {
+        await withStore(async (store) => {
+          await store.createRegistrationToken(initialToken());
+          const results = await Promise.all(Array.from({ length: 20 }, () => store.useRegistrationToken('it-hash', t0 + 1)));
+          expect(results.filter((won) => won)).toHaveLength(1);
+        });
+      });
+
+      it('registerClient spends the token and stores the client with its registration fields, in one step', async () => {
+        await withStore(async (store) => {
+          await store.createRegistrationToken(initialToken());
+          expect(await store.registerClient(registered(), 'it-hash', t0 + 1)).toBe(true);
+          expect(await store.findClient('dyn_abc')).toStrictEqual(registered());
+          expect(await store.findRegistrationToken('it-hash')).toStrictEqual(initialToken({ usedAt: t0 + 1, clientId: 'dyn_abc' }));
+          // Spent: a second registration with it stores nothing.
+          expect(await store.registerClient(registered({ clientId: 'dyn_other' }), 'it-hash', t0 + 2)).toBe(false);
+          expect(await store.findClient('dyn_other')).toBeUndefined();
+          expect(await store.registerClient(registered({ clientId: 'dyn_other' }), 'unknown', t0 + 2)).toBe(false);
+          expect(await store.findClient('dyn_other')).toBeUndefined();
+          expect((await store.listClients()).map((c) => c.clientId)).toEqual(['dyn_abc']);
+        });
+      });
+
+      it('registerClient refuses an expired token; a taken client_id is a DuplicateError that leaves the token unspent', async () => {
+        await withStore(async (store) => {
+          await store.createClient(client({ clientId: 'dyn_taken' }));
+          await store.createRegistrationToken(initialToken());
+          expect(await store.registerClient(registered(), 'it-hash', t0 + 3600)).toBe(false);
+          expect(await store.findClient('dyn_abc')).toBeUndefined();
+          await expect(store.registerClient(registered({ clientId: 'dyn_taken' }), 'it-hash', t0 + 1)).rejects.toBeInstanceOf(DuplicateError);
+          expect(await store.findRegistrationToken('it-hash')).toStrictEqual(initialToken());
+          expect(await store.findClient('dyn_taken')).toMatchObject({ registrationAccessTokenHash: undefined, tokenEndpointAuthMethod: undefined });
+          expect(await store.registerClient(registered(), 'it-hash', t0 + 1)).toBe(true);
+        });
+      });
+
+      it('simultaneous registrations with one token: exactly one client is stored', async () => {
+        await withStore(async (store) => {
+          await store.createRegistrationToken(initialToken());
+          const results = await Promise.all(Array.from({ length: 10 }, (_, n) => store.registerClient(registered({ clientId: `dyn_${n}` }), 'it-hash', t0 + 1)));
+          expect(results.filter((won) => won)).toHaveLength(1);
+          const stored = await store.listClients();
+          expect(stored).toHaveLength(1);
+          expect((await store.findRegistrationToken('it-hash'))?.clientId).toBe(stored[0]!.clientId);
+        });
+      });
+
+      it('createClient and ensureClient store no registration fields: only registerClient does', async () => {
+        await withStore(async (store) => {
+          await store.createClient(registered({ clientId: 'made-by-operator' }));
+          await store.ensureClient(registered({ clientId: 'built-in' }));
+          for (const id of ['made-by-operator', 'built-in']) {
+            expect(await store.findClient(id)).toMatchObject({ registrationAccessTokenHash: undefined, tokenEndpointAuthMethod: undefined });
+          }
+        });
+      });
+
+      it('updateRegisteredClient replaces the metadata and the method, and keeps, replaces or removes the secret', async () => {
+        await withStore(async (store) => {
+          await store.createRegistrationToken(initialToken());
+          await store.registerClient(registered(), 'it-hash', t0 + 1);
+          await store.rotateClientSecret('dyn_abc', { hash: 'sha256-rotated', sealed: undefined }, t0 + 600);
+          const changes = {
+            name: 'Renamed',
+            redirectUris: ['https://rp.example.com/new'],
+            postLogoutRedirectUris: ['https://rp.example.com/bye'],
+            backchannelLogoutUri: 'https://rp.example.com/bcl',
+            grantTypes: ['client_credentials' as const],
+            requirePkce: false,
+            jwksUri: undefined,
+            jwks: undefined,
+          };
+          expect(await store.updateRegisteredClient('dyn_abc', { changes, tokenEndpointAuthMethod: 'client_secret_basic', secret: 'keep' })).toBe(true);
+          expect(await store.findClient('dyn_abc')).toStrictEqual(
+            registered({ ...changes, secretHash: 'sha256-rotated', previousSecretHash: 'sha256-secret', previousSecretExpiresAt: t0 + 600, tokenEndpointAuthMethod: 'client_secret_basic' }),
+          );
+          // A new secret (sealed, for client_secret_jwt): the previous one goes with the old.
+          expect(await store.updateRegisteredClient('dyn_abc', { changes: {}, tokenEndpointAuthMethod: 'client_secret_jwt', secret: { hash: 'sha256-new', sealed: 'sealed-new' } })).toBe(true);
+          expect(await store.findClient('dyn_abc')).toMatchObject({
+            name: 'Renamed',
+            secretHash: 'sha256-new',
+            secretSealed: 'sealed-new',
+            previousSecretHash: undefined,
+            previousSecretSealed: undefined,
+            previousSecretExpiresAt: undefined,
+            tokenEndpointAuthMethod: 'client_secret_jwt',
+            registrationAccessTokenHash: 'sha256-rat',
+          });
+          // Keys instead of a secret: the secret is gone, the backchannel URI cleared.
+          const jwks = { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y' }] };
+          expect(
+            await store.updateRegisteredClient('dyn_abc', { changes: { jwks, jwksUri: undefined, backchannelLogoutUri: undefined }, tokenEndpointAuthMethod: 'private_key_jwt', secret: undefined }),
+          ).toBe(true);
+          expect(await store.findClient('dyn_abc')).toMatchObject({ jwks, jwksUri: undefined, backchannelLogoutUri: undefined, secretHash: undefined, secretSealed: undefined, tokenEndpointAuthMethod: 'private_key_jwt' });
+          expect(await store.updateRegisteredClient('nobody', { changes: {}, tokenEndpointAuthMethod: 'none', secret: undefined })).toBe(false);
+        });
+      });
+
+      it('removeClient removes a registered client like any other', async () => {
+        await withStore(async (store) => {
+          await store.createRegistrationToken(initialToken());
+          await store.registerClient(registered(), 'it-hash', t0 + 1);
+          expect(await store.removeClient('dyn_abc', t0 + 2)).toBe(true);
+          expect(await store.findClient('dyn_abc')).toBeUndefined();
+          // The record of which registration spent the token stays until it expires.
+          expect(await store.findRegistrationToken('it-hash')).toMatchObject({ clientId: 'dyn_abc' });
+        });
+      });
+
+      it('purgeExpired removes expired initial access tokens, used or not, at most batchSize at a time, and counts them', async () => {
+        await withStore(async (store) => {
+          await store.createRegistrationToken(initialToken({ tokenHash: 'old-1', expiresAt: t0 - 10 }));
+          await store.createRegistrationToken(initialToken({ tokenHash: 'old-2', expiresAt: t0 }));
+          await store.createRegistrationToken(initialToken({ tokenHash: 'used', expiresAt: t0 - 5, usedAt: t0 - 100, clientId: 'dyn_gone' }));
+          await store.createRegistrationToken(initialToken({ tokenHash: 'live', expiresAt: t0 + 1 }));
+          expect((await store.purgeExpired(t0, 2)).registrationTokens).toBe(2);
+          expect((await store.purgeExpired(t0)).registrationTokens).toBe(1);
+          expect((await store.purgeExpired(t0)).registrationTokens).toBe(0);
+          for (const hash of ['old-1', 'old-2', 'used']) expect(await store.findRegistrationToken(hash)).toBeUndefined();
+          expect(await store.findRegistrationToken('live')).toBeDefined();
+          expect((await store.purgeExpired(t0 + 1)).registrationTokens).toBe(1);
+        });
+      });
+    });
+
+    // --- Pushed authorization requests (issue 19) ---
+    describe('pushed authorization requests (issue 19)', () => {
+      const pushed = (overrides: Partial<PushedRequestRecord> = {}): PushedRequestRecord => ({
+        requestHash: 'par-hash',
+        clientId: 'cli',
+        // Byte for byte, whatever a client sends: non-ASCII, quotes, a U+0000 (which PostgreSQL text cannot hold raw).
+        parameters: { client_id: 'cli', response_type: 'code', redirect_uri: 'https://rp.example.com/cb', state: 's "1"', nonce: 'n\u0000ü', scope: 'openid' },
+        createdAt: t0,
+        expiresAt: t0 + 60,
+        usedAt: undefined,
+        ...overrides,
+      });
+
+      it('usePushedRequest returns the request, every field intact and marked used, to its one caller; a stored digest is a DuplicateError', async () => {
+        await withStore(async (store) => {
+          await store.createPushedRequest(pushed());
+          await expect(store.createPushedRequest(pushed({ clientId: 'other' }))).rejects.toBeInstanceOf(DuplicateError);
+          expect(await store.usePushedRequest('par-hash', 'cli', t0 + 5)).toStrictEqual(pushed({ usedAt: t0 + 5 }));
+          // Replayed: nothing, however soon and from whichever instance.
+          expect(await store.usePushedRequest('par-hash', 'cli', t0 + 5)).toBeUndefined();
+          expect(await store.usePushedRequest('par-hash', 'cli', t0 + 6)).toBeUndefined();
+        });
+      });
+
+      it("another client's, an unknown or an expired request is never returned, and another client's attempt leaves it unused", async () => {
+        await withStore(async (store) => {
+          await store.createPushedRequest(pushed());
+          await store.createPushedRequest(pushed({ requestHash: 'expiring' }));
+          expect(await store.usePushedRequest('par-hash', 'attacker', t0 + 1)).toBeUndefined();
+          expect(await store.usePushedRequest('par-hash', 'CLI', t0 + 1)).toBeUndefined();
+          expect(await store.usePushedRequest('par-hash', 'cli\u0000', t0 + 1)).toBeUndefined();
+          expect(await store.usePushedRequest('PAR-HASH', 'cli', t0 + 1)).toBeUndefined();
+          expect(await store.usePushedRequest('unknown', 'cli', t0 + 1)).toBeUndefined();
+          expect(await store.usePushedRequest('par-hash\u0000', 'cli', t0 + 1)).toBeUndefined();
+          // expires_at is the first second it no longer works.
+          expect(await store.usePushedRequest('expiring', 'cli', t0 + 60)).toBeUndefined();
+          expect(await store.usePushedRequest('par-hash', 'cli', t0 + 59)).toMatchObject({ clientId: 'cli', usedAt: t0 + 59 });
+        });
+      });
+
+      it('simultaneous uses of one request: exactly one gets it', async () => {
+        await withStore(async (store) => {
+          await store.createPushedRequest(pushed());
+          const results = await Promise.all(Array.from({ length: 20 }, (_, n) => store.usePushedRequest('par-hash', 'cli', t0 + 1 + (n % 3))));
+          expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+        });
+      });
+
+      it('purgeExpired removes expired pushed requests, used or not, at most batchSize at a time, and counts them', async () => {
+        await withStore(async (store) => {
+          await store.createPushedRequest(pushed({ requestHash: 'old-1', expiresAt: t0 - 10 }));
+          await store.createPushedRequest(pushed({ requestHash: 'old-2', expiresAt: t0 }));
+          await store.createPushedRequest(pushed({ requestHash: 'used', expiresAt: t0 - 5, usedAt: t0 - 30 }));
+          await store.createPushedRequest(pushed({ requestHash: 'live', expiresAt: t0 + 1 }));
+          expect((await store.purgeExpired(t0, 2)).pushedRequests).toBe(2);
+          expect((await store.purgeExpired(t0)).pushedRequests).toBe(1);
+          expect((await store.purgeExpired(t0)).pushedRequests).toBe(0);
+          expect(await store.usePushedRequest('live', 'cli', t0)).toBeDefined();
+          expect((await store.purgeExpired(t0 + 1)).pushedRequests).toBe(1);
+        });
+      });
+
+      it('keeps a client\'s requirePar (createClient, ensureClient, listClients); operator-made clients default to false', async () => {
+        await withStore(async (store) => {
+          await store.createClient(client({ clientId: 'par-only', requirePar: true }));
+          await store.ensureClient(client({ clientId: 'built-in', builtIn: true }));
+          await store.ensureClient(client({ clientId: 'par-only', requirePar: false }));
+          expect(await store.findClient('par-only')).toEqual(client({ clientId: 'par-only', requirePar: true }));
+          expect((await store.listClients()).map((c) => [c.clientId, c.requirePar])).toEqual([
+            ['built-in', false],
+            ['par-only', true],
+          ]);
         });
       });
     });

@@ -267,6 +267,28 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       });
     });
 
+    it('registerClient with one initial access token (issue 19): exactly one registration wins', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.createRegistrationToken({ tokenHash: 'it-hash', createdAt: t0, expiresAt: t0 + 3600, usedAt: undefined, clientId: undefined });
+        const results = await racing(a, b, (store, n) =>
+          store.registerClient(client({ clientId: `dyn_${n}`, registrationAccessTokenHash: `rat-${n}`, tokenEndpointAuthMethod: 'none' }), 'it-hash', t0 + 1),
+        );
+        expect(results.filter((won) => won)).toHaveLength(1);
+        const winner = `dyn_${results.indexOf(true)}`;
+        expect((await b.listClients()).map((c) => c.clientId)).toEqual(['cli', winner]);
+        expect(await a.findRegistrationToken('it-hash')).toMatchObject({ usedAt: t0 + 1, clientId: winner });
+        expect(await a.findClient(winner)).toMatchObject({ registrationAccessTokenHash: `rat-${results.indexOf(true)}`, tokenEndpointAuthMethod: 'none' });
+      });
+    });
+
+    it('useRegistrationToken from both instances: exactly one spends the token', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.createRegistrationToken({ tokenHash: 'it-hash', createdAt: t0, expiresAt: t0 + 3600, usedAt: undefined, clientId: undefined });
+        const results = await racing(a, b, (store) => store.useRegistrationToken('it-hash', t0 + 1));
+        expect(results.filter((won) => won)).toHaveLength(1);
+      });
+    });
+
     it('appendAuditEvents from both instances: every event is stored once, under an id of its own', async () => {
       await withTwoInstances(async (a, b) => {
         const event = (n: number, i: number) => ({ at: t0 * 1000 + n, event: 'user.login', actor: undefined, userId: 'user-alice', clientId: undefined, ip: undefined, details: { n, i } });
@@ -279,6 +301,20 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
           const ids = stored.filter((e) => e.details.n === n).sort((x, y) => Number(x.details.i) - Number(y.details.i)).map((e) => e.id);
           expect([...ids].sort((x, y) => x - y)).toEqual(ids);
         }
+      });
+    });
+  });
+
+  // --- Pushed authorization requests (issue 19) ---
+  describe('two instances racing (pushed authorization requests, issue 19)', () => {
+    it('usePushedRequest of one request_uri from both instances: exactly one gets it, with its parameters', async () => {
+      await withTwoInstances(async (a, b) => {
+        const parameters = { client_id: 'cli', response_type: 'code', state: 'raced' };
+        await a.createPushedRequest({ requestHash: 'par-hash', clientId: 'cli', parameters, createdAt: t0, expiresAt: t0 + 60, usedAt: undefined });
+        const results = await racing(a, b, (store) => store.usePushedRequest('par-hash', 'cli', t0 + 1));
+        const winners = results.filter((r) => r !== undefined);
+        expect(winners).toHaveLength(1);
+        expect(winners[0]).toStrictEqual({ requestHash: 'par-hash', clientId: 'cli', parameters, createdAt: t0, expiresAt: t0 + 60, usedAt: t0 + 1 });
       });
     });
   });

@@ -256,6 +256,23 @@ describe('SqliteStore specifics', () => {
     }
   });
 
+  it('upgrading to pushed authorization requests (0011, issue 19): existing clients need no PAR, and pushed_requests is STRICT', async () => {
+    const path = tempDbPath();
+    const db = new Database(path);
+    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 11), t0);
+    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('web', 'Web', NULL, '["https://rp.example.com/cb"]', '["authorization_code"]', 1, 0, 0, ?)`).run(t0);
+    db.close();
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 11));
+      expect(await store.findClient('web')).toMatchObject({ clientId: 'web', requirePar: false });
+      expect(store.db.prepare('SELECT strict FROM pragma_table_list WHERE name = ?').get('pushed_requests')).toEqual({ strict: 1 });
+    } finally {
+      await store.close();
+    }
+  });
+
   it("a server's cached users, clients and APIs show roles, client changes and scopes made by another process at once, frozen", async () => {
     const path = tempDbPath();
     const server = new SqliteStore({ path, now: t0, groupCommit: true });

@@ -108,7 +108,7 @@ describe('parseAuthorizationRequest', () => {
       ['request_uri=', { request_uri: 'urn:ietf:params:oauth:request_uri:abc' }, 'request_uri_not_supported'],
       ['registration=', { registration: '{}' }, 'registration_not_supported'],
       ['response_mode=fragment', { response_mode: 'fragment' }, 'invalid_request'],
-      ['response_mode=form_post', { response_mode: 'form_post' }, 'invalid_request'],
+      ['response_mode=query.jwt (JARM)', { response_mode: 'query.jwt' }, 'invalid_request'],
       ['scope unknown', { scope: 'openid admin' }, 'invalid_scope'],
       ['audience unknown', { audience: 'https://unknown.example.com' }, 'invalid_target'],
       ['code_challenge_method=plain', { code_challenge_method: 'plain' }, 'invalid_request'],

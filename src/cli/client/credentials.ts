@@ -23,6 +23,8 @@ export const profileSchema = z.object({
   expires_at: z.number(),
   refresh_token: z.string().optional(),
   id_token: z.string().optional(),
+  /** `login --dpop`: the private key the tokens are bound to (RFC 9449); this file is 0600. */
+  dpop_jwk: z.record(z.string(), z.unknown()).optional(),
 });
 
 const fileSchema = z.object({ version: z.literal(1), profiles: z.record(z.string(), z.unknown()) });

@@ -23,6 +23,12 @@ export interface PollOptions {
   signal: AbortSignal;
   /** Called before each wait with the seconds left until the code expires. */
   onWait?: (secondsLeft: number) => void;
+  /**
+   * With `latchkey login --dpop`: makes the DPoP proof of each poll (RFC 9449), with the server's
+   * latest nonce. A use_dpop_nonce answer is retried at once with the nonce it carried (it is
+   * refused before the poll counts, so it earns no slow_down).
+   */
+  dpopProof?: (nonce: string | undefined) => Promise<string>;
   /** Injected by tests; the real clock and timers otherwise. */
   clock?: () => number;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
@@ -61,16 +67,22 @@ export async function pollForTokens(options: PollOptions): Promise<PollOutcome> 
   const deadline = nowMs() + options.expiresInSeconds * 1000;
   let intervalMs = Math.max(1, options.intervalSeconds) * 1000;
   let waitMs = intervalMs;
+  let nonce: string | undefined;
+  let nonceRetried = false;
   for (;;) {
-    options.onWait?.(Math.max(0, Math.round((deadline - nowMs()) / 1000)));
-    await wait(waitMs + safetyMarginMs, options.signal);
+    if (waitMs > 0) {
+      options.onWait?.(Math.max(0, Math.round((deadline - nowMs()) / 1000)));
+      await wait(waitMs + safetyMarginMs, options.signal);
+    }
     if (options.signal.aborted) return { kind: 'aborted' };
     if (nowMs() >= deadline + intervalMs) return { kind: 'expired' };
     let response: Response;
     try {
+      const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+      if (options.dpopProof) headers.dpop = await options.dpopProof(nonce);
       response = await fetch(options.tokenEndpoint, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+        headers,
         body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: options.deviceCode, client_id: options.clientId }),
         signal: AbortSignal.any([options.signal, AbortSignal.timeout(requestTimeoutMs)]),
       });
@@ -81,6 +93,13 @@ export async function pollForTokens(options: PollOptions): Promise<PollOutcome> 
     }
     const body = (await response.json().catch(() => ({}))) as Record<string, unknown>;
     if (response.ok) return { kind: 'tokens', body };
+    nonce = response.headers.get('dpop-nonce') ?? nonce;
+    if (body.error === 'use_dpop_nonce' && options.dpopProof && !nonceRetried) {
+      nonceRetried = true;
+      waitMs = 0;
+      continue;
+    }
+    nonceRetried = false;
     // Retry-After is honoured whatever the answer, but never below the interval.
     const retryAfter = retryAfterMs(response.headers.get('retry-after'), nowMs());
     switch (body.error) {

@@ -16,6 +16,9 @@ import { clientHelp } from './help.js';
 import { pollForTokens } from './device_poll.js';
 import { listenForCallback, SignInAborted, SignInHijacked, SignInTimeout, type Callback } from './loopback.js';
 import { describe, discover, oidc, printable } from './oidc.js';
+import { dpopHandle, dpopProof, newDpopKey } from './dpop_key.js';
+import { tokenTypeName } from './session.js';
+import type { JWK } from 'jose';
 
 const defaultScope = 'openid email profile offline_access';
 
@@ -49,6 +52,8 @@ interface LoginOptions {
   scope: string;
   audience: string | undefined;
   signal: AbortSignal;
+  /** `--dpop`: the key the tokens are bound to (RFC 9449). */
+  dpopJwk: JWK | undefined;
 }
 
 async function browserLogin(context: CommandContext, config: oidc.Configuration, o: LoginOptions, hints: { ssh: boolean; browser: string | undefined }) {
@@ -99,7 +104,13 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
     let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
     try {
       // Checks state and iss (RFC 9207), redeems the code with the verifier, verifies the id_token.
-      tokens = await oidc.authorizationCodeGrant(config, callback.url, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+      tokens = await oidc.authorizationCodeGrant(
+        config,
+        callback.url,
+        { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true },
+        undefined,
+        o.dpopJwk ? { DPoP: await dpopHandle(config, o.dpopJwk) } : undefined,
+      );
     } catch (err) {
       throw new CommandError(`the sign-in could not be completed: ${describe(err)}`);
     }
@@ -151,6 +162,7 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
     intervalSeconds: start.interval ?? 5,
     expiresInSeconds: start.expires_in,
     signal: o.signal,
+    ...(o.dpopJwk ? { dpopProof: (nonce: string | undefined) => dpopProof(o.dpopJwk!, { method: 'POST', url: config.serverMetadata().token_endpoint!, ...(nonce === undefined ? {} : { nonce }) }) } : {}),
   }).finally(() => {
     if (spinner) {
       clearInterval(spinner);
@@ -177,7 +189,7 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
 export const loginCommand: Command = {
   path: ['login'],
   summary: 'Sign in from this machine (browser, or --device for machines without one)',
-  usage: 'latchkey login [--issuer URL] [--client-id ID] [--audience A] [--scope S] [--device] [--no-browser] [--profile P]',
+  usage: 'latchkey login [--issuer URL] [--client-id ID] [--audience A] [--scope S] [--device] [--dpop] [--no-browser] [--profile P]',
   help: clientHelp(
     [
       '  --issuer URL      the identity provider (default: LATCHKEY_ISSUER, else http://localhost:3000)',
@@ -185,6 +197,8 @@ export const loginCommand: Command = {
       "  --audience A      an API to get the access token for (default: the provider's default)",
       '  --scope S         scopes to ask for (default: "openid email profile offline_access")',
       '  --device          the Device Code flow: a code to approve on any other device',
+      '  --dpop            bind the tokens to a key made on this machine (DPoP, RFC 9449): a copied',
+      '                    token is useless without it; the key stays in the credentials file (0600)',
       '  --no-browser      print the address, do not open the browser (the browser is given a',
       '                    one-time local address, never the sign-in request itself)',
       '',
@@ -197,6 +211,7 @@ export const loginCommand: Command = {
     audience: { type: 'string' },
     scope: { type: 'string' },
     device: { type: 'boolean' },
+    dpop: { type: 'boolean' },
     'no-browser': { type: 'boolean' },
     profile: { type: 'string' },
   },
@@ -212,6 +227,7 @@ export const loginCommand: Command = {
       clientId: (context.values['client-id'] as string | undefined) || 'latchkey-cli',
       scope: (context.values.scope as string | undefined) || defaultScope,
       audience: (context.values.audience as string | undefined) || undefined,
+      dpopJwk: context.values.dpop === true ? await newDpopKey() : undefined,
     };
     const store = new CredentialsStore(client.home);
     store.get(profileName); // a damaged file is reported before anyone signs in
@@ -233,15 +249,24 @@ export const loginCommand: Command = {
         scope: tokens.scope ?? options.scope,
         access_token: tokens.access_token,
         // openid-client lowercases it; RFC 6749 token types are case-insensitive, Bearer is the usual spelling.
-        token_type: (tokens.token_type ?? 'Bearer').toLowerCase() === 'bearer' ? 'Bearer' : String(tokens.token_type),
+        token_type: tokenTypeName(tokens.token_type),
         expires_at: epochSeconds(systemClock) + (tokens.expires_in ?? 0),
         ...(tokens.refresh_token ? { refresh_token: tokens.refresh_token } : {}),
         ...('id_token' in tokens && typeof tokens.id_token === 'string' ? { id_token: tokens.id_token } : {}),
+        ...(options.dpopJwk ? { dpop_jwk: options.dpopJwk as Record<string, unknown> } : {}),
       };
+      if (options.dpopJwk && profile.token_type.toLowerCase() !== 'dpop') {
+        throw new CommandError('the identity provider did not bind the tokens to the DPoP key (it may not support DPoP); nothing was stored');
+      }
       await store.withLock(async () => store.set(profileName, profile));
       let who = '';
       try {
-        const claims = await oidc.fetchUserInfo(config, profile.access_token, oidc.skipSubjectCheck);
+        const claims = await oidc.fetchUserInfo(
+          config,
+          profile.access_token,
+          oidc.skipSubjectCheck,
+          options.dpopJwk ? { DPoP: await dpopHandle(config, options.dpopJwk) } : undefined,
+        );
         who = ` as ${String(claims.preferred_username ?? claims.email ?? claims.sub)}`;
       } catch {
         // Who it is shows in `latchkey whoami`; the sign-in itself succeeded.

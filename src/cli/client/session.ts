@@ -7,6 +7,19 @@ import { epochSeconds, systemClock } from '../../clock.js';
 import { CommandError, exitCodes } from '../command.js';
 import type { CredentialsStore, Profile } from './credentials.js';
 import { describe, discover, oauthErrorCode, oidc } from './oidc.js';
+import { dpopHandle } from './dpop_key.js';
+import type { JWK } from 'jose';
+
+/** The usual spelling of a token type (RFC 6749 token types are case-insensitive; openid-client lowercases them). */
+export function tokenTypeName(value: string | undefined): string {
+  const lower = (value ?? 'Bearer').toLowerCase();
+  return lower === 'bearer' ? 'Bearer' : lower === 'dpop' ? 'DPoP' : String(value);
+}
+
+/** openid-client's DPoP handle for a profile signed in with `--dpop`, else undefined. */
+export async function profileDpop(config: oidc.Configuration, profile: Profile): Promise<{ DPoP: oidc.DPoPHandle } | undefined> {
+  return profile.dpop_jwk ? { DPoP: await dpopHandle(config, profile.dpop_jwk as JWK) } : undefined;
+}
 
 /** Refresh when less than this is left. */
 export const refreshMarginSeconds = 60;
@@ -32,7 +45,8 @@ export async function validProfile(store: CredentialsStore, name: string, option
     const config = await discover(current.issuer, current.client_id);
     let tokens: Awaited<ReturnType<typeof oidc.refreshTokenGrant>>;
     try {
-      tokens = await oidc.refreshTokenGrant(config, current.refresh_token);
+      // A DPoP-bound refresh token needs a proof by its key (RFC 9449 §5).
+      tokens = await oidc.refreshTokenGrant(config, current.refresh_token, undefined, await profileDpop(config, current));
     } catch (err) {
       if (oauthErrorCode(err) === 'invalid_grant') {
         throw new CommandError('your sign-in has ended (revoked or expired): run "latchkey login"', exitCodes.notSignedIn);
@@ -42,7 +56,7 @@ export async function validProfile(store: CredentialsStore, name: string, option
     const updated: Profile = {
       ...current,
       access_token: tokens.access_token,
-      token_type: tokens.token_type.toLowerCase() === 'bearer' ? 'Bearer' : tokens.token_type,
+      token_type: tokenTypeName(tokens.token_type),
       expires_at: epochSeconds(systemClock) + (tokens.expires_in ?? 0),
       refresh_token: tokens.refresh_token ?? current.refresh_token,
       scope: tokens.scope ?? current.scope,

@@ -1,7 +1,13 @@
-/** `latchkey token`: prints a valid access token, and nothing else, on stdout. */
+/**
+ * `latchkey token`: prints a valid access token, and nothing else, on stdout. With `--dpop-proof`
+ * (a profile signed in with `login --dpop`) it prints a DPoP proof for one request instead
+ * (RFC 9449 §4: `--method`, `--url`, bound to the current access token by `ath`).
+ */
 import { homedir } from 'node:os';
 import { loadClientConfig } from '../../config.js';
-import { exitCodes, type Command } from '../command.js';
+import { CommandError, exitCodes, type Command } from '../command.js';
+import { dpopProof, type ProofFor } from './dpop_key.js';
+import type { JWK } from 'jose';
 import { CredentialsStore } from './credentials.js';
 import { clientHelp } from './help.js';
 import { validProfile } from './session.js';
@@ -9,14 +15,39 @@ import { validProfile } from './session.js';
 export const tokenCommand: Command = {
   path: ['token'],
   summary: 'Print a valid access token (refreshed when less than a minute is left)',
-  usage: 'latchkey token [--profile P]        e.g. curl -H "Authorization: Bearer $(latchkey token)" …',
-  help: clientHelp(),
+  usage: 'latchkey token [--profile P] [--dpop-proof --method M --url U [--nonce N]]        e.g. curl -H "Authorization: Bearer $(latchkey token)" …',
+  help: clientHelp(
+    [
+      '  --dpop-proof      print a DPoP proof (RFC 9449) for one request instead of the token; needs a',
+      '                    profile signed in with `login --dpop`, and --method and --url, e.g.',
+      '                    curl -H "Authorization: DPoP $(latchkey token)" -H "DPoP: $(latchkey token --dpop-proof --method GET --url U)" U',
+      '  --method M        the request method the proof is for',
+      '  --url U           the request URL the proof is for (its query and fragment are left out)',
+      '  --nonce N         a nonce the server asked for (its DPoP-Nonce header)',
+      '',
+    ].join('\n'),
+  ),
   positionals: { min: 0, max: 0 },
-  options: { profile: { type: 'string' } },
+  options: { profile: { type: 'string' }, 'dpop-proof': { type: 'boolean' }, method: { type: 'string' }, url: { type: 'string' }, nonce: { type: 'string' } },
   async run(context) {
     const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
+    const wantsProof = context.values['dpop-proof'] === true;
+    const method = context.values.method as string | undefined;
+    const url = context.values.url as string | undefined;
+    const nonce = context.values.nonce as string | undefined;
+    if (!wantsProof && (method !== undefined || url !== undefined || nonce !== undefined)) throw new CommandError('--method, --url and --nonce go with --dpop-proof', exitCodes.usage);
+    if (wantsProof) {
+      if (method === undefined || !/^[A-Za-z]{1,16}$/.test(method)) throw new CommandError('--dpop-proof needs --method (GET, POST, …)', exitCodes.usage);
+      if (url === undefined || !/^https?:\/\/[^\s]+$/i.test(url) || !URL.canParse(url)) throw new CommandError('--dpop-proof needs --url, an http(s) URL', exitCodes.usage);
+    }
     const profile = await validProfile(store, (context.values.profile as string | undefined) ?? 'default');
-    context.stdout.write(`${profile.access_token}\n`);
+    if (!wantsProof) {
+      context.stdout.write(`${profile.access_token}\n`);
+      return exitCodes.ok;
+    }
+    if (!profile.dpop_jwk) throw new CommandError('this profile has no DPoP key: sign in with "latchkey login --dpop"');
+    const proof = await dpopProof(profile.dpop_jwk as JWK, { method, url: url!, accessToken: profile.access_token, ...(nonce === undefined ? {} : { nonce }) } as ProofFor);
+    context.stdout.write(`${proof}\n`);
     return exitCodes.ok;
   },
 };

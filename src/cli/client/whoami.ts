@@ -6,7 +6,7 @@ import { json } from '../output.js';
 import { CredentialsStore } from './credentials.js';
 import { clientHelp } from './help.js';
 import { describe, discover, oauthErrorCode, oidc } from './oidc.js';
-import { validProfile } from './session.js';
+import { profileDpop, validProfile } from './session.js';
 
 export const whoamiCommand: Command = {
   path: ['whoami'],
@@ -20,7 +20,8 @@ export const whoamiCommand: Command = {
     const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
     let profile = await validProfile(store, name);
     const config = await discover(profile.issuer, profile.client_id);
-    const read = () => oidc.fetchUserInfo(config, profile.access_token, oidc.skipSubjectCheck);
+    // A DPoP-bound token is sent with a proof by its key (RFC 9449 §7).
+    const read = async () => oidc.fetchUserInfo(config, profile.access_token, oidc.skipSubjectCheck, await profileDpop(config, profile));
     let claims: oidc.UserInfoResponse;
     try {
       claims = await read();

@@ -12,13 +12,14 @@ export const clientsAddCommand: Command = {
     'latchkey clients add <client_id> [--name <name>] [--redirect-uri <uri>]... ' +
     '[--grant-type authorization_code|device_code|refresh_token|client_credentials]... [--confidential [--client-secret-jwt]] ' +
     '[--jwks-uri <url> | --jwks-file <file>] [--no-pkce] [--first-party] ' +
-    '[--post-logout-redirect-uri <uri>]... [--backchannel-logout-uri <uri>]',
+    '[--post-logout-redirect-uri <uri>]... [--backchannel-logout-uri <uri>] [--require-par]',
   help: [
     'Options:',
     '  --confidential           the client gets a secret (printed once): client_secret_basic, client_secret_post',
     '  --client-secret-jwt      with --confidential: client_secret_jwt too (the secret is then kept sealed, not only as a digest)',
     '  --jwks-uri <url>         the client authenticates with private_key_jwt (RFC 7523), signing with keys published here',
     '  --jwks-file <file>       the same with a JWK Set of public keys stored now (no secret is made)',
+    '  --require-par            the client must push its authorization requests to /oauth/par first (RFC 9126)',
     '  --grant-type <type>      repeatable; default authorization_code and refresh_token. client_credentials needs a',
     '                           confidential client and `clients grant` to say what it may ask for',
     '',
@@ -36,6 +37,7 @@ export const clientsAddCommand: Command = {
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
     'client-secret-jwt': { type: 'boolean' },
+    'require-par': { type: 'boolean' },
   },
   async run(context) {
     const clientId = validClientId(context.positionals[0] ?? '');
@@ -49,6 +51,10 @@ export const clientsAddCommand: Command = {
     for (const check of [...checks, ...logoutChecks]) if (check.warning) context.stderr.write(`warning: ${check.warning}\n`);
     if (grantTypes.includes('authorization_code') && redirectUris.length === 0) {
       context.stderr.write(`warning: ${clientId} may use authorization_code but has no --redirect-uri, so sign-ins through /authorize will be refused\n`);
+    }
+    const requirePar = context.values['require-par'] === true;
+    if (requirePar && !grantTypes.includes('authorization_code')) {
+      context.stderr.write(`warning: --require-par only concerns /authorize, which ${clientId} may not use (no authorization_code grant)\n`);
     }
     const jwksUriOption = context.values['jwks-uri'] as string | undefined;
     const jwksFile = context.values['jwks-file'] as string | undefined;
@@ -88,14 +94,19 @@ export const clientsAddCommand: Command = {
         previousSecretSealed: undefined,
         previousSecretExpiresAt: undefined,
         disabled: false,
+        registrationAccessTokenHash: undefined,
+        tokenEndpointAuthMethod: undefined,
+        requirePar,
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`client "${clientId}" already exists`);
       throw err;
     }
     const authentication = withKeys ? 'private_key_jwt' : secret ? 'client secret' : 'public';
-    await cliAudit(context, 'client.created', { clientId, confidential: secret !== undefined || withKeys, authentication, grantTypes });
-    context.stderr.write(`Registered client ${clientId} (${withKeys ? 'confidential, private_key_jwt' : secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')})\n`);
+    await cliAudit(context, 'client.created', { clientId, confidential: secret !== undefined || withKeys, authentication, grantTypes, ...(requirePar ? { requirePar } : {}) });
+    context.stderr.write(
+      `Registered client ${clientId} (${withKeys ? 'confidential, private_key_jwt' : secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')}${requirePar ? '; pushed authorization requests required' : ''})\n`,
+    );
     if (secret) context.stdout.write(`client_secret (shown only once): ${secret}\n`);
     return 0;
   },

@@ -150,6 +150,9 @@ export async function adminClientRoutes(app: FastifyInstance): Promise<void> {
         previousSecretSealed: undefined,
         previousSecretExpiresAt: undefined,
         disabled: false,
+        registrationAccessTokenHash: undefined,
+        tokenEndpointAuthMethod: undefined,
+        requirePar: false,
       });
     } catch (err) {
       if (err instanceof DuplicateError) return taken();

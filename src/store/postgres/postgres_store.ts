@@ -46,6 +46,9 @@ import {
   type SigningKeyRecord,
   type Store,
   type UserRecord,
+  type RegisteredClientUpdate,
+  type RegistrationTokenRecord,
+  type PushedRequestRecord,
 } from '../store.js';
 import { migrate, schemaNamePattern } from './migrate.js';
 import { auditEventConditions, auditLimit, liveToken, rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
@@ -71,6 +74,9 @@ import {
   toTotp,
   toUser,
   toUserIdentity,
+  toRegistrationToken,
+  registeredClientColumns,
+  toPushedRequest,
   type Row,
 } from '../rows.js';
 
@@ -282,6 +288,10 @@ export class PostgresStore implements Store {
         // A used link can do nothing more; an expired one is kept a day, like a code.
         emailTokens: await purge('email_tokens', 'expires_at <= $1 OR used_at IS NOT NULL', now - grace),
         usedOnce: await purge('used_once', 'expires_at <= $1', now),
+        // Used or not, an expired initial access token can register nothing.
+        registrationTokens: await purge('registration_tokens', 'expires_at <= $1', now),
+        // Used or not, an expired pushed request can start nothing.
+        pushedRequests: await purge('pushed_requests', 'expires_at <= $1', now),
       };
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
@@ -504,24 +514,34 @@ export class PostgresStore implements Store {
       c.previousSecretSealed ?? null,
       c.previousSecretExpiresAt ?? null,
       c.disabled,
+      c.requirePar,
     ];
   }
 
   async createClient(c: ClientRecord): Promise<void> {
-    await this.insert(
-      `client ${c.clientId}`,
-      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
-         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, tokens_revoked_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, (SELECT removed_at FROM removed_clients WHERE client_id = $1))`,
-      ...this.clientParams(c),
-    );
+    await this.insertClient(this.db, c);
+  }
+
+  /** createClient's insert on `target` (the pool, or registerClient's transaction); DuplicateError when the client_id is taken. */
+  private async insertClient(target: Statements, c: ClientRecord): Promise<void> {
+    try {
+      await target.run(
+        `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
+           backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, require_par, tokens_revoked_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, (SELECT removed_at FROM removed_clients WHERE client_id = $1))`,
+        ...this.clientParams(c),
+      );
+    } catch (err) {
+      if (errorCode(err) === uniqueViolation) throw new DuplicateError(`client ${c.clientId}`);
+      throw err;
+    }
   }
 
   async ensureClient(c: ClientRecord): Promise<void> {
     await this.db.run(
       `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
-         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, tokens_revoked_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, (SELECT removed_at FROM removed_clients WHERE client_id = $1))
+         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, require_par, tokens_revoked_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, (SELECT removed_at FROM removed_clients WHERE client_id = $1))
        ON CONFLICT DO NOTHING`,
       ...this.clientParams(c),
     );
@@ -899,9 +919,9 @@ export class PostgresStore implements Store {
   private static async insertRefreshToken(tx: Statements, t: RefreshTokenRecord): Promise<void> {
     await tx.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr, approved_ip, approved_user_agent, session_id)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr, approved_ip, approved_user_agent, session_id, dpop_jkt)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16, $17, $18, $19)`,
+               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16, $17, $18, $19, $20)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -921,6 +941,7 @@ export class PostgresStore implements Store {
       t.approvedIp ?? null,
       t.approvedUserAgent ?? null,
       t.sessionId ?? null,
+      t.dpopJkt ?? null,
     );
   }
 
@@ -1150,8 +1171,8 @@ export class PostgresStore implements Store {
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     await this.db.run(
       `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
-         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id, dpop_jkt)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
       c.codeHash,
       c.clientId,
       c.userId,
@@ -1170,6 +1191,7 @@ export class PostgresStore implements Store {
       c.approvedIp ?? null,
       c.approvedUserAgent ?? null,
       c.sessionId ?? null,
+      c.dpopJkt ?? null,
     );
   }
 
@@ -1630,5 +1652,99 @@ export class PostgresStore implements Store {
       before,
       batchSize < 0 ? null : batchSize,
     );
+  }
+
+  // --- Dynamic client registration (issue 19) ---
+
+  async createRegistrationToken(t: RegistrationTokenRecord): Promise<void> {
+    await this.insert(
+      'registration token',
+      'INSERT INTO registration_tokens (token_hash, created_at, expires_at, used_at, client_id) VALUES ($1, $2, $3, $4, $5)',
+      t.tokenHash,
+      t.createdAt,
+      t.expiresAt,
+      t.usedAt ?? null,
+      t.clientId ?? null,
+    );
+  }
+
+  async findRegistrationToken(tokenHash: string): Promise<RegistrationTokenRecord | undefined> {
+    if (!storable(tokenHash)) return undefined;
+    const row = await this.db.one('SELECT * FROM registration_tokens WHERE token_hash = $1', tokenHash);
+    return row && toRegistrationToken(row);
+  }
+
+  /**
+   * One conditional UPDATE: a simultaneous caller of another instance waits for the winner's row
+   * and re-checks `used_at IS NULL` against it, so exactly one spends the token.
+   */
+  private static async spendRegistrationToken(target: Statements, tokenHash: string, now: number, clientId: string | undefined): Promise<boolean> {
+    return (
+      (await target.run(
+        'UPDATE registration_tokens SET used_at = $1, client_id = $2 WHERE token_hash = $3 AND used_at IS NULL AND expires_at > $1',
+        now,
+        clientId ?? null,
+        tokenHash,
+      )) === 1
+    );
+  }
+
+  async useRegistrationToken(tokenHash: string, now: number): Promise<boolean> {
+    if (!storable(tokenHash)) return false;
+    return PostgresStore.spendRegistrationToken(this.db, tokenHash, now, undefined);
+  }
+
+  async registerClient(c: ClientRecord, initialTokenHash: string, now: number): Promise<boolean> {
+    if (!storable(initialTokenHash)) return false;
+    return this.transaction(async (tx) => {
+      if (!(await PostgresStore.spendRegistrationToken(tx, initialTokenHash, now, c.clientId))) return false;
+      // A duplicate client_id throws here and the transaction rolls the spending back with it.
+      await this.insertClient(tx, c);
+      await tx.run(
+        'UPDATE clients SET registration_access_token_hash = $1, token_endpoint_auth_method = $2 WHERE client_id = $3',
+        c.registrationAccessTokenHash ?? null,
+        c.tokenEndpointAuthMethod ?? null,
+        c.clientId,
+      );
+      return true;
+    });
+  }
+
+  async updateRegisteredClient(clientId: string, update: RegisteredClientUpdate): Promise<boolean> {
+    if (!storable(clientId)) return false;
+    const columns = registeredClientColumns(update, (value) => value);
+    // Column names come from registeredClientColumns, never from the caller.
+    const set = columns.map(([column], n) => `${column} = $${n + 1}`).join(', ');
+    return (await this.db.run(`UPDATE clients SET ${set} WHERE client_id = $${columns.length + 1}`, ...columns.map(([, value]) => value), clientId)) === 1;
+  }
+
+  // --- Pushed authorization requests (issue 19) ---
+
+  async createPushedRequest(r: PushedRequestRecord): Promise<void> {
+    await this.insert(
+      'pushed request',
+      'INSERT INTO pushed_requests (request_hash, client_id, parameters, created_at, expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6)',
+      r.requestHash,
+      r.clientId,
+      JSON.stringify(r.parameters),
+      r.createdAt,
+      r.expiresAt,
+      r.usedAt ?? null,
+    );
+  }
+
+  /**
+   * One conditional UPDATE … RETURNING: a simultaneous caller of another instance waits for the
+   * winner's row and re-checks `used_at IS NULL` against it, so exactly one gets the request.
+   */
+  async usePushedRequest(requestHash: string, clientId: string, now: number): Promise<PushedRequestRecord | undefined> {
+    if (!storable(requestHash) || !storable(clientId)) return undefined;
+    const row = await this.db.one(
+      'UPDATE pushed_requests SET used_at = $1 WHERE request_hash = $2 AND client_id = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *',
+      now,
+      requestHash,
+      clientId,
+    );
+    return row && toPushedRequest(row);
   }
 }

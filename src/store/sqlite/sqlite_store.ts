@@ -34,6 +34,9 @@ import {
   toTotp,
   toUser,
   toUserIdentity,
+  toRegistrationToken,
+  registeredClientColumns,
+  toPushedRequest,
   type Row,
 } from '../rows.js';
 import {
@@ -68,6 +71,9 @@ import {
   type SigningKeyRecord,
   type Store,
   type UserRecord,
+  type RegisteredClientUpdate,
+  type RegistrationTokenRecord,
+  type PushedRequestRecord,
   MissingReferenceError,
 } from '../store.js';
 
@@ -213,6 +219,7 @@ export const readOnlyVerbs = new Set([
   'findClientGrant',
   'listClientGrants',
   'listAuditEvents',
+  'findRegistrationToken',
 ]);
 
 /**
@@ -293,6 +300,13 @@ export const writeVerbs = new Set([
   'useOnce',
   'appendAuditEvents',
   'purgeAuditEvents',
+  'createRegistrationToken',
+  'useRegistrationToken',
+  'registerClient',
+  'updateRegisteredClient',
+  // --- Pushed authorization requests (issue 19) ---
+  'createPushedRequest',
+  'usePushedRequest',
 ]);
 
 export class SqliteStore implements Store {
@@ -481,6 +495,10 @@ export class SqliteStore implements Store {
         // A used link can do nothing more; an expired one is kept a day, like a code.
         emailTokens: purge('email_tokens', 'expires_at <= ? OR used_at IS NOT NULL', now - grace),
         usedOnce: purge('used_once', 'expires_at <= ?', now),
+        // Used or not, an expired initial access token can register nothing.
+        registrationTokens: purge('registration_tokens', 'expires_at <= ?', now),
+        // Used or not, an expired pushed request can start nothing.
+        pushedRequests: purge('pushed_requests', 'expires_at <= ?', now),
       };
       // Access tokens of a revoked family are refused by its id, so the row outlives any of them
       // (access tokens live at most a year).
@@ -681,16 +699,22 @@ export class SqliteStore implements Store {
       c.previousSecretSealed ?? null,
       c.previousSecretExpiresAt ?? null,
       c.disabled ? 1 : 0,
+      c.requirePar ? 1 : 0,
       c.clientId,
     ];
   }
 
   async createClient(c: ClientRecord): Promise<void> {
+    this.insertClient(c);
+  }
+
+  /** createClient's insert, synchronous, so that registerClient can run it inside its transaction. */
+  private insertClient(c: ClientRecord): void {
     this.insert(
       `client ${c.clientId}`,
       `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
-         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, tokens_revoked_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
+         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, require_par, tokens_revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
       ...this.clientParams(c),
     );
   }
@@ -698,8 +722,8 @@ export class SqliteStore implements Store {
   async ensureClient(c: ClientRecord): Promise<void> {
     this.run(
       `INSERT OR IGNORE INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
-         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, tokens_revoked_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
+         backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, require_par, tokens_revoked_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT removed_at FROM removed_clients WHERE client_id = ?))`,
       ...this.clientParams(c),
     );
   }
@@ -1039,9 +1063,9 @@ export class SqliteStore implements Store {
   private insertRefreshToken(t: RefreshTokenRecord): void {
     this.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, amr, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, approved_ip, approved_user_agent, session_id)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, approved_ip, approved_user_agent, session_id, dpop_jkt)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?, ?, ?, ?)`,
+               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?, ?, ?, ?, ?)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -1062,6 +1086,7 @@ export class SqliteStore implements Store {
       t.approvedIp ?? null,
       t.approvedUserAgent ?? null,
       t.sessionId ?? null,
+      t.dpopJkt ?? null,
     );
   }
 
@@ -1273,8 +1298,8 @@ export class SqliteStore implements Store {
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     this.run(
       `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
-         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id, dpop_jkt)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       c.codeHash,
       c.clientId,
       c.userId,
@@ -1293,6 +1318,7 @@ export class SqliteStore implements Store {
       c.approvedIp ?? null,
       c.approvedUserAgent ?? null,
       c.sessionId ?? null,
+      c.dpopJkt ?? null,
     );
   }
 
@@ -1675,6 +1701,84 @@ export class SqliteStore implements Store {
   async purgeAuditEvents(before: number, batchSize = -1): Promise<number> {
     // The oldest first, so a batch that stops short leaves the newer events (LIMIT -1: all).
     return this.run('DELETE FROM audit_events WHERE rowid IN (SELECT rowid FROM audit_events WHERE at < ? ORDER BY at LIMIT ?)', before, batchSize);
+  }
+
+  // --- Dynamic client registration (issue 19) ---
+
+  async createRegistrationToken(t: RegistrationTokenRecord): Promise<void> {
+    this.insert(
+      'registration token',
+      'INSERT INTO registration_tokens (token_hash, created_at, expires_at, used_at, client_id) VALUES (?, ?, ?, ?, ?)',
+      t.tokenHash,
+      t.createdAt,
+      t.expiresAt,
+      t.usedAt ?? null,
+      t.clientId ?? null,
+    );
+  }
+
+  async findRegistrationToken(tokenHash: string): Promise<RegistrationTokenRecord | undefined> {
+    const row = this.get('SELECT * FROM registration_tokens WHERE token_hash = ?', tokenHash);
+    return row && toRegistrationToken(row);
+  }
+
+  /** One conditional UPDATE: the single caller whose statement finds the token unused wins. */
+  private spendRegistrationToken(tokenHash: string, now: number, clientId: string | undefined): boolean {
+    return this.run('UPDATE registration_tokens SET used_at = ?, client_id = ? WHERE token_hash = ? AND used_at IS NULL AND expires_at > ?', now, clientId ?? null, tokenHash, now) === 1;
+  }
+
+  async useRegistrationToken(tokenHash: string, now: number): Promise<boolean> {
+    return this.spendRegistrationToken(tokenHash, now, undefined);
+  }
+
+  async registerClient(c: ClientRecord, initialTokenHash: string, now: number): Promise<boolean> {
+    return this.db.transaction(() => {
+      if (!this.spendRegistrationToken(initialTokenHash, now, c.clientId)) return false;
+      // A duplicate client_id throws here and rolls the spending back with it.
+      this.insertClient(c);
+      this.run(
+        'UPDATE clients SET registration_access_token_hash = ?, token_endpoint_auth_method = ? WHERE client_id = ?',
+        c.registrationAccessTokenHash ?? null,
+        c.tokenEndpointAuthMethod ?? null,
+        c.clientId,
+      );
+      return true;
+    })();
+  }
+
+  async updateRegisteredClient(clientId: string, update: RegisteredClientUpdate): Promise<boolean> {
+    const columns = registeredClientColumns(update, (value) => (value ? 1 : 0));
+    // Column names come from registeredClientColumns, never from the caller.
+    return (
+      this.run(`UPDATE clients SET ${columns.map(([column]) => `${column} = ?`).join(', ')} WHERE client_id = ?`, ...columns.map(([, value]) => value), clientId) === 1
+    );
+  }
+
+  // --- Pushed authorization requests (issue 19) ---
+
+  async createPushedRequest(r: PushedRequestRecord): Promise<void> {
+    this.insert(
+      'pushed request',
+      'INSERT INTO pushed_requests (request_hash, client_id, parameters, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?)',
+      r.requestHash,
+      r.clientId,
+      JSON.stringify(r.parameters),
+      r.createdAt,
+      r.expiresAt,
+      r.usedAt ?? null,
+    );
+  }
+
+  /** One conditional UPDATE … RETURNING: the single caller whose statement finds it unused wins. */
+  async usePushedRequest(requestHash: string, clientId: string, now: number): Promise<PushedRequestRecord | undefined> {
+    const row = this.get(
+      'UPDATE pushed_requests SET used_at = ? WHERE request_hash = ? AND client_id = ? AND used_at IS NULL AND expires_at > ? RETURNING *',
+      now,
+      requestHash,
+      clientId,
+      now,
+    );
+    return row && toPushedRequest(row);
   }
 }
 

@@ -1,0 +1,100 @@
+/**
+ * What the credential helpers (`latchkey credential kubectl|git|docker`) share: a profile's access
+ * token through the same locked refresh path as `latchkey token`, refused when the profile was
+ * signed in for another audience than the one asked for, and reading what the calling tool pipes in.
+ */
+import { homedir } from 'node:os';
+import { StringDecoder } from 'node:string_decoder';
+import { loadClientConfig } from '../../config.js';
+import { CommandError, exitCodes, type CommandContext } from '../command.js';
+import { CredentialsStore, type Profile } from './credentials.js';
+import { printable } from './oidc.js';
+import { requireProfile, validProfile } from './session.js';
+
+export const audienceOptionHelp = '  --audience A      refuse (exit 6) unless the profile was signed in with --audience A\n';
+
+/** A word as a POSIX shell reads it, for commands we tell people to run. */
+export function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * A token for another audience would be refused by the API it is sent to, or worse accepted by one
+ * it was not meant for: the person signs in again for the audience instead.
+ */
+export function checkAudience(profile: Profile, name: string, wanted: string | undefined): void {
+  if (wanted === undefined || profile.audience === wanted) return;
+  const held = profile.audience === undefined ? "the provider's default audience" : `the audience "${printable(profile.audience)}"`;
+  throw new CommandError(
+    `the profile "${printable(name)}" holds a token for ${held}, not for "${printable(wanted)}": run "latchkey login --audience ${shellWord(wanted)} --profile ${shellWord(name)}"`,
+    exitCodes.notSignedIn,
+  );
+}
+
+/** The profile named by --profile, checked against --audience, with an access token valid for at least a minute. */
+export async function helperProfile(context: CommandContext): Promise<Profile> {
+  const name = (context.values.profile as string | undefined) ?? 'default';
+  const audience = (context.values.audience as string | undefined) || undefined;
+  const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
+  const stored = requireProfile(store, name);
+  checkAudience(stored, name, audience);
+  // kubectl, git and docker send the token as a bearer token: a DPoP-bound one would be refused
+  // (and a helper must never weaken the binding by pretending otherwise).
+  if (stored.dpop_jwk !== undefined) {
+    throw new CommandError(
+      `the profile "${printable(name)}" is bound to a DPoP key (login --dpop), which kubectl, git and docker cannot prove: sign in for them with "latchkey login --profile <another name>" without --dpop`,
+      exitCodes.failure,
+    );
+  }
+  return validProfile(store, name);
+}
+
+/** Requests are a few lines; anything this long is not one. */
+const inputLimit = 64 * 1024;
+
+/**
+ * Reads stdin to its end or, with `untilBlankLine`, up to the first blank line (git's helper
+ * protocol ends a request either way, and a person typing one ends it with an empty line).
+ * Returns the text before the blank line.
+ */
+export function readInput(stdin: NodeJS.ReadableStream, options: { untilBlankLine: boolean }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const decoder = new StringDecoder('utf8');
+    let text = '';
+    const stop = () => {
+      stdin.off('data', onData);
+      stdin.off('end', onEnd);
+      stdin.off('error', onError);
+      stdin.pause();
+      // A caller that keeps its end open after the blank line must not keep this process alive.
+      (stdin as { unref?: () => void }).unref?.();
+    };
+    const onData = (chunk: Buffer | string) => {
+      text += typeof chunk === 'string' ? chunk : decoder.write(chunk);
+      if (options.untilBlankLine) {
+        const blank = /(?:^|\n)\r?\n/.exec(text);
+        if (blank) {
+          stop();
+          resolve(text.slice(0, blank.index + (blank[0].startsWith('\n') && blank.index > 0 ? 1 : 0)));
+          return;
+        }
+      }
+      if (text.length > inputLimit) {
+        stop();
+        reject(new CommandError('the input on stdin is too long', exitCodes.usage));
+      }
+    };
+    const onEnd = () => {
+      stop();
+      resolve(text + decoder.end());
+    };
+    const onError = (err: Error) => {
+      stop();
+      reject(new CommandError(`cannot read stdin: ${err.message}`));
+    };
+    stdin.on('data', onData);
+    stdin.once('end', onEnd);
+    stdin.once('error', onError);
+    stdin.resume();
+  });
+}

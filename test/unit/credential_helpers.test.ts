@@ -1,0 +1,176 @@
+/**
+ * The credential helpers' readers and writers (issue 19): git's key=value requests, docker's
+ * server URL, kubectl's ExecCredential and KUBERNETES_EXEC_INFO, and the audience check.
+ */
+import { describe, expect, it } from 'vitest';
+import { PassThrough } from 'node:stream';
+import { CommandError } from '../../src/cli/command.js';
+import { checkAudience, readInput, shellWord } from '../../src/cli/client/credential_helper.js';
+import { answersFor, formatGitCredential, parseGitCredentialRequest } from '../../src/cli/client/credential_git.js';
+import { dockerCredential, parseDockerServerUrl } from '../../src/cli/client/credential_docker.js';
+import { execCredential, requestedApiVersion } from '../../src/cli/client/credential_kubectl.js';
+import type { Profile } from '../../src/cli/client/credentials.js';
+
+describe('git credential request', () => {
+  it('reads key=value lines up to the blank line and ignores what follows it', () => {
+    expect(parseGitCredentialRequest('protocol=https\nhost=git.example.com\npath=team/repo.git\n\nhost=evil.example\n')).toEqual({
+      protocol: 'https',
+      host: 'git.example.com',
+      path: 'team/repo.git',
+    });
+  });
+
+  it('reads to the end without a blank line, ignores unknown keys, array keys and lines without "="', () => {
+    expect(parseGitCredentialRequest('capability[]=authtype\nprotocol=https\nwwwauth[]=Bearer realm="x"\nnonsense\n=value\nhost=h.example:8443\nusername=alice')).toEqual({
+      protocol: 'https',
+      host: 'h.example:8443',
+      username: 'alice',
+    });
+  });
+
+  it('keeps "=" inside a value and accepts CRLF line ends', () => {
+    expect(parseGitCredentialRequest('protocol=https\r\nhost=a.example\r\npassword=a=b\r\n\r\n')).toEqual({ protocol: 'https', host: 'a.example', password: 'a=b' });
+  });
+
+  it('url= stands for its parts and replaces earlier attributes; later ones still apply', () => {
+    expect(parseGitCredentialRequest('host=old.example\npath=old\nurl=https://bob@git.example.com:8443/team/repo.git\n')).toEqual({
+      protocol: 'https',
+      host: 'git.example.com:8443',
+      path: 'team/repo.git',
+      username: 'bob',
+    });
+    expect(parseGitCredentialRequest('url=http://git.example.com\nprotocol=https\n')).toEqual({ protocol: 'https', host: 'git.example.com' });
+    expect(() => parseGitCredentialRequest('url=not a url\n')).toThrow(CommandError);
+  });
+});
+
+describe('which git requests get the token', () => {
+  const https = { protocol: 'https', host: 'git.example.com' };
+  it.each([
+    ['https', https, [], true],
+    ['HTTPS (protocol names are case-insensitive)', { ...https, protocol: 'HTTPS' }, [], true],
+    ['plain http', { ...https, protocol: 'http' }, [], false],
+    ['ssh', { ...https, protocol: 'ssh' }, [], false],
+    ['no protocol', { host: 'git.example.com' }, [], false],
+    ['no host', { protocol: 'https' }, [], false],
+    ['a listed host', https, ['other.example', 'GIT.example.com'], true],
+    ['a host not listed', https, ['other.example'], false],
+    ['the listed host on another port', { ...https, host: 'git.example.com:8443' }, ['git.example.com'], false],
+  ] as const)('%s', (_name, request, hosts, expected) => {
+    expect(answersFor(request, hosts)).toBe(expected);
+  });
+});
+
+describe('git credential answer', () => {
+  it('writes key=value lines', () => {
+    expect(formatGitCredential([['username', 'oauth2'], ['password', 'tok.en'], ['password_expiry_utc', '1700000000']])).toBe(
+      'username=oauth2\npassword=tok.en\npassword_expiry_utc=1700000000\n',
+    );
+  });
+
+  it.each(['a\nprotocol=http', 'a\rb', 'a\0b'])('refuses a value that would inject attributes: %j', (value) => {
+    expect(() => formatGitCredential([['username', value]])).toThrow(CommandError);
+  });
+});
+
+describe('reading stdin', () => {
+  it('stops at the blank line without waiting for the end of input', async () => {
+    const stdin = new PassThrough();
+    const read = readInput(stdin, { untilBlankLine: true });
+    stdin.write('protocol=https\nho');
+    stdin.write('st=a.example\n\nlater=1\n'); // the stream stays open, as a person's terminal would
+    await expect(read).resolves.toBe('protocol=https\nhost=a.example\n');
+  });
+
+  it('an immediately blank line is an empty request', async () => {
+    const stdin = new PassThrough();
+    const read = readInput(stdin, { untilBlankLine: true });
+    stdin.write('\nprotocol=https\n');
+    await expect(read).resolves.toBe('');
+  });
+
+  it('reads to the end otherwise, with a multi-byte character split across chunks', async () => {
+    const stdin = new PassThrough();
+    const read = readInput(stdin, { untilBlankLine: false });
+    const bytes = Buffer.from('https://regïstry.example\n\n');
+    stdin.write(bytes.subarray(0, 12)); // inside the two bytes of "ï"
+    stdin.end(bytes.subarray(12));
+    await expect(read).resolves.toBe('https://regïstry.example\n\n');
+  });
+
+  it('refuses endless input', async () => {
+    const stdin = new PassThrough();
+    const read = readInput(stdin, { untilBlankLine: true });
+    stdin.write('x'.repeat(70 * 1024));
+    await expect(read).rejects.toThrow(/too long/);
+  });
+});
+
+describe('docker credential helper', () => {
+  it('reads the server URL as docker sends it (one line, maybe without a newline)', () => {
+    expect(parseDockerServerUrl('https://registry.example.com\n')).toBe('https://registry.example.com');
+    expect(parseDockerServerUrl('registry.example.com')).toBe('registry.example.com');
+    expect(() => parseDockerServerUrl(' \n')).toThrow(CommandError);
+  });
+
+  it('answers with the JSON docker reads', () => {
+    expect(JSON.parse(dockerCredential('registry.example.com', 'oauth2', 'tok"en'))).toEqual({ ServerURL: 'registry.example.com', Username: 'oauth2', Secret: 'tok"en' });
+  });
+});
+
+describe('kubectl ExecCredential', () => {
+  it('answers v1 without KUBERNETES_EXEC_INFO, and in the version kubectl names', () => {
+    expect(requestedApiVersion(undefined)).toBe('client.authentication.k8s.io/v1');
+    const v1 = { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false } };
+    expect(requestedApiVersion(JSON.stringify(v1))).toBe('client.authentication.k8s.io/v1');
+    expect(requestedApiVersion(JSON.stringify({ ...v1, apiVersion: 'client.authentication.k8s.io/v1beta1' }))).toBe('client.authentication.k8s.io/v1beta1');
+  });
+
+  it('refuses versions it cannot answer and KUBERNETES_EXEC_INFO that is not JSON', () => {
+    expect(() => requestedApiVersion(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1alpha1' }))).toThrow(/v1alpha1/);
+    expect(() => requestedApiVersion('{')).toThrow(/not JSON/);
+  });
+
+  it('has the shape kubectl reads, with an RFC 3339 expiry', () => {
+    const credential = execCredential('client.authentication.k8s.io/v1', 'the-token', 1_900_000_000, 1_899_999_000);
+    expect(credential).toEqual({
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      status: { token: 'the-token', expirationTimestamp: '2030-03-17T17:46:40Z' },
+    });
+    // RFC 3339 "date-time" in UTC, whole seconds, as Go's time.RFC3339 parses it.
+    expect(credential.status.expirationTimestamp).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    expect(Date.parse(credential.status.expirationTimestamp!) / 1000).toBe(1_900_000_000);
+  });
+
+  it('leaves the expiry out when it is not in the future', () => {
+    expect(execCredential('client.authentication.k8s.io/v1', 't', 100, 100).status).toEqual({ token: 't' });
+  });
+});
+
+describe('audience', () => {
+  const profile: Profile = { issuer: 'https://id.example', client_id: 'latchkey-cli', scope: 'openid', access_token: 't', token_type: 'Bearer', expires_at: 0 };
+
+  it('passes when none is asked for or it matches', () => {
+    expect(() => checkAudience(profile, 'default', undefined)).not.toThrow();
+    expect(() => checkAudience({ ...profile, audience: 'https://k8s.example' }, 'default', 'https://k8s.example')).not.toThrow();
+  });
+
+  it('refuses another audience with exit 6 and the login command to run', () => {
+    let error: unknown;
+    try {
+      checkAudience({ ...profile, audience: 'https://api.example' }, 'work', 'https://k8s.example');
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(CommandError);
+    expect((error as CommandError).exitCode).toBe(6);
+    expect((error as CommandError).message).toContain('latchkey login --audience https://k8s.example --profile work');
+    expect(() => checkAudience(profile, 'default', 'https://k8s.example')).toThrow(/default audience/);
+  });
+
+  it('quotes words for the shell', () => {
+    expect(shellWord('https://k8s.example/x')).toBe('https://k8s.example/x');
+    expect(shellWord("it's here")).toBe(`'it'\\''s here'`);
+  });
+});

@@ -11,7 +11,7 @@ import { epochSeconds } from '../clock.js';
 import { randomId } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
 import { audit } from '../http/audit.js';
-import { isOidcScope } from '../oauth/scope.js';
+import { isOidcScope, scopeTokenPattern } from '../oauth/scope.js';
 import type { TokenResponse } from '../oauth/token_response.js';
 import type { GrantHandler } from './types.js';
 
@@ -19,8 +19,6 @@ const params = z.object({
   scope: z.string().max(1024, 'scope is too long.').optional(),
   audience: z.string().max(2048, 'audience is too long.').optional(),
 });
-
-const scopeTokenPattern = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 
 export const clientCredentialsGrant = {
   grantType: 'client_credentials',

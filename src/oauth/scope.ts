@@ -12,7 +12,8 @@ export type ScopeValue = (typeof supportedScopes)[number];
 /** Used when a request carries no `scope` (RFC 6749 §3.3 lets the server pick a default). */
 export const defaultScope = 'openid';
 
-const scopeTokenPattern = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
+/** RFC 6749 §3.3 scope-token characters. */
+export const scopeTokenPattern = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 
 export function isOidcScope(value: string): value is ScopeValue {
   return (supportedScopes as readonly string[]).includes(value);

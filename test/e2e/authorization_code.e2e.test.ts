@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as client from 'openid-client';
 import { addApi, addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
-import { Browser, fetchTransport, inputValue, signIn, type BrowserResponse } from '../helpers/browser.js';
+import { Browser, fetchTransport, personAllows } from '../helpers/browser.js';
 import { freePort } from '../helpers/process.js';
 
 let t: TestApp;
@@ -41,24 +41,6 @@ afterEach(async () => {
 const pathOf = (url: URL) => url.pathname + url.search;
 
 /** The person's part: open the authorization URL, sign in, allow; returns the redirect to the client. */
-async function personAllows(browser: Browser, authorizationUrl: URL): Promise<URL> {
-  let page: BrowserResponse = await browser.get(pathOf(authorizationUrl));
-  if (page.status === 303 && page.location?.startsWith('/login')) {
-    const login = await browser.get(page.location);
-    page = await signIn(browser, login, 'alice', 'alice-password');
-    page = await browser.get(page.location!);
-  }
-  if (page.status === 200) {
-    expect(page.body).toContain('name="decision"');
-    page = await browser.post('/authorize/decision', {
-      csrf_token: inputValue(page.body, 'csrf_token')!,
-      interaction: inputValue(page.body, 'interaction')!,
-      decision: 'allow',
-    });
-  }
-  expect([302, 303]).toContain(page.status);
-  return new URL(page.location!);
-}
 
 describe('RP-Initiated Logout with openid-client (issue 17)', () => {
   async function signedInWithIdToken(browser: Browser) {
@@ -67,7 +49,7 @@ describe('RP-Initiated Logout with openid-client (issue 17)', () => {
     const verifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
     const url = client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
-    const tokens = await client.authorizationCodeGrant(config, await personAllows(browser, url), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+    const tokens = await client.authorizationCodeGrant(config, await personAllows(browser, url, 'alice', 'alice-password'), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
     return { config, idToken: tokens.id_token! };
   }
 
@@ -110,7 +92,7 @@ describe('Authorization Code flow with openid-client', () => {
       nonce,
     });
     const browser = new Browser(fetchTransport(base));
-    const callback = await personAllows(browser, url);
+    const callback = await personAllows(browser, url, 'alice', 'alice-password');
     expect(callback.searchParams.get('iss')).toBe(base);
 
     const tokens = await client.authorizationCodeGrant(config, callback, {
@@ -148,7 +130,7 @@ describe('Authorization Code flow with openid-client', () => {
       code_challenge_method: 'S256',
       state: 'expected-state',
     });
-    const callback = await personAllows(new Browser(fetchTransport(base)), url);
+    const callback = await personAllows(new Browser(fetchTransport(base)), url, 'alice', 'alice-password');
     callback.searchParams.set('state', 'forged');
     const error = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: 'expected-state' }).then(
       () => undefined,
@@ -171,7 +153,7 @@ describe('Authorization Code flow with openid-client', () => {
       code_challenge_method: 'S256',
       state,
     });
-    const callback = await personAllows(new Browser(fetchTransport(base)), url);
+    const callback = await personAllows(new Browser(fetchTransport(base)), url, 'alice', 'alice-password');
     const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
     expect(tokens.claims()).toMatchObject({ aud: 'backend', name: 'Alice Example' });
   });
@@ -186,7 +168,7 @@ describe('Authorization Code flow with openid-client', () => {
       audience: 'https://api.example.com',
       state: 'seed-state',
     }).toString();
-    const callback = await personAllows(new Browser(fetchTransport(base)), authorize);
+    const callback = await personAllows(new Browser(fetchTransport(base)), authorize, 'alice', 'alice-password');
     expect(callback.origin + callback.pathname).toBe(redirectUri);
     expect(callback.searchParams.get('state')).toBe('seed-state');
 

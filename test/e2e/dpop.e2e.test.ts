@@ -13,7 +13,7 @@ import * as client from 'openid-client';
 import { decodeJwt, exportJWK, SignJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
-import { Browser, fetchTransport, inputValue, signIn, type BrowserResponse } from '../helpers/browser.js';
+import { Browser, fetchTransport, personAllows } from '../helpers/browser.js';
 import { freePort } from '../helpers/process.js';
 
 let t: TestApp;
@@ -36,20 +36,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const pathOf = (url: URL) => url.pathname + url.search;
 
-async function personAllows(browser: Browser, authorizationUrl: URL): Promise<URL> {
-  let page: BrowserResponse = await browser.get(pathOf(authorizationUrl));
-  if (page.status === 303 && page.location?.startsWith('/login')) {
-    page = await signIn(browser, await browser.get(page.location), 'alice', 'alice-password');
-    page = await browser.get(page.location!);
-  }
-  if (page.status === 200 && page.body.includes('name="decision"')) {
-    page = await browser.post('/authorize/decision', { csrf_token: inputValue(page.body, 'csrf_token')!, interaction: inputValue(page.body, 'interaction')!, decision: 'allow' });
-  }
-  expect([302, 303]).toContain(page.status);
-  return new URL(page.location!);
-}
 
 describe('openid-client with DPoP', () => {
   it('PAR + code flow + userinfo + refresh, every token bound to the key; attacks with a copy refused', async () => {
@@ -71,7 +58,7 @@ describe('openid-client with DPoP', () => {
     );
     // The request itself stayed out of the browser's URL: only the client and the request_uri.
     expect([...url.searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
-    const callback = await personAllows(new Browser(fetchTransport(base)), url);
+    const callback = await personAllows(new Browser(fetchTransport(base)), url, 'alice', 'alice-password');
 
     const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true }, undefined, { DPoP });
     expect(tokens.token_type).toBe('dpop');

@@ -12,7 +12,7 @@ import { PassThrough } from 'node:stream';
 import * as client from 'openid-client';
 import { main } from '../../src/cli/main.js';
 import { addApi, addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
-import { Browser, fetchTransport, inputValue, signIn, type BrowserResponse } from '../helpers/browser.js';
+import { Browser, fetchTransport, personAllows } from '../helpers/browser.js';
 import { freePort } from '../helpers/process.js';
 
 let t: TestApp;
@@ -54,24 +54,6 @@ async function latchkey(args: string[]): Promise<{ code: number; stdout: string;
 }
 
 /** The person's part: open the authorization URL, sign in, allow; returns the redirect to the client. */
-async function personAllows(browser: Browser, authorizationUrl: URL): Promise<URL> {
-  let page: BrowserResponse = await browser.get(pathOf(authorizationUrl));
-  if (page.status === 303 && page.location?.startsWith('/login')) {
-    const login = await browser.get(page.location);
-    page = await signIn(browser, login, 'alice', 'alice-password');
-    page = await browser.get(page.location!);
-  }
-  if (page.status === 200) {
-    expect(page.body).toContain('name="decision"');
-    page = await browser.post('/authorize/decision', {
-      csrf_token: inputValue(page.body, 'csrf_token')!,
-      interaction: inputValue(page.body, 'interaction')!,
-      decision: 'allow',
-    });
-  }
-  expect([302, 303]).toContain(page.status);
-  return new URL(page.location!);
-}
 
 describe('Pushed Authorization Requests with openid-client (RFC 9126)', () => {
   it('public client held to PAR: discovery, PAR, the code flow with PKCE, state and nonce, userinfo and refresh', async () => {
@@ -95,7 +77,7 @@ describe('Pushed Authorization Requests with openid-client (RFC 9126)', () => {
     expect(url.searchParams.get('request_uri')).toMatch(/^urn:ietf:params:oauth:request_uri:/);
 
     const browser = new Browser(fetchTransport(base));
-    const callback = await personAllows(browser, url);
+    const callback = await personAllows(browser, url, 'alice', 'alice-password');
     expect(callback.searchParams.get('iss')).toBe(base);
     const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
     expect(tokens.scope).toBe('openid email profile offline_access');
@@ -143,7 +125,7 @@ describe('Pushed Authorization Requests with openid-client (RFC 9126)', () => {
       state,
       nonce,
     });
-    const callback = await personAllows(new Browser(fetchTransport(base)), url);
+    const callback = await personAllows(new Browser(fetchTransport(base)), url, 'alice', 'alice-password');
     const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
     expect(tokens.claims()).toMatchObject({ aud: 'backend', name: 'Alice Example' });
     expect(await client.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub)).toMatchObject({ name: 'Alice Example' });
@@ -180,7 +162,7 @@ describe('Pushed Authorization Requests with openid-client (RFC 9126)', () => {
     const plain = await new Browser(fetchTransport(base)).get(pathOf(client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state })));
     expect(new URL(plain.location!).searchParams.get('error')).toBe('invalid_request');
     const url = await client.buildAuthorizationUrlWithPAR(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state });
-    const tokens = await client.authorizationCodeGrant(config, await personAllows(new Browser(fetchTransport(base)), url), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+    const tokens = await client.authorizationCodeGrant(config, await personAllows(new Browser(fetchTransport(base)), url, 'alice', 'alice-password'), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
     expect(tokens.claims()).toMatchObject({ aud: 'portal' });
 
     // Only /authorize is concerned: a client without the authorization_code grant is warned.

@@ -3,6 +3,7 @@
  * tests can assert every redirect. Works over app.inject or over a real socket (fetch).
  */
 import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
 
 export interface BrowserResponse {
   status: number;
@@ -134,4 +135,26 @@ export async function actOnDeviceCode(
     user_code: inputValue(page.body, 'user_code') ?? '',
     decision,
   });
+}
+
+/**
+ * The person's part of an authorization request: open it, sign in if asked, Allow on the consent
+ * or confirmation page if one is shown. Returns the address the browser is sent back to.
+ */
+export async function personAllows(browser: Browser, authorizationUrl: URL, username: string, password: string): Promise<URL> {
+  let page = await browser.get(authorizationUrl.pathname + authorizationUrl.search);
+  if (page.status === 303 && page.location?.startsWith('/login')) {
+    page = await signIn(browser, await browser.get(page.location), username, password);
+    page = await browser.get(page.location!);
+  }
+  if (page.status === 200) {
+    expect(page.body).toContain('name="decision"');
+    page = await browser.post('/authorize/decision', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      interaction: inputValue(page.body, 'interaction')!,
+      decision: 'allow',
+    });
+  }
+  expect([302, 303]).toContain(page.status);
+  return new URL(page.location!);
 }

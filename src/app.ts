@@ -2,6 +2,8 @@
  * buildApp(deps) → a Fastify instance with every plugin and route registered in visible order
  * and the one error handler. It never listens, so tests drive it with app.inject.
  */
+import { pageLanguage } from './i18n/page_language.js';
+import { translator, type Translator } from './i18n/translate.js';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import formbody from '@fastify/formbody';
 import cookie from '@fastify/cookie';
@@ -276,10 +278,11 @@ export function toOAuthError(error: unknown): OAuthError {
   return new OAuthError('server_error', 'The server could not handle the request.', { detail: String((error as Error)?.message ?? error) });
 }
 
-function pageFor(error: OAuthError): ErrorPage {
+/** The page for an error; `t` puts a message with a number into the page's language (renderPage does the rest). */
+function pageFor(error: OAuthError, t: Translator['t']): ErrorPage {
   if (error.status === 429) {
     const minutes = Math.max(1, Math.ceil(Number(error.headers['retry-after'] ?? 60) / 60));
-    return { heading: 'Too many attempts', message: `Please wait ${minutes} minute${minutes === 1 ? '' : 's'} and try again.` };
+    return { heading: 'Too many attempts', message: minutes === 1 ? 'Please wait 1 minute and try again.' : t('Please wait {minutes} minutes and try again.', { minutes }) };
   }
   if (error.status >= 500) return { heading: 'Something went wrong', message: 'We could not finish that. Please try again in a moment.' };
   return { heading: 'That did not work', message: error.description };
@@ -294,7 +297,7 @@ function errorHandler(services: Services) {
 
     reply.headers(oauthError.headers).header('cache-control', 'no-store');
     if (request.routeOptions.config?.page) {
-      return renderErrorPage(request, reply, services, pageFor(oauthError), oauthError.status);
+      return renderErrorPage(request, reply, services, pageFor(oauthError, translator(pageLanguage(request)).t), oauthError.status);
     }
     return reply.code(oauthError.status).send(oauthError.toJSON());
   };

@@ -62,6 +62,8 @@ export async function bootstrap(store: Store, config: Config, clock: Clock): Pro
       emailVerified: username.includes('@'),
       groups: [],
       roles: [],
+      profile: {},
+      updatedAt: now,
     });
   } catch (err) {
     // Another instance starting on the same empty database made the first user (and showed its password).

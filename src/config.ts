@@ -8,6 +8,8 @@ import { signingAlgorithms, type SigningAlgorithm } from './crypto/keys.js';
 
 export const mfaPolicies = ['off', 'optional', 'required'] as const;
 export type MfaPolicy = (typeof mfaPolicies)[number];
+/** Whether id_tokens repeat the email and profile scopes' basic claims (see oauth/claims.ts). */
+export const idTokenScopeClaimModes = ['basic', 'none'] as const;
 import { isPostgresUrl, isValidPostgresUrl } from './store/database_url.js';
 import { parseSecretKeys, type SecretKey } from './crypto/secret_box.js';
 import { parseMailAddress, parseSmtpUrl, type MailAddress, type SmtpSettings } from './mail/smtp_settings.js';
@@ -143,6 +145,7 @@ const environmentSchema = z.object({
   LATCHKEY_SHUTDOWN_TIMEOUT: seconds('LATCHKEY_SHUTDOWN_TIMEOUT', 8, 1, 600),
   LATCHKEY_UPSTREAM_TIMEOUT: seconds('LATCHKEY_UPSTREAM_TIMEOUT', 10, 1, 120),
   LATCHKEY_MFA: optionalText.pipe(z.enum(mfaPolicies, { error: `LATCHKEY_MFA must be one of ${mfaPolicies.join(', ')}` }).optional()),
+  LATCHKEY_ID_TOKEN_SCOPE_CLAIMS: optionalText.pipe(z.enum(idTokenScopeClaimModes, { error: 'LATCHKEY_ID_TOKEN_SCOPE_CLAIMS must be basic or none' }).optional()),
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
   LATCHKEY_TRUST_PROXY: trustProxySchema,
@@ -225,6 +228,11 @@ export interface Config {
   readonly upstreamTimeout: number;
   /** Second factors: `off`, `optional` (people with a factor use it), `required` (everyone has one). */
   readonly mfa: MfaPolicy;
+  /**
+   * `basic`: id_tokens carry email/email_verified and name/preferred_username for the email and
+   * profile scopes (the contract); `none`: only at userinfo, as OIDC Core §5.4 puts them.
+   */
+  readonly idTokenScopeClaims: (typeof idTokenScopeClaimModes)[number];
   /** `aud` of access tokens requested without `audience`. */
   readonly defaultAudience: string;
   /**
@@ -338,6 +346,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeout: e.LATCHKEY_SHUTDOWN_TIMEOUT,
     upstreamTimeout: e.LATCHKEY_UPSTREAM_TIMEOUT,
     mfa: e.LATCHKEY_MFA ?? 'optional',
+    idTokenScopeClaims: e.LATCHKEY_ID_TOKEN_SCOPE_CLAIMS ?? 'basic',
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
     trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
     secureCookies: issuer.startsWith('https:'),

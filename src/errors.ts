@@ -20,6 +20,7 @@ export type OAuthErrorCode =
   | 'consent_required'
   | 'interaction_required'
   | 'request_not_supported'
+  | 'invalid_request_object'
   | 'request_uri_not_supported'
   | 'registration_not_supported'
   /** RFC 7591 §3.2.2: dynamic client registration refused a redirect URI, or other metadata. */

@@ -48,6 +48,8 @@ export async function seedBase(store: SqliteStore, now: number): Promise<void> {
     emailVerified: true,
     groups: [],
     roles: [],
+    profile: {},
+    updatedAt: now,
   });
   const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now, tokensRevokedAt: undefined, postLogoutRedirectUris: [], backchannelLogoutUri: undefined, ...plainClientFields };
   await store.createClient({ ...common, clientId: deviceClientId, name: 'Bench device', redirectUris: [], grantTypes: ['device_code', 'refresh_token'] });
@@ -123,6 +125,7 @@ export async function seedAuthorizationCodes(store: SqliteStore, count: number, 
       approvedUserAgent: 'latchkey-bench',
       sessionId: undefined,
       dpopJkt: undefined,
+      claims: undefined,
     });
   });
   return codes;
@@ -144,6 +147,7 @@ export async function seedRefreshTokens(store: SqliteStore, count: number, now: 
       approvedUserAgent: 'latchkey-bench',
       sessionId: undefined,
       dpopJkt: undefined,
+      claims: undefined,
     });
     tokens.push(token.value);
     return store.createRefreshToken(token.record).then(() => undefined);

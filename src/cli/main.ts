@@ -41,6 +41,7 @@ import { serveCommand } from './commands/serve.js';
 import { secretKeyGenerateCommand } from './commands/secret_key_generate.js';
 import { secretKeyRotateCommand } from './commands/secret_key_rotate.js';
 import { usersAddCommand } from './commands/users_add.js';
+import { usersUpdateCommand } from './commands/users_update.js';
 import { usersDisableCommand } from './commands/users_disable.js';
 import { usersEnableCommand } from './commands/users_enable.js';
 import { usersRevokeTokensCommand } from './commands/users_revoke_tokens.js';
@@ -60,6 +61,7 @@ export const commands: Command[] = [
   credentialDockerCommand,
   serveCommand,
   usersAddCommand,
+  usersUpdateCommand,
   usersListCommand,
   usersDisableCommand,
   usersEnableCommand,

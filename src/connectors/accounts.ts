@@ -115,6 +115,8 @@ async function createUser(
       emailVerified,
       roles: [],
       groups: profile.groups,
+      profile: {},
+      updatedAt: now,
     };
     try {
       await store.createUserWithIdentity(user, { ...identity, userId: id });

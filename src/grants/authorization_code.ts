@@ -82,6 +82,7 @@ export const authorizationCodeGrant = {
       jti: issued.accessTokenJti,
       refreshFamilyId: issued.refreshFamilyId,
       idToken: { nonce: consumed.nonce },
+      claims: consumed.claims,
       approval: { ip: consumed.approvedIp, userAgent: consumed.approvedUserAgent, sessionId: consumed.sessionId },
     });
   },

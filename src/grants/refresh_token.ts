@@ -85,6 +85,7 @@ export const refreshTokenGrant = {
       amr: token.amr,
       refreshToken: successor.value,
       refreshFamilyId: token.familyId,
+      claims: token.claims,
       approval: { ip: token.approvedIp, userAgent: token.approvedUserAgent, sessionId: token.sessionId },
     });
   },

@@ -46,6 +46,7 @@ export type AuditEvent =
   | 'api.created'
   | 'api.updated'
   | 'user.created'
+  | 'user.updated'
   | 'user.disabled'
   | 'user.enabled'
   | 'user.password_changed'

@@ -1,7 +1,38 @@
-/** Renders an Eta page with what every page shows (product name, who is signed in). */
+/**
+ * Renders an Eta page with what every page shows (product name, who is signed in), in the page's
+ * language (i18n/page_language.ts): every view gets `lang`, `t` and `tx` (i18n/translate.ts), and
+ * the texts a route passes in — title, heading, message, error, link label — are translated here,
+ * so a route writes them in English.
+ */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
+import type { Language } from '../i18n/languages.js';
+import { pageLanguage } from '../i18n/page_language.js';
+import { translator } from '../i18n/translate.js';
 import { currentSession } from './session.js';
+
+/**
+ * The views translated so far. The others (the account pages, the admin console) are English
+ * throughout, footer included, and say so in their lang attribute: one page, one language.
+ */
+const translatedViews: ReadonlySet<string> = new Set([
+  'activate',
+  'consent',
+  'continue',
+  'device_confirm',
+  'device_result',
+  'error',
+  'forgot_password',
+  'login',
+  'logout',
+  'logout_confirm',
+  'logout_stay',
+  'reset_password',
+  'second_factor',
+  'verify_email',
+]);
+
+const translatedFields = ['title', 'heading', 'message', 'error'] as const;
 
 export async function renderPage(
   request: FastifyRequest,
@@ -12,12 +43,31 @@ export async function renderPage(
   status = 200,
 ): Promise<FastifyReply> {
   const signedIn = await currentSession(request, services);
+  let lang: Language = 'en';
+  if (translatedViews.has(view)) {
+    lang = pageLanguage(request);
+    // The page depends on Accept-Language (RFC 9110 §12.5.5).
+    const vary = reply.getHeader('vary');
+    reply.header('vary', vary === undefined || vary === '' ? 'Accept-Language' : `${String(vary)}, Accept-Language`);
+  }
+  const { t, tx } = translator(lang);
+  const translated: Record<string, unknown> = {};
+  for (const field of translatedFields) {
+    const value = data[field];
+    if (typeof value === 'string') translated[field] = t(value);
+  }
+  const link = data.link as { label?: unknown } | undefined;
+  if (link && typeof link === 'object' && typeof link.label === 'string') translated.link = { ...link, label: t(link.label) };
   const html = await reply.viewAsync(`${view}.eta`, {
     productName: services.config.productName,
     signedInAs: signedIn?.user.username,
     // The passkey pages' scripts, on exactly the pages whose policy lets them run (allowOwnScripts).
     passkeyScripts: String(reply.getHeader('content-security-policy') ?? '').includes("script-src 'self'"),
     ...data,
+    ...translated,
+    lang,
+    t,
+    tx,
   });
   return reply.code(status).type('text/html; charset=utf-8').send(html);
 }

@@ -32,9 +32,15 @@ export function withMethods(amr: readonly AuthMethod[], added: readonly AuthMeth
   return [...new Set([...amr, ...added])];
 }
 
-/** Whether `acr_values` (space-separated, voluntary: unknown values are ignored) asks for a second factor. */
+/**
+ * Whether `acr_values` asks for a second factor. The values are the acceptable levels in order of
+ * preference (OIDC Core §3.1.2.1) and unknown ones are ignored, so a second factor is required
+ * only when the multi-factor level is the only one of ours listed: `urn:latchkey:sfa
+ * urn:latchkey:mfa` is met by a password alone.
+ */
 export function asksForMfa(acrValues: string | undefined): boolean {
-  return (acrValues ?? '').split(' ').includes(mfaAcr);
+  const values = (acrValues ?? '').split(' ');
+  return values.includes(mfaAcr) && !values.includes(singleFactorAcr);
 }
 
 /** The claims id_tokens and access tokens carry (RFC 8176; RFC 9068 §2.2.1). Nothing for a sign-in of unknown kind. */

@@ -3,12 +3,22 @@
  * RFC 7636; RFC 9700 §2.1.1). Until the client and its redirect_uri are both verified, every
  * problem is shown on an error page and never redirected (RFC 6749 §4.1.2.1, RFC 9700 §4.1);
  * after that, problems go back to the client as error redirects carrying `state`.
+ *
+ * A request object in `request` (OIDC Core §6) is opened once the client is known, and its
+ * members replace the query's; its redirect_uri is then the one verified. `request_uri` other
+ * than a pushed request's (RFC 9126) is `request_uri_not_supported`. The OIDC parameters that
+ * shape the pages — display, ui_locales, login_hint — are kept for them; claims_locales is
+ * accepted (this server holds no claims in several languages); `claims` (Core §5.5) is parsed.
  */
 import { requestedAcrValues } from '../mfa/policy.js';
+import { acrValuesSupported } from '../mfa/amr.js';
 import { OAuthError } from '../errors.js';
 import type { Config } from '../config.js';
+import { systemClock } from '../clock.js';
 import type { AuthorizationRequest, ClientRecord, PromptValue, Store } from '../store/store.js';
 import { resolveAudience } from './audience.js';
+import { parseClaimsParameter, type ClaimsParameter } from './claims_request.js';
+import { openRequestObject, type RequestObjectContext } from './request_object.js';
 import { isValidCodeChallenge } from './pkce.js';
 import { redirectUriAllowed } from './redirect.js';
 import { formPostable } from './form_post.js';
@@ -33,6 +43,18 @@ export const maxNonceLength = 256;
  */
 export type IdTokenHintCheck = (hint: string, clientId: string) => Promise<string | undefined>;
 
+export interface AuthorizationRequestOptions {
+  checkIdTokenHint?: IdTokenHintCheck;
+  /** How to verify signed request objects; without it only unsigned ones can be opened. */
+  requestObjects?: RequestObjectContext;
+}
+
+/** OIDC Core §3.1.2.1 display values; others are shown the ordinary (responsive) page too. */
+export const displayValues = ['page', 'popup', 'touch', 'wap'] as const;
+
+/** Printable ASCII of bounded length: the shape of the page-shaping parameters. */
+const printable = (value: string, max: number) => value.length <= max && /^[\x20-\x7e]*$/.test(value);
+
 const promptValues: readonly string[] = ['none', 'login', 'consent', 'select_account'];
 
 /** Marks a parameter sent more than once (a symbol, so no real value can be mistaken for it). */
@@ -45,13 +67,50 @@ function single(query: Record<string, unknown>, name: string): string | undefine
   return value;
 }
 
+/**
+ * Opens a request object in `request` and merges it over the query (OIDC Core §6.3.3). A broken
+ * object is answered at the query's redirect_uri when that one is registered, else on a page.
+ */
+async function withRequestObject(
+  q: Record<string, unknown>,
+  client: ClientRecord,
+  context: RequestObjectContext,
+): Promise<{ kind: 'merged'; parameters: Record<string, unknown> } | Exclude<ParsedAuthorizationRequest, { kind: 'valid' }>> {
+  const queryRedirect = single(q, 'redirect_uri');
+  const fail = (error: OAuthError): Exclude<ParsedAuthorizationRequest, { kind: 'valid' }> => {
+    if (typeof queryRedirect === 'string' && queryRedirect.length <= 2048 && redirectUriAllowed(queryRedirect, client.redirectUris)) {
+      const state = single(q, 'state');
+      return { kind: 'invalid_redirect', redirectUri: queryRedirect, state: typeof state === 'string' && state.length <= maxStateLength && /^[\x20-\x7e]*$/.test(state) ? state : undefined, responseMode: undefined, error };
+    }
+    return { kind: 'invalid_page', message: 'The request object this application sent is not valid.' };
+  };
+  const jwt = single(q, 'request');
+  if (jwt === repeated || jwt === undefined) return fail(new OAuthError('invalid_request', 'A parameter is repeated.'));
+  if (q.request_uri !== undefined) return fail(new OAuthError('invalid_request', 'request and request_uri cannot both be sent.'));
+  let object: Record<string, string>;
+  try {
+    object = await openRequestObject(context, client, jwt);
+  } catch (err) {
+    if (err instanceof OAuthError) return fail(err);
+    throw err;
+  }
+  // OAuth requires response_type in the query; Core §6.1: when the object has it too, they agree.
+  const queryResponseType = single(q, 'response_type');
+  if (object.response_type !== undefined && queryResponseType !== undefined && queryResponseType !== object.response_type) {
+    return fail(new OAuthError('invalid_request_object', 'The request object is invalid.', { detail: 'response_type differs from the query' }));
+  }
+  const { request: _request, ...rest } = q;
+  return { kind: 'merged', parameters: { ...rest, ...object } };
+}
+
 export async function parseAuthorizationRequest(
   store: Store,
   config: Config,
   query: unknown,
-  checkIdTokenHint: IdTokenHintCheck = async () => undefined,
+  options: AuthorizationRequestOptions = {},
 ): Promise<ParsedAuthorizationRequest> {
-  const q = (query && typeof query === 'object' ? query : {}) as Record<string, unknown>;
+  const checkIdTokenHint = options.checkIdTokenHint ?? (async () => undefined);
+  let q = (query && typeof query === 'object' ? query : {}) as Record<string, unknown>;
 
   // 1. The client and its redirect_uri: nothing is sent anywhere before both are verified.
   const clientId = single(q, 'client_id');
@@ -60,6 +119,11 @@ export async function parseAuthorizationRequest(
   const client = await store.findClient(clientId);
   if (!client) return { kind: 'invalid_page', message: 'The application that sent you here is not registered.' };
   if (client.disabled) return { kind: 'invalid_page', message: 'The application that sent you here has been disabled by the administrator.' };
+  if (q.request !== undefined) {
+    const merged = await withRequestObject(q, client, options.requestObjects ?? { issuer: config.issuer, clock: systemClock, secretBox: undefined });
+    if (merged.kind !== 'merged') return merged;
+    q = merged.parameters;
+  }
   const redirectUri = single(q, 'redirect_uri');
   if (redirectUri === undefined || redirectUri === '') return { kind: 'invalid_page', message: 'The request has no redirect_uri.' };
   if (redirectUri === repeated || redirectUri.length > 2048 || !redirectUriAllowed(redirectUri, client.redirectUris)) {
@@ -81,7 +145,7 @@ export async function parseAuthorizationRequest(
   }
   const p = q as Record<string, string | undefined>;
 
-  if (p.request !== undefined) return fail(new OAuthError('request_not_supported', 'Request objects are not supported.'));
+  // Pushed requests' request_uri were redeemed before; no other is fetched (no requests from here to addresses clients name).
   if (p.request_uri !== undefined) return fail(new OAuthError('request_uri_not_supported', 'request_uri is not supported.'));
   if (p.registration !== undefined) return fail(new OAuthError('registration_not_supported', 'The registration parameter is not supported.'));
   if (p.response_type === undefined || p.response_type === '') return invalid('response_type is required.');
@@ -95,12 +159,29 @@ export async function parseAuthorizationRequest(
     return fail(new OAuthError('unauthorized_client', 'This client is not allowed to use the authorization_code grant.'));
   }
 
+  // OIDC Core §5.5: the claims asked for by name, a person named by sub, an authentication level.
+  let claims: ClaimsParameter = { requested: undefined, subject: undefined, acr: undefined };
+  if (p.claims !== undefined) {
+    try {
+      claims = parseClaimsParameter(p.claims);
+    } catch (err) {
+      if (err instanceof OAuthError) return fail(err);
+      throw err;
+    }
+  }
+
   let scope: string;
   let audience: string;
   let acrValues: string;
   try {
     if ((p.acr_values ?? '').length > 1024) return invalid('acr_values is too long.');
-    acrValues = requestedAcrValues(config, p.acr_values);
+    // An acr asked for in `claims` (Core §5.5.1.1) takes the place of acr_values; an essential
+    // one that names no level this server has cannot be met.
+    const acrAsked = claims.acr === undefined ? p.acr_values : claims.acr.values.join(' ');
+    if (claims.acr?.essential && !claims.acr.values.some((v) => (acrValuesSupported as readonly string[]).includes(v))) {
+      throw new OAuthError('unmet_authentication_requirements', 'The requested authentication level cannot be met.');
+    }
+    acrValues = requestedAcrValues(config, acrAsked);
     if ((p.scope ?? '').length > 1024) return invalid('The scope is too long.');
     if ((p.audience ?? '').length > 2048) return invalid('The audience is too long.');
     const target = await resolveAudience(store, config, p.audience);
@@ -143,6 +224,19 @@ export async function parseAuthorizationRequest(
     expectedSubject = p.id_token_hint.length <= 8192 ? await checkIdTokenHint(p.id_token_hint, client.clientId) : undefined;
     if (expectedSubject === undefined) return invalid('The id_token_hint is not a valid ID token of this server for this client.');
   }
+  // A sub asked for with a value (Core §5.5.1) names the person as a hint does.
+  if (claims.subject !== undefined) {
+    if (expectedSubject !== undefined && expectedSubject !== claims.subject) return invalid('The claims parameter and the id_token_hint name different people.');
+    expectedSubject = claims.subject;
+  }
+
+  // Parameters that shape the pages (Core §3.1.2.1): bounded, kept only when well-formed.
+  if (p.display !== undefined && !printable(p.display, 32)) return invalid('display is malformed.');
+  if (p.ui_locales !== undefined && !printable(p.ui_locales, 256)) return invalid('ui_locales is malformed.');
+  if (p.claims_locales !== undefined && !printable(p.claims_locales, 256)) return invalid('claims_locales is malformed.');
+  if (p.login_hint !== undefined && (p.login_hint.length > 256 || /[\u0000-\u001f\u007f]/.test(p.login_hint))) return invalid('login_hint is malformed.');
+  const uiLocales = p.ui_locales?.trim();
+  const loginHint = p.login_hint?.trim();
 
   return {
     kind: 'valid',
@@ -161,6 +255,9 @@ export async function parseAuthorizationRequest(
       ...(acrValues === '' ? {} : { acrValues }),
       ...(responseMode === undefined ? {} : { responseMode }),
       ...(p.dpop_jkt === undefined ? {} : { dpopJkt: p.dpop_jkt }),
+      ...(claims.requested === undefined ? {} : { claims: claims.requested }),
+      ...(uiLocales ? { uiLocales } : {}),
+      ...(loginHint ? { loginHint } : {}),
     },
   };
 }

@@ -51,8 +51,8 @@ function remoteKeySet(uri: string): JWTVerifyGetKey {
   return keys;
 }
 
-/** The HMAC keys a client_secret_jwt may be made with: the secret, and the previous one while it still works. */
-function secretKeys(client: ClientRecord, box: SecretBox | undefined, now: number): Uint8Array[] {
+/** The HMAC keys a client_secret_jwt (or a request object) may be made with: the secret, and the previous one while it still works. */
+export function clientSecretKeys(client: ClientRecord, box: SecretBox | undefined, now: number): Uint8Array[] {
   if (!box) return [];
   const sealed = [client.secretSealed];
   if (client.previousSecretExpiresAt !== undefined && now < client.previousSecretExpiresAt) sealed.push(client.previousSecretSealed);
@@ -67,6 +67,12 @@ function secretKeys(client: ClientRecord, box: SecretBox | undefined, now: numbe
 /** The key that spends a jti: the client's id and the jti, unambiguous and free of U+0000 (PostgreSQL text cannot hold it). */
 export function assertionReplayKey(clientId: string, jti: string): string {
   return `${clientId.length}:${clientId}:${jti}`;
+}
+
+/** The public keys the client registered (a stored JWK Set or its jwks_uri); throws when the stored set is unusable. */
+export function registeredKeySet(client: ClientRecord): JWTVerifyGetKey | undefined {
+  if (client.jwks !== undefined) return createLocalJWKSet(client.jwks as Parameters<typeof createLocalJWKSet>[0]);
+  return client.jwksUri !== undefined ? remoteKeySet(client.jwksUri) : undefined;
 }
 
 /** Verifies the assertion for `client`, spends its jti, and says which method it was; else invalid_client. */
@@ -94,7 +100,7 @@ export async function verifyClientAssertion(context: AssertionContext, client: C
     // A client registered with keys proves itself with them only, whatever secret it once had.
     if (client.jwks !== undefined || client.jwksUri !== undefined) throw invalidClient('client_secret_jwt from a client registered for private_key_jwt');
     method = 'client_secret_jwt';
-    const keys = secretKeys(client, context.secretBox, now);
+    const keys = clientSecretKeys(client, context.secretBox, now);
     if (keys.length === 0) throw invalidClient('client_secret_jwt from a client without a sealed secret');
     for (const key of keys) {
       try {
@@ -109,7 +115,7 @@ export async function verifyClientAssertion(context: AssertionContext, client: C
     method = 'private_key_jwt';
     let keys: JWTVerifyGetKey | undefined;
     try {
-      keys = client.jwks !== undefined ? createLocalJWKSet(client.jwks as Parameters<typeof createLocalJWKSet>[0]) : client.jwksUri !== undefined ? remoteKeySet(client.jwksUri) : undefined;
+      keys = registeredKeySet(client);
     } catch {
       throw invalidClient('the client\'s registered key set is not usable');
     }

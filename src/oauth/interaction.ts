@@ -61,6 +61,12 @@ interface Wire {
   rm?: 'form_post';
   /** dpop_jkt (RFC 9449 §10). */
   dj?: string;
+  /** The claims asked for by name (OIDC `claims`): userinfo, id_token. */
+  cl?: { u: string[]; i: string[] };
+  /** ui_locales. */
+  ul?: string;
+  /** login_hint. */
+  lh?: string;
   e: number;
 }
 
@@ -86,6 +92,9 @@ export function sealInteraction(key: string, browser: string, interaction: Inter
     ...(r.acrValues === undefined ? {} : { ac: r.acrValues }),
     ...(r.responseMode === undefined ? {} : { rm: r.responseMode }),
     ...(r.dpopJkt === undefined ? {} : { dj: r.dpopJkt }),
+    ...(r.claims === undefined ? {} : { cl: { u: r.claims.userinfo, i: r.claims.idToken } }),
+    ...(r.uiLocales === undefined ? {} : { ul: r.uiLocales }),
+    ...(r.loginHint === undefined ? {} : { lh: r.loginHint }),
     t: interaction.createdAt,
     e: interaction.expiresAt,
   };
@@ -119,6 +128,9 @@ export function openInteraction(key: string, browser: string, sealed: string, no
       ...(wire.ac === undefined ? {} : { acrValues: wire.ac }),
       ...(wire.rm === 'form_post' ? { responseMode: 'form_post' as const } : {}),
       ...(typeof wire.dj === 'string' ? { dpopJkt: wire.dj } : {}),
+      ...(wire.cl && Array.isArray(wire.cl.u) && Array.isArray(wire.cl.i) ? { claims: { userinfo: wire.cl.u, idToken: wire.cl.i } } : {}),
+      ...(typeof wire.ul === 'string' ? { uiLocales: wire.ul } : {}),
+      ...(typeof wire.lh === 'string' ? { loginHint: wire.lh } : {}),
     },
     maxAge: wire.m,
     expectedSubject: wire.h,

@@ -16,7 +16,7 @@ export interface NewRefreshToken {
 
 export type RefreshTokenFields = Pick<
   RefreshTokenRecord,
-  'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime' | 'amr' | 'approvedIp' | 'approvedUserAgent' | 'sessionId' | 'dpopJkt'
+  'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime' | 'amr' | 'approvedIp' | 'approvedUserAgent' | 'sessionId' | 'dpopJkt' | 'claims'
 > & {
   /** Kept from the family when rotating; a new family ends LATCHKEY_REFRESH_TOKEN_TTL from now. */
   familyExpiresAt?: number;
@@ -50,6 +50,7 @@ export function newRefreshToken(config: Config, now: number, fields: RefreshToke
       approvedUserAgent: fields.approvedUserAgent,
       sessionId: fields.sessionId,
       dpopJkt: fields.dpopJkt,
+      claims: fields.claims,
     },
   };
 }

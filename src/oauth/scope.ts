@@ -6,7 +6,7 @@
 import { OAuthError } from '../errors.js';
 import type { ClientRecord } from '../store/store.js';
 
-export const supportedScopes = ['openid', 'email', 'profile', 'offline_access'] as const;
+export const supportedScopes = ['openid', 'email', 'profile', 'address', 'phone', 'offline_access'] as const;
 export type ScopeValue = (typeof supportedScopes)[number];
 
 /** Used when a request carries no `scope` (RFC 6749 §3.3 lets the server pick a default). */
@@ -51,14 +51,21 @@ export function grantableScope(requested: string[], client: ClientRecord): strin
 export const scopeDescriptions: Record<ScopeValue, string> = {
   openid: 'Confirm who you are (your account ID)',
   email: 'See your email address',
-  profile: 'See your name and username',
+  profile: 'See your name, username and other profile details',
+  address: 'See your postal address',
+  phone: 'See your phone number',
   offline_access: 'Keep access when you are not using it, until the access is revoked or expires',
 };
 
-/** One line per scope; an API's own scopes are named as the API declares them. */
-export function describeScopes(scope: string): string[] {
+/** Puts a page text into the page's language (i18n/translate.ts); English as written by default. */
+export type PageText = (message: string, params?: Record<string, string>) => string;
+
+const asWritten: PageText = (message, params = {}) => message.replace(/\{(\w+)\}/g, (whole, name: string) => params[name] ?? whole);
+
+/** One line per scope, in the page's language; an API's own scopes are named as the API declares them. */
+export function describeScopes(scope: string, t: PageText = asWritten): string[] {
   return scope
     .split(' ')
     .filter((s) => s !== '')
-    .map((s) => (isOidcScope(s) ? scopeDescriptions[s] : `Use the permission “${s}”`));
+    .map((s) => (isOidcScope(s) ? t(scopeDescriptions[s]) : t('Use the permission “{scope}”', { scope: s })));
 }

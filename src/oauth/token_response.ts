@@ -9,9 +9,9 @@ import { epochSeconds } from '../clock.js';
 import { OAuthError } from '../errors.js';
 import { leftHalfSha256, randomId } from '../crypto/secrets.js';
 import type { Services } from '../services.js';
-import type { AuthMethod, ClientRecord, UserRecord } from '../store/store.js';
+import type { AuthMethod, ClientRecord, RequestedClaims, UserRecord } from '../store/store.js';
 import { authenticationClaims } from '../mfa/amr.js';
-import { claimsForScope } from './claims.js';
+import { idTokenClaims } from './claims.js';
 import { newRefreshToken } from './refresh_tokens.js';
 import { nothingPermitted, permittedAccess } from './permissions.js';
 import { isConfidential } from '../admin/clients.js';
@@ -28,6 +28,9 @@ export interface TokenResponse {
 
 /** Private access-token claim naming the refresh-token family the token was issued with. */
 export const familyClaim = 'lk_family';
+
+/** Private access-token claim listing the claims the `claims` parameter asked userinfo for. */
+export const userinfoClaimsClaim = 'lk_userinfo';
 
 /** id_tokens are for the client's sign-in moment, not for API calls: one hour at most. */
 const maxIdTokenLifetime = 3600;
@@ -51,6 +54,8 @@ export interface IssueTokensInput {
   approval: { ip: string | undefined; userAgent: string | undefined; sessionId: string | undefined };
   /** The thumbprint of the DPoP key the request proved (RFC 9449): the access token is bound to it. */
   dpopJkt?: string | undefined;
+  /** The claims the authorization request asked for by name (OIDC `claims`). */
+  claims?: RequestedClaims | undefined;
 }
 
 export async function issueTokens(services: Services, input: IssueTokensInput): Promise<TokenResponse> {
@@ -82,6 +87,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       // RFC 9449 §5: a public client's refresh token is bound to the key too (a confidential
       // client's is already bound to its authentication).
       dpopJkt: isConfidential(input.client) ? undefined : input.dpopJkt,
+      claims: input.claims,
     });
     // Not if the person's sign-ins were ended since the grant read the user (a new password racing
     // this redemption): the family would escape that revocation.
@@ -107,6 +113,8 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
     // RFC 9068 §2.2.3.1: the roles the person holds, for an API only (not told to every client's userinfo token).
     ...(input.user.roles.length === 0 || access.api === undefined ? {} : { roles: input.user.roles }),
     ...(familyId === undefined ? {} : { [familyClaim]: familyId }),
+    // What userinfo answers beyond the scopes' claims (OIDC Core §5.5): the token carries it there.
+    ...(input.claims === undefined || input.claims.userinfo.length === 0 ? {} : { [userinfoClaimsClaim]: input.claims.userinfo }),
     // RFC 9449 §6: the key the token is bound to.
     ...(input.dpopJkt === undefined ? {} : { cnf: { jkt: input.dpopJkt } }),
   });
@@ -130,7 +138,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       ...(input.approval.sessionId === undefined ? {} : { sid: input.approval.sessionId }),
       ...(input.idToken.nonce === undefined ? {} : { nonce: input.idToken.nonce }),
       at_hash: leftHalfSha256(accessToken),
-      ...claimsForScope(input.user, scope),
+      ...idTokenClaims(input.user, scope, input.claims, config.idTokenScopeClaims),
       ...(input.user.groups.length === 0 ? {} : { groups: input.user.groups }),
     });
   }

@@ -145,7 +145,7 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     } else if (emailChanged && epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) {
       return showAccount(request, reply, signedIn, { kind: 'error', text: 'Changing your email needs a sign-in from the last 15 minutes. Sign out and sign in again first.', about: 'profile' }, 401);
     }
-    await store.updateUserProfile(user.id, { name, email });
+    await store.updateUserProfile(user.id, { name, email }, epochSeconds(clock));
     audit(request, 'user.profile_changed', { userId: user.id, emailChanged });
     const updated = await reloaded(signedIn);
     const mailed = emailChanged ? await sendVerificationEmail(services, updated.user, request) : undefined;

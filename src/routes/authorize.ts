@@ -22,6 +22,7 @@ import { isPushedRequestUri, redeemPushedRequest } from '../oauth/pushed_request
 import { newInteraction, openInteraction, sealInteraction, sealedInteractionPattern, type Interaction } from '../oauth/interaction.js';
 import { formActionSource, isLoopbackRedirect, isPrivateUseRedirect, redirectUriAllowed, withResponseParams } from '../oauth/redirect.js';
 import { describeScopes } from '../oauth/scope.js';
+import { claimScopes } from '../oauth/claims.js';
 import { formPostPolicy, formPostScript } from '../oauth/form_post.js';
 import { nothingPermitted, permittedScope } from '../oauth/permissions.js';
 import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
@@ -32,10 +33,15 @@ import { currentSession, type SignedIn } from '../http/session.js';
 import type { Services } from '../services.js';
 import { asksForMfa } from '../mfa/amr.js';
 import { headerText } from '../http/header_text.js';
+import { pageLanguage, setPageLanguage } from '../i18n/page_language.js';
+import { translator } from '../i18n/translate.js';
 import { secondFactorNeed, stepUpPath } from '../mfa/policy.js';
 
 /** RFC 6749 §4.1.2 recommends at most 10 minutes; one is plenty for a client to redeem. */
 export const authorizationCodeLifetime = 60;
+
+/** The longest query a POSTed request is moved to (proxies commonly allow 8 KiB request lines). */
+const maxRedirectedQueryLength = 7_000;
 
 /** A sealed interaction is at most this long (the request's own parameters are capped too). */
 const maxSealedLength = 24_100;
@@ -58,10 +64,23 @@ export function sealedInteractionOf(returnTo: string): string | undefined {
   return sealedInteractionPattern.test(sealed) ? sealed : undefined;
 }
 
-/** Opens the interaction sealed in a return_to or form field, if genuine, for this browser, and unexpired. */
+/**
+ * Opens the interaction sealed in a return_to or form field, if genuine, for this browser, and
+ * unexpired. The pages answering it are then in the language its client asked for (ui_locales).
+ */
 export function openSealedInteraction(request: FastifyRequest, reply: FastifyReply, services: Services, sealed: string | undefined): Interaction | undefined {
   if (sealed === undefined || sealed === '') return undefined;
-  return openInteraction(services.interactionKey, browserBinding(request, reply, services.config), sealed, epochSeconds(services.clock));
+  const interaction = openInteraction(services.interactionKey, browserBinding(request, reply, services.config), sealed, epochSeconds(services.clock));
+  if (interaction) setPageLanguage(request, interaction.request.uiLocales);
+  return interaction;
+}
+
+/**
+ * What the person is asked to allow: the request's scopes, and the scopes of the claims it asks
+ * for by name (OIDC `claims`), since releasing a claim is releasing part of its scope.
+ */
+function consentScopes(scope: string, r: Interaction['request']): string[] {
+  return [...new Set([...scope.split(' ').filter((s) => s !== ''), ...claimScopes(r.claims)])];
 }
 
 export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
@@ -84,7 +103,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const fields = Object.entries(answer)
       .filter((e): e is [string, string] => e[1] !== undefined)
       .map(([name, value]) => ({ name, value }));
-    const html = await reply.viewAsync('form_post.eta', { action: redirectUri, fields, script: formPostScript });
+    const html = await reply.viewAsync('form_post.eta', { action: redirectUri, fields, script: formPostScript, ...translator(pageLanguage(reply.request)) });
     return reply
       .code(200)
       .header('content-security-policy', formPostPolicy(formActionSource(redirectUri) ?? "'none'"))
@@ -139,6 +158,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       approvedUserAgent: headerText(request.headers['user-agent']),
       sessionId: signedIn.session.id,
       dpopJkt: r.dpopJkt,
+      claims: r.claims,
     });
     audit(request, 'authorization.code_issued', { clientId: r.clientId, userId: signedIn.user.id });
     return redirectWith(reply, r.redirectUri, { code, state: r.state }, status, r.responseMode);
@@ -176,7 +196,8 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const scope = await permittedScope(store, signedIn.user, r.audience, r.scope);
     // Only API scopes were asked for and the roles allow none: nothing to consent to, no code.
     if (scope === '') return redirectError(reply, interaction, new OAuthError('access_denied', nothingPermitted), status);
-    const consentNeeded = r.prompt.includes('consent') || (!client.firstParty && !scope.split(' ').filter((s) => s !== '').every((s) => granted.has(s)));
+    const asked = consentScopes(scope, r);
+    const consentNeeded = r.prompt.includes('consent') || (!client.firstParty && !asked.every((s) => granted.has(s)));
     // Any program on the machine can listen on a loopback port or claim a private-use scheme, so
     // such a redirect needs the person to have seen a page naming the application and said yes:
     // the consent page, or this one-click confirmation. A sign-in page does not count — prompt=login
@@ -193,7 +214,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
         title: consentNeeded ? 'Allow access' : 'Continue',
         mode: consentNeeded ? 'consent' : 'confirm',
         clientName: client.name,
-        access: describeScopes(scope),
+        access: describeScopes(asked.join(' '), translator(pageLanguage(request)).t),
         audienceName: await audienceName(store, config, r.audience),
         redirectHost: new URL(r.redirectUri).host || r.redirectUri,
         interaction: sealed,
@@ -203,13 +224,16 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     return issueCode(request, reply, interaction, signedIn, status);
   }
 
-  app.get('/authorize', page, async (request, reply) => {
+  /** An authorization request's parameters, from the query (GET) or the form (POST), to its first answer. */
+  async function startAuthorization(request: FastifyRequest, reply: FastifyReply, received: unknown) {
     // A request_uri from POST /oauth/par (RFC 9126 §4) is redeemed once, and then its pushed
     // parameters are the whole request: nothing else in the query counts but the matching client_id.
-    const query = (request.query && typeof request.query === 'object' ? request.query : {}) as Record<string, unknown>;
+    const query = (received && typeof received === 'object' ? received : {}) as Record<string, unknown>;
+    // Even a page saying the request is not valid is in the language the client asked for.
+    setPageLanguage(request, typeof query.ui_locales === 'string' ? query.ui_locales : undefined);
     const requestUri = query.request_uri;
     const pushed = isPushedRequestUri(requestUri);
-    let parameters: unknown = request.query;
+    let parameters: unknown = query;
     if (pushed) {
       const redeemed = await redeemPushedRequest(store, query, requestUri, epochSeconds(clock));
       if (redeemed.kind === 'refused') {
@@ -218,7 +242,10 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       }
       parameters = redeemed.parameters;
     }
-    const parsed = await parseAuthorizationRequest(store, config, parameters, (hint, clientId) => services.signer.idTokenHintSubject(hint, clientId));
+    const parsed = await parseAuthorizationRequest(store, config, parameters, {
+      checkIdTokenHint: (hint, clientId) => services.signer.idTokenHintSubject(hint, clientId),
+      requestObjects: { issuer: config.issuer, clock, secretBox: services.secretBox },
+    });
     if (parsed.kind === 'invalid_page') {
       audit(request, 'authorization.refused', { reason: parsed.message });
       return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: parsed.message }, 400);
@@ -234,9 +261,30 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       const r = parsed.request;
       return redirectWith(reply, r.redirectUri, { error: error.code, error_description: error.description, state: r.state }, 302, r.responseMode);
     }
+    // The validated request's, which may come from a request object or a pushed request.
+    setPageLanguage(request, parsed.request.uiLocales);
     const interaction = newInteraction(parsed.request, { maxAge: parsed.maxAge, expectedSubject: parsed.expectedSubject, now: epochSeconds(clock) });
     const sealed = sealInteraction(services.interactionKey, browserBinding(request, reply, config), interaction);
     return proceed(request, reply, interaction, sealed, 302);
+  }
+
+  app.get('/authorize', page, async (request, reply) => startAuthorization(request, reply, request.query));
+
+  /**
+   * OIDC Core §3.1.2.1: the authorization endpoint takes POST too, the parameters form-encoded.
+   * A cross-site POST carries none of this server's SameSite=Lax cookies, so the person would look
+   * signed out (and prompt=none would fail): the request moves to a GET of itself, a top-level
+   * navigation that carries them. A request too long for a URL is handled where it is.
+   */
+  app.post('/authorize', page, async (request, reply) => {
+    const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
+    const search = new URLSearchParams();
+    for (const [name, value] of Object.entries(body)) {
+      for (const item of Array.isArray(value) ? value : [value]) search.append(name, String(item));
+    }
+    const query = search.toString();
+    if (query.length <= maxRedirectedQueryLength) return reply.redirect(`/authorize?${query}`, 303);
+    return startAuthorization(request, reply, body);
   });
 
   app.get('/authorize/continue', page, async (request, reply) => {
@@ -271,7 +319,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     if (!client.firstParty) {
       const previous = await store.findConsent(signedIn.user.id, r.clientId, r.audience);
       // What the page showed: the request narrowed to what the person's roles allow.
-      const shown = (await permittedScope(store, signedIn.user, r.audience, r.scope)).split(' ').filter((s) => s !== '');
+      const shown = consentScopes(await permittedScope(store, signedIn.user, r.audience, r.scope), r);
       const scope = [...new Set([...(previous?.scope.split(' ') ?? []), ...shown])].join(' ');
       await store.saveConsent({ userId: signedIn.user.id, clientId: r.clientId, audience: r.audience, scope, grantedAt: epochSeconds(clock) });
       audit(request, 'consent.granted', { clientId: r.clientId, userId: signedIn.user.id, scope: shown.join(' ') });

@@ -6,6 +6,8 @@
  * a wrong or replayed state, a wrong issuer, no answer — ends on a clear page, never a 500, and
  * nothing half-created.
  */
+import { pageLanguage } from '../i18n/page_language.js';
+import { translator } from '../i18n/translate.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import * as oidc from 'openid-client';
@@ -38,12 +40,14 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
   const { config, store, clock, metrics } = services;
   const page = { config: { page: true } };
 
+  // Texts naming the connector are put into the page's language here; renderPage does the rest.
+  const pageText = (request: FastifyRequest) => translator(pageLanguage(request)).t;
   const failurePage = (request: FastifyRequest, reply: FastifyReply, name: string, message: string, returnTo: string, status: number) =>
     renderErrorPage(
       request,
       reply,
       services,
-      { heading: `Signing in with ${name} did not work`, message, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Back to sign-in' } },
+      { heading: pageText(request)('Signing in with {name} did not work', { name }), message, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Back to sign-in' } },
       status,
     );
 
@@ -80,7 +84,7 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
       // OIDC Core §3.1.2.1: a provider that cannot re-authenticate the person must not pretend to.
       metrics.upstreamSignIns.inc({ connector: record.id, outcome: 'fresh_unsupported' });
       audit(request, 'upstream.signin_failure', { connectorId: record.id, reason: 'fresh_unsupported' });
-      return failurePage(request, reply, record.name, `This application asks for a fresh sign-in, which ${record.name} cannot confirm. Sign in another way.`, returnTo, 400);
+      return failurePage(request, reply, record.name, pageText(request)('This application asks for a fresh sign-in, which {name} cannot confirm. Sign in another way.', { name: record.name }), returnTo, 400);
     }
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
@@ -110,7 +114,7 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     // Not a redirect: browsers check CSP form-action against the redirects that follow a form
     // post, and the sign-in page would have to list every upstream (and wherever an upstream's
     // authorization endpoint moves to). A page of ours that moves on is a new navigation.
-    return renderPage(request, reply, services, 'continue', { title: `Continuing to ${record.name}`, name: record.name, url: url.href, refreshTo: url.href });
+    return renderPage(request, reply, services, 'continue', { title: pageText(request)('Continuing to {name}', { name: record.name }), name: record.name, url: url.href, refreshTo: url.href });
   });
 
   app.get('/connectors/:id/callback', page, async (request, reply) => {

@@ -12,6 +12,8 @@ import { epochSeconds } from '../clock.js';
 import { tooManyRequests } from '../errors.js';
 import { audienceName } from '../oauth/audience.js';
 import { describeScopes } from '../oauth/scope.js';
+import { pageLanguage } from '../i18n/page_language.js';
+import { translator } from '../i18n/translate.js';
 import { nothingPermitted, permittedScope } from '../oauth/permissions.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
 import { formatUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
@@ -128,7 +130,7 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
       userCode,
       userCodeSpelled: userCode.replace('-', '').split('').join(' '),
       clientName: client?.name ?? grant.clientId,
-      access: describeScopes(access),
+      access: describeScopes(access, translator(pageLanguage(request)).t),
       audienceName: await audienceName(store, config, grant.audience),
       requesterIp: grant.requesterIp,
       requesterUserAgent: grant.requesterUserAgent,

@@ -5,6 +5,9 @@ import { supportedScopes } from '../oauth/scope.js';
 import { acrValuesSupported } from '../mfa/amr.js';
 import { asymmetricAlgorithms, hmacAlgorithms } from '../oauth/client_assertion.js';
 import { dpopAlgorithms } from '../oauth/dpop.js';
+import { personClaims } from '../oauth/claims.js';
+import { requestObjectAlgorithms } from '../oauth/request_object.js';
+import { supportedLanguages } from '../i18n/languages.js';
 
 export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { issuer } = app.services.config;
@@ -34,9 +37,17 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     dpop_signing_alg_values_supported: [...dpopAlgorithms],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     authorization_response_iss_parameter_supported: true,
-    request_parameter_supported: false,
+    // OIDC Core §6: request objects by value, unsigned or signed by the client; request_uri only
+    // as a pushed request's (no fetching of addresses clients name).
+    request_parameter_supported: true,
+    request_object_signing_alg_values_supported: [...requestObjectAlgorithms],
     request_uri_parameter_supported: false,
-    claims_parameter_supported: false,
+    // OIDC Core §5.5: claims asked for by name, for userinfo or the id_token.
+    claims_parameter_supported: true,
+    claim_types_supported: ['normal'],
+    display_values_supported: ['page', 'popup', 'touch'],
+    // OIDC Core §3.1.2.1 ui_locales: the languages the pages are shown in (src/i18n/).
+    ui_locales_supported: [...supportedLanguages],
     scopes_supported: [...supportedScopes],
     // RFC 7523 / OIDC Core §9: JWT client assertions, with the algorithms client_assertion.ts accepts.
     token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'],
@@ -47,7 +58,7 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     introspection_endpoint_auth_signing_alg_values_supported: [...asymmetricAlgorithms, ...hmacAlgorithms],
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: ['RS256'],
-    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'acr', 'amr', 'sid', 'email', 'email_verified', 'name', 'preferred_username', 'groups'],
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'acr', 'amr', 'sid', ...personClaims, 'groups'],
     // urn:latchkey:mfa in acr_values asks for a second factor (not offered when they are off).
     ...(app.services.config.mfa === 'off' ? {} : { acr_values_supported: [...acrValuesSupported] }),
   };

@@ -54,7 +54,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     request: FastifyRequest,
     reply: FastifyReply,
     returnTo: string,
-  ): Promise<{ clientName: string | undefined; connectors: Awaited<ReturnType<typeof buttonConnectors>>; passkeySignIn: boolean }> {
+  ): Promise<{ clientName: string | undefined; connectors: Awaited<ReturnType<typeof buttonConnectors>>; passkeySignIn: boolean; loginHint: string | undefined }> {
     const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo));
     const connectors = await buttonConnectors(services, request.log, freshSignInAsked(interaction));
     // The password form may end at the client. A connector's button does not need its upstream
@@ -63,7 +63,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     allowFormActionTo(reply, client);
     const passkeySignIn = relyingParty(services.config) !== undefined;
     if (passkeySignIn) allowOwnScripts(reply);
-    return { clientName: interaction && (await store.findClient(interaction.request.clientId))?.name, connectors, passkeySignIn };
+    return { clientName: interaction && (await store.findClient(interaction.request.clientId))?.name, connectors, passkeySignIn, loginHint: interaction?.request.loginHint };
   }
 
   app.get('/login', page, async (request, reply) => {
@@ -71,12 +71,14 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     const returnTo = safeReturnTo(return_to, '/activate', maxReturnToLength);
     const signedIn = await currentSession(request, services);
     if (signedIn && fresh !== '1') return reply.redirect(returnTo, 303);
+    const context = await authorizationContext(request, reply, returnTo);
     return renderPage(request, reply, services, 'login', {
       title: 'Sign in',
       csrfToken: await csrfToken(request, reply, services, 'login'),
       returnTo,
-      username: signedIn?.user.username ?? '',
-      ...(await authorizationContext(request, reply, returnTo)),
+      // OIDC login_hint pre-fills the name; whoever is signed in already is asked again as themselves.
+      username: signedIn?.user.username ?? context.loginHint ?? '',
+      ...context,
       error: undefined,
     });
   });

@@ -59,7 +59,10 @@ export async function parRoutes(app: FastifyInstance): Promise<void> {
     if (stored.length > maxPushedParametersLength) {
       throw new OAuthError('invalid_request', 'The pushed authorization request is too large.', { detail: `${stored.length} characters of parameters` });
     }
-    const parsed = await parseAuthorizationRequest(store, config, parameters, (hint, clientId) => services.signer.idTokenHintSubject(hint, clientId));
+    const parsed = await parseAuthorizationRequest(store, config, parameters, {
+      checkIdTokenHint: (hint, clientId) => services.signer.idTokenHintSubject(hint, clientId),
+      requestObjects: { issuer: config.issuer, clock, secretBox: services.secretBox },
+    });
     // Nothing is answered through a redirect here: a bad redirect_uri is just a bad request (§2.3).
     if (parsed.kind === 'invalid_page') throw new OAuthError('invalid_request', parsed.message);
     if (parsed.kind === 'invalid_redirect') throw parsed.error;

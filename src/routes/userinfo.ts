@@ -10,7 +10,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError } from '../errors.js';
 import { singleValued } from '../http/form.js';
-import { claimsForScope } from '../oauth/claims.js';
+import { userinfoClaims } from '../oauth/claims.js';
+import { userinfoClaimsClaim } from '../oauth/token_response.js';
 import { isMachineToken, liveAccessTokenUser } from '../oauth/token_lookup.js';
 import { DpopError, dpopAlgorithms, dpopContext, dpopHeader, verifyDpopProof } from '../oauth/dpop.js';
 import { constantTimeEqual } from '../crypto/secrets.js';
@@ -79,7 +80,9 @@ export async function userinfoRoutes(app: FastifyInstance): Promise<void> {
     if (!user) throw refuse('invalid_token', 'The access token has been revoked.');
     const scope = String(claims.scope ?? '');
     if (!scope.split(' ').includes('openid')) throw refuse('insufficient_scope', 'The access token lacks the openid scope.');
-    return { sub: user.id, ...claimsForScope(user, scope) };
+    const named = claims[userinfoClaimsClaim];
+    const requested = Array.isArray(named) ? named.filter((n): n is string => typeof n === 'string') : [];
+    return { sub: user.id, ...userinfoClaims(user, scope, requested) };
   }
 
   app.get('/userinfo', userinfo);

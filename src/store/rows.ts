@@ -23,18 +23,21 @@ import type {
   EmailTokenRecord,
   GrantTypeName,
   PasskeyRecord,
+  PostalAddress,
   Permission,
   PushedRequestRecord,
   RefreshFamilySummary,
   RefreshTokenRecord,
   RegisteredClientUpdate,
   RegistrationTokenRecord,
+  RequestedClaims,
   RoleRecord,
   SessionRecord,
   SigningKeyRecord,
   TokenEndpointAuthMethod,
   TotpRecord,
   UserIdentityRecord,
+  UserProfileClaims,
   UserRecord,
 } from './store.js';
 
@@ -70,7 +73,72 @@ export function toUser(r: Row): UserRecord {
     groups: JSON.parse(text(r.groups ?? '[]')) as string[],
     // A JSON array of role names, already sorted by the query that read the user.
     roles: JSON.parse(text(r.roles ?? '[]')) as string[],
+    profile: profileFromText(r.profile),
+    // Rows read before the column existed (none after the migration) last changed when made.
+    updatedAt: Number(r.updated_at ?? r.created_at),
   };
+}
+
+const profileStrings = [
+  'given_name',
+  'family_name',
+  'middle_name',
+  'nickname',
+  'profile',
+  'picture',
+  'website',
+  'gender',
+  'birthdate',
+  'zoneinfo',
+  'locale',
+  'phone_number',
+] as const satisfies ReadonlyArray<keyof UserProfileClaims>;
+const addressStrings = ['formatted', 'street_address', 'locality', 'region', 'postal_code', 'country'] as const satisfies ReadonlyArray<keyof PostalAddress>;
+
+/**
+ * The profile claims column (a JSON object) as a record. It is released to clients as it is read,
+ * so only the claims of UserProfileClaims with their types are kept: a column edited by hand into
+ * something else (not JSON, a claim of the wrong type) loses what does not fit instead of failing
+ * every read of the user.
+ */
+export function profileFromText(v: unknown): UserProfileClaims {
+  if (v === null || v === undefined) return {};
+  const stored = parseObject(text(v));
+  const profile: UserProfileClaims = {};
+  for (const claim of profileStrings) {
+    const value = stored[claim];
+    if (typeof value === 'string') profile[claim] = value;
+  }
+  if (typeof stored.phone_number_verified === 'boolean') profile.phone_number_verified = stored.phone_number_verified;
+  const storedAddress = stored.address;
+  if (typeof storedAddress === 'object' && storedAddress !== null && !Array.isArray(storedAddress)) {
+    const address: PostalAddress = {};
+    for (const member of addressStrings) {
+      const value = (storedAddress as Record<string, unknown>)[member];
+      if (typeof value === 'string') address[member] = value;
+    }
+    if (Object.keys(address).length > 0) profile.address = address;
+  }
+  return profile;
+}
+
+export function profileToText(profile: UserProfileClaims): string {
+  return JSON.stringify(profile);
+}
+
+/** The claims column of codes and refresh tokens: NULL (none asked for), or undefined when it is not what claimsToText wrote. */
+export function claimsFromText(v: unknown): RequestedClaims | undefined {
+  if (v === null || v === undefined) return undefined;
+  const stored = parseObject(text(v));
+  const names = (value: unknown): string[] | undefined =>
+    Array.isArray(value) && value.every((name) => typeof name === 'string') ? (value as string[]) : undefined;
+  const userinfo = names(stored.userinfo);
+  const idToken = names(stored.idToken);
+  return userinfo === undefined || idToken === undefined ? undefined : { userinfo, idToken };
+}
+
+export function claimsToText(claims: RequestedClaims | undefined): string | null {
+  return claims === undefined ? null : JSON.stringify({ userinfo: claims.userinfo, idToken: claims.idToken });
 }
 
 /** A JSON column that should hold an object but does not (edited by hand) reads as empty: whoever uses it then finds nothing. */
@@ -270,6 +338,7 @@ export function toRefreshToken(r: Row): RefreshTokenRecord {
     approvedUserAgent: optionalText(r.approved_user_agent),
     sessionId: optionalText(r.session_id),
     dpopJkt: optionalText(r.dpop_jkt),
+    claims: claimsFromText(r.claims),
   };
 }
 
@@ -333,6 +402,7 @@ export function toAuthorizationCode(r: Row): AuthorizationCodeRecord {
     approvedUserAgent: optionalText(r.approved_user_agent),
     sessionId: optionalText(r.session_id),
     dpopJkt: optionalText(r.dpop_jkt),
+    claims: claimsFromText(r.claims),
   };
 }
 

@@ -7,6 +7,54 @@ import type { PublicJwk, SigningAlgorithm } from '../crypto/keys.js';
 
 export type GrantTypeName = 'authorization_code' | 'device_code' | 'refresh_token' | 'client_credentials';
 
+/** OIDC Core §5.1.1: a postal address; every member optional, at least one present. */
+export interface PostalAddress {
+  formatted?: string;
+  street_address?: string;
+  locality?: string;
+  region?: string;
+  postal_code?: string;
+  country?: string;
+}
+
+/**
+ * The OIDC Core §5.1 standard claims a person's record holds besides its own columns (username →
+ * preferred_username, name, email, email_verified): set by operators (`latchkey users add|update`),
+ * released by the `profile`, `phone` and `address` scopes or the `claims` parameter. Members use
+ * the claims' own names and types, so a profile is released as it is stored.
+ */
+export interface UserProfileClaims {
+  given_name?: string;
+  family_name?: string;
+  middle_name?: string;
+  nickname?: string;
+  /** The person's profile page (a URL), OIDC's `profile` claim. */
+  profile?: string;
+  picture?: string;
+  website?: string;
+  gender?: string;
+  /** YYYY-MM-DD, 0000-MM-DD (year withheld) or YYYY. */
+  birthdate?: string;
+  /** An IANA time zone, e.g. Europe/Paris. */
+  zoneinfo?: string;
+  /** A BCP 47 language tag, e.g. fr-CA. */
+  locale?: string;
+  /** E.164 recommended, e.g. +1 (425) 555-1212 is stored as given. */
+  phone_number?: string;
+  phone_number_verified?: boolean;
+  address?: PostalAddress;
+}
+
+/**
+ * What a client asked for with the OIDC `claims` request parameter (Core §5.5), reduced to what
+ * issuance needs: the claim names to release from userinfo and in the id_token. Values and
+ * `essential` were applied when the request was made (an essential acr, a sub value).
+ */
+export interface RequestedClaims {
+  userinfo: string[];
+  idToken: string[];
+}
+
 export interface UserRecord {
   id: string;
   username: string;
@@ -31,6 +79,14 @@ export interface UserRecord {
    * read, ignored by createUser (a new user has none).
    */
   roles: string[];
+  /** The standard claims beyond the columns above ({} when none are set). */
+  profile: UserProfileClaims;
+  /**
+   * When the person's information (name, email, profile) last changed: OIDC `updated_at`. A new
+   * user's is its createdAt; updateUser, updateUserProfile and an upstream sign-in that changes
+   * the name or email move it.
+   */
+  updatedAt: number;
 }
 
 export type ConnectorType = 'oidc' | 'github' | 'ldap';
@@ -331,6 +387,8 @@ export interface RefreshTokenRecord {
    * refresh needs a proof by that key. Carried along every rotation; undefined when unbound.
    */
   dpopJkt: string | undefined;
+  /** The claims the authorization request asked for by name (OIDC `claims`), carried along every rotation. */
+  claims: RequestedClaims | undefined;
 }
 
 /** A live refresh-token family as "Devices and apps" and `sessions list` show it. */
@@ -402,6 +460,12 @@ export interface AuthorizationRequest {
   responseMode?: 'form_post' | undefined;
   /** RFC 9449 §10: the thumbprint of the DPoP key the code will be bound to. */
   dpopJkt?: string | undefined;
+  /** The claims asked for by name with the OIDC `claims` parameter. */
+  claims?: RequestedClaims | undefined;
+  /** OIDC ui_locales as the client sent it (space-separated BCP 47 tags): the pages' language. */
+  uiLocales?: string | undefined;
+  /** OIDC login_hint: pre-fills the sign-in form. */
+  loginHint?: string | undefined;
 }
 
 export interface ConsentRecord {
@@ -436,6 +500,8 @@ export interface AuthorizationCodeRecord {
   sessionId: string | undefined;
   /** RFC 9449 §10: the DPoP key the code is bound to (`dpop_jkt`, or the proof at PAR): redeemed only with a proof by it. */
   dpopJkt: string | undefined;
+  /** The OIDC `claims` request parameter of the authorization request, if it named any claim. */
+  claims: RequestedClaims | undefined;
 }
 
 /** A person's TOTP app (RFC 6238). */
@@ -725,7 +791,14 @@ export interface Store {
   withdrawConsent(userId: string, clientId: string, now: number): Promise<number>;
 
   /** Name and email as the person set them; a changed email (compared case-insensitively) is no longer verified. False when there is no such user. */
-  updateUserProfile(userId: string, profile: { name: string | undefined; email: string }): Promise<boolean>;
+  updateUserProfile(userId: string, profile: { name: string | undefined; email: string }, now: number): Promise<boolean>;
+  /**
+   * An operator's change (`latchkey users update`): each member given replaces the stored value
+   * (`name: null` clears the name; `profile` replaces the whole set of profile claims), and
+   * updatedAt becomes `now`. A changed email (compared case-insensitively) stays verified, as an
+   * operator's entry. False when there is no such user.
+   */
+  updateUser(username: string, change: { email?: string; name?: string | null; profile?: UserProfileClaims }, now: number): Promise<boolean>;
   /** A new password hash without ending anything (the person chose to keep their other sign-ins). False when there is no such user. */
   updateUserPassword(userId: string, passwordHash: string): Promise<boolean>;
 

@@ -229,7 +229,7 @@ describe('password reset by email', () => {
     t.clock.advance(60);
     await askForReset(browser, 'alice@example.com');
     const toOldAddress = linkIn(smtp.mails[1]!, `${issuer}/login/reset?token=`);
-    await t.store.updateUserProfile(alice.id, { name: undefined, email: 'alice@new.example' });
+    await t.store.updateUserProfile(alice.id, { name: undefined, email: 'alice@new.example' }, Math.floor(t.clock()));
     expect((await setNewPassword(browser, toOldAddress, 'alice-new-password')).status).toBe(400);
     expect((await signInWith('alice', 'alice-password')).res.status).toBe(303);
   });
@@ -268,13 +268,13 @@ describe('email verification by email', () => {
     expect(events('user.email_verified')).toEqual([expect.objectContaining({ userId: bob.id })]);
 
     // A link for the old address, then the address changes: the link verifies nothing.
-    await t.store.updateUserProfile(bob.id, { name: undefined, email: 'bob@new.example' });
+    await t.store.updateUserProfile(bob.id, { name: undefined, email: 'bob@new.example' }, Math.floor(t.clock()));
     const fresh = await t.store.findUserById(bob.id);
     expect(fresh?.emailVerified).toBe(false);
-    await t.store.updateUserProfile(bob.id, { name: undefined, email: 'bob@example.com' });
+    await t.store.updateUserProfile(bob.id, { name: undefined, email: 'bob@example.com' }, Math.floor(t.clock()));
     await askForVerification(browser);
     const oldAddressLink = linkIn(smtp.mails[1]!, `${issuer}/account/verify-email?token=`);
-    await t.store.updateUserProfile(bob.id, { name: undefined, email: 'bob@new.example' });
+    await t.store.updateUserProfile(bob.id, { name: undefined, email: 'bob@new.example' }, Math.floor(t.clock()));
     const stale = await phone.get(pathOf(oldAddressLink));
     expect(stale.status).toBe(400);
     expect(stale.body).toContain('Your email changed');

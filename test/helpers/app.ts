@@ -75,6 +75,8 @@ export async function addUser(
     emailVerified: true,
     groups: [],
     roles: [],
+    profile: {},
+    updatedAt: extra.createdAt ?? 1_800_000_000,
     ...extra,
   };
   await store.createUser(user);

@@ -36,6 +36,8 @@ export function user(overrides: Partial<UserRecord> = {}): UserRecord {
     emailVerified: true,
     groups: [],
     roles: [],
+    profile: {},
+    updatedAt: overrides.createdAt ?? t0,
     ...overrides,
   };
 }
@@ -150,6 +152,7 @@ export function refreshToken(overrides: Partial<RefreshTokenRecord> = {}): Refre
     approvedUserAgent: 'latchkey-cli/0.1',
     sessionId: undefined,
     dpopJkt: undefined,
+    claims: undefined,
     ...overrides,
   };
 }
@@ -202,6 +205,7 @@ export function authorizationCode(overrides: Partial<AuthorizationCodeRecord> = 
     approvedUserAgent: 'Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0',
     sessionId: 'sid-session-hash-1',
     dpopJkt: undefined,
+    claims: undefined,
     ...overrides,
   };
 }

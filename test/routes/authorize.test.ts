@@ -103,7 +103,7 @@ describe('GET /authorize: errors redirected to the client with error, error_desc
     ['a code_challenge without method', { code_challenge_method: undefined }, 'invalid_request'],
     ['a malformed code_challenge', { code_challenge: 'short' }, 'invalid_request'],
     ['prompt=none combined with login', { prompt: 'none login' }, 'invalid_request'],
-    ['a request object', { request: 'eyJ...' }, 'request_not_supported'],
+    ['a malformed request object', { request: 'eyJ...' }, 'invalid_request_object'],
   ];
   for (const [name, params, error] of cases) {
     it(`${name} → ${error}`, async () => {
@@ -196,7 +196,7 @@ describe('GET /authorize: sign-in, consent, code', () => {
     expect(redirectParams(again).get('code')).toMatch(/^lk_ac_/);
     const wider = await browser.get(authorizeUrl({ scope: 'openid email profile' }));
     expect(wider.status).toBe(200);
-    expect(wider.body).toContain('See your name and username');
+    expect(wider.body).toContain('See your name, username and other profile details');
   });
 
   it('prompt=consent asks again even when remembered', async () => {
@@ -570,5 +570,90 @@ describe('response_mode=form_post', () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+describe('POST /authorize (OIDC Core §3.1.2.1)', () => {
+  const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
+
+  it('moves the form to a GET of the same request (SameSite=Lax cookies travel with top-level GETs), which then asks to sign in', async () => {
+    const params = new URLSearchParams(authorizeUrl({ nonce: 'n-1' }).split('?')[1]);
+    const res = await t.app.inject({ method: 'POST', url: '/authorize', headers: formHeaders, payload: params.toString() });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe(`/authorize?${params.toString()}`);
+    expect(res.headers['set-cookie']).toBeUndefined();
+    const next = await browser.get(res.headers.location as string);
+    await signInThrough(next);
+  });
+
+  it('a repeated parameter stays repeated, so the GET refuses it like any repeated parameter', async () => {
+    const body = `${authorizeUrl({}).split('?')[1]}&scope=openid`;
+    const res = await t.app.inject({ method: 'POST', url: '/authorize', headers: formHeaders, payload: body });
+    expect(res.statusCode).toBe(303);
+    const answer = await browser.get(res.headers.location as string);
+    expect(redirectParams(answer).get('error')).toBe('invalid_request');
+  });
+
+  it('a request too long for an address is handled where it was posted (a request object of 9 KB)', async () => {
+    const object = `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify({ state: 'from-object', padding: 'x'.repeat(9000) })).toString('base64url')}.`;
+    const params = new URLSearchParams(authorizeUrl({ state: undefined, request: object }).split('?')[1]);
+    const res = await browser.post('/authorize', Object.fromEntries(params));
+    expect(res.status).toBe(303);
+    expect(res.location).toMatch(/^\/login\?return_to=%2Fauthorize%2Fcontinue/);
+  });
+
+  it('an unknown client or an unregistered redirect posted directly is still an error page; a form with nothing is one too', async () => {
+    const long = new URLSearchParams(authorizeUrl({ client_id: 'nobody', padding: 'x'.repeat(8000) }).split('?')[1]);
+    const res = await t.app.inject({ method: 'POST', url: '/authorize', headers: formHeaders, payload: long.toString() });
+    expect(res.statusCode).toBe(400);
+    expect(res.headers.location).toBeUndefined();
+    const empty = await t.app.inject({ method: 'POST', url: '/authorize', headers: formHeaders, payload: '' });
+    expect(empty.statusCode).toBe(303);
+    expect((await browser.get(empty.headers.location as string)).status).toBe(400);
+  });
+
+  it('a body that is not a form is refused with a 4xx, never a 500', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/authorize', headers: { 'content-type': 'text/plain' }, payload: 'client_id=web' });
+    expect(res.statusCode).toBeGreaterThanOrEqual(400);
+    expect(res.statusCode).toBeLessThan(500);
+  });
+});
+
+describe('claims and request objects at the consent page', () => {
+  it('claims asked for by name are part of what the person allows (their scope is shown and remembered)', async () => {
+    const claims = JSON.stringify({ userinfo: { phone_number: null, name: null } });
+    const first = await signInThrough(await browser.get(authorizeUrl({ scope: 'openid', claims })));
+    expect(first.body).toContain('See your phone number');
+    expect(first.body).toContain('See your name, username and other profile details');
+    const answer = await decide(first, 'allow');
+    expect(redirectParams(answer).get('code')).toBeTruthy();
+    expect((await t.store.findConsent(alice.id, 'web', t.config.defaultAudience))!.scope.split(' ').sort()).toStrictEqual(['openid', 'phone', 'profile']);
+    // Asked again with the same claims: no page (consent covers them); with address: asked.
+    expect(redirectParams(await browser.get(authorizeUrl({ scope: 'openid', claims }))).get('code')).toBeTruthy();
+    const more = await browser.get(authorizeUrl({ scope: 'openid', claims: JSON.stringify({ id_token: { address: null } }) }));
+    expect(more.body).toContain('See your postal address');
+  });
+});
+
+describe('login_hint and ui_locales on the pages', () => {
+  it('login_hint is escaped into the sign-in form, never markup; an overlong one is refused', async () => {
+    const res = await browser.get(authorizeUrl({ login_hint: '"><script>alert(1)</script>' }));
+    const login = await browser.get(res.location!);
+    expect(login.body).toContain('value="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"');
+    expect(login.body).not.toContain('<script>alert(1)');
+    const long = await browser.get(authorizeUrl({ login_hint: 'x'.repeat(300) }));
+    expect(redirectParams(long).get('error')).toBe('invalid_request');
+  });
+
+  it('ui_locales carries through sign-in to consent; a language Latchkey lacks falls back to Accept-Language, then English', async () => {
+    const res = await browser.get(authorizeUrl({ ui_locales: 'de fr' }));
+    const login = await browser.get(res.location!);
+    expect(login.body).toContain('<html lang="fr"');
+    const consent = await browser.get((await signIn(browser, login, 'alice', 'alice-password')).location!);
+    expect(consent.body).toContain('<html lang="fr"');
+    expect(consent.body).toContain('Voir votre adresse e-mail');
+    const other = new Browser(injectTransport(t.app));
+    const swedish = await other.get((await other.get(authorizeUrl({ ui_locales: 'se' }))).location!);
+    expect(swedish.body).toContain('<html lang="en"');
   });
 });

@@ -29,7 +29,11 @@ describe('GET /.well-known/openid-configuration', () => {
       authorization_response_iss_parameter_supported: true,
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
-      scopes_supported: ['openid', 'email', 'profile', 'offline_access'],
+      scopes_supported: ['openid', 'email', 'profile', 'address', 'phone', 'offline_access'],
+      claims_parameter_supported: true,
+      request_parameter_supported: true,
+      request_uri_parameter_supported: false,
+      ui_locales_supported: ['en', 'fr'],
       token_endpoint_auth_methods_supported: ['none', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'],
       introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'],
     });

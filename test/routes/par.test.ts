@@ -210,7 +210,7 @@ describe('POST /oauth/par: pushing a request', () => {
       ['response_type=token', { response_type: 'token' }, 'unsupported_response_type'],
       ['no PKCE from a public client', { code_challenge: undefined, code_challenge_method: undefined }, 'invalid_request'],
       ['a request_uri inside the pushed request', { request_uri: 'urn:ietf:params:oauth:request_uri:abc' }, 'invalid_request'],
-      ['a request object', { request: 'eyJhbGciOiJub25lIn0.e30.' }, 'request_not_supported'],
+      ['a malformed request object', { request: 'eyJhbGciOiJub25lIn0.bm90IGpzb24.' }, 'invalid_request_object'],
       ['a client that may not use authorization_code', { client_id: 'tv' }, 'unauthorized_client'],
       ['more than 16 KiB of parameters', { login_hint: 'x'.repeat(17_000) }, 'invalid_request'],
     ];
@@ -250,6 +250,16 @@ describe('POST /oauth/par: pushing a request', () => {
 });
 
 describe('GET /authorize with a pushed request_uri', () => {
+  it('a request object may be pushed (RFC 9126 §3): its state and nonce are the ones the code comes back with', async () => {
+    const object = `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify({ state: 'object-state', nonce: 'object-nonce' })).toString('base64url')}.`;
+    const { verifier, challenge } = pkcePair();
+    const requestUri = await pushedUri(request({ request: object, state: undefined, nonce: undefined }, { verifier, challenge }));
+    const back = await personAllows(await browser.get(authorizeWith('spa', requestUri)));
+    expect(back.searchParams.get('state')).toBe('object-state');
+    const tokens = (await redeem(back.searchParams.get('code')!, { client_id: 'spa', code_verifier: verifier })).json();
+    expect(claimsOf(tokens.id_token).nonce).toBe('object-nonce');
+  });
+
   it('used twice: the second use is an error page, never a redirect', async () => {
     const requestUri = await pushedUri(request());
     expect((await browser.get(authorizeWith('spa', requestUri))).status).toBe(303);

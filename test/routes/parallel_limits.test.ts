@@ -130,6 +130,8 @@ describeWithPostgres('PostgreSQL: two instances sharing the counters', () => {
         emailVerified: true,
         groups: [],
         roles: [],
+        profile: {},
+        updatedAt: 1_800_000_000,
       });
       const browsers = instances.apps.map((app) => new Browser(injectTransport(app)));
       const pages = await Promise.all(browsers.map((b) => b.get('/login')));

@@ -30,6 +30,8 @@ describe('GET/POST /userinfo (OIDC Core §5.3, RFC 6750)', () => {
       email_verified: true,
       name: 'Alice Example',
       preferred_username: 'alice',
+      // OIDC Core §5.4: updated_at belongs to the profile scope (the user's creation time until changed).
+      updated_at: alice.updatedAt,
     });
   });
 

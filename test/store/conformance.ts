@@ -21,8 +21,10 @@ import {
   type PushedRequestRecord,
   type RefreshFamilySummary,
   type RegistrationTokenRecord,
+  type RequestedClaims,
   type Store,
   type UserIdentityRecord,
+  type UserProfileClaims,
 } from '../../src/store/store.js';
 import {
   api,
@@ -396,9 +398,23 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.findUserById('user-alice')).toEqual({ ...user(), groups: ['a', 'b'] });
           expect((await store.findIdentity('sso', 'up-1'))?.lastSignInAt).toBe(t0 + 9);
           await store.recordUpstreamSignIn('sso', 'up-1', t0 + 10, { groups: [], email: 'new@example.com', emailVerified: false, name: undefined });
-          expect(await store.findUserById('user-alice')).toEqual({ ...user(), groups: [], email: 'new@example.com', emailVerified: false, name: undefined });
+          expect(await store.findUserById('user-alice')).toEqual({
+            ...user(),
+            groups: [],
+            email: 'new@example.com',
+            emailVerified: false,
+            name: undefined,
+            updatedAt: t0 + 10,
+          });
           await store.recordUpstreamSignIn('sso', 'nobody', t0, { groups: ['x'] }); // unknown identity: nothing happens
           expect((await store.findUserById('user-alice'))?.groups).toEqual([]);
+          // updated_at moves only when the name or the email really changes (groups are not part of it).
+          await store.recordUpstreamSignIn('sso', 'up-1', t0 + 20, { groups: ['c'], email: 'new@example.com', name: undefined });
+          expect(await store.findUserById('user-alice')).toMatchObject({ groups: ['c'], updatedAt: t0 + 10 });
+          await store.recordUpstreamSignIn('sso', 'up-1', t0 + 30, { groups: ['c'], name: 'Alice Upstream' });
+          expect(await store.findUserById('user-alice')).toMatchObject({ name: 'Alice Upstream', email: 'new@example.com', updatedAt: t0 + 30 });
+          await store.recordUpstreamSignIn('sso', 'up-1', t0 + 40, { groups: ['c'], email: 'NEW@example.com' });
+          expect(await store.findUserById('user-alice')).toMatchObject({ name: 'Alice Upstream', email: 'NEW@example.com', updatedAt: t0 + 40 });
         });
       });
 
@@ -1986,18 +2002,21 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
 
       describe('profile, password and email', () => {
-        it('updateUserProfile sets name and email; a changed email is no longer verified, the same one in another case stays so; false for an unknown user', async () => {
+        it('updateUserProfile sets name and email and moves updatedAt; a changed email is no longer verified, the same one in another case stays so; false for an unknown user', async () => {
           await withStore(async (store) => {
             await store.createUser(user());
             await store.createUser(user({ username: 'bob' }));
-            expect(await store.updateUserProfile('user-alice', { name: 'Alice Liddell', email: 'ALICE@Example.com' })).toBe(true);
-            expect(await store.findUserById('user-alice')).toStrictEqual(user({ name: 'Alice Liddell', email: 'ALICE@Example.com' }));
-            expect(await store.updateUserProfile('user-alice', { name: undefined, email: 'alice@elsewhere.example' })).toBe(true);
-            expect(await store.findUserById('user-alice')).toStrictEqual(user({ name: undefined, email: 'alice@elsewhere.example', emailVerified: false }));
+            expect(await store.updateUserProfile('user-alice', { name: 'Alice Liddell', email: 'ALICE@Example.com' }, t0 + 10)).toBe(true);
+            expect(await store.findUserById('user-alice')).toStrictEqual(user({ name: 'Alice Liddell', email: 'ALICE@Example.com', updatedAt: t0 + 10 }));
+            expect(await store.updateUserProfile('user-alice', { name: undefined, email: 'alice@elsewhere.example' }, t0 + 20)).toBe(true);
+            expect(await store.findUserById('user-alice')).toStrictEqual(
+              user({ name: undefined, email: 'alice@elsewhere.example', emailVerified: false, updatedAt: t0 + 20 }),
+            );
             // Back to the old address: verified only by following a link again.
-            expect(await store.updateUserProfile('user-alice', { name: 'Alice', email: 'alice@example.com' })).toBe(true);
+            expect(await store.updateUserProfile('user-alice', { name: 'Alice', email: 'alice@example.com' }, t0 + 30)).toBe(true);
             expect((await store.findUserById('user-alice'))?.emailVerified).toBe(false);
-            expect(await store.updateUserProfile('nobody', { name: 'X', email: 'x@example.com' })).toBe(false);
+            expect((await store.findUserById('user-alice'))?.updatedAt).toBe(t0 + 30);
+            expect(await store.updateUserProfile('nobody', { name: 'X', email: 'x@example.com' }, t0 + 40)).toBe(false);
             expect(await store.findUserById('user-bob')).toStrictEqual(user({ username: 'bob' }));
           });
         });
@@ -2025,7 +2044,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             expect(await store.markEmailVerified('user-alice', 'Alice@EXAMPLE.com')).toBe(true);
             expect((await store.findUserById('user-alice'))?.emailVerified).toBe(true);
             expect(await store.markEmailVerified('user-alice', 'alice@example.com')).toBe(true); // again: harmless
-            expect(await store.updateUserProfile('user-alice', { name: 'Alice', email: 'new@example.com' })).toBe(true);
+            expect(await store.updateUserProfile('user-alice', { name: 'Alice', email: 'new@example.com' }, t0 + 10)).toBe(true);
             expect(await store.markEmailVerified('user-alice', 'alice@example.com')).toBe(false);
             expect((await store.findUserById('user-alice'))?.emailVerified).toBe(false);
             expect(await store.markEmailVerified('user-alice', 'new@example.com')).toBe(true);
@@ -2892,6 +2911,145 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           for (const hash of ['old-1', 'old-2', 'used']) expect(await store.findRegistrationToken(hash)).toBeUndefined();
           expect(await store.findRegistrationToken('live')).toBeDefined();
           expect((await store.purgeExpired(t0 + 1)).registrationTokens).toBe(1);
+        });
+      });
+    });
+
+    describe('standard claims of a person and the claims an authorization request names', () => {
+      const fullProfile: UserProfileClaims = {
+        given_name: 'Alice',
+        family_name: 'Liddell',
+        middle_name: 'Pleasance',
+        nickname: 'Al',
+        profile: 'https://example.com/~alice',
+        picture: 'https://example.com/alice.png',
+        website: 'https://alice.example',
+        gender: 'female',
+        birthdate: '0000-05-04',
+        zoneinfo: 'Europe/London',
+        locale: 'en-GB',
+        phone_number: '+44 20 7946 0958;ext=12',
+        phone_number_verified: false,
+        address: {
+          formatted: 'Christ Church\nOxford OX1 1DP\nUnited Kingdom',
+          street_address: 'Christ Church, St Aldates',
+          locality: 'Oxford',
+          region: 'Oxfordshire',
+          postal_code: 'OX1 1DP',
+          country: 'GB',
+        },
+      };
+      const requested: RequestedClaims = { userinfo: ['phone_number', 'address', 'given_name'], idToken: ['email', 'updated_at'] };
+
+      it('createUser, every find and listUsers round-trip the profile (an address object, a false phone_number_verified) and updatedAt', async () => {
+        await withStore(async (store) => {
+          const alice = user({ profile: fullProfile, updatedAt: t0 + 7 });
+          const bob = user({ username: 'bob', profile: { phone_number: '+1 425 555 1212', phone_number_verified: true, address: { country: 'US' } } });
+          await store.createUser(alice);
+          await store.createUser(bob);
+          expect(await store.findUserById('user-alice')).toStrictEqual(alice);
+          expect(await store.findUserByUsername('ALICE')).toStrictEqual(alice);
+          expect(await store.findUsersByEmail('alice@example.com')).toStrictEqual([alice]);
+          expect(await store.listUsers()).toStrictEqual([alice, bob]);
+          expect((await store.findUserById('user-bob'))?.profile.phone_number_verified).toBe(true);
+          expect((await store.findUserById('user-alice'))?.profile.phone_number_verified).toBe(false);
+          // Granted a role, a user is read through another query: the profile comes along there too.
+          await store.createRole({ name: 'ops', description: undefined, permissions: [], createdAt: t0 });
+          expect(await store.grantRole('user-alice', 'ops', t0)).toBe(true);
+          expect(await store.listRoleMembers('ops')).toStrictEqual([{ ...alice, roles: ['ops'] }]);
+        });
+      });
+
+      it('a user made with no profile reads {} and its createdAt as updatedAt; createUserWithIdentity keeps both', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user());
+          expect(await store.findUserById('user-alice')).toMatchObject({ profile: {}, updatedAt: t0 });
+          await store.createConnector({ id: 'sso', type: 'oidc', name: 'SSO', config: {}, secret: undefined, createdAt: t0 });
+          const upstream = user({ username: 'carol', source: 'sso', createdAt: t0 + 3, profile: { locale: 'fr-CA' } });
+          expect(upstream.updatedAt).toBe(t0 + 3);
+          await store.createUserWithIdentity(upstream, { connectorId: 'sso', subject: 'c', userId: 'user-carol', createdAt: t0 + 3, lastSignInAt: t0 + 3 });
+          expect(await store.findUserById('user-carol')).toStrictEqual(upstream);
+        });
+      });
+
+      it('updateUser replaces each member given and nothing else, and moves updatedAt', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ profile: fullProfile }));
+          await store.createUser(user({ username: 'bob' }));
+          // name only
+          expect(await store.updateUser('alice', { name: 'Alice P. Liddell' }, t0 + 10)).toBe(true);
+          expect(await store.findUserById('user-alice')).toStrictEqual(user({ profile: fullProfile, name: 'Alice P. Liddell', updatedAt: t0 + 10 }));
+          // null clears the name
+          expect(await store.updateUser('alice', { name: null }, t0 + 20)).toBe(true);
+          expect(await store.findUserById('user-alice')).toStrictEqual(user({ profile: fullProfile, name: undefined, updatedAt: t0 + 20 }));
+          // the profile is replaced as a whole (the caller merges)
+          expect(await store.updateUser('alice', { profile: { nickname: 'Ally' } }, t0 + 30)).toBe(true);
+          expect(await store.findUserById('user-alice')).toStrictEqual(user({ profile: { nickname: 'Ally' }, name: undefined, updatedAt: t0 + 30 }));
+          expect(await store.updateUser('alice', { profile: {} }, t0 + 31)).toBe(true);
+          expect((await store.findUserById('user-alice'))?.profile).toStrictEqual({});
+          // all three at once, found by username in any ASCII case
+          expect(await store.updateUser('ALICE', { email: 'alice@elsewhere.example', name: 'Alice', profile: fullProfile }, t0 + 40)).toBe(true);
+          expect(await store.findUserById('user-alice')).toStrictEqual(user({ email: 'alice@elsewhere.example', name: 'Alice', profile: fullProfile, updatedAt: t0 + 40 }));
+          expect(await store.findUsersByEmail('alice@elsewhere.example')).toHaveLength(1);
+          // nothing given: only updatedAt moves
+          expect(await store.updateUser('alice', {}, t0 + 50)).toBe(true);
+          expect(await store.findUserById('user-alice')).toStrictEqual(user({ email: 'alice@elsewhere.example', name: 'Alice', profile: fullProfile, updatedAt: t0 + 50 }));
+          // unknown username
+          expect(await store.updateUser('nobody', { name: 'X' }, t0 + 60)).toBe(false);
+          expect(await store.findUserById('user-bob')).toStrictEqual(user({ username: 'bob' }));
+        });
+      });
+
+      it("updateUser: an operator's new email counts as verified; the same one in another case keeps the flag it had", async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ emailVerified: false }));
+          expect(await store.updateUser('alice', { email: 'ALICE@example.com' }, t0 + 1)).toBe(true);
+          expect(await store.findUserById('user-alice')).toMatchObject({ email: 'ALICE@example.com', emailVerified: false, updatedAt: t0 + 1 });
+          expect(await store.updateUser('alice', { email: 'alice@new.example' }, t0 + 2)).toBe(true);
+          expect(await store.findUserById('user-alice')).toMatchObject({ email: 'alice@new.example', emailVerified: true, updatedAt: t0 + 2 });
+          expect(await store.updateUser('alice', { name: 'Alice' }, t0 + 3)).toBe(true);
+          expect(await store.findUserById('user-alice')).toMatchObject({ email: 'alice@new.example', emailVerified: true });
+        });
+      });
+
+      it('updateUserProfile moves updatedAt and leaves the profile claims alone', async () => {
+        await withStore(async (store) => {
+          await store.createUser(user({ profile: fullProfile }));
+          expect(await store.updateUserProfile('user-alice', { name: 'Alice', email: 'alice@example.com' }, t0 + 15)).toBe(true);
+          expect(await store.findUserById('user-alice')).toStrictEqual(user({ name: 'Alice', profile: fullProfile, updatedAt: t0 + 15 }));
+        });
+      });
+
+      it('authorization codes keep the claims asked for, through consumption; none is undefined', async () => {
+        await withSeededStore(async (store) => {
+          const c = authorizationCode({ claims: requested });
+          await store.createAuthorizationCode(c);
+          expect(await store.findAuthorizationCode('code-hash-1')).toStrictEqual(c);
+          const consumed = await store.consumeAuthorizationCode('code-hash-1', t0 + 1, { accessTokenJti: 'j', refreshFamilyId: 'f' });
+          expect(consumed).toStrictEqual({ ...c, consumedAt: t0 + 1, accessTokenJti: 'j', refreshFamilyId: 'f' });
+          const empty = authorizationCode({ codeHash: 'empty', claims: { userinfo: [], idToken: ['auth_time'] } });
+          await store.createAuthorizationCode(empty);
+          expect((await store.findAuthorizationCode('empty'))?.claims).toStrictEqual({ userinfo: [], idToken: ['auth_time'] });
+          await store.createAuthorizationCode(authorizationCode({ codeHash: 'none' }));
+          const none = await store.consumeAuthorizationCode('none', t0 + 1, { accessTokenJti: 'j2', refreshFamilyId: 'f2' });
+          expect(none?.claims).toBeUndefined();
+        });
+      });
+
+      it('refresh tokens keep the claims asked for, and so do a rotated successor and a grace successor', async () => {
+        await withSeededStore(async (store) => {
+          const first = refreshToken({ id: 'p', tokenHash: 'p', claims: requested });
+          await store.createRefreshToken(first);
+          expect(await store.findRefreshToken('p')).toStrictEqual(first);
+          const next = refreshToken({ id: 'n', tokenHash: 'n', parentId: 'p', claims: requested, createdAt: t0 + 1 });
+          expect(await store.rotateRefreshToken('p', next, t0 + 1)).toBe(true);
+          expect(await store.findRefreshToken('n')).toStrictEqual(next);
+          expect(await store.findRefreshToken('p')).toStrictEqual({ ...first, rotatedAt: t0 + 1 });
+          const grace = refreshToken({ id: 'g', tokenHash: 'g', parentId: 'p', claims: requested, createdAt: t0 + 2 });
+          expect(await store.addGraceSuccessor('p', grace, 2)).toBe(true);
+          expect(await store.findRefreshToken('g')).toStrictEqual(grace);
+          await store.createRefreshToken(refreshToken({ id: 'e', tokenHash: 'e', familyId: 'other' }));
+          expect((await store.findRefreshToken('e'))?.claims).toBeUndefined();
         });
       });
     });

@@ -546,6 +546,69 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
+    it('upgrading to profile claims (0011): users read no profile and their createdAt as updatedAt; codes and refresh tokens made before read no claims', async () => {
+      const schema = freshSchema();
+      const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+      try {
+        const all = readMigrations(postgresMigrationsDir);
+        await migrate(pool, all.filter((m) => m.version < 11), t0, schema);
+        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0 - 500]);
+        await pool.query(
+          `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+           VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', true, false, false, $1)`,
+          [t0],
+        );
+        await pool.query(
+          `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, created_at, expires_at)
+           VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', $1, $1, $2)`,
+          [t0, t0 + 60],
+        );
+        await pool.query(
+          `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at)
+           VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', $1, $1, $2, $2)`,
+          [t0, t0 + 60],
+        );
+      } finally {
+        await pool.end();
+      }
+      const store = await openStore(schema);
+      try {
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 11));
+        expect(await store.findUserById('user-alice')).toMatchObject({ profile: {}, createdAt: t0 - 500, updatedAt: t0 - 500 });
+        expect((await store.findAuthorizationCode('old-code'))?.claims).toBeUndefined();
+        expect((await store.findRefreshToken('old-rt'))?.claims).toBeUndefined();
+        expect(await store.updateUser('alice', { profile: { nickname: 'Al' } }, t0)).toBe(true);
+        expect(await store.findUserById('user-alice')).toMatchObject({ profile: { nickname: 'Al' }, updatedAt: t0 });
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('a profile or claims column edited by hand into something else reads as no profile / no claims', async () => {
+      const schema = freshSchema();
+      const store = await openStore(schema);
+      const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+      try {
+        await store.createUser(user());
+        await store.createClient(client());
+        await store.createAuthorizationCode(authorizationCode({ claims: { userinfo: ['email'], idToken: [] } }));
+        await store.createRefreshToken(refreshToken({ claims: { userinfo: ['email'], idToken: [] } }));
+        for (const broken of ['not json', '[]', 'null']) {
+          await pool.query("UPDATE users SET profile = $1 WHERE id = 'user-alice'", [broken]);
+          await pool.query("UPDATE authorization_codes SET claims = $1 WHERE code_hash = 'code-hash-1'", [broken]);
+          await pool.query("UPDATE refresh_tokens SET claims = $1 WHERE token_hash = 'refresh-hash-1'", [broken]);
+          expect((await store.findUserById('user-alice'))?.profile, broken).toStrictEqual({});
+          expect((await store.findAuthorizationCode('code-hash-1'))?.claims, broken).toBeUndefined();
+          expect((await store.findRefreshToken('refresh-hash-1'))?.claims, broken).toBeUndefined();
+        }
+        await pool.query("UPDATE users SET profile = $1 WHERE id = 'user-alice'", [JSON.stringify({ nickname: 'Al', given_name: 7, address: { locality: 'Oxford', country: 44 } })]);
+        expect((await store.findUserById('user-alice'))?.profile).toStrictEqual({ nickname: 'Al', address: { locality: 'Oxford' } });
+      } finally {
+        await pool.end();
+        await store.close();
+      }
+    });
+
     it('refuses a schema name that would need quoting', async () => {
       await expect(PostgresStore.open({ url: url!, schema: 'Robert"; DROP' })).rejects.toThrow(/invalid schema name/);
     });
@@ -623,7 +686,8 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect(await store.revokeRefreshFamilyOf('family-1', 'user-alice\u0000', t0)).toBeUndefined();
         expect(await store.listConsents('user-alice\u0000')).toEqual([]);
         expect(await store.withdrawConsent('user-alice', 'cli\u0000', t0)).toBe(0);
-        expect(await store.updateUserProfile('user-alice\u0000', { name: 'x', email: 'x@example.com' })).toBe(false);
+        expect(await store.updateUserProfile('user-alice\u0000', { name: 'x', email: 'x@example.com' }, t0)).toBe(false);
+        expect(await store.updateUser('alice\u0000', { name: 'x' }, t0)).toBe(false);
         expect(await store.updateUserPassword('user-alice\u0000', 'scrypt$x')).toBe(false);
         expect(await store.useEmailToken('token\u0000', 'password_reset', t0)).toBeUndefined();
         expect(await store.markEmailVerified('user-alice', 'alice@example.com\u0000')).toBe(false);

@@ -13,7 +13,7 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { migrate, readMigrations } from '../../src/store/sqlite/migrate.js';
 import { migrationsDir } from '../../src/paths.js';
 import { storeConformance, t0, user } from './conformance.js';
-import { api, client, passkey, session } from '../helpers/records.js';
+import { api, authorizationCode, client, passkey, refreshToken, session } from '../helpers/records.js';
 
 // ─── Implementations ────────────────────────────────────────────────────────────────────────
 
@@ -268,6 +268,65 @@ describe('SqliteStore specifics', () => {
       expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 11));
       expect(await store.findClient('web')).toMatchObject({ clientId: 'web', requirePar: false });
       expect(store.db.prepare('SELECT strict FROM pragma_table_list WHERE name = ?').get('pushed_requests')).toEqual({ strict: 1 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('upgrading to profile claims (0013): users read no profile and their createdAt as updatedAt; codes and refresh tokens made before read no claims', async () => {
+    const path = tempDbPath();
+    const db = new Database(path);
+    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 13), t0);
+    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0 - 500);
+    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`).run(t0);
+    db.prepare(`INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, created_at, expires_at)
+                VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', ?, ?, ?)`).run(t0, t0, t0 + 60);
+    db.prepare(`INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at)
+                VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', ?, ?, ?, ?)`).run(t0, t0, t0 + 60, t0 + 60);
+    db.close();
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 13));
+      expect(await store.findUserById('user-alice')).toMatchObject({ profile: {}, createdAt: t0 - 500, updatedAt: t0 - 500 });
+      expect((await store.findAuthorizationCode('old-code'))?.claims).toBeUndefined();
+      expect((await store.findRefreshToken('old-rt'))?.claims).toBeUndefined();
+      expect(store.db.prepare('SELECT strict FROM pragma_table_list WHERE name = ?').get('users')).toEqual({ strict: 1 });
+      expect(await store.updateUser('alice', { profile: { nickname: 'Al' } }, t0)).toBe(true);
+      expect(await store.findUserById('user-alice')).toMatchObject({ profile: { nickname: 'Al' }, updatedAt: t0 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a profile or claims column edited by hand into something else reads as no profile / no claims, and keeps only the claims of the right type', async () => {
+    const store = new SqliteStore({ path: ':memory:', now: t0 });
+    try {
+      await store.createUser(user());
+      await store.createClient(client());
+      await store.createAuthorizationCode(authorizationCode({ claims: { userinfo: ['email'], idToken: [] } }));
+      await store.createRefreshToken(refreshToken({ claims: { userinfo: ['email'], idToken: [] } }));
+      const setProfile = (json: string) => store.db.prepare("UPDATE users SET profile = ? WHERE id = 'user-alice'").run(json);
+      const setClaims = (json: string) => {
+        store.db.prepare("UPDATE authorization_codes SET claims = ? WHERE code_hash = 'code-hash-1'").run(json);
+        store.db.prepare("UPDATE refresh_tokens SET claims = ? WHERE token_hash = 'refresh-hash-1'").run(json);
+      };
+      for (const broken of ['not json', '[]', '"text"', 'null', '42']) {
+        setProfile(broken);
+        expect((await store.findUserById('user-alice'))?.profile, broken).toStrictEqual({});
+        expect((await store.listUsers())[0]?.profile, broken).toStrictEqual({});
+        setClaims(broken);
+        expect((await store.findAuthorizationCode('code-hash-1'))?.claims, broken).toBeUndefined();
+        expect((await store.findRefreshToken('refresh-hash-1'))?.claims, broken).toBeUndefined();
+      }
+      setProfile(JSON.stringify({ nickname: 'Al', given_name: 7, phone_number_verified: 'yes', address: { locality: 'Oxford', country: 44 }, extra: 'x' }));
+      expect((await store.findUserById('user-alice'))?.profile).toStrictEqual({ nickname: 'Al', address: { locality: 'Oxford' } });
+      setProfile(JSON.stringify({ address: ['Oxford'], phone_number_verified: true }));
+      expect((await store.findUserById('user-alice'))?.profile).toStrictEqual({ phone_number_verified: true });
+      setClaims(JSON.stringify({ userinfo: ['email', 3], idToken: [] }));
+      expect((await store.findAuthorizationCode('code-hash-1'))?.claims).toBeUndefined();
+      setClaims(JSON.stringify({ userinfo: ['email'] }));
+      expect((await store.findRefreshToken('refresh-hash-1'))?.claims).toBeUndefined();
     } finally {
       await store.close();
     }

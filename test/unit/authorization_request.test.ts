@@ -104,7 +104,20 @@ describe('parseAuthorizationRequest', () => {
       ['nonce repeated', { nonce: ['a', 'b'] }, 'invalid_request'],
       ['code_challenge repeated', { code_challenge: [challenge, challenge] }, 'invalid_request'],
       ['an unknown parameter repeated', { foo: ['1', '2'] }, 'invalid_request'],
-      ['request=', { request: 'eyJhbGciOiJub25lIn0.e30.' }, 'request_not_supported'],
+      ['request that is not a JWT', { request: 'x.y.z' }, 'invalid_request_object'],
+      ['request encrypted (five parts)', { request: 'a.b.c.d.e' }, 'invalid_request_object'],
+      ['request repeated', { request: ['eyJhbGciOiJub25lIn0.e30.', 'eyJhbGciOiJub25lIn0.e30.'] }, 'invalid_request'],
+      ['request together with request_uri', { request: 'eyJhbGciOiJub25lIn0.e30.', request_uri: 'https://x.example/r' }, 'invalid_request'],
+      ['request signed with HS256 by a client keeping no secret', { request: 'eyJhbGciOiJIUzI1NiJ9.e30.c2ln' }, 'invalid_request_object'],
+      ['request whose response_type differs from the query', { request: `eyJhbGciOiJub25lIn0.${Buffer.from('{"response_type":"token"}').toString('base64url')}.` }, 'invalid_request_object'],
+      ['claims not JSON', { claims: '{' }, 'invalid_request'],
+      ['claims an array', { claims: '[]' }, 'invalid_request'],
+      ['acr essential with no level of ours', { claims: '{"id_token":{"acr":{"essential":true,"values":["gold"]}}}' }, 'unmet_authentication_requirements'],
+      ['display with a control character', { display: 'pa\u0001ge' }, 'invalid_request'],
+      ['ui_locales too long', { ui_locales: 'fr '.repeat(100) }, 'invalid_request'],
+      ['claims_locales not printable', { claims_locales: 'fr\u00e9' }, 'invalid_request'],
+      ['login_hint with a line break', { login_hint: 'a\nb' }, 'invalid_request'],
+      ['login_hint too long', { login_hint: 'a'.repeat(257) }, 'invalid_request'],
       ['request_uri=', { request_uri: 'urn:ietf:params:oauth:request_uri:abc' }, 'request_uri_not_supported'],
       ['registration=', { registration: '{}' }, 'registration_not_supported'],
       ['response_mode=fragment', { response_mode: 'fragment' }, 'invalid_request'],
@@ -298,7 +311,40 @@ describe('parseAuthorizationRequest', () => {
       if (result.kind === 'valid') expect(result.maxAge).toBe(expected);
     });
 
-    it('unknown extra parameters are ignored', async () => {
+    it('an unsigned request object\u2019s members replace the query\u2019s (OIDC Core §6.3.3), its redirect_uri included', async () => {
+      const object = Buffer.from(JSON.stringify({ state: 'from-object', nonce: 'n-object', scope: 'openid profile', redirect_uri: 'http://127.0.0.1/callback', max_age: 60 })).toString('base64url');
+      const result = await parse(query({ request: `eyJhbGciOiJub25lIn0.${object}.`, state: undefined, nonce: undefined, redirect_uri: 'https://unregistered.example/cb' }));
+      expect(result.kind).toBe('valid');
+      if (result.kind !== 'valid') return;
+      expect(result.request).toMatchObject({ state: 'from-object', nonce: 'n-object', scope: 'openid profile', redirectUri: 'http://127.0.0.1/callback' });
+      expect(result.maxAge).toBe(60);
+    });
+
+    it('a broken request object with an unregistered query redirect_uri is a page, not a redirect', async () => {
+      expect((await parse(query({ request: 'x.y.z', redirect_uri: 'https://unregistered.example/cb' }))).kind).toBe('invalid_page');
+    });
+
+    it('claims, ui_locales, login_hint and display are kept; claims_locales accepted', async () => {
+      const result = await parse(query({ claims: '{"userinfo":{"name":null},"id_token":{"email":null}}', ui_locales: ' fr-CA en ', login_hint: 'alice@example.com', display: 'popup', claims_locales: 'se' }));
+      expect(result.kind).toBe('valid');
+      if (result.kind !== 'valid') return;
+      expect(result.request).toMatchObject({ claims: { userinfo: ['name'], idToken: ['email'] }, uiLocales: 'fr-CA en', loginHint: 'alice@example.com' });
+    });
+
+    it('a sub asked for with a value is the expected person; acr values in claims take the place of acr_values', async () => {
+      const result = await parse(query({ claims: '{"id_token":{"sub":{"value":"u-42"},"acr":{"values":["urn:latchkey:mfa"]}}}', acr_values: 'urn:latchkey:sfa' }));
+      expect(result.kind).toBe('valid');
+      if (result.kind !== 'valid') return;
+      expect(result.expectedSubject).toBe('u-42');
+      expect(result.request.acrValues).toBe('urn:latchkey:mfa');
+    });
+
+    it('acr_values listing the single-factor level too does not ask for a second factor (values in order of preference)', async () => {
+      const result = await parse(query({ acr_values: 'urn:latchkey:sfa urn:latchkey:mfa' }));
+      expect(result.kind === 'valid' && result.request.acrValues).toBeUndefined();
+    });
+
+    it('unknown extra parameters are ignored, and so are claims_locales and display (kept: ui_locales, login_hint)', async () => {
       const result = await parse(query({ foo: 'bar', ui_locales: 'en', claims_locales: 'en', display: 'page', login_hint: 'alice' }));
       expect(result.kind).toBe('valid');
       if (result.kind !== 'valid') return;
@@ -311,6 +357,8 @@ describe('parseAuthorizationRequest', () => {
         nonce: 'n-1',
         codeChallenge: challenge,
         prompt: [],
+        uiLocales: 'en',
+        loginHint: 'alice',
       });
     });
 

@@ -53,6 +53,7 @@ describe('loadConfig defaults', () => {
       shutdownTimeout: 8,
       upstreamTimeout: 10,
       mfa: 'optional',
+      idTokenScopeClaims: 'basic',
       defaultAudience: 'http://localhost:3000/userinfo',
       trustProxy: false,
       secureCookies: false,
@@ -115,6 +116,7 @@ describe('loadConfig defaults', () => {
         LATCHKEY_SECRET_KEY_FILE: '/run/secrets/latchkey.key',
         LATCHKEY_UPSTREAM_TIMEOUT: '4',
         LATCHKEY_MFA: 'required',
+        LATCHKEY_ID_TOKEN_SCOPE_CLAIMS: 'none',
         LATCHKEY_AUDIT_RETENTION: '7776000',
       }),
     ).toEqual({
@@ -141,6 +143,7 @@ describe('loadConfig defaults', () => {
       shutdownTimeout: 8,
       upstreamTimeout: 4,
       mfa: 'required',
+      idTokenScopeClaims: 'none',
       defaultAudience: 'https://api.example.com',
       trustProxy: false,
       secureCookies: true,

@@ -145,11 +145,15 @@ describe('amr and acr', () => {
     expect(asksForMfa('urn:other urn:latchkey:mfa')).toBe(true);
     expect(asksForMfa('urn:latchkey:mfa2')).toBe(false);
     expect(asksForMfa(undefined)).toBe(false);
+    // Levels in order of preference (OIDC Core §3.1.2.1): listing the single-factor level accepts it.
+    expect(asksForMfa('urn:latchkey:sfa urn:latchkey:mfa')).toBe(false);
+    expect(asksForMfa('urn:latchkey:mfa urn:latchkey:sfa')).toBe(false);
     const optional = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test' });
     expect(requestedAcrValues(optional, 'urn:other urn:latchkey:mfa')).toBe(mfaAcr);
     expect(requestedAcrValues(optional, 'urn:latchkey:sfa')).toBe('');
     const off = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_MFA: 'off' });
     expect(requestedAcrValues(off, 'urn:latchkey:sfa')).toBe('');
+    expect(requestedAcrValues(off, 'urn:latchkey:sfa urn:latchkey:mfa')).toBe('');
     expect(() => requestedAcrValues(off, 'urn:latchkey:mfa')).toThrow(OAuthError);
     try {
       requestedAcrValues(off, mfaAcr);
@@ -173,6 +177,14 @@ describe('passkey names and LATCHKEY_MFA', () => {
     expect(passkeyName('Clé de sécurité 🔑', 'x')).toBe('Clé de sécurité 🔑');
     expect(passkeyName('x'.repeat(64), 'x')).toHaveLength(64);
     for (const bad of ['x'.repeat(65), 'a\u0000b', 'a\nb', 'a\u202eb', 'a\u200bb', 'a\u2028b']) expect(passkeyName(bad, 'x')).toBeUndefined();
+  });
+
+  it('LATCHKEY_ID_TOKEN_SCOPE_CLAIMS is basic (the default) or none; anything else stops the server', () => {
+    expect(configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test' }).idTokenScopeClaims).toBe('basic');
+    expect(configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_ID_TOKEN_SCOPE_CLAIMS: 'none' }).idTokenScopeClaims).toBe('none');
+    for (const bad of ['all', 'NONE', 'off']) {
+      expect(() => configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_ID_TOKEN_SCOPE_CLAIMS: bad }), bad).toThrow(ConfigError);
+    }
   });
 
   it('LATCHKEY_MFA is off, optional (the default) or required; anything else stops the server', () => {

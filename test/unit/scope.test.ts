@@ -33,8 +33,8 @@ function scopeError(raw: string): OAuthError {
 }
 
 describe('parseScope', () => {
-  it('supports exactly openid, email, profile, offline_access', () => {
-    expect([...supportedScopes]).toEqual(['openid', 'email', 'profile', 'offline_access']);
+  it('supports exactly openid, email, profile, address, phone, offline_access', () => {
+    expect([...supportedScopes]).toEqual(['openid', 'email', 'profile', 'address', 'phone', 'offline_access']);
     expect(defaultScope).toBe('openid');
   });
 
@@ -136,7 +136,7 @@ describe('describeScopes', () => {
     expect(describeScopes('openid email profile offline_access')).toEqual([
       'Confirm who you are (your account ID)',
       'See your email address',
-      'See your name and username',
+      'See your name, username and other profile details',
       'Keep access when you are not using it, until the access is revoked or expires',
     ]);
   });

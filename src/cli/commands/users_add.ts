@@ -2,6 +2,7 @@ import { epochSeconds, systemClock } from '../../clock.js';
 import { randomUuid } from '../../crypto/secrets.js';
 import { hashPassword } from '../../crypto/password.js';
 import { validEmail, validName, validPassword, validUsername } from '../../admin/validation.js';
+import { newUserProfile, profileOptions, profileOptionsHelp } from '../../admin/profile_claims.js';
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
@@ -10,13 +11,24 @@ import { obtainPassword } from '../password_input.js';
 export const usersAddCommand: Command = {
   path: ['users', 'add'],
   summary: 'Create a user',
-  usage: 'latchkey users add <username> --email <email> [--name <full name>] [--password-stdin]',
+  usage: 'latchkey users add <username> --email <email> [--name <full name>] [profile claim options] [--password-stdin]',
+  help: [
+    'Options:',
+    '  --email <email>                the address (counted as verified: an operator entered it)',
+    '  --name <full name>             name',
+    '  --password-stdin               read the password from stdin (otherwise asked for, or generated and printed once)',
+    '',
+    profileOptionsHelp,
+    '',
+  ].join('\n'),
   positionals: { min: 1, max: 1 },
-  options: { email: { type: 'string' }, name: { type: 'string' }, 'password-stdin': { type: 'boolean' } },
+  options: { email: { type: 'string' }, name: { type: 'string' }, 'password-stdin': { type: 'boolean' }, ...profileOptions },
   async run(context) {
+    const now = epochSeconds(systemClock);
     const username = validUsername(context.positionals[0] ?? '');
     const email = validEmail(context.values.email as string | undefined);
     const name = validName(context.values.name as string | undefined);
+    const profile = newUserProfile(context.values, now);
     const store = await context.store();
     if (await store.findUserByUsername(username)) throw new CommandError(`user "${username}" already exists`);
     const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
@@ -29,12 +41,14 @@ export const usersAddCommand: Command = {
         name,
         passwordHash: await hashPassword(password),
         disabled: false,
-        createdAt: epochSeconds(systemClock),
+        createdAt: now,
         tokensRevokedAt: undefined,
         source: 'local',
         emailVerified: true,
         groups: [],
         roles: [],
+        profile,
+        updatedAt: now,
       });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`user "${username}" already exists`);

@@ -22,7 +22,9 @@ export const usersListCommand: Command = {
             source: u.source,
             groups: u.groups,
             roles: u.roles,
+            profile: u.profile,
             created_at: isoTime(u.createdAt),
+            updated_at: isoTime(u.updatedAt),
           })),
         ),
       );

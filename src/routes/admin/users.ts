@@ -106,6 +106,7 @@ export async function adminUserRoutes(app: FastifyInstance): Promise<void> {
     const taken = () => showUsers(request, reply, '', { kind: 'error', text: `The username ${user.username} is taken.`, about: 'create' }, values, 409);
     if (await store.findUserByUsername(user.username)) return taken();
     const id = randomUuid();
+    const now = epochSeconds(clock);
     try {
       await store.createUser({
         id,
@@ -114,12 +115,14 @@ export async function adminUserRoutes(app: FastifyInstance): Promise<void> {
         name: user.name,
         passwordHash: await hashPassword(user.password),
         disabled: false,
-        createdAt: epochSeconds(clock),
+        createdAt: now,
         tokensRevokedAt: undefined,
         source: 'local',
         emailVerified: true,
         groups: [],
         roles: [],
+        profile: {},
+        updatedAt: now,
       });
     } catch (err) {
       if (err instanceof DuplicateError) return taken();

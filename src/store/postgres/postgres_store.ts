@@ -45,6 +45,7 @@ import {
   type UserRevocationGuard,
   type SigningKeyRecord,
   type Store,
+  type UserProfileClaims,
   type UserRecord,
   type RegisteredClientUpdate,
   type RegistrationTokenRecord,
@@ -54,7 +55,9 @@ import { migrate, schemaNamePattern } from './migrate.js';
 import { auditEventConditions, auditLimit, liveToken, rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
 import {
   amrToText,
+  claimsToText,
   clientChangeColumns,
+  profileToText,
   toApi,
   toAuditEvent,
   toAuthorizationCode,
@@ -313,8 +316,9 @@ export class PostgresStore implements Store {
 
   private static async insertUser(tx: Statements, u: UserRecord): Promise<void> {
     await tx.run(
-      `INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at, source, email_verified, groups)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      `INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at, source, email_verified, groups,
+         profile, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       u.id,
       u.username,
       u.email,
@@ -326,6 +330,8 @@ export class PostgresStore implements Store {
       u.source,
       u.emailVerified,
       JSON.stringify(u.groups),
+      profileToText(u.profile),
+      u.updatedAt,
     );
   }
 
@@ -422,15 +428,20 @@ export class PostgresStore implements Store {
     await this.transaction(async (tx) => {
       const row = await tx.one('UPDATE user_identities SET last_sign_in_at = $1 WHERE connector_id = $2 AND subject = $3 RETURNING user_id', now, connectorId, subject);
       if (!row) return;
+      // SET reads the old row: updated_at moves only when the name or the email is really different.
       await tx.run(
         `UPDATE users SET groups = $1, email = coalesce($2, email), name = CASE WHEN $3::boolean THEN $4 ELSE name END,
-           email_verified = coalesce($5, email_verified) WHERE id = $6`,
+           email_verified = coalesce($5, email_verified),
+           updated_at = CASE WHEN ($2::text IS NOT NULL AND $2::text IS DISTINCT FROM email) OR ($3::boolean AND $4::text IS DISTINCT FROM name)
+             THEN $7 ELSE updated_at END
+         WHERE id = $6`,
         JSON.stringify(update.groups),
         update.email ?? null,
         'name' in update,
         update.name ?? null,
         update.emailVerified ?? null,
         row.user_id,
+        now,
       );
     });
   }
@@ -919,9 +930,9 @@ export class PostgresStore implements Store {
   private static async insertRefreshToken(tx: Statements, t: RefreshTokenRecord): Promise<void> {
     await tx.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr, approved_ip, approved_user_agent, session_id, dpop_jkt)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr, approved_ip, approved_user_agent, session_id, dpop_jkt, claims)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16, $17, $18, $19, $20)`,
+               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16, $17, $18, $19, $20, $21)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -942,6 +953,7 @@ export class PostgresStore implements Store {
       t.approvedUserAgent ?? null,
       t.sessionId ?? null,
       t.dpopJkt ?? null,
+      claimsToText(t.claims),
     );
   }
 
@@ -1106,15 +1118,38 @@ export class PostgresStore implements Store {
     });
   }
 
-  async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }): Promise<boolean> {
+  async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }, now: number): Promise<boolean> {
     if (!storable(userId)) return false;
     // SET reads the old row: the flag stays only when the address is the same but for case (as findUsersByEmail compares).
     return (
       (await this.db.run(
-        'UPDATE users SET name = $1, email = $2, email_verified = CASE WHEN lower(email) = lower($2) THEN email_verified ELSE false END WHERE id = $3',
+        'UPDATE users SET name = $1, email = $2, email_verified = CASE WHEN lower(email) = lower($2) THEN email_verified ELSE false END, updated_at = $4 WHERE id = $3',
         profile.name ?? null,
         profile.email,
         userId,
+        now,
+      )) === 1
+    );
+  }
+
+  async updateUser(username: string, change: { email?: string; name?: string | null; profile?: UserProfileClaims }, now: number): Promise<boolean> {
+    if (!storable(username)) return false;
+    // One statement; SET reads the old row. An operator's new address counts as verified; the same
+    // address but for case keeps the flag it had.
+    return (
+      (await this.db.run(
+        `UPDATE users SET email = coalesce($1, email),
+           email_verified = CASE WHEN $1::text IS NULL OR lower(email) = lower($1::text) THEN email_verified ELSE true END,
+           name = CASE WHEN $2::boolean THEN $3 ELSE name END,
+           profile = coalesce($4, profile),
+           updated_at = $5
+         WHERE ${usernameIs('$6')}`,
+        change.email ?? null,
+        change.name !== undefined,
+        change.name ?? null,
+        change.profile === undefined ? null : profileToText(change.profile),
+        now,
+        username,
       )) === 1
     );
   }
@@ -1171,8 +1206,9 @@ export class PostgresStore implements Store {
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     await this.db.run(
       `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
-         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id, dpop_jkt)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id, dpop_jkt,
+         claims)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
       c.codeHash,
       c.clientId,
       c.userId,
@@ -1192,6 +1228,7 @@ export class PostgresStore implements Store {
       c.approvedUserAgent ?? null,
       c.sessionId ?? null,
       c.dpopJkt ?? null,
+      claimsToText(c.claims),
     );
   }
 

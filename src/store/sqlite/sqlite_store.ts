@@ -14,6 +14,8 @@ import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { GroupCommit } from './group_commit.js';
 import {
   amrToText,
+  claimsToText,
+  profileToText,
   clientChangeColumns,
   toApi,
   toAuditEvent,
@@ -70,6 +72,7 @@ import {
   type UserRevocationGuard,
   type SigningKeyRecord,
   type Store,
+  type UserProfileClaims,
   type UserRecord,
   type RegisteredClientUpdate,
   type RegistrationTokenRecord,
@@ -266,6 +269,7 @@ export const writeVerbs = new Set([
   'saveConsent',
   'withdrawConsent',
   'updateUserProfile',
+  'updateUser',
   'updateUserPassword',
   'createEmailToken',
   'useEmailToken',
@@ -525,8 +529,9 @@ export class SqliteStore implements Store {
   private insertUser(u: UserRecord): void {
     this.insert(
       `user ${u.username}`,
-      `INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at, source, email_verified, groups)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at, source, email_verified, groups,
+         profile, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       u.id,
       u.username,
       u.email,
@@ -538,6 +543,8 @@ export class SqliteStore implements Store {
       u.source,
       u.emailVerified ? 1 : 0,
       JSON.stringify(u.groups),
+      profileToText(u.profile),
+      u.updatedAt,
     );
   }
 
@@ -612,14 +619,25 @@ export class SqliteStore implements Store {
     this.db.transaction(() => {
       const row = this.get('UPDATE user_identities SET last_sign_in_at = ? WHERE connector_id = ? AND subject = ? RETURNING user_id', now, connectorId, subject);
       if (!row) return;
+      // SET reads the old row: updated_at moves only when the name or the email is really different.
+      const email = update.email ?? null;
+      const setsName = 'name' in update ? 1 : 0;
+      const name = update.name ?? null;
       this.run(
         `UPDATE users SET groups = ?, email = coalesce(?, email), name = CASE WHEN ? THEN ? ELSE name END,
-           email_verified = coalesce(?, email_verified) WHERE id = ?`,
+           email_verified = coalesce(?, email_verified),
+           updated_at = CASE WHEN (? IS NOT NULL AND ? IS NOT email) OR (? AND ? IS NOT name) THEN ? ELSE updated_at END
+         WHERE id = ?`,
         JSON.stringify(update.groups),
-        update.email ?? null,
-        'name' in update ? 1 : 0,
-        update.name ?? null,
+        email,
+        setsName,
+        name,
         update.emailVerified === undefined ? null : update.emailVerified ? 1 : 0,
+        email,
+        email,
+        setsName,
+        name,
+        now,
         row.user_id,
       );
     })();
@@ -1063,9 +1081,9 @@ export class SqliteStore implements Store {
   private insertRefreshToken(t: RefreshTokenRecord): void {
     this.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, amr, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, approved_ip, approved_user_agent, session_id, dpop_jkt)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, approved_ip, approved_user_agent, session_id, dpop_jkt, claims)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?, ?, ?, ?, ?)`,
+               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?, ?, ?, ?, ?, ?)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -1087,6 +1105,7 @@ export class SqliteStore implements Store {
       t.approvedUserAgent ?? null,
       t.sessionId ?? null,
       t.dpopJkt ?? null,
+      claimsToText(t.claims),
     );
   }
 
@@ -1242,15 +1261,39 @@ export class SqliteStore implements Store {
     })();
   }
 
-  async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }): Promise<boolean> {
+  async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }, now: number): Promise<boolean> {
     // SET reads the old row: the flag stays only when the address is the same but for ASCII case (as findUsersByEmail compares).
     return (
       this.run(
-        'UPDATE users SET name = ?, email = ?, email_verified = CASE WHEN email = ? COLLATE NOCASE THEN email_verified ELSE 0 END WHERE id = ?',
+        'UPDATE users SET name = ?, email = ?, email_verified = CASE WHEN email = ? COLLATE NOCASE THEN email_verified ELSE 0 END, updated_at = ? WHERE id = ?',
         profile.name ?? null,
         profile.email,
         profile.email,
+        now,
         userId,
+      ) === 1
+    );
+  }
+
+  async updateUser(username: string, change: { email?: string; name?: string | null; profile?: UserProfileClaims }, now: number): Promise<boolean> {
+    // One statement; SET reads the old row. An operator's new address counts as verified; the same
+    // address but for ASCII case keeps the flag it had.
+    return (
+      this.run(
+        `UPDATE users SET email = coalesce(?, email),
+           email_verified = CASE WHEN ? IS NULL OR email = ? COLLATE NOCASE THEN email_verified ELSE 1 END,
+           name = CASE WHEN ? THEN ? ELSE name END,
+           profile = coalesce(?, profile),
+           updated_at = ?
+         WHERE username = ?`,
+        change.email ?? null,
+        change.email ?? null,
+        change.email ?? null,
+        change.name !== undefined ? 1 : 0,
+        change.name ?? null,
+        change.profile === undefined ? null : profileToText(change.profile),
+        now,
+        username,
       ) === 1
     );
   }
@@ -1298,8 +1341,9 @@ export class SqliteStore implements Store {
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     this.run(
       `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, nonce, code_challenge,
-         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id, dpop_jkt)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id, dpop_jkt,
+         claims)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       c.codeHash,
       c.clientId,
       c.userId,
@@ -1319,6 +1363,7 @@ export class SqliteStore implements Store {
       c.approvedUserAgent ?? null,
       c.sessionId ?? null,
       c.dpopJkt ?? null,
+      claimsToText(c.claims),
     );
   }
 

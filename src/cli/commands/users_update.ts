@@ -1,0 +1,41 @@
+import { epochSeconds, systemClock } from '../../clock.js';
+import { profileOptions, profileOptionsHelp, userChangeFrom } from '../../admin/profile_claims.js';
+import { CommandError, type Command } from '../command.js';
+import { cliAudit } from '../audit_log.js';
+
+export const usersUpdateCommand: Command = {
+  path: ['users', 'update'],
+  summary: "Change a user's email, name or profile claims",
+  usage: 'latchkey users update <username> [--email <email>] [--name <full name>] [profile claim options] [--clear <claim>]...',
+  help: [
+    'Options:',
+    '  --email <email>                a new address (counted as verified: an operator entered it)',
+    '  --name <full name>             name',
+    '  --clear <claim>                removes a claim, by its OIDC name: name, given_name, phone_number, address, …;',
+    '                                 an address member (locality, postal_code, …) removes just that part; repeatable',
+    '',
+    profileOptionsHelp,
+    '',
+    'The options given replace those claims and leave the others as they are; address options replace those parts',
+    'of the stored address. The user\'s updated_at becomes now. Nothing else changes: sessions and tokens stay.',
+    '',
+  ].join('\n'),
+  positionals: { min: 1, max: 1 },
+  options: { email: { type: 'string' }, name: { type: 'string' }, clear: { type: 'string', multiple: true }, ...profileOptions },
+  async run(context) {
+    const now = epochSeconds(systemClock);
+    const username = context.positionals[0] ?? '';
+    const store = await context.store();
+    const user = await store.findUserByUsername(username);
+    if (!user) throw new CommandError(`no user "${username}"`);
+    const { change, changedClaims } = userChangeFrom(user, context.values, now);
+    if (changedClaims.length === 0) {
+      context.stderr.write(`Nothing changed: ${user.username} already has these values\n`);
+      return 0;
+    }
+    if (!(await store.updateUser(user.username, change, now))) throw new CommandError(`no user "${username}"`);
+    await cliAudit(context, 'user.updated', { username: user.username, claims: changedClaims });
+    context.stderr.write(`Updated ${user.username}: ${changedClaims.join(', ')}\n`);
+    return 0;
+  },
+};

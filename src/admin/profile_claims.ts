@@ -4,7 +4,7 @@
  * returns the cleaned value or throws AdminInputError with one line fit to print. Values are
  * released to clients as stored, so they are checked here, once, at the edge.
  */
-import type { PostalAddress, UserProfileClaims } from '../store/store.js';
+import { postalAddressMembers, type PostalAddress, type UserProfileClaims } from '../store/store.js';
 import { AdminInputError, validEmail, validName } from './validation.js';
 
 /** The string claims of a profile besides the address, in the order OIDC Core §5.1 lists them. */
@@ -254,7 +254,7 @@ export function profileOptionsFrom(values: OptionValues, now: number): ProfileOp
 
 /** The names `--clear` accepts: the claims a person's record holds but for email, and the address's members. */
 const clearableClaims = new Set<string>(['name', ...Object.values(profileClaimOptions), 'address']);
-const addressMembers = new Set<string>(['formatted', 'street_address', 'locality', 'region', 'postal_code', 'country'] satisfies AddressMember[]);
+const addressMembers = new Set<string>(postalAddressMembers);
 
 export interface ProfileClears {
   name: boolean;
@@ -286,7 +286,7 @@ const sameAddress = (a: PostalAddress | undefined, b: PostalAddress | undefined)
 /** Address members in OIDC's order, so a merged address reads the same however it was built. */
 function orderedAddress(address: PostalAddress): PostalAddress | undefined {
   const ordered: PostalAddress = {};
-  for (const member of ['formatted', 'street_address', 'locality', 'region', 'postal_code', 'country'] as const) {
+  for (const member of postalAddressMembers) {
     if (address[member] !== undefined) ordered[member] = address[member];
   }
   return Object.keys(ordered).length === 0 ? undefined : ordered;

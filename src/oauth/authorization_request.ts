@@ -14,7 +14,6 @@ import { requestedAcrValues } from '../mfa/policy.js';
 import { acrValuesSupported } from '../mfa/amr.js';
 import { OAuthError } from '../errors.js';
 import type { Config } from '../config.js';
-import { systemClock } from '../clock.js';
 import type { AuthorizationRequest, ClientRecord, PromptValue, Store } from '../store/store.js';
 import { resolveAudience } from './audience.js';
 import { parseClaimsParameter, type ClaimsParameter } from './claims_request.js';
@@ -27,7 +26,16 @@ import { grantableScope, parseScope } from './scope.js';
 export type ParsedAuthorizationRequest =
   | { kind: 'invalid_page'; message: string }
   | { kind: 'invalid_redirect'; redirectUri: string; state: string | undefined; responseMode: 'form_post' | undefined; error: OAuthError }
-  | { kind: 'valid'; client: ClientRecord; request: AuthorizationRequest; maxAge: number | undefined; expectedSubject: string | undefined };
+  | {
+      kind: 'valid';
+      client: ClientRecord;
+      request: AuthorizationRequest;
+      maxAge: number | undefined;
+      /** The person an id_token_hint or a claims sub value names. */
+      expectedSubject: string | undefined;
+      /** The claims sub value: only that person may answer (OIDC Core §5.5.1). */
+      requiredSubject: string | undefined;
+    };
 
 /**
  * Longest values accepted. The request travels sealed in the browser's URLs until a person acts
@@ -45,12 +53,14 @@ export type IdTokenHintCheck = (hint: string, clientId: string) => Promise<strin
 
 export interface AuthorizationRequestOptions {
   checkIdTokenHint?: IdTokenHintCheck;
-  /** How to verify signed request objects; without it only unsigned ones can be opened. */
-  requestObjects?: RequestObjectContext;
+  /** How to open request objects (OIDC Core §6): the server's issuer, clock and secret box. */
+  requestObjects: RequestObjectContext;
 }
 
-/** OIDC Core §3.1.2.1 display values; others are shown the ordinary (responsive) page too. */
-export const displayValues = ['page', 'popup', 'touch', 'wap'] as const;
+/** RFC 6749 Appendix A.5: state is VSCHAR (printable ASCII); anything else is not echoed back. */
+function echoableState(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length <= maxStateLength && /^[\x20-\x7e]*$/.test(value) ? value : undefined;
+}
 
 /** Printable ASCII of bounded length: the shape of the page-shaping parameters. */
 const printable = (value: string, max: number) => value.length <= max && /^[\x20-\x7e]*$/.test(value);
@@ -79,8 +89,8 @@ async function withRequestObject(
   const queryRedirect = single(q, 'redirect_uri');
   const fail = (error: OAuthError): Exclude<ParsedAuthorizationRequest, { kind: 'valid' }> => {
     if (typeof queryRedirect === 'string' && queryRedirect.length <= 2048 && redirectUriAllowed(queryRedirect, client.redirectUris)) {
-      const state = single(q, 'state');
-      return { kind: 'invalid_redirect', redirectUri: queryRedirect, state: typeof state === 'string' && state.length <= maxStateLength && /^[\x20-\x7e]*$/.test(state) ? state : undefined, responseMode: undefined, error };
+      const responseMode = single(q, 'response_mode') === 'form_post' && formPostable(queryRedirect) ? ('form_post' as const) : undefined;
+      return { kind: 'invalid_redirect', redirectUri: queryRedirect, state: echoableState(single(q, 'state')), responseMode, error };
     }
     return { kind: 'invalid_page', message: 'The request object this application sent is not valid.' };
   };
@@ -107,7 +117,7 @@ export async function parseAuthorizationRequest(
   store: Store,
   config: Config,
   query: unknown,
-  options: AuthorizationRequestOptions = {},
+  options: AuthorizationRequestOptions,
 ): Promise<ParsedAuthorizationRequest> {
   const checkIdTokenHint = options.checkIdTokenHint ?? (async () => undefined);
   let q = (query && typeof query === 'object' ? query : {}) as Record<string, unknown>;
@@ -120,7 +130,7 @@ export async function parseAuthorizationRequest(
   if (!client) return { kind: 'invalid_page', message: 'The application that sent you here is not registered.' };
   if (client.disabled) return { kind: 'invalid_page', message: 'The application that sent you here has been disabled by the administrator.' };
   if (q.request !== undefined) {
-    const merged = await withRequestObject(q, client, options.requestObjects ?? { issuer: config.issuer, clock: systemClock, secretBox: undefined });
+    const merged = await withRequestObject(q, client, options.requestObjects);
     if (merged.kind !== 'merged') return merged;
     q = merged.parameters;
   }
@@ -132,8 +142,7 @@ export async function parseAuthorizationRequest(
 
   // 2. Everything else is answered to the client.
   const rawState = single(q, 'state');
-  // RFC 6749 Appendix A.5: state is VSCHAR (printable ASCII); anything else is not echoed back.
-  const state = typeof rawState === 'string' && rawState.length <= maxStateLength && /^[\x20-\x7e]*$/.test(rawState) ? rawState : undefined;
+  const state = echoableState(rawState);
   // Errors go back the way the client asked for answers, once that is known to be possible.
   const rawMode = single(q, 'response_mode');
   const responseMode = rawMode === 'form_post' && formPostable(redirectUri) ? ('form_post' as const) : undefined;
@@ -224,7 +233,8 @@ export async function parseAuthorizationRequest(
     expectedSubject = p.id_token_hint.length <= 8192 ? await checkIdTokenHint(p.id_token_hint, client.clientId) : undefined;
     if (expectedSubject === undefined) return invalid('The id_token_hint is not a valid ID token of this server for this client.');
   }
-  // A sub asked for with a value (Core §5.5.1) names the person as a hint does.
+  // A sub asked for with a value (Core §5.5.1) names the person as a hint does, and more: no one
+  // else may answer.
   if (claims.subject !== undefined) {
     if (expectedSubject !== undefined && expectedSubject !== claims.subject) return invalid('The claims parameter and the id_token_hint name different people.');
     expectedSubject = claims.subject;
@@ -243,6 +253,7 @@ export async function parseAuthorizationRequest(
     client,
     maxAge,
     expectedSubject,
+    requiredSubject: claims.subject,
     request: {
       clientId: client.clientId,
       redirectUri,

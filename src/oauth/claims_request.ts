@@ -83,6 +83,8 @@ export function parseClaimsParameter(raw: unknown): ClaimsParameter {
   // The same person must be meant wherever sub is asked for with a value.
   const subjects = [...new Set([...namedValues(userinfo.get('sub')), ...namedValues(idToken.get('sub'))])];
   if (subjects.length > 1) throw malformed('sub is asked for with different values');
+  // Core §2: a sub is at most 255 ASCII characters; anything else names no one here.
+  if (subjects.some((s) => !/^[\x20-\x7e]{1,255}$/.test(s))) throw malformed('sub value is not a subject identifier');
 
   const acrRequest = idToken.get('acr') ?? userinfo.get('acr');
   const acrValues = namedValues(acrRequest);

@@ -17,6 +17,11 @@ export interface Interaction {
   maxAge: number | undefined;
   /** The `sub` of a valid id_token_hint: the person the client expects (OIDC Core §3.1.2.1). */
   expectedSubject: string | undefined;
+  /**
+   * The `sub` the `claims` parameter asks for with a value (OIDC Core §5.5.1): unlike a hint, no
+   * one else may answer, even by signing in for this very request.
+   */
+  requiredSubject?: string | undefined;
   createdAt: number;
   expiresAt: number;
 }
@@ -29,13 +34,14 @@ export const sealedInteractionPattern = /^[A-Za-z0-9_-]{1,24000}\.[A-Za-z0-9_-]{
 
 export function newInteraction(
   request: AuthorizationRequest,
-  options: { maxAge: number | undefined; expectedSubject: string | undefined; now: number },
+  options: { maxAge: number | undefined; expectedSubject: string | undefined; requiredSubject?: string | undefined; now: number },
 ): Interaction {
   return {
     id: randomSecret().slice(0, 22),
     request,
     maxAge: options.maxAge,
     expectedSubject: options.expectedSubject,
+    ...(options.requiredSubject === undefined ? {} : { requiredSubject: options.requiredSubject }),
     createdAt: options.now,
     expiresAt: options.now + interactionLifetime,
   };
@@ -54,6 +60,8 @@ interface Wire {
   p?: PromptValue[];
   m?: number;
   h?: string;
+  /** The required subject (claims sub value). */
+  rs?: string;
   /** acr_values (only ever urn:latchkey:mfa). */
   ac?: string;
   t: number;
@@ -89,6 +97,7 @@ export function sealInteraction(key: string, browser: string, interaction: Inter
     ...(r.prompt.length === 0 ? {} : { p: r.prompt }),
     ...(interaction.maxAge === undefined ? {} : { m: interaction.maxAge }),
     ...(interaction.expectedSubject === undefined ? {} : { h: interaction.expectedSubject }),
+    ...(interaction.requiredSubject === undefined ? {} : { rs: interaction.requiredSubject }),
     ...(r.acrValues === undefined ? {} : { ac: r.acrValues }),
     ...(r.responseMode === undefined ? {} : { rm: r.responseMode }),
     ...(r.dpopJkt === undefined ? {} : { dj: r.dpopJkt }),
@@ -134,6 +143,7 @@ export function openInteraction(key: string, browser: string, sealed: string, no
     },
     maxAge: wire.m,
     expectedSubject: wire.h,
+    ...(typeof wire.rs === 'string' ? { requiredSubject: wire.rs } : {}),
     createdAt: wire.t,
     expiresAt: wire.e,
   };

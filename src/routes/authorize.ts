@@ -131,7 +131,10 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       expectedPerson &&
       (!interaction.request.prompt.includes('login') || signedInHere) &&
       (interaction.maxAge === undefined || epochSeconds(clock) - signedIn.session.authTime <= interaction.maxAge);
-    return { signedInHere, fresh };
+    // OIDC Core §5.5.1: a sub asked for with a value admits no one else, not even someone who
+    // signed in for this very request.
+    const wrongPerson = signedIn !== undefined && interaction.requiredSubject !== undefined && signedIn.user.id !== interaction.requiredSubject;
+    return { signedInHere, fresh, wrongPerson };
   }
 
   async function issueCode(request: FastifyRequest, reply: FastifyReply, interaction: Interaction, signedIn: SignedIn, status: 302 | 303) {
@@ -173,10 +176,14 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
   async function proceed(request: FastifyRequest, reply: FastifyReply, interaction: Interaction, sealed: string, status: 302 | 303) {
     const r = interaction.request;
     const signedIn = await currentSession(request, services);
-    const { fresh } = signInState(interaction, signedIn);
+    const { fresh, wrongPerson } = signInState(interaction, signedIn);
     if (!signedIn || !fresh) {
       if (r.prompt.includes('none')) return redirectError(reply, interaction, new OAuthError('login_required', 'The user must sign in.'), status);
       return reply.redirect(`/login?return_to=${encodeURIComponent(continuePath(sealed))}&fresh=${signedIn ? '1' : '0'}`, 303);
+    }
+    if (wrongPerson) {
+      audit(request, 'authorization.refused', { clientId: r.clientId, userId: signedIn.user.id, reason: 'signed in as another person than the claims parameter requires' });
+      return redirectError(reply, interaction, new OAuthError('access_denied', 'The person who signed in is not the one the application asked for.'), status);
     }
     if (!(await secondFactorDone(signedIn, r))) {
       if (r.prompt.includes('none')) return redirectError(reply, interaction, new OAuthError('interaction_required', 'The user must confirm the sign-in with a second factor.'), status);
@@ -263,7 +270,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     // The validated request's, which may come from a request object or a pushed request.
     setPageLanguage(request, parsed.request.uiLocales);
-    const interaction = newInteraction(parsed.request, { maxAge: parsed.maxAge, expectedSubject: parsed.expectedSubject, now: epochSeconds(clock) });
+    const interaction = newInteraction(parsed.request, { maxAge: parsed.maxAge, expectedSubject: parsed.expectedSubject, requiredSubject: parsed.requiredSubject, now: epochSeconds(clock) });
     const sealed = sealInteraction(services.interactionKey, browserBinding(request, reply, config), interaction);
     return proceed(request, reply, interaction, sealed, 302);
   }
@@ -303,7 +310,8 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     const interaction = openSealedInteraction(request, reply, services, form.interaction);
     if (!interaction) return renderErrorPage(request, reply, services, expiredPage, 400);
     const signedIn = await currentSession(request, services);
-    if (!signedIn || !signInState(interaction, signedIn).fresh || !(await secondFactorDone(signedIn, interaction.request))) {
+    const state = signInState(interaction, signedIn);
+    if (!signedIn || !state.fresh || state.wrongPerson || !(await secondFactorDone(signedIn, interaction.request))) {
       return proceed(request, reply, interaction, form.interaction, 303);
     }
     if (form.decision !== 'allow' && form.decision !== 'deny') {

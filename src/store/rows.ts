@@ -40,6 +40,7 @@ import type {
   UserProfileClaims,
   UserRecord,
 } from './store.js';
+import { postalAddressMembers } from './store.js';
 
 export type Row = Record<string, unknown>;
 
@@ -93,7 +94,6 @@ const profileStrings = [
   'locale',
   'phone_number',
 ] as const satisfies ReadonlyArray<keyof UserProfileClaims>;
-const addressStrings = ['formatted', 'street_address', 'locality', 'region', 'postal_code', 'country'] as const satisfies ReadonlyArray<keyof PostalAddress>;
 
 /**
  * The profile claims column (a JSON object) as a record. It is released to clients as it is read,
@@ -113,7 +113,7 @@ export function profileFromText(v: unknown): UserProfileClaims {
   const storedAddress = stored.address;
   if (typeof storedAddress === 'object' && storedAddress !== null && !Array.isArray(storedAddress)) {
     const address: PostalAddress = {};
-    for (const member of addressStrings) {
+    for (const member of postalAddressMembers) {
       const value = (storedAddress as Record<string, unknown>)[member];
       if (typeof value === 'string') address[member] = value;
     }

@@ -17,6 +17,9 @@ export interface PostalAddress {
   country?: string;
 }
 
+/** The members of a postal address, in OIDC Core §5.1.1's order. */
+export const postalAddressMembers = ['formatted', 'street_address', 'locality', 'region', 'postal_code', 'country'] as const satisfies ReadonlyArray<keyof PostalAddress>;
+
 /**
  * The OIDC Core §5.1 standard claims a person's record holds besides its own columns (username →
  * preferred_username, name, email, email_verified): set by operators (`latchkey users add|update`),

@@ -24,6 +24,7 @@ import {
   redeem,
   startOp,
   Tester,
+  tokenRequest,
   unsignedRequestObject,
   userinfo,
   type AuthorizationRequest,
@@ -47,6 +48,16 @@ describe('oidcc-claims-essential', () => {
     const info = await userinfo(op, tokens);
     // EnsureUserInfoContainsName (WARNING).
     expect(info).toStrictEqual({ sub: tokens.claims.sub, name: 'Buffy Summers' });
+  });
+
+  it('the claims asked for by name outlive a refresh: the refreshed token still gets them at userinfo', async () => {
+    const claims = JSON.stringify({ userinfo: { phone_number: null } });
+    const { tokens } = await codeFlow(op, new Tester(op), { extras: { scope: 'openid offline_access', prompt: 'consent', claims } });
+    expect((await userinfo(op, tokens)).phone_number).toBe('+1 (805) 555-0100');
+    const refreshed = await tokenRequest(op, op.client, { grant_type: 'refresh_token', refresh_token: tokens.refreshToken! });
+    expect(refreshed.status).toBe(200);
+    const info = await userinfo(op, { accessToken: refreshed.body.access_token as string, tokenType: 'Bearer' });
+    expect(info).toStrictEqual({ sub: tokens.claims.sub, phone_number: '+1 (805) 555-0100' });
   });
 
   it('claims asked for the id_token are in it; ones the server does not hold are ignored', async () => {
@@ -168,6 +179,31 @@ describe('request objects: signed, and the abuse cases (OIDC Core §6.1, RFC 910
       const outcome = await new Tester(op).open(byValue(base, object).url + `&state=${base.state}`);
       expect(expectAuthorizationError(outcome, base.state), object.slice(0, 40)).toBe('invalid_request_object');
     }
+  });
+
+  it('HS256 with the secret of a client that keeps it (--client-secret-jwt) is used; HS256 keyed with a registered public key is refused', async () => {
+    const { secret } = await addClient(op.t.store, 'ro-hmac', { confidential: true, redirectUris: [callbackUri], grantTypes: ['authorization_code'], secretBox: op.t.app.services.secretBox });
+    const base = authorizationRequest({ id: 'ro-hmac', secret: secret! });
+    const hmac = await new SignJWT({ ...base.params, iss: 'ro-hmac', aud: issuer }).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(secret!));
+    expectCode(await new Tester(op).open(byValue(base, hmac).url), base);
+
+    // Algorithm confusion: an HMAC keyed with the bytes of the client's own public key.
+    const { publicKey } = await generateKeyPair('RS256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'rsa-1', alg: 'RS256', use: 'sig' };
+    await addClient(op.t.store, 'ro-rsa', { confidential: true, redirectUris: [callbackUri], grantTypes: ['authorization_code'], jwks: { keys: [jwk] } });
+    const rsaBase = authorizationRequest({ id: 'ro-rsa', secret: '' });
+    for (const keyBytes of [JSON.stringify(jwk), String(jwk.n)]) {
+      const forged = await new SignJWT({ ...rsaBase.params }).setProtectedHeader({ alg: 'HS256', kid: 'rsa-1' }).sign(new TextEncoder().encode(keyBytes));
+      expect(expectAuthorizationError(await new Tester(op).open(byValue(rsaBase, forged).url + `&state=${rsaBase.state}`), rsaBase.state)).toBe('invalid_request_object');
+    }
+  });
+
+  it('a client whose jwks_uri cannot be reached gets invalid_request_object, not a server error', async () => {
+    await addClient(op.t.store, 'ro-remote', { confidential: true, redirectUris: [callbackUri], grantTypes: ['authorization_code'], jwksUri: 'https://127.0.0.1:1/jwks.json' });
+    const { privateKey } = await generateKeyPair('ES256');
+    const base = authorizationRequest({ id: 'ro-remote', secret: '' });
+    const object = await new SignJWT({ ...base.params, iss: 'ro-remote', aud: issuer }).setProtectedHeader({ alg: 'ES256', kid: 'k' }).sign(privateKey);
+    expect(expectAuthorizationError(await new Tester(op).open(byValue(base, object).url + `&state=${base.state}`), base.state)).toBe('invalid_request_object');
   });
 
   it('a broken object with an unregistered query redirect_uri is a page, never a redirect', async () => {

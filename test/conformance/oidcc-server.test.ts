@@ -14,6 +14,7 @@ import {
   callbackUri,
   codeFlow,
   discoveryUrl,
+  issuer,
   expectAuthorizationError,
   expectCode,
   fetchJwks,
@@ -138,10 +139,18 @@ describe('oidcc-ensure-post-request-succeeds', () => {
     await userinfo(op, tokens);
   });
 
-  it('a POST from a signed-in browser with prompt=none comes back silently (the session cookie reaches the GET it moves to)', async () => {
+  it('a cross-site POST (no cookies: SameSite=Lax) from a signed-in browser with prompt=none is moved to a GET that carries them, and comes back silently', async () => {
     const tester = new Tester(op);
     await codeFlow(op, tester);
-    const { outcome } = await codeFlow(op, tester, { method: 'POST', extras: { prompt: 'none' } });
-    expect(outcome.kind === 'callback' && outcome.pages).toStrictEqual([]);
+    const request = authorizationRequest(op.client, { prompt: 'none' });
+    const [endpoint, query] = request.url.split('?');
+    // The browser sends none of the OP's Lax cookies with a form posted from another site.
+    const posted = await opFetch(op, endpoint!, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: query });
+    expect(posted.status).toBe(303);
+    expect(posted.headers.get('set-cookie')).toBeNull();
+    // The top-level GET it moves to carries them.
+    const outcome = await tester.open(new URL(posted.headers.get('location')!, issuer).href);
+    expect(outcome.pages).toStrictEqual([]);
+    expectCode(outcome, request);
   });
 });

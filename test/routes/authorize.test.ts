@@ -620,6 +620,27 @@ describe('POST /authorize (OIDC Core §3.1.2.1)', () => {
 });
 
 describe('claims and request objects at the consent page', () => {
+  it('a sub asked for with a value admits no one else: someone else signing in for the request gets access_denied, not a code', async () => {
+    await addUser(t.store, 'bob', 'bob-password');
+    const claims = JSON.stringify({ id_token: { sub: { value: alice.id, essential: true } } });
+    const start = await browser.get(authorizeUrl({ client_id: 'first', claims }));
+    const login = await browser.get(start.location!);
+    const after = await browser.get((await signIn(browser, login, 'bob', 'bob-password')).location!);
+    expect(redirectParams(after).get('error')).toBe('access_denied');
+    expect(redirectParams(after).get('code')).toBeNull();
+    // Alice herself is let through.
+    const aliceBrowser = new Browser(injectTransport(t.app));
+    const hers = await aliceBrowser.get(authorizeUrl({ client_id: 'first', claims }));
+    const done = await aliceBrowser.get((await signIn(aliceBrowser, await aliceBrowser.get(hers.location!), 'alice', 'alice-password')).location!);
+    expect(redirectParams(done).get('code')).toBeTruthy();
+  });
+
+  it('prompt=none with claims whose scope the person never allowed is consent_required', async () => {
+    await decide(await signInThrough(await browser.get(authorizeUrl({ scope: 'openid' }))), 'allow');
+    const quiet = await browser.get(authorizeUrl({ scope: 'openid', prompt: 'none', claims: JSON.stringify({ userinfo: { address: null } }) }));
+    expect(redirectParams(quiet).get('error')).toBe('consent_required');
+  });
+
   it('claims asked for by name are part of what the person allows (their scope is shown and remembered)', async () => {
     const claims = JSON.stringify({ userinfo: { phone_number: null, name: null } });
     const first = await signInThrough(await browser.get(authorizeUrl({ scope: 'openid', claims })));

@@ -3012,11 +3012,15 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('updateUserProfile moves updatedAt and leaves the profile claims alone', async () => {
+      it('updateUserProfile moves updatedAt and leaves the profile claims alone; the same name and email again move nothing', async () => {
         await withStore(async (store) => {
           await store.createUser(user({ profile: fullProfile }));
           expect(await store.updateUserProfile('user-alice', { name: 'Alice', email: 'alice@example.com' }, t0 + 15)).toBe(true);
           expect(await store.findUserById('user-alice')).toStrictEqual(user({ name: 'Alice', profile: fullProfile, updatedAt: t0 + 15 }));
+          expect(await store.updateUserProfile('user-alice', { name: 'Alice', email: 'alice@example.com' }, t0 + 25)).toBe(true);
+          expect((await store.findUserById('user-alice'))!.updatedAt).toBe(t0 + 15);
+          expect(await store.updateUserProfile('user-alice', { name: undefined, email: 'alice@example.com' }, t0 + 35)).toBe(true);
+          expect((await store.findUserById('user-alice'))!.updatedAt).toBe(t0 + 35);
         });
       });
 

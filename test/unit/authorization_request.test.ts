@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { plainClientFields } from '../../src/admin/clients.js';
+import { manualClock } from '../../src/clock.js';
 import { configFrom } from '../../src/config.js';
 import { OAuthError, type OAuthErrorCode } from '../../src/errors.js';
 import { parseAuthorizationRequest, type ParsedAuthorizationRequest } from '../../src/oauth/authorization_request.js';
@@ -8,6 +9,7 @@ import { addApi, addClient } from '../helpers/app.js';
 import { client, t0 } from '../helpers/records.js';
 
 const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test' });
+const requestObjects = { issuer: config.issuer, clock: manualClock(t0), secretBox: undefined };
 const challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
 const appRedirect = 'https://app.example.com/cb';
 
@@ -58,7 +60,7 @@ async function parse(q: unknown): Promise<ParsedAuthorizationRequest> {
       client({ clientId: 'nopkce', grantTypes: ['authorization_code'], requirePkce: false, redirectUris: ['https://nopkce.example.com/cb'] }),
     );
     await addApi(store, 'https://api.example.com');
-    return await parseAuthorizationRequest(store, config, q);
+    return await parseAuthorizationRequest(store, config, q, { requestObjects });
   } finally {
     await store.close();
   }
@@ -208,6 +210,7 @@ describe('parseAuthorizationRequest', () => {
         },
         maxAge: undefined,
         expectedSubject: undefined,
+        requiredSubject: undefined,
         request: {
           clientId: 'app',
           redirectUri: appRedirect,
@@ -336,6 +339,7 @@ describe('parseAuthorizationRequest', () => {
       expect(result.kind).toBe('valid');
       if (result.kind !== 'valid') return;
       expect(result.expectedSubject).toBe('u-42');
+      expect(result.requiredSubject).toBe('u-42');
       expect(result.request.acrValues).toBe('urn:latchkey:mfa');
     });
 
@@ -378,7 +382,7 @@ describe('parseAuthorizationRequest', () => {
       const store = new SqliteStore({ path: ':memory:', now: t0 });
       try {
         await addClient(store, 'repeated', { grantTypes: ['authorization_code'], redirectUris: ['https://repeated.example.com/cb'] });
-        const result = await parseAuthorizationRequest(store, config, query({ client_id: 'repeated', redirect_uri: 'https://repeated.example.com/cb' }));
+        const result = await parseAuthorizationRequest(store, config, query({ client_id: 'repeated', redirect_uri: 'https://repeated.example.com/cb' }), { requestObjects });
         expect(result.kind).toBe('valid');
         if (result.kind === 'valid') expect(result.request.clientId).toBe('repeated');
       } finally {

@@ -113,6 +113,8 @@ describe('the claims request parameter (OIDC Core §5.5)', () => {
     ['a claim that is neither null nor an object', '{"userinfo":{"name":true}}'],
     ['essential that is not a boolean', '{"userinfo":{"name":{"essential":1}}}'],
     ['values that is not an array', '{"userinfo":{"name":{"values":"a"}}}'],
+    ['a sub value longer than 255 characters', JSON.stringify({ id_token: { sub: { value: 'x'.repeat(256) } } })],
+    ['a sub value that is not ASCII', JSON.stringify({ id_token: { sub: { value: 'ü' } } })],
     ['longer than 4096 characters', JSON.stringify({ userinfo: { name: { value: 'x'.repeat(5000) } } })],
   ])('%s is invalid_request', (_, raw) => {
     try {

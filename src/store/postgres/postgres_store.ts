@@ -1120,10 +1120,12 @@ export class PostgresStore implements Store {
 
   async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }, now: number): Promise<boolean> {
     if (!storable(userId)) return false;
-    // SET reads the old row: the flag stays only when the address is the same but for case (as findUsersByEmail compares).
+    // SET reads the old row: the flag stays only when the address is the same but for case (as
+    // findUsersByEmail compares), and updated_at moves only when the name or the email really changes.
     return (
       (await this.db.run(
-        'UPDATE users SET name = $1, email = $2, email_verified = CASE WHEN lower(email) = lower($2) THEN email_verified ELSE false END, updated_at = $4 WHERE id = $3',
+        `UPDATE users SET name = $1, email = $2, email_verified = CASE WHEN lower(email) = lower($2) THEN email_verified ELSE false END,
+           updated_at = CASE WHEN $1::text IS DISTINCT FROM name OR $2 IS DISTINCT FROM email THEN $4 ELSE updated_at END WHERE id = $3`,
         profile.name ?? null,
         profile.email,
         userId,

@@ -1262,12 +1262,16 @@ export class SqliteStore implements Store {
   }
 
   async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }, now: number): Promise<boolean> {
-    // SET reads the old row: the flag stays only when the address is the same but for ASCII case (as findUsersByEmail compares).
+    // SET reads the old row: the flag stays only when the address is the same but for ASCII case (as
+    // findUsersByEmail compares), and updated_at moves only when the name or the email really changes.
     return (
       this.run(
-        'UPDATE users SET name = ?, email = ?, email_verified = CASE WHEN email = ? COLLATE NOCASE THEN email_verified ELSE 0 END, updated_at = ? WHERE id = ?',
+        `UPDATE users SET name = ?, email = ?, email_verified = CASE WHEN email = ? COLLATE NOCASE THEN email_verified ELSE 0 END,
+           updated_at = CASE WHEN ? IS NOT name OR ? IS NOT email THEN ? ELSE updated_at END WHERE id = ?`,
         profile.name ?? null,
         profile.email,
+        profile.email,
+        profile.name ?? null,
         profile.email,
         now,
         userId,

@@ -40,7 +40,13 @@ export interface BootstrapResult {
 
 const passwordAlphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
 
-export async function bootstrap(store: Store, config: Config, clock: Clock): Promise<BootstrapResult> {
+export async function bootstrap(
+  store: Store,
+  config: Config,
+  clock: Clock,
+  /** How the first user's password is hashed (tests pass a memoized one: scrypt is slow by design). */
+  hash: (password: string) => Promise<string> = hashPassword,
+): Promise<BootstrapResult> {
   const now = epochSeconds(clock);
   await store.ensureClient(builtinCliClient(now));
   if ((await store.countUsers()) > 0) return { createdUser: undefined, generatedPassword: undefined };
@@ -53,7 +59,7 @@ export async function bootstrap(store: Store, config: Config, clock: Clock): Pro
       username,
       email: username.includes('@') ? username : `${username}@localhost`,
       name: undefined,
-      passwordHash: await hashPassword(config.bootstrapPassword ?? generated ?? ''),
+      passwordHash: await hash(config.bootstrapPassword ?? generated ?? ''),
       disabled: false,
       createdAt: now,
       tokensRevokedAt: undefined,

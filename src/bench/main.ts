@@ -183,7 +183,9 @@ async function seed(config: Config, sizes: Sizes, filler: number): Promise<Fixtu
   try {
     await seedBase(store, now);
     if (filler > 0) await seedDeviceGrants(store, { count: filler, status: 'pending', now, config, keep: false });
-    const pendingCount = Math.max(count(maxPollRate, config.deviceInterval + 1), 1000);
+    // No code may come round again within its interval (that poll would be slow_down): enough codes
+    // for the polls of a whole interval, or of the whole run when it is shorter (--quick).
+    const pendingCount = Math.max(count(maxPollRate, Math.min(config.deviceInterval + 1, duration)), 1000);
     const fixtures: Fixtures = {
       pendingWarm: await seedDeviceGrants(store, { count: count(maxPollRate, warmup), status: 'pending', now, config }),
       pending: await seedDeviceGrants(store, { count: pendingCount, status: 'pending', now, config }),

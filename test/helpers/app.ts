@@ -5,7 +5,10 @@
 import { clientSecretContext, plainClientFields } from '../../src/admin/clients.js';
 import type { SecretBox } from '../../src/crypto/secret_box.js';
 import type { FastifyInstance } from 'fastify';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes, type KeyObject } from 'node:crypto';
+import { openSecretBox } from '../../src/crypto/secret_key_file.js';
+import { algorithmsInUse, signingKeyContext } from '../../src/crypto/signer.js';
+import { generateSigningKey, privateKeyFromPem, publicJwkOf, type SigningAlgorithm } from '../../src/crypto/keys.js';
 import { buildApp, defaultRateLimits } from '../../src/app.js';
 import { bootstrap } from '../../src/bootstrap.js';
 import { manualClock, type ManualClock } from '../../src/clock.js';
@@ -32,12 +35,15 @@ export async function testApp(
   // memory, the key is this process's own).
   const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', LATCHKEY_DB: options.path ?? ':memory:', ...env });
   const store = new SqliteStore({ path: options.path ?? ':memory:', now: Math.floor(clock()) });
-  await bootstrap(store, config, clock);
+  const secretBox = await openSecretBox(config, store);
+  await seedSigningKeys(store, secretBox, config.signingAlg, Math.floor(clock()));
+  await bootstrap(store, config, clock, testPasswordHash);
   const lines = options.logLines;
   const app = await buildApp({
     config,
     store,
     clock,
+    secretBox,
     rateLimits: defaultRateLimits(config, clock),
     // The sign-in slow-down would make tests wait for real; they see what it asked for instead.
     sleep: options.sleep ?? (async () => undefined),
@@ -56,6 +62,33 @@ export async function testApp(
   };
 }
 
+/**
+ * Fixtures that are slow to make by design, made once per test process: scrypt password hashes
+ * (by password; the same parameters and format as production, only not recomputed) and signing
+ * key pairs (by algorithm; each app still gets keys of its own id, sealed with its own box).
+ * A route test that builds an app and a user then costs milliseconds, not a second.
+ */
+const passwordHashes = new Map<string, Promise<string>>();
+
+export function testPasswordHash(password: string): Promise<string> {
+  let hash = passwordHashes.get(password);
+  if (!hash) passwordHashes.set(password, (hash = hashPassword(password)));
+  return hash;
+}
+
+const keyPairs = new Map<SigningAlgorithm, KeyObject>();
+
+/** What the signer would make on first start, from a key pair of this process (see above). */
+async function seedSigningKeys(store: SqliteStore, box: SecretBox, accessTokenAlgorithm: SigningAlgorithm, now: number): Promise<void> {
+  for (const alg of algorithmsInUse(accessTokenAlgorithm)) {
+    let privateKey = keyPairs.get(alg);
+    if (!privateKey) keyPairs.set(alg, (privateKey = privateKeyFromPem(generateSigningKey(alg).privateKeyPem)));
+    const kid = randomBytes(12).toString('base64url');
+    const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    await store.ensureSigningKey({ kid, alg, privateKeyPem: box.seal(signingKeyContext(kid), pem), publicJwk: publicJwkOf(privateKey, kid, alg), createdAt: now });
+  }
+}
+
 export async function addUser(
   store: SqliteStore,
   username = 'alice',
@@ -67,7 +100,7 @@ export async function addUser(
     username,
     email: `${username}@example.com`,
     name: `${username[0]?.toUpperCase()}${username.slice(1)} Example`,
-    passwordHash: await hashPassword(password),
+    passwordHash: await testPasswordHash(password),
     disabled: false,
     createdAt: 1_800_000_000,
     tokensRevokedAt: undefined,

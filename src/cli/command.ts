@@ -21,10 +21,8 @@ export interface CommandContext extends CommandIo {
   secretBox(): Promise<SecretBox>;
 }
 
+/** A command's module: how to call it. Its name and summary are in command_index.ts. */
 export interface Command {
-  /** Words after `latchkey`, e.g. ['users', 'add']. */
-  path: string[];
-  summary: string;
   usage: string;
   /** Options, defaults and exit codes, for `latchkey <command> --help`. */
   help?: string;

@@ -7,101 +7,16 @@
 import { parseArgs } from 'node:util';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { AdminInputError } from '../admin/validation.js';
-import { ConfigError, loadConfig, type Config } from '../config.js';
-import { openConfiguredStore } from '../store/open.js';
-import { openSecretBox } from '../crypto/secret_key_file.js';
-import { SecretKeyError, type SecretBox } from '../crypto/secret_box.js';
+import type { Config } from '../config.js';
+import type { SecretBox } from '../crypto/secret_box.js';
 import type { Store } from '../store/store.js';
 import { CommandError, exitCodes, type Command, type CommandIo } from './command.js';
-import { apisAddCommand } from './commands/apis_add.js';
-import { apisListCommand } from './commands/apis_list.js';
-import { apisRemoveCommand } from './commands/apis_remove.js';
-import { apisUpdateCommand } from './commands/apis_update.js';
-import { clientsAddCommand } from './commands/clients_add.js';
-import { clientsListCommand } from './commands/clients_list.js';
-import { clientsRemoveCommand } from './commands/clients_remove.js';
-import { clientsGrantCommand } from './commands/clients_grant.js';
-import { clientsRotateSecretCommand } from './commands/clients_rotate_secret.js';
-import { clientsDisableCommand, clientsEnableCommand } from './commands/clients_disable.js';
-import { clientsRegistrationTokenCommand } from './commands/clients_registration_token.js';
-import { rolesAddCommand, rolesListCommand, rolesRemoveCommand, rolesUpdateCommand } from './commands/roles.js';
-import { usersGrantCommand, usersRevokeCommand } from './commands/users_roles.js';
-import { connectorsAddCommand } from './commands/connectors_add.js';
-import { connectorsListCommand } from './commands/connectors_list.js';
-import { connectorsRemoveCommand } from './commands/connectors_remove.js';
-import { loginCommand } from './client/login.js';
-import { logoutCommand } from './client/logout.js';
-import { credentialDockerCommand, credentialGitCommand, credentialKubectlCommand } from './client/credential_commands.js';
-import { tokenCommand } from './client/token.js';
-import { whoamiCommand } from './client/whoami.js';
-import { keysListCommand } from './commands/keys_list.js';
-import { keysRotateCommand } from './commands/keys_rotate.js';
-import { serveCommand } from './commands/serve.js';
-import { secretKeyGenerateCommand } from './commands/secret_key_generate.js';
-import { secretKeyRotateCommand } from './commands/secret_key_rotate.js';
-import { usersAddCommand } from './commands/users_add.js';
-import { usersUpdateCommand } from './commands/users_update.js';
-import { usersDisableCommand } from './commands/users_disable.js';
-import { usersEnableCommand } from './commands/users_enable.js';
-import { usersRevokeTokensCommand } from './commands/users_revoke_tokens.js';
-import { usersMfaResetCommand } from './commands/users_mfa_reset.js';
-import { sessionsListCommand } from './commands/sessions_list.js';
-import { sessionsRevokeCommand } from './commands/sessions_revoke.js';
-import { usersListCommand } from './commands/users_list.js';
-import { usersPasswdCommand } from './commands/users_passwd.js';
-
-export const commands: Command[] = [
-  loginCommand,
-  tokenCommand,
-  whoamiCommand,
-  logoutCommand,
-  credentialKubectlCommand,
-  credentialGitCommand,
-  credentialDockerCommand,
-  serveCommand,
-  usersAddCommand,
-  usersUpdateCommand,
-  usersListCommand,
-  usersDisableCommand,
-  usersEnableCommand,
-  usersPasswdCommand,
-  usersRevokeTokensCommand,
-  usersMfaResetCommand,
-  usersGrantCommand,
-  usersRevokeCommand,
-  rolesAddCommand,
-  rolesUpdateCommand,
-  rolesListCommand,
-  rolesRemoveCommand,
-  sessionsListCommand,
-  sessionsRevokeCommand,
-  clientsAddCommand,
-  clientsListCommand,
-  clientsRemoveCommand,
-  clientsGrantCommand,
-  clientsRotateSecretCommand,
-  clientsDisableCommand,
-  clientsEnableCommand,
-  clientsRegistrationTokenCommand,
-  connectorsAddCommand,
-  connectorsListCommand,
-  connectorsRemoveCommand,
-  apisAddCommand,
-  apisUpdateCommand,
-  apisListCommand,
-  apisRemoveCommand,
-  keysListCommand,
-  keysRotateCommand,
-  secretKeyGenerateCommand,
-  secretKeyRotateCommand,
-];
+import { commandIndex, type CommandEntry } from './command_index.js';
 
 export const configExitCode = 3;
 
-const clientCommands = new Set<Command>([loginCommand, tokenCommand, whoamiCommand, logoutCommand, credentialKubectlCommand, credentialGitCommand, credentialDockerCommand]);
-
 function globalUsage(): string {
+  const commands = commandIndex;
   const width = Math.max(...commands.map((c) => c.path.join(' ').length));
   return [
     'latchkey — an OAuth 2.0 / OpenID Connect identity provider for CLIs, devices and browsers',
@@ -109,11 +24,11 @@ function globalUsage(): string {
     'Usage: latchkey <command> [options]',
     '',
     'Sign in from this machine:',
-    ...commands.filter((c) => clientCommands.has(c)).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
+    ...commands.filter((c) => c.client).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
     '',
     'Run and administer the server, also while it runs (on LATCHKEY_DB: a SQLite file, default ./data/latchkey.db,',
     'or a postgres:// URL):',
-    ...commands.filter((c) => !clientCommands.has(c)).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
+    ...commands.filter((c) => !c.client).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
     '',
     'Run "latchkey <command> --help" for the options of a command.',
     '',
@@ -123,20 +38,20 @@ function globalUsage(): string {
   ].join('\n');
 }
 
-function commandUsage(command: Command): string {
-  return `${command.summary}\n\nUsage: ${command.usage}\n${command.help ? `\n${command.help.trimEnd()}\n` : ''}`;
+function commandUsage(entry: CommandEntry, command: Command): string {
+  return `${entry.summary}\n\nUsage: ${command.usage}\n${command.help ? `\n${command.help.trimEnd()}\n` : ''}`;
 }
 
-function findCommand(args: string[]): { command: Command; rest: string[] } | undefined {
+function findCommand(args: string[]): { entry: CommandEntry; rest: string[] } | undefined {
   const words = args.filter((a) => !a.startsWith('-'));
-  const matches = commands
+  const matches = commandIndex
     .filter((c) => c.path.every((word, i) => words[i] === word))
     .sort((a, b) => b.path.length - a.path.length);
-  const command = matches[0];
-  if (!command) return undefined;
+  const entry = matches[0];
+  if (!entry) return undefined;
   const rest = [...args];
-  for (const word of command.path) rest.splice(rest.indexOf(word), 1);
-  return { command, rest };
+  for (const word of entry.path) rest.splice(rest.indexOf(word), 1);
+  return { entry, rest };
 }
 
 export async function main(args: string[], io: CommandIo): Promise<number> {
@@ -150,9 +65,10 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
     io.stderr.write(`latchkey: unknown command "${args.filter((a) => !a.startsWith('-')).slice(0, 2).join(' ')}"\n\n${globalUsage()}`);
     return exitCodes.usage;
   }
-  const { command, rest } = found;
+  const { entry, rest } = found;
+  const command = await entry.load();
   if (wantsHelp) {
-    io.stdout.write(commandUsage(command));
+    io.stdout.write(commandUsage(entry, command));
     return exitCodes.ok;
   }
 
@@ -169,6 +85,10 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
     return exitCodes.usage;
   }
 
+  // What only the server's commands need is loaded when asked for (see command_index.ts); the
+  // configuration module is loaded before the command runs, so config() stays synchronous.
+  const { loadConfig } = await import('../config.js');
+  const openStore = async (c: Config) => (await import('../store/open.js')).openConfiguredStore(c);
   let config: Config | undefined;
   let store: Promise<Store> | undefined;
   let box: Promise<SecretBox> | undefined;
@@ -178,14 +98,16 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
       values: parsed.values as Record<string, string | boolean | string[] | undefined>,
       positionals: parsed.positionals,
       config: () => (config ??= loadConfig(io.env)),
-      store: () => (store ??= openConfiguredStore((config ??= loadConfig(io.env)))),
+      store: () => (store ??= openStore((config ??= loadConfig(io.env)))),
       secretBox: () =>
         (box ??= (async () => {
           const c = (config ??= loadConfig(io.env));
-          return openSecretBox(c, await (store ??= openConfiguredStore(c)));
+          const { openSecretBox } = await import('../crypto/secret_key_file.js');
+          return openSecretBox(c, await (store ??= openStore(c)));
         })()),
     });
   } catch (err) {
+    const [{ ConfigError }, { SecretKeyError }, { AdminInputError }] = await Promise.all([import('../config.js'), import('../crypto/secret_box.js'), import('../admin/validation.js')]);
     if (err instanceof ConfigError) {
       for (const problem of err.problems) io.stderr.write(`latchkey: ${problem}\n`);
       return configExitCode;

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,15 +104,25 @@ describe('graceful shutdown', () => {
       const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
       const csrf = (await page.text()).match(/name="csrf_token" value="([^"]+)"/)![1]!;
       // Sign-ins are slow on purpose (scrypt): eight of them are still running when SIGTERM comes.
-      const inFlight = Array.from({ length: 8 }, () =>
-        fetch(`${base}/login`, {
-          method: 'POST',
-          redirect: 'manual',
-          headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ csrf_token: csrf, username: 'fay', password: 'fay-password' }),
-        }).then((r) => r.status, (err: Error) => `failed: ${err.message}`),
-      );
-      await new Promise((r) => setTimeout(r, 40));
+      // SIGTERM waits until every request has been written out whole (on a busy machine a fixed
+      // pause could come before some were even sent: those would rightly be refused with 503).
+      const body = new URLSearchParams({ csrf_token: csrf, username: 'fay', password: 'fay-password' }).toString();
+      const sent: Promise<void>[] = [];
+      const inFlight = Array.from({ length: 8 }, () => {
+        let written!: () => void;
+        sent.push(new Promise<void>((resolve) => (written = resolve)));
+        return new Promise<number | string>((resolve) => {
+          const request = httpRequest(`${base}/login`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          request.on('error', (err) => resolve(`failed: ${err.message}`));
+          request.on('finish', written);
+          request.end(body);
+        });
+      });
+      await Promise.all(sent);
+      await new Promise((r) => setTimeout(r, 50));
       server.child.kill('SIGTERM');
       expect(await Promise.all(inFlight)).toEqual(Array.from({ length: 8 }, () => 303));
       expect(await server.exit).toBe(0);

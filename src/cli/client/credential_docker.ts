@@ -29,8 +29,6 @@ export function dockerCredential(serverUrl: string, username: string, secret: st
 export const dockerActions = ['get', 'store', 'erase', 'list'] as const;
 
 export const credentialDockerCommand: Command = {
-  path: ['credential', 'docker'],
-  summary: "Docker's credential helper: the access token as the registry password",
   usage: 'latchkey credential docker [--profile P] [--audience A] [--username U] get|store|erase|list\n' +
     '       run by a docker-credential-latchkey wrapper named in credHelpers of ~/.docker/config.json',
   help: clientHelp(

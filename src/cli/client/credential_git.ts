@@ -73,8 +73,6 @@ export function formatGitCredential(attributes: ReadonlyArray<readonly [string, 
 export const defaultGitUsername = 'oauth2';
 
 export const credentialGitCommand: Command = {
-  path: ['credential', 'git'],
-  summary: "Git's credential helper: the access token as the password for https remotes",
   usage: "latchkey credential git [--profile P] [--audience A] [--host H]… [--username U] get|store|erase\n" +
     "       e.g. git config --global credential.https://git.example.com.helper '!latchkey credential git'",
   help: clientHelp(

@@ -51,8 +51,6 @@ export function execCredential(apiVersion: ExecCredentialVersion, token: string,
 }
 
 export const credentialKubectlCommand: Command = {
-  path: ['credential', 'kubectl'],
-  summary: "kubectl's exec credential plugin: prints an ExecCredential with the access token",
   usage: 'latchkey credential kubectl [--profile P] [--audience A]      (users[].user.exec in a kubeconfig)',
   help: clientHelp(audienceOptionHelp),
   positionals: { min: 0, max: 0 },

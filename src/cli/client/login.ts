@@ -187,8 +187,6 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
 }
 
 export const loginCommand: Command = {
-  path: ['login'],
-  summary: 'Sign in from this machine (browser, or --device for machines without one)',
   usage: 'latchkey login [--issuer URL] [--client-id ID] [--audience A] [--scope S] [--device] [--dpop] [--no-browser] [--profile P]',
   help: clientHelp(
     [

@@ -7,8 +7,6 @@ import { clientHelp } from './help.js';
 import { describe, discover, oidc } from './oidc.js';
 
 export const logoutCommand: Command = {
-  path: ['logout'],
-  summary: 'Sign out: revoke the refresh token and delete the stored credentials',
   usage: 'latchkey logout [--profile P]',
   help: clientHelp(),
   positionals: { min: 0, max: 0 },

@@ -13,8 +13,6 @@ import { clientHelp } from './help.js';
 import { validProfile } from './session.js';
 
 export const tokenCommand: Command = {
-  path: ['token'],
-  summary: 'Print a valid access token (refreshed when less than a minute is left)',
   usage: 'latchkey token [--profile P] [--dpop-proof --method M --url U [--nonce N]]        e.g. curl -H "Authorization: Bearer $(latchkey token)" …',
   help: clientHelp(
     [

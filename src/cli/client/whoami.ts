@@ -9,8 +9,6 @@ import { describe, discover, oauthErrorCode, oidc } from './oidc.js';
 import { profileDpop, validProfile } from './session.js';
 
 export const whoamiCommand: Command = {
-  path: ['whoami'],
-  summary: "Show who is signed in (the user's claims)",
   usage: 'latchkey whoami [--profile P] [--json]',
   help: clientHelp('  --json            print the claims as JSON\n'),
   positionals: { min: 0, max: 0 },

@@ -7,8 +7,6 @@ import { validIntrospectionClients } from './api_introspection_clients.js';
 import { validScopeNames } from '../../admin/roles.js';
 
 export const apisAddCommand: Command = {
-  path: ['apis', 'add'],
-  summary: 'Register an API (an audience tokens can be issued for)',
   usage: 'latchkey apis add <identifier> [--name <name>] [--scope <name>]... [--introspection-client <client_id>]...',
   help: [
     'Options:',

@@ -2,8 +2,6 @@ import type { Command } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
 export const apisListCommand: Command = {
-  path: ['apis', 'list'],
-  summary: 'List APIs',
   usage: 'latchkey apis list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },

@@ -1,8 +1,6 @@
 import { CommandError, type Command } from '../command.js';
 
 export const apisRemoveCommand: Command = {
-  path: ['apis', 'remove'],
-  summary: 'Remove an API',
   usage: 'latchkey apis remove <identifier>',
   positionals: { min: 1, max: 1 },
   options: {},

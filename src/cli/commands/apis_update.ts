@@ -5,8 +5,6 @@ import { validIntrospectionClients } from './api_introspection_clients.js';
 import { validScopeNames } from '../../admin/roles.js';
 
 export const apisUpdateCommand: Command = {
-  path: ['apis', 'update'],
-  summary: "Change an API's name, its scopes or the clients that may introspect its tokens",
   usage: 'latchkey apis update <identifier> [--name <name>] [--scope <name>]... [--no-scopes] [--introspection-client <client_id>]... [--no-introspection-clients]',
   help: [
     'Options:',

@@ -6,8 +6,6 @@ import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
 export const clientsAddCommand: Command = {
-  path: ['clients', 'add'],
-  summary: 'Register a client application',
   usage:
     'latchkey clients add <client_id> [--name <name>] [--redirect-uri <uri>]... ' +
     '[--grant-type authorization_code|device_code|refresh_token|client_credentials]... [--confidential [--client-secret-jwt]] ' +

@@ -4,10 +4,6 @@ import { CommandError, type Command } from '../command.js';
 
 function toggle(disabled: boolean): Command {
   return {
-    path: ['clients', disabled ? 'disable' : 'enable'],
-    summary: disabled
-      ? 'Suspend a client: it cannot authenticate or start sign-ins, and its tokens are refused while it is disabled'
-      : 'Let a disabled client work again (its unexpired tokens work again too; remove a client to end them for good)',
     usage: `latchkey clients ${disabled ? 'disable' : 'enable'} <client_id>`,
     positionals: { min: 1, max: 1 },
     options: {},

@@ -5,8 +5,6 @@ import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 
 export const clientsGrantCommand: Command = {
-  path: ['clients', 'grant'],
-  summary: 'Say which scopes of an API a machine client may ask for (client_credentials)',
   usage: 'latchkey clients grant <client_id> <api> --scope <name>... | --remove',
   help: [
     'Options:',

@@ -10,8 +10,6 @@ function authentication(c: ClientRecord): string {
 import { isoTime, json, table } from '../output.js';
 
 export const clientsListCommand: Command = {
-  path: ['clients', 'list'],
-  summary: 'List client applications',
   usage: 'latchkey clients list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },

@@ -22,8 +22,6 @@ export function validRegistrationTokenLifetime(value: string | undefined): numbe
 }
 
 export const clientsRegistrationTokenCommand: Command = {
-  path: ['clients', 'registration-token'],
-  summary: 'Print an initial access token that lets one client register itself (RFC 7591)',
   usage: 'latchkey clients registration-token [--expires-in <seconds>]',
   help: [
     'Options:',

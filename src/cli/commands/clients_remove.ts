@@ -4,8 +4,6 @@ import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 
 export const clientsRemoveCommand: Command = {
-  path: ['clients', 'remove'],
-  summary: 'Remove a client application and everything issued to it (its access tokens stop working at once)',
   usage: 'latchkey clients remove <client_id>',
   positionals: { min: 1, max: 1 },
   options: {},

@@ -4,8 +4,6 @@ import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 
 export const clientsRotateSecretCommand: Command = {
-  path: ['clients', 'rotate-secret'],
-  summary: "Give a confidential client a new secret (the old one can keep working for a while)",
   usage: 'latchkey clients rotate-secret <client_id> [--keep-old-for <seconds>] [--client-secret-jwt]',
   help: [
     'Options:',

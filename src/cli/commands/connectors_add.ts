@@ -65,8 +65,6 @@ async function secretFromStdin(context: CommandContext, what: string): Promise<s
 }
 
 export const connectorsAddCommand: Command = {
-  path: ['connectors', 'add'],
-  summary: 'Add an upstream identity provider people can sign in with (oidc, github, ldap)',
   usage,
   help: [
     'The redirect URI to register at an oidc or github upstream is printed: {issuer}/connectors/<id>/callback.',

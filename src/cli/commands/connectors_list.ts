@@ -8,8 +8,6 @@ function target(config: Record<string, unknown>): string {
 }
 
 export const connectorsListCommand: Command = {
-  path: ['connectors', 'list'],
-  summary: 'List upstream identity providers',
   usage: 'latchkey connectors list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },

@@ -8,8 +8,6 @@ import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 
 export const connectorsRemoveCommand: Command = {
-  path: ['connectors', 'remove'],
-  summary: 'Remove an upstream identity provider (the users it created stay, signed out, and can no longer sign in through it)',
   usage: 'latchkey connectors remove <id>',
   positionals: { min: 1, max: 1 },
   options: {},

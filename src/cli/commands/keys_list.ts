@@ -4,8 +4,6 @@ import type { Command } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
 export const keysListCommand: Command = {
-  path: ['keys', 'list'],
-  summary: 'List signing keys: the active one, and retired ones still published for verification',
   usage: 'latchkey keys list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },

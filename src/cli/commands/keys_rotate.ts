@@ -4,8 +4,6 @@ import type { Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
 export const keysRotateCommand: Command = {
-  path: ['keys', 'rotate'],
-  summary: 'Make new signing keys active now; old keys stay published until their tokens expire',
   usage: 'latchkey keys rotate',
   positionals: { min: 0, max: 0 },
   options: {},

@@ -15,8 +15,6 @@ const permissionHelp = [
 ].join('\n');
 
 export const rolesAddCommand: Command = {
-  path: ['roles', 'add'],
-  summary: 'Create a role: a set of API permissions to give people (users grant)',
   usage: 'latchkey roles add <role> [--permission <api>:<scope>]... [--description <text>]',
   help: permissionHelp,
   positionals: { min: 1, max: 1 },
@@ -39,8 +37,6 @@ export const rolesAddCommand: Command = {
 };
 
 export const rolesUpdateCommand: Command = {
-  path: ['roles', 'update'],
-  summary: "Replace a role's permissions or description",
   usage: 'latchkey roles update <role> [--permission <api>:<scope>]... [--no-permissions] [--description <text>]',
   help: permissionHelp,
   positionals: { min: 1, max: 1 },
@@ -65,8 +61,6 @@ export const rolesUpdateCommand: Command = {
 };
 
 export const rolesListCommand: Command = {
-  path: ['roles', 'list'],
-  summary: 'List roles with their permissions and how many people hold them',
   usage: 'latchkey roles list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
@@ -98,8 +92,6 @@ export const rolesListCommand: Command = {
 };
 
 export const rolesRemoveCommand: Command = {
-  path: ['roles', 'remove'],
-  summary: 'Remove a role (the people holding it lose it; their next tokens carry less)',
   usage: 'latchkey roles remove <role>',
   positionals: { min: 1, max: 1 },
   options: {},

@@ -2,8 +2,6 @@ import { generateSecretKeyText } from '../../crypto/secret_box.js';
 import type { Command } from '../command.js';
 
 export const secretKeyGenerateCommand: Command = {
-  path: ['secret-key', 'generate'],
-  summary: 'Print a new random secret key (for LATCHKEY_SECRET_KEY)',
   usage: 'latchkey secret-key generate',
   positionals: { min: 0, max: 0 },
   options: {},

@@ -20,8 +20,6 @@ async function resealUnderFirstKey(context: CommandContext, where: string): Prom
 }
 
 export const secretKeyRotateCommand: Command = {
-  path: ['secret-key', 'rotate'],
-  summary: 'Re-encrypt the stored server secrets under a new secret key',
   usage: 'latchkey secret-key rotate',
   help: [
     'With the key file of a SQLite database (LATCHKEY_SECRET_KEY unset): makes a new key, re-encrypts every',

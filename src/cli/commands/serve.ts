@@ -23,8 +23,6 @@ async function runPrimary(
 }
 
 export const serveCommand: Command = {
-  path: ['serve'],
-  summary: 'Run the identity provider',
   usage: 'latchkey serve',
   positionals: { min: 0, max: 0 },
   options: {},

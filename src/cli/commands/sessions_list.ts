@@ -8,8 +8,6 @@ import { CommandError, type Command } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
 export const sessionsListCommand: Command = {
-  path: ['sessions', 'list'],
-  summary: 'List live sign-ins: browser sessions and devices or apps (refresh-token families)',
   usage: 'latchkey sessions list [--user <username>] [--json]',
   positionals: { min: 0, max: 0 },
   options: { user: { type: 'string' }, json: { type: 'boolean' } },

@@ -8,8 +8,6 @@ import { CommandError, type Command } from '../command.js';
 import { revocationTime } from '../revocation_time.js';
 
 export const sessionsRevokeCommand: Command = {
-  path: ['sessions', 'revoke'],
-  summary: 'End one sign-in (a browser session, or a device or app) by its id',
   usage: 'latchkey sessions revoke <id>',
   positionals: { min: 1, max: 1 },
   options: {},

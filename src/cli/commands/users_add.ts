@@ -9,8 +9,6 @@ import { cliAudit } from '../audit_log.js';
 import { obtainPassword } from '../password_input.js';
 
 export const usersAddCommand: Command = {
-  path: ['users', 'add'],
-  summary: 'Create a user',
   usage: 'latchkey users add <username> --email <email> [--name <full name>] [profile claim options] [--password-stdin]',
   help: [
     'Options:',

@@ -3,8 +3,6 @@ import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
 export const usersDisableCommand: Command = {
-  path: ['users', 'disable'],
-  summary: 'Disable a user: no more sign-ins; sessions, refresh tokens and access tokens end',
   usage: 'latchkey users disable <username>',
   positionals: { min: 1, max: 1 },
   options: {},

@@ -2,8 +2,6 @@ import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
 export const usersEnableCommand: Command = {
-  path: ['users', 'enable'],
-  summary: 'Enable a disabled user again (their old sign-ins stay ended)',
   usage: 'latchkey users enable <username>',
   positionals: { min: 1, max: 1 },
   options: {},

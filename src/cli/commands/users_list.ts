@@ -2,8 +2,6 @@ import type { Command } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
 export const usersListCommand: Command = {
-  path: ['users', 'list'],
-  summary: 'List users',
   usage: 'latchkey users list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },

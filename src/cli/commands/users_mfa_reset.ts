@@ -8,8 +8,6 @@ import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 
 export const usersMfaResetCommand: Command = {
-  path: ['users', 'mfa-reset'],
-  summary: "Remove a user's second factors (authenticator app, passkeys, recovery codes)",
   usage: 'latchkey users mfa-reset <username>',
   help: [
     'For a person who lost their second factor and their recovery codes. Their next sign-in needs only',

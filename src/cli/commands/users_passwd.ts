@@ -6,8 +6,6 @@ import { CommandError, type Command } from '../command.js';
 import { obtainPassword } from '../password_input.js';
 
 export const usersPasswdCommand: Command = {
-  path: ['users', 'passwd'],
-  summary: "Set a user's password; every session and token of theirs ends",
   usage: 'latchkey users passwd <username> [--password-stdin]',
   positionals: { min: 1, max: 1 },
   options: { 'password-stdin': { type: 'boolean' } },

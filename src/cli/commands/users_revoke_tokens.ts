@@ -3,8 +3,6 @@ import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
 export const usersRevokeTokensCommand: Command = {
-  path: ['users', 'revoke-tokens'],
-  summary: "End every sign-in of a user: browser sessions, refresh tokens and access tokens",
   usage: 'latchkey users revoke-tokens <username>',
   help: [
     'Signs the person out everywhere (a lost laptop, a leaked token): their browser sessions end, every',

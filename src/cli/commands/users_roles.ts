@@ -4,8 +4,6 @@ import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 
 export const usersGrantCommand: Command = {
-  path: ['users', 'grant'],
-  summary: "Give a user a role (their next tokens carry the role's permissions; admin opens the console)",
   usage: 'latchkey users grant <username> <role>',
   positionals: { min: 2, max: 2 },
   options: {},
@@ -23,8 +21,6 @@ export const usersGrantCommand: Command = {
 };
 
 export const usersRevokeCommand: Command = {
-  path: ['users', 'revoke'],
-  summary: 'Take a role from a user (refreshed tokens carry less from then on)',
   usage: 'latchkey users revoke <username> <role>',
   positionals: { min: 2, max: 2 },
   options: {},

@@ -4,8 +4,6 @@ import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
 export const usersUpdateCommand: Command = {
-  path: ['users', 'update'],
-  summary: "Change a user's email, name or profile claims",
   usage: 'latchkey users update <username> [--email <email>] [--name <full name>] [profile claim options] [--clear <claim>]...',
   help: [
     'Options:',

@@ -22,6 +22,8 @@ interface QueuedWrite {
 
 export class GroupCommit {
   private queue: QueuedWrite[] = [];
+  /** Transaction control, prepared once: parsing these on every verb was a tenth of a device authorization. */
+  private readonly control: Record<'begin' | 'savepoint' | 'rollbackTo' | 'release' | 'commit' | 'rollback', Database.Statement>;
 
   /**
    * `sqlErrors` counts the statements of this connection that failed so far: how a verb's failure
@@ -30,7 +32,16 @@ export class GroupCommit {
   constructor(
     private readonly db: Database.Database,
     private readonly sqlErrors: () => number,
-  ) {}
+  ) {
+    this.control = {
+      begin: db.prepare('BEGIN IMMEDIATE'),
+      savepoint: db.prepare('SAVEPOINT latchkey_verb'),
+      rollbackTo: db.prepare('ROLLBACK TO latchkey_verb'),
+      release: db.prepare('RELEASE latchkey_verb'),
+      commit: db.prepare('COMMIT'),
+      rollback: db.prepare('ROLLBACK'),
+    };
+  }
 
   /** Queues a write verb for this turn's batch; the promise settles after the batch commits. */
   write<T>(verb: () => Promise<T>): Promise<T> {
@@ -48,20 +59,21 @@ export class GroupCommit {
     if (batch.length === 0) return;
     this.queue = [];
     const results: Promise<unknown>[] = [];
+    const { begin, savepoint, rollbackTo, release, commit, rollback } = this.control;
     try {
-      this.db.exec('BEGIN IMMEDIATE');
+      begin.run();
       for (const write of batch) {
-        this.db.exec('SAVEPOINT latchkey_verb');
+        savepoint.run();
         const failuresBefore = this.sqlErrors();
         // Every verb of this store does all its SQL before its first await, so all of it runs here.
         results.push(write.verb());
         if (!this.db.inTransaction) throw new Error('SQLite rolled the transaction back');
-        if (this.sqlErrors() !== failuresBefore) this.db.exec('ROLLBACK TO latchkey_verb');
-        this.db.exec('RELEASE latchkey_verb');
+        if (this.sqlErrors() !== failuresBefore) rollbackTo.run();
+        release.run();
       }
-      this.db.exec('COMMIT');
+      commit.run();
     } catch (err) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      if (this.db.inTransaction) rollback.run();
       for (const result of results) result.catch(() => {});
       for (const write of batch) write.reject(err);
       return;

@@ -5,22 +5,30 @@
  *
  *   node dist/bench/main.js [--duration 10] [--warmup 2] [--connections 64] [--alg RS256,ES256]
  *                           [--workers 1,2] [--scales 1000,100000,1000000] [--scenarios all|name,…] [--quick]
+ *                           [--peer] [--postgres postgres://user@host:port/db]
+ *
+ * --peer measures, in the same run and the same way, oidc-provider (peer_oidc_provider.ts) and a
+ * bare Fastify route (peer_bare_fastify.ts) on the device flow's scenarios, right after Latchkey
+ * on each, and reports the ratios. --postgres adds runs on PostgreSQL (a database of their own,
+ * created on that server and dropped after): one instance, and two instances on the one database.
  *
  * An empty list (--scales '' or --workers '') skips those runs. BENCH_SERVER_NODE_ARGS goes on the
  * server's node command line, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' for a CPU profile.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { configFrom, type Config } from '../config.js';
 import { signingAlgorithms, type SigningAlgorithm } from '../crypto/keys.js';
-import { SqliteStore } from '../store/sqlite/sqlite_store.js';
+import { openConfiguredStore } from '../store/open.js';
+import pg from 'pg';
 import type { LoadResult, LoadSpec } from './load.js';
-import { checkTargets, formatReport, type BenchReport, type RunReport, type ScenarioFigures } from './report.js';
+import { checkTargets, comparisons, formatReport, type BenchReport, type PeerName, type PeerRun, type RunReport, type ScenarioFigures } from './report.js';
 import {
   codeExchangeRequest,
   deviceAuthorizationRequest,
@@ -33,6 +41,7 @@ import {
 } from './scenarios.js';
 import { seedAuthorizationCodes, seedBase, seedDeviceGrants, seedRefreshTokens } from './seed.js';
 import { hasTaskset, pinned, startBenchServer, type BenchServer } from './server_process.js';
+import type { PeerSpec } from './peer_oidc_provider.js';
 
 const { values: options } = parseArgs({
   options: {
@@ -41,9 +50,12 @@ const { values: options } = parseArgs({
     connections: { type: 'string', default: '64' },
     alg: { type: 'string', default: 'RS256,ES256' },
     workers: { type: 'string', default: '1,2' },
-    scales: { type: 'string', default: '1000,100000,1000000' },
+    scales: { type: 'string' },
     scenarios: { type: 'string', default: 'all' },
     quick: { type: 'boolean', default: false },
+    peer: { type: 'boolean', default: false },
+    rounds: { type: 'string', default: '3' },
+    postgres: { type: 'string' },
   },
 });
 
@@ -54,7 +66,7 @@ const connections = Number(options.connections);
 const algorithms = options.alg.split(',').map((a) => a.trim()) as SigningAlgorithm[];
 const list = (value: string) => value.split(',').map((v) => v.trim()).filter(Boolean);
 const workerCounts = list(options.workers).map(Number);
-const scales = list(quick ? '1000,20000' : options.scales).map(Number);
+const scales = list(options.scales ?? (quick ? '1000,20000' : '1000,100000,1000000')).map(Number);
 for (const alg of algorithms) if (!signingAlgorithms.includes(alg)) throw new Error(`--alg: unknown algorithm ${alg}`);
 
 const twoCores = cpus().length >= 2;
@@ -62,8 +74,17 @@ const serverCores = twoCores ? '0' : undefined;
 const loadCores = twoCores ? '1' : undefined;
 /** Enough pending codes for this many polls a second with none polled faster than its interval (above it, slow_down shows as unexpected). */
 const maxPollRate = 20_000;
+/** On PostgreSQL, where every poll is a round trip to the database and seeding is row by row. */
+const maxPostgresPollRate = 8_000;
 /** Seeded secrets per expected request: generous in --quick runs, whose short figures swing widely. */
 const margin = quick ? 3 : 1.3;
+/**
+ * With --peer, each scenario the peers share is measured in rounds — Latchkey, oidc-provider, bare
+ * Fastify, and again — so that the machine's drift over minutes falls on all three alike. A
+ * stretch lasts at least two seconds (shorter ones measure the load generator's start-up more
+ * than the server), so --quick runs have one round.
+ */
+const rounds = options.peer ? Math.max(1, Math.min(Number(options.rounds), Math.floor(duration / 2))) : 1;
 
 function childJson<T>(args: string[], cores: string | undefined): Promise<T> {
   const [command, ...rest] = pinned(cores, [process.execPath, ...args]);
@@ -89,44 +110,110 @@ async function signingRate(alg: SigningAlgorithm): Promise<number> {
   return result.signaturesPerSecond;
 }
 
-async function drive(server: BenchServer, request: ScenarioRequest, seconds: number, bodies?: string[]): Promise<LoadResult> {
+async function driveOne(url: string, request: ScenarioRequest, seconds: number, share: number, bodies: string[] | undefined, cores: string | undefined): Promise<LoadResult> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-load-'));
   const spec: LoadSpec = {
-    url: `${server.url}${request.path}`,
+    url: `${url}${request.path}`,
     method: request.method,
     headers: request.headers,
-    connections,
+    connections: share,
     durationSeconds: seconds,
     ...(bodies ? { bodies } : request.body !== undefined ? { bodies: [request.body] } : {}),
   };
   writeFileSync(join(dir, 'spec.json'), JSON.stringify(spec));
   try {
-    return await childJson<LoadResult>([here('./load.js'), join(dir, 'spec.json')], loadCores);
+    return await childJson<LoadResult>([here('./load.js'), join(dir, 'spec.json')], cores);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+/**
+ * Drives the scenario for `seconds`. Several instances (PostgreSQL) each get a load process of
+ * their own, an equal share of the connections and their own slice of the secrets, at once (then
+ * nothing is pinned: see the PostgreSQL runs); the answers are added up.
+ */
+async function drive(server: BenchServer, request: ScenarioRequest, seconds: number, bodies?: string[]): Promise<LoadResult> {
+  const urls = server.urls ?? [server.url];
+  if (urls.length === 1) return driveOne(urls[0]!, request, seconds, connections, bodies, loadCores);
+  const size = bodies ? Math.floor(bodies.length / urls.length) : 0;
+  const results = await Promise.all(
+    urls.map((url, i) => driveOne(url, request, seconds, Math.ceil(connections / urls.length), bodies?.slice(i * size, (i + 1) * size), undefined)),
+  );
+  const sum = (pick: (r: LoadResult) => number) => results.reduce((total, r) => total + pick(r), 0);
+  const merge = (pick: (r: LoadResult) => Record<string, number>) => {
+    const merged: Record<string, number> = {};
+    for (const r of results) for (const [k, v] of Object.entries(pick(r))) merged[k] = (merged[k] ?? 0) + v;
+    return merged;
+  };
+  return {
+    requests: sum((r) => r.requests),
+    requestsPerSecond: sum((r) => r.requestsPerSecond),
+    p50Ms: Math.max(...results.map((r) => r.p50Ms)),
+    p99Ms: Math.max(...results.map((r) => r.p99Ms)),
+    maxMs: Math.max(...results.map((r) => r.maxMs)),
+    non2xx: sum((r) => r.non2xx),
+    socketErrors: sum((r) => r.socketErrors),
+    timeouts: sum((r) => r.timeouts),
+    statuses: merge((r) => r.statuses),
+    errors: merge((r) => r.errors),
+  };
+}
+
+/** One measured stretch of a scenario on one server. */
+interface Stretch {
+  seconds: number;
+  load: LoadResult;
+  cpu: number;
+  peakRssBytes: number;
+}
+
+async function stretch(server: BenchServer, request: ScenarioRequest, seconds: number): Promise<Stretch> {
+  server.resetPeakRss();
+  const cpuBefore = server.cpuSeconds();
+  const load = await drive(server, request, seconds, request.bodies);
+  return { seconds, load, cpu: server.cpuSeconds() - cpuBefore, peakRssBytes: server.peakRssBytes() };
+}
+
+/** The figures of a scenario over its stretches: rates and CPU over the summed time, the worst p99, the median p50. */
+function figuresOf(name: ScenarioName, expected: ScenarioRequest['expected'], stretches: Stretch[]): ScenarioFigures {
+  const seconds = stretches.reduce((sum, s) => sum + s.seconds, 0);
+  const requests = stretches.reduce((sum, s) => sum + s.load.requests, 0);
+  const cpu = stretches.reduce((sum, s) => sum + s.cpu, 0);
+  const answers: Record<string, number> = {};
+  let unexpected = 0;
+  for (const { load } of stretches) {
+    for (const [status, n] of Object.entries(load.statuses)) answers[status] = (answers[status] ?? 0) + n;
+    for (const [error, n] of Object.entries(load.errors)) answers[`error:${error}`] = (answers[`error:${error}`] ?? 0) + n;
+    const wanted = expected.error === undefined ? (load.statuses[expected.status] ?? 0) : (load.errors[expected.error] ?? 0);
+    unexpected += load.requests - wanted + load.socketErrors + load.timeouts;
+  }
+  const p50s = stretches.map((s) => s.load.p50Ms).sort((a, b) => a - b);
+  return {
+    scenario: name,
+    requestsPerSecond: requests / seconds,
+    p50Ms: p50s[Math.floor(p50s.length / 2)] ?? 0,
+    p99Ms: Math.max(...stretches.map((s) => s.load.p99Ms)),
+    non2xx: stretches.reduce((sum, s) => sum + s.load.non2xx, 0),
+    unexpected,
+    answers,
+    serverCpuCores: cpu / seconds,
+    cpuMicrosecondsPerRequest: requests > 0 ? (cpu * 1e6) / requests : 0,
+    peakRssMb: Math.max(...stretches.map((s) => s.peakRssBytes)) / 1024 / 1024,
+  };
+}
+
+/** The measured request of round `round` of `rounds`: its own slice of the seeded secrets. */
+function slice(request: ScenarioRequest, round: number, rounds: number): ScenarioRequest {
+  if (!request.bodies || rounds === 1) return request;
+  const size = Math.floor(request.bodies.length / rounds);
+  return { ...request, bodies: request.bodies.slice(round * size, (round + 1) * size) };
+}
+
 /** A warm-up (its own secrets), then the measured run with CPU and peak RSS around it. */
 async function measure(server: BenchServer, name: ScenarioName, warm: ScenarioRequest, measured: ScenarioRequest): Promise<ScenarioFigures> {
   if (warmup > 0) await drive(server, warm, warmup, warm.bodies);
-  server.resetPeakRss();
-  const cpuBefore = server.cpuSeconds();
-  const load = await drive(server, measured, duration, measured.bodies);
-  const cpu = server.cpuSeconds() - cpuBefore;
-  const expected = measured.expected.error === undefined ? (load.statuses[measured.expected.status] ?? 0) : (load.errors[measured.expected.error] ?? 0);
-  return {
-    scenario: name,
-    requestsPerSecond: load.requestsPerSecond,
-    p50Ms: load.p50Ms,
-    p99Ms: load.p99Ms,
-    non2xx: load.non2xx,
-    unexpected: load.requests - expected + load.socketErrors + load.timeouts,
-    answers: { ...load.statuses, ...Object.fromEntries(Object.entries(load.errors).map(([k, v]) => [`error:${k}`, v])) },
-    serverCpuCores: cpu / duration,
-    cpuMicrosecondsPerRequest: load.requests > 0 ? (cpu * 1e6) / load.requests : 0,
-    peakRssMb: server.peakRssBytes() / 1024 / 1024,
-  };
+  return figuresOf(name, measured.expected, [await stretch(server, measured, duration)]);
 }
 
 interface Fixtures {
@@ -145,7 +232,8 @@ interface Fixtures {
 interface Sizes {
   issuance: number;
   exchange: number;
-  withCodeFlow: boolean;
+  /** The most polls a second the run could see: enough pending codes are seeded for it. */
+  pollRate: number;
 }
 
 /** A port nobody listens on now: bound by the OS, then released for the server. */
@@ -160,13 +248,18 @@ function freePort(): Promise<number> {
   });
 }
 
-function serverEnv(dir: string, port: number, alg: SigningAlgorithm, workers: number): Record<string, string> {
+/** The key every PostgreSQL instance shares (LATCHKEY_SECRET_KEY is required there). */
+const benchSecretKey = randomBytes(32).toString('base64url');
+
+function serverEnv(dir: string, port: number, alg: SigningAlgorithm, workers: number, database: string | undefined): Record<string, string> {
   return {
     NODE_ENV: 'production',
     HOST: '127.0.0.1',
     PORT: String(port),
+    // One issuer for every instance of a run, as behind a load balancer.
     LATCHKEY_ISSUER: `http://127.0.0.1:${port}`,
-    LATCHKEY_DB: join(dir, 'latchkey.db'),
+    LATCHKEY_DB: database ?? join(dir, 'latchkey.db'),
+    ...(database === undefined ? {} : { LATCHKEY_SECRET_KEY: benchSecretKey }),
     LATCHKEY_SIGNING_ALG: alg,
     LATCHKEY_WORKERS: String(workers),
     // Every request comes from one address: the per-address limits would answer 429, not the endpoint.
@@ -175,26 +268,30 @@ function serverEnv(dir: string, port: number, alg: SigningAlgorithm, workers: nu
   };
 }
 
-/** Seeds everything a run presents (plus `filler` extra device grants) before the server starts. */
-async function seed(config: Config, sizes: Sizes, filler: number): Promise<Fixtures> {
-  const store = new SqliteStore({ path: config.databasePath });
+/** Seeds what the run's scenarios present (plus `filler` extra device grants) before the server starts. */
+async function seed(config: Config, sizes: Sizes, filler: number, scenarios: readonly ScenarioName[]): Promise<Fixtures> {
+  const store = await openConfiguredStore(config);
   const now = Math.floor(Date.now() / 1000);
   const count = (rate: number, seconds: number) => Math.ceil(rate * seconds * margin) + 100;
+  const wanted = (name: ScenarioName, make: () => Promise<string[]>) => (scenarios.includes(name) ? make() : Promise.resolve([]));
   try {
     await seedBase(store, now);
     if (filler > 0) await seedDeviceGrants(store, { count: filler, status: 'pending', now, config, keep: false });
     // No code may come round again within its interval (that poll would be slow_down): enough codes
     // for the polls of a whole interval, or of the whole run when it is shorter (--quick).
-    const pendingCount = Math.max(count(maxPollRate, Math.min(config.deviceInterval + 1, duration)), 1000);
+    // With --peer the run is cut into rounds, each on its own slice: then no code is polled twice.
+    const pendingCount = Math.max(count(sizes.pollRate, rounds > 1 ? duration : Math.min(config.deviceInterval + 1, duration)), 1000);
+    const pending = (n: number) => () => seedDeviceGrants(store, { count: n, status: 'pending', now, config });
+    const approved = (n: number) => () => seedDeviceGrants(store, { count: n, status: 'approved', now, config });
     const fixtures: Fixtures = {
-      pendingWarm: await seedDeviceGrants(store, { count: count(maxPollRate, warmup), status: 'pending', now, config }),
-      pending: await seedDeviceGrants(store, { count: pendingCount, status: 'pending', now, config }),
-      approvedWarm: await seedDeviceGrants(store, { count: count(sizes.issuance, warmup), status: 'approved', now, config }),
-      approved: await seedDeviceGrants(store, { count: count(sizes.issuance, duration), status: 'approved', now, config }),
-      codesWarm: sizes.withCodeFlow ? await seedAuthorizationCodes(store, count(sizes.exchange, warmup), now, config) : [],
-      codes: sizes.withCodeFlow ? await seedAuthorizationCodes(store, count(sizes.exchange, duration), now, config) : [],
-      refreshWarm: sizes.withCodeFlow ? await seedRefreshTokens(store, count(sizes.issuance, warmup), now, config) : [],
-      refresh: sizes.withCodeFlow ? await seedRefreshTokens(store, count(sizes.issuance, duration), now, config) : [],
+      pendingWarm: await wanted('device_poll_pending', pending(count(sizes.pollRate, warmup))),
+      pending: await wanted('device_poll_pending', pending(pendingCount)),
+      approvedWarm: await wanted('device_token_issuance', approved(count(sizes.issuance, warmup))),
+      approved: await wanted('device_token_issuance', approved(count(sizes.issuance, duration))),
+      codesWarm: await wanted('code_exchange', () => seedAuthorizationCodes(store, count(sizes.exchange, warmup), now, config)),
+      codes: await wanted('code_exchange', () => seedAuthorizationCodes(store, count(sizes.exchange, duration), now, config)),
+      refreshWarm: await wanted('refresh', () => seedRefreshTokens(store, count(sizes.issuance, warmup), now, config)),
+      refresh: await wanted('refresh', () => seedRefreshTokens(store, count(sizes.issuance, duration), now, config)),
       reserved: (await seedDeviceGrants(store, { count: 1, status: 'approved', now, config }))[0] ?? '',
     };
     return fixtures;
@@ -220,19 +317,126 @@ interface RunPlan {
   sizes: Sizes;
   /** Pin the server to one core (false: cluster runs spread over all cores). */
   pin: boolean;
+  /** Measure the peers too, after Latchkey on each scenario they have. */
+  peers?: boolean;
+  /** A PostgreSQL server to run on (a database of the run's own is made there), and how many instances share it. */
+  postgres?: { url: string; instances: number };
+}
+
+/** A database of its own for a run on PostgreSQL: created, then dropped when the run ends. */
+async function postgresDatabase(baseUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `latchkey_bench_${randomBytes(6).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: baseUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+/** Several instances on one database, measured as one server: CPU and memory added up. */
+function together(servers: BenchServer[]): BenchServer {
+  return {
+    url: servers[0]!.url,
+    urls: servers.map((s) => s.url),
+    cpuSeconds: () => servers.reduce((sum, s) => sum + s.cpuSeconds(), 0),
+    peakRssBytes: () => servers.reduce((sum, s) => sum + s.peakRssBytes(), 0),
+    resetPeakRss: () => servers.forEach((s) => s.resetPeakRss()),
+    processCount: () => servers.reduce((sum, s) => sum + s.processCount(), 0),
+    stop: async () => {
+      for (const s of servers) await s.stop();
+    },
+  };
+}
+
+/** The scenarios each peer answers: oidc-provider the device flow's, bare Fastify the two without a token to sign. */
+const peerScenarios: Record<PeerName, ScenarioName[]> = {
+  'oidc-provider': ['device_authorization', 'device_poll_pending', 'device_token_issuance'],
+  fastify: ['device_authorization', 'device_poll_pending'],
+};
+
+interface Peer {
+  name: PeerName;
+  server: BenchServer;
+  requests: Partial<Record<ScenarioName, [ScenarioRequest, ScenarioRequest]>>;
+}
+
+/** Starts the peers for a run, pinned as Latchkey is, with as many seeded codes as Latchkey's fixtures. */
+async function startPeers(dir: string, alg: SigningAlgorithm, fixtures: Fixtures): Promise<Peer[]> {
+  const pendingExpected = { status: 400, error: 'authorization_pending' };
+  const oidcPort = await freePort();
+  const spec: PeerSpec = {
+    port: oidcPort,
+    alg,
+    counts: { pendingWarm: fixtures.pendingWarm.length, pending: fixtures.pending.length, approvedWarm: fixtures.approvedWarm.length, approved: fixtures.approved.length },
+    out: join(dir, 'peer-codes.json'),
+  };
+  writeFileSync(join(dir, 'peer-spec.json'), JSON.stringify(spec));
+  const oidc = await startBenchServer({
+    env: { NODE_ENV: 'production' },
+    port: oidcPort,
+    cores: serverCores,
+    logPath: join(dir, 'oidc-provider.log'),
+    script: [here('./peer_oidc_provider.js'), join(dir, 'peer-spec.json')],
+    readyPath: '/.well-known/openid-configuration',
+    readyTimeout: 600,
+  });
+  const codes = JSON.parse(readFileSync(spec.out, 'utf8')) as Record<'pendingWarm' | 'pending' | 'approvedWarm' | 'approved', string[]>;
+  const barePort = await freePort();
+  const bare = await startBenchServer({ env: { NODE_ENV: 'production' }, port: barePort, cores: serverCores, logPath: join(dir, 'fastify.log'), script: [here('./peer_bare_fastify.js'), String(barePort)] });
+  return [
+    {
+      name: 'oidc-provider',
+      server: oidc,
+      requests: {
+        device_authorization: [deviceAuthorizationRequest(), deviceAuthorizationRequest()],
+        device_poll_pending: [devicePollRequest(codes.pendingWarm, pendingExpected), devicePollRequest(codes.pending, pendingExpected)],
+        device_token_issuance: [devicePollRequest(codes.approvedWarm, { status: 200 }), devicePollRequest(codes.approved, { status: 200 })],
+      },
+    },
+    {
+      name: 'fastify',
+      server: bare,
+      requests: {
+        device_authorization: [deviceAuthorizationRequest(), deviceAuthorizationRequest()],
+        device_poll_pending: [devicePollRequest(fixtures.pendingWarm.slice(0, 100), pendingExpected), devicePollRequest(fixtures.pendingWarm.slice(0, 100), pendingExpected)],
+      },
+    },
+  ];
 }
 
 async function run(plan: RunPlan): Promise<RunReport> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-bench-'));
   const port = await freePort();
-  const env = serverEnv(dir, port, plan.alg, plan.workers);
+  const database = plan.postgres ? await postgresDatabase(plan.postgres.url) : undefined;
+  const env = serverEnv(dir, port, plan.alg, plan.workers, database?.url);
   const config = configFrom(env);
   try {
     const seeding = Date.now();
-    const fixtures = await seed(config, plan.sizes, plan.filler);
+    const fixtures = await seed(config, plan.sizes, plan.filler, plan.scenarios);
     const seedSeconds = (Date.now() - seeding) / 1000;
-    const server = await startBenchServer({ env, port, cores: plan.pin ? serverCores : undefined, logPath: join(dir, 'server.log') });
+    const instances = plan.postgres?.instances ?? 1;
+    const servers: BenchServer[] = [];
+    for (let i = 0; i < instances; i++) {
+      // One instance: on the server core, like every pinned run. Two: one on each core, and the
+      // load generators and PostgreSQL where the scheduler puts them.
+      const instancePort = i === 0 ? port : await freePort();
+      const cores = !plan.pin ? undefined : instances === 1 ? serverCores : twoCores ? String(i % 2) : undefined;
+      servers.push(await startBenchServer({ env: { ...env, PORT: String(instancePort) }, port: instancePort, cores, logPath: join(dir, `server-${i}.log`) }));
+    }
+    const server = servers.length === 1 ? servers[0]! : together(servers);
     const figures: ScenarioFigures[] = [];
+    // Peers run beside Latchkey (idle while it is measured), so each scenario is measured for all
+    // three within seconds of each other: this machine's speed drifts over minutes.
+    const peers = plan.peers ? await startPeers(dir, plan.alg, fixtures) : [];
+    const peerRuns: PeerRun[] = peers.map((p) => ({ peer: p.name, scenarios: [] }));
     try {
       const pendingExpected = { status: 400, error: 'authorization_pending' };
       const requests: Record<ScenarioName, () => Promise<[ScenarioRequest, ScenarioRequest]>> = {
@@ -249,17 +453,46 @@ async function run(plan: RunPlan): Promise<RunReport> {
       };
       for (const name of plan.scenarios) {
         const [warm, measured] = await requests[name]();
-        const result = await measure(server, name, warm, measured);
-        figures.push(result);
-        process.stderr.write(`  ${plan.label}: ${name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
+        const sharing = peers.filter((p) => p.requests[name] !== undefined && peerScenarios[p.name].includes(name));
+        if (sharing.length === 0) {
+          const result = await measure(server, name, warm, measured);
+          figures.push(result);
+          process.stderr.write(`  ${plan.label}: ${name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
+          continue;
+        }
+        // Each warmed up, then round after round: Latchkey, then each peer, on fresh slices.
+        const contenders = [{ name: 'Latchkey', server, warm, measured }, ...sharing.map((p) => ({ name: p.name, server: p.server, warm: p.requests[name]![0], measured: p.requests[name]![1] }))];
+        if (warmup > 0) for (const c of contenders) await drive(c.server, c.warm, warmup, c.warm.bodies);
+        const stretches = contenders.map(() => [] as Stretch[]);
+        for (let round = 0; round < rounds; round++) {
+          for (const [i, c] of contenders.entries()) stretches[i]!.push(await stretch(c.server, slice(c.measured, round, rounds), duration / rounds));
+        }
+        for (const [i, c] of contenders.entries()) {
+          const result = figuresOf(name, c.measured.expected, stretches[i]!);
+          if (i === 0) figures.push(result);
+          else peerRuns[peers.findIndex((p) => p.name === c.name)]!.scenarios.push(result);
+          process.stderr.write(`  ${plan.label}: ${name} on ${c.name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
+        }
       }
     } finally {
       await server.stop();
+      for (const peer of peers) await peer.server.stop();
     }
     rmSync(dir, { recursive: true, force: true });
-    return { label: plan.label, alg: plan.alg, workers: plan.workers, storedDeviceGrants: plan.filler, seedSeconds, scenarios: figures };
+    await database?.drop();
+    return {
+      label: plan.label,
+      alg: plan.alg,
+      database: plan.postgres ? 'postgresql' : 'sqlite',
+      instances: plan.postgres?.instances ?? 1,
+      workers: plan.workers,
+      storedDeviceGrants: plan.filler,
+      seedSeconds,
+      scenarios: figures,
+      ...(peerRuns.length > 0 ? { peers: peerRuns } : {}),
+    };
   } catch (err) {
-    process.stderr.write(`The run "${plan.label}" failed; its database and server log are kept in ${dir}\n`);
+    process.stderr.write(`The run "${plan.label}" failed; its database and server log are kept in ${dir}${database ? ` (PostgreSQL: ${database.url})` : ''}\n`);
     throw err;
   }
 }
@@ -272,10 +505,10 @@ async function main(): Promise<void> {
     process.stderr.write(`raw signing rate ${alg}: ${Math.round(rates[alg] ?? 0)}/s\n`);
   }
   const rsa = rates.RS256 ?? 1000;
-  const sizesFor = (alg: SigningAlgorithm, withCodeFlow: boolean): Sizes => {
+  const sizesFor = (alg: SigningAlgorithm): Sizes => {
     const sign = Math.min(rates[alg] ?? rsa, 12_000);
     // A code exchange with openid signs an access token and an RS256 id_token.
-    return { issuance: sign, exchange: 1 / (1 / sign + 1 / rsa), withCodeFlow };
+    return { issuance: sign, exchange: 1 / (1 / sign + 1 / rsa), pollRate: maxPollRate };
   };
   const every: ScenarioName[] = ['device_authorization', 'device_poll_pending', 'device_token_issuance', 'code_exchange', 'refresh', 'userinfo', 'jwks'];
   const chosen = options.scenarios === 'all' ? every : (list(options.scenarios) as ScenarioName[]);
@@ -283,8 +516,8 @@ async function main(): Promise<void> {
   const all = chosen;
   const only = (names: ScenarioName[]) => names.filter((name) => chosen.includes(name));
   const runs: RunReport[] = [];
-  for (const alg of algorithms) {
-    runs.push(await run({ label: `${alg}, 1 worker`, alg, workers: 1, filler: 0, scenarios: all, sizes: sizesFor(alg, true), pin: true }));
+  for (const [i, alg] of algorithms.entries()) {
+    runs.push(await run({ label: `${alg}, 1 worker`, alg, workers: 1, filler: 0, scenarios: all, sizes: sizesFor(alg), pin: true, peers: options.peer && i === 0 }));
   }
   const first = algorithms[0] ?? 'RS256';
   for (const filler of scales) {
@@ -295,7 +528,7 @@ async function main(): Promise<void> {
         workers: 1,
         filler,
         scenarios: only(['device_poll_pending', 'device_token_issuance']),
-        sizes: sizesFor(first, false),
+        sizes: sizesFor(first),
         pin: true,
       }),
     );
@@ -309,10 +542,30 @@ async function main(): Promise<void> {
         workers,
         filler: 0,
         scenarios: only(['device_authorization', 'device_poll_pending', 'device_token_issuance', 'userinfo']),
-        sizes: sizesFor(first, false),
+        sizes: sizesFor(first),
         pin: false,
       }),
     );
+  }
+  if (options.postgres) {
+    // PostgreSQL: device flow and userinfo, on one instance and on two sharing the database.
+    // Fewer seeded codes: every one is a round trip to PostgreSQL, which answers fewer a second.
+    const base = sizesFor(first);
+    const postgresSizes = { ...base, pollRate: maxPostgresPollRate, issuance: Math.min(base.issuance, 3_000) };
+    for (const instances of [1, 2]) {
+      runs.push(
+        await run({
+          label: `${first}, PostgreSQL, ${instances} instance${instances === 1 ? '' : 's'}`,
+          alg: first,
+          workers: 1,
+          filler: 0,
+          scenarios: only(['device_authorization', 'device_poll_pending', 'device_token_issuance', 'userinfo']),
+          sizes: postgresSizes,
+          pin: true,
+          postgres: { url: options.postgres, instances },
+        }),
+      );
+    }
   }
   const machine = {
     cpu: cpus()[0]?.model ?? 'unknown',
@@ -323,7 +576,7 @@ async function main(): Promise<void> {
   };
   const report: BenchReport = { date: started.toISOString(), machine, connections, durationSeconds: duration, signingRates: rates, runs };
   process.stdout.write(formatReport(report));
-  process.stdout.write(`${JSON.stringify({ ...report, targets: checkTargets(report) })}\n`);
+  process.stdout.write(`${JSON.stringify({ ...report, comparisons: comparisons(report), targets: checkTargets(report) })}\n`);
 }
 
 await main();

@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import { s256 } from '../oauth/pkce.js';
 import { newRefreshToken } from '../oauth/refresh_tokens.js';
-import type { SqliteStore } from '../store/sqlite/sqlite_store.js';
+import type { Store } from '../store/store.js';
 
 export const benchUser = { id: 'bench-user', username: 'bench' };
 export const deviceClientId = 'bench-device';
@@ -21,19 +21,29 @@ export const webScope = 'openid profile offline_access';
 /** One verifier for every seeded code: PKCE is still checked in full on each exchange. */
 export const codeVerifier = randomBytes(32).toString('base64url');
 
-/** Inserts `count` records in transactions of `batch`, through `insert` (a Store verb). */
-async function inBatches(store: SqliteStore, count: number, insert: (index: number) => Promise<void>, batch = 10_000): Promise<void> {
-  for (let start = 0; start < count; start += batch) {
+/** A store that can run many verbs in one transaction (the SQLite store). */
+type BulkStore = Store & { bulk(work: () => void): void };
+
+/**
+ * Inserts `count` records through `insert` (a Store verb): on SQLite in transactions of `batch`
+ * (its verbs finish their work synchronously, so they all land in that transaction); on PostgreSQL
+ * a few hundred at a time, each verb its own statement, as the server would write them.
+ */
+async function inBatches(store: Store, count: number, insert: (index: number) => Promise<void>, batch = 10_000): Promise<void> {
+  const bulk = 'bulk' in store ? (store as BulkStore).bulk.bind(store) : undefined;
+  const size = bulk ? batch : 256;
+  for (let start = 0; start < count; start += size) {
     const pending: Promise<void>[] = [];
-    // The SQLite store's verbs finish their work synchronously, so they all land in this transaction.
-    store.bulk(() => {
-      for (let i = start; i < Math.min(count, start + batch); i++) pending.push(insert(i));
-    });
+    const add = () => {
+      for (let i = start; i < Math.min(count, start + size); i++) pending.push(insert(i));
+    };
+    if (bulk) bulk(add);
+    else add();
     await Promise.all(pending);
   }
 }
 
-export async function seedBase(store: SqliteStore, now: number): Promise<void> {
+export async function seedBase(store: Store, now: number): Promise<void> {
   await store.createUser({
     id: benchUser.id,
     username: benchUser.username,
@@ -66,7 +76,7 @@ export interface DeviceGrantSeed {
 }
 
 /** Device grants as a device authorization (and, for approved ones, the person's approval) leave them. */
-export async function seedDeviceGrants(store: SqliteStore, seed: DeviceGrantSeed): Promise<string[]> {
+export async function seedDeviceGrants(store: Store, seed: DeviceGrantSeed): Promise<string[]> {
   const codes: string[] = [];
   await inBatches(store, seed.count, (i) => {
     const deviceCode = randomSecret(secretPrefix.deviceCode);
@@ -98,7 +108,7 @@ export async function seedDeviceGrants(store: SqliteStore, seed: DeviceGrantSeed
 }
 
 /** Authorization codes as /authorize leaves them after sign-in and consent, with an S256 challenge. */
-export async function seedAuthorizationCodes(store: SqliteStore, count: number, now: number, config: Config): Promise<string[]> {
+export async function seedAuthorizationCodes(store: Store, count: number, now: number, config: Config): Promise<string[]> {
   const codes: string[] = [];
   const challenge = s256(codeVerifier);
   await inBatches(store, count, () => {
@@ -132,7 +142,7 @@ export async function seedAuthorizationCodes(store: SqliteStore, count: number, 
 }
 
 /** Refresh tokens of separate families, as a device-flow login leaves them. */
-export async function seedRefreshTokens(store: SqliteStore, count: number, now: number, config: Config): Promise<string[]> {
+export async function seedRefreshTokens(store: Store, count: number, now: number, config: Config): Promise<string[]> {
   const tokens: string[] = [];
   await inBatches(store, count, () => {
     const token = newRefreshToken(config, now, {

@@ -1,6 +1,7 @@
 /**
- * The server under test: the built `latchkey serve` in its own process (pinned to one core where
- * taskset exists), with its CPU time and peak RSS read from /proc for it and its cluster workers.
+ * A server under test: the built `latchkey serve` — or a peer (peer_oidc_provider.js,
+ * peer_bare_fastify.js) — in its own process (pinned to one core where taskset exists), with its
+ * CPU time and peak RSS read from /proc for it and its cluster workers.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -56,6 +57,8 @@ function peakRssOf(pid: number): number {
 
 export interface BenchServer {
   url: string;
+  /** Several instances measured as one (PostgreSQL): each one's address. */
+  urls?: string[];
   /** CPU seconds used so far by the server and its workers. */
   cpuSeconds(): number;
   /** Sum over the server's processes of each one's peak RSS since the last reset. */
@@ -70,12 +73,18 @@ export interface StartOptions {
   port: number;
   cores: string | undefined;
   logPath: string;
+  /** What node runs: `latchkey serve` by default, or a peer's script and its arguments. */
+  script?: string[];
+  /** Answers 200 once the server is ready. */
+  readyPath?: string;
+  /** Seconds to wait for it (seeding a peer takes a while). */
+  readyTimeout?: number;
 }
 
 export async function startBenchServer(options: StartOptions): Promise<BenchServer> {
   const log = openSync(options.logPath, 'a');
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const [command, ...args] = pinned(options.cores, [process.execPath, ...nodeArgs, cliPath, 'serve']);
+  const [command, ...args] = pinned(options.cores, [process.execPath, ...nodeArgs, ...(options.script ?? [cliPath, 'serve'])]);
   const child: ChildProcess = spawn(command ?? process.execPath, args, {
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...options.env },
     stdio: ['ignore', log, log],
@@ -86,11 +95,11 @@ export async function startBenchServer(options: StartOptions): Promise<BenchServ
   const stopChild = () => child.exitCode === null && child.kill('SIGTERM');
   process.once('exit', stopChild);
   const url = `http://127.0.0.1:${options.port}`;
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + (options.readyTimeout ?? 30) * 1000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the server exited with code ${child.exitCode}; see ${options.logPath}`);
     try {
-      if ((await fetch(`${url}/readyz`)).ok) break;
+      if ((await fetch(`${url}${options.readyPath ?? '/readyz'}`)).ok) break;
     } catch {
       // not listening yet
     }

@@ -1,0 +1,34 @@
+/** Running the built bench (dist/bench/main.js) from the e2e tests, and what its JSON line holds. */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+
+const benchMain = fileURLToPath(new URL('../../dist/bench/main.js', import.meta.url));
+
+export interface Report {
+  signingRates: Record<string, number>;
+  runs: { label: string; database: string; instances: number; storedDeviceGrants: number; scenarios: Scenario[]; peers?: { peer: string; scenarios: Scenario[] }[] }[];
+  comparisons: { scenario: string; latchkey: number; oidcProvider?: number; fastify?: number; overOidcProvider?: number; ofFastify?: number }[];
+  targets: { target: string; met: boolean }[];
+}
+export interface Scenario {
+  scenario: string;
+  requestsPerSecond: number;
+  unexpected: number;
+  answers: Record<string, number>;
+}
+
+export function bench(args: string[]): { report: Report; stdout: string } {
+  const run = spawnSync(process.execPath, [benchMain, '--quick', ...args], { encoding: 'utf8', timeout: 280_000 });
+  expect(run.status, run.stderr).toBe(0);
+  const lines = run.stdout.trim().split('\n');
+  return { report: JSON.parse(lines[lines.length - 1] ?? '') as Report, stdout: run.stdout };
+}
+
+export function expectOnlyExpectedAnswers(scenarios: Scenario[], label: string) {
+  for (const scenario of scenarios) {
+    expect({ run: label, scenario: scenario.scenario, unexpected: scenario.unexpected, answers: scenario.answers }).toMatchObject({ unexpected: 0 });
+    expect(scenario.requestsPerSecond).toBeGreaterThan(0);
+  }
+}
+

@@ -5,30 +5,34 @@
  *
  *   node dist/bench/main.js [--duration 10] [--warmup 2] [--connections 64] [--alg RS256,ES256]
  *                           [--workers 1,2] [--scales 1000,100000,1000000] [--scenarios all|name,…] [--quick]
- *                           [--peer] [--postgres postgres://user@host:port/db]
+ *                           [--peer] [--postgres postgres://user@host:port/db] [--baseline DIR]
  *
  * --peer measures, in the same run and the same way, oidc-provider (peer_oidc_provider.ts) and a
  * bare Fastify route (peer_bare_fastify.ts) on the device flow's scenarios, right after Latchkey
  * on each, and reports the ratios. --postgres adds runs on PostgreSQL (a database of their own,
  * created on that server and dropped after): one instance, and two instances on the one database.
+ * --baseline DIR measures another build of Latchkey (a checkout with its dist/ built, e.g. a git
+ * worktree of main) the same way, scenario by scenario in rounds beside this one, on a database it
+ * seeds with its own code: whether a change helped, as a ratio this machine's drift leaves standing.
  *
  * An empty list (--scales '' or --workers '') skips those runs. BENCH_SERVER_NODE_ARGS goes on the
- * server's node command line, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' for a CPU profile.
+ * server's node command line, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' for a CPU profile, and
+ * BENCH_SERVER_ENV (a JSON object) adds to the servers' environment, e.g. '{"LATCHKEY_LOG_LEVEL":"warn"}'.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { configFrom, type Config } from '../config.js';
 import { signingAlgorithms, type SigningAlgorithm } from '../crypto/keys.js';
 import { openConfiguredStore } from '../store/open.js';
 import pg from 'pg';
 import type { LoadResult, LoadSpec } from './load.js';
-import { checkTargets, comparisons, formatReport, type BenchReport, type PeerName, type PeerRun, type RunReport, type ScenarioFigures } from './report.js';
+import { baselineComparisons, checkTargets, comparisons, formatReport, type BenchReport, type PeerName, type PeerRun, type RunReport, type ScenarioFigures } from './report.js';
 import {
   codeExchangeRequest,
   deviceAuthorizationRequest,
@@ -56,6 +60,7 @@ const { values: options } = parseArgs({
     peer: { type: 'boolean', default: false },
     rounds: { type: 'string', default: '3' },
     postgres: { type: 'string' },
+    baseline: { type: 'string' },
   },
 });
 
@@ -84,7 +89,7 @@ const margin = quick ? 3 : 1.3;
  * stretch lasts at least two seconds (shorter ones measure the load generator's start-up more
  * than the server), so --quick runs have one round.
  */
-const rounds = options.peer ? Math.max(1, Math.min(Number(options.rounds), Math.floor(duration / 2))) : 1;
+const rounds = options.peer || options.baseline ? Math.max(1, Math.min(Number(options.rounds), Math.floor(duration / 2))) : 1;
 
 function childJson<T>(args: string[], cores: string | undefined): Promise<T> {
   const [command, ...rest] = pinned(cores, [process.execPath, ...args]);
@@ -265,12 +270,40 @@ function serverEnv(dir: string, port: number, alg: SigningAlgorithm, workers: nu
     // Every request comes from one address: the per-address limits would answer 429, not the endpoint.
     LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: 'off',
     LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE: 'off',
+    ...extraServerEnv,
   };
 }
 
+/** BENCH_SERVER_ENV: more environment for the servers under test (a JSON object of strings). */
+const extraServerEnv = JSON.parse(process.env.BENCH_SERVER_ENV ?? '{}') as Record<string, string>;
+
+/** What a build of Latchkey seeds its fixtures with and runs: this build's own, or a baseline's. */
+interface Build {
+  configFrom: typeof configFrom;
+  openConfiguredStore: typeof openConfiguredStore;
+  seedBase: typeof seedBase;
+  seedDeviceGrants: typeof seedDeviceGrants;
+  seedAuthorizationCodes: typeof seedAuthorizationCodes;
+  seedRefreshTokens: typeof seedRefreshTokens;
+  /** The built `latchkey` executable (undefined: this build's). */
+  cli: string | undefined;
+}
+
+const thisBuild: Build = { configFrom, openConfiguredStore, seedBase, seedDeviceGrants, seedAuthorizationCodes, seedRefreshTokens, cli: undefined };
+
+/** Another checkout's build (--baseline): its own config, store and seeding code, so that its schema may differ. */
+async function baselineBuild(root: string): Promise<Build> {
+  const load = async <T>(file: string) => (await import(pathToFileURL(join(root, 'dist', file)).href)) as T;
+  const config = await load<{ configFrom: typeof configFrom }>('config.js');
+  const open = await load<{ openConfiguredStore: typeof openConfiguredStore }>('store/open.js');
+  const seeds = await load<Pick<Build, 'seedBase' | 'seedDeviceGrants' | 'seedAuthorizationCodes' | 'seedRefreshTokens'>>('bench/seed.js');
+  return { configFrom: config.configFrom, openConfiguredStore: open.openConfiguredStore, ...seeds, cli: join(root, 'dist', 'cli', 'main.js') };
+}
+
 /** Seeds what the run's scenarios present (plus `filler` extra device grants) before the server starts. */
-async function seed(config: Config, sizes: Sizes, filler: number, scenarios: readonly ScenarioName[]): Promise<Fixtures> {
-  const store = await openConfiguredStore(config);
+async function seed(build: Build, config: Config, sizes: Sizes, filler: number, scenarios: readonly ScenarioName[]): Promise<Fixtures> {
+  const { seedBase, seedDeviceGrants, seedAuthorizationCodes, seedRefreshTokens } = build;
+  const store = await build.openConfiguredStore(config);
   const now = Math.floor(Date.now() / 1000);
   const count = (rate: number, seconds: number) => Math.ceil(rate * seconds * margin) + 100;
   const wanted = (name: ScenarioName, make: () => Promise<string[]>) => (scenarios.includes(name) ? make() : Promise.resolve([]));
@@ -350,6 +383,7 @@ function together(servers: BenchServer[]): BenchServer {
     peakRssBytes: () => servers.reduce((sum, s) => sum + s.peakRssBytes(), 0),
     resetPeakRss: () => servers.forEach((s) => s.resetPeakRss()),
     processCount: () => servers.reduce((sum, s) => sum + s.processCount(), 0),
+    pid: () => servers[0]!.pid(),
     stop: async () => {
       for (const s of servers) await s.stop();
     },
@@ -412,74 +446,117 @@ async function startPeers(dir: string, alg: SigningAlgorithm, fixtures: Fixtures
   ];
 }
 
-async function run(plan: RunPlan): Promise<RunReport> {
-  const dir = mkdtempSync(join(tmpdir(), 'latchkey-bench-'));
+/** A server under test with the requests that drive each scenario on it (their secrets seeded in its own database). */
+interface Contender {
+  name: string;
+  server: BenchServer;
+  requests: Partial<Record<ScenarioName, () => Promise<[ScenarioRequest, ScenarioRequest]>>>;
+}
+
+/** Latchkey's requests for each scenario, from the fixtures seeded for that server. */
+function latchkeyRequests(server: BenchServer, fixtures: Fixtures): Record<ScenarioName, () => Promise<[ScenarioRequest, ScenarioRequest]>> {
+  const pendingExpected = { status: 400, error: 'authorization_pending' };
+  return {
+    device_authorization: async () => [deviceAuthorizationRequest(), deviceAuthorizationRequest()],
+    device_poll_pending: async () => [devicePollRequest(fixtures.pendingWarm, pendingExpected), devicePollRequest(fixtures.pending, pendingExpected)],
+    device_token_issuance: async () => [devicePollRequest(fixtures.approvedWarm, { status: 200 }), devicePollRequest(fixtures.approved, { status: 200 })],
+    code_exchange: async () => [codeExchangeRequest(fixtures.codesWarm), codeExchangeRequest(fixtures.codes)],
+    refresh: async () => [refreshRequest(fixtures.refreshWarm), refreshRequest(fixtures.refresh)],
+    userinfo: async () => {
+      const token = await accessTokenFor(server, fixtures.reserved);
+      return [userinfoRequest(token), userinfoRequest(token)];
+    },
+    jwks: async () => [jwksRequest(), jwksRequest()],
+  };
+}
+
+/**
+ * Seeds a database for `build` and starts its instances on it: one on the server core, or (two,
+ * PostgreSQL) one on each core, with the load generators and PostgreSQL where the scheduler puts them.
+ */
+async function startLatchkey(build: Build, plan: RunPlan, dir: string, name: string): Promise<{ server: BenchServer; fixtures: Fixtures; seedSeconds: number; drop(): Promise<void> }> {
   const port = await freePort();
   const database = plan.postgres ? await postgresDatabase(plan.postgres.url) : undefined;
-  const env = serverEnv(dir, port, plan.alg, plan.workers, database?.url);
-  const config = configFrom(env);
+  const env = serverEnv(join(dir, name), port, plan.alg, plan.workers, database?.url);
+  const config = build.configFrom(env);
+  const seeding = Date.now();
+  const fixtures = await seed(build, config, plan.sizes, plan.filler, plan.scenarios);
+  const seedSeconds = (Date.now() - seeding) / 1000;
+  const instances = plan.postgres?.instances ?? 1;
+  const servers: BenchServer[] = [];
   try {
-    const seeding = Date.now();
-    const fixtures = await seed(config, plan.sizes, plan.filler, plan.scenarios);
-    const seedSeconds = (Date.now() - seeding) / 1000;
-    const instances = plan.postgres?.instances ?? 1;
-    const servers: BenchServer[] = [];
     for (let i = 0; i < instances; i++) {
-      // One instance: on the server core, like every pinned run. Two: one on each core, and the
-      // load generators and PostgreSQL where the scheduler puts them.
       const instancePort = i === 0 ? port : await freePort();
       const cores = !plan.pin ? undefined : instances === 1 ? serverCores : twoCores ? String(i % 2) : undefined;
-      servers.push(await startBenchServer({ env: { ...env, PORT: String(instancePort) }, port: instancePort, cores, logPath: join(dir, `server-${i}.log`) }));
+      servers.push(
+        await startBenchServer({
+          env: { ...env, PORT: String(instancePort) },
+          port: instancePort,
+          cores,
+          logPath: join(dir, `${name}-${i}.log`),
+          ...(build.cli ? { script: [build.cli, 'serve'] } : {}),
+        }),
+      );
     }
-    const server = servers.length === 1 ? servers[0]! : together(servers);
-    const figures: ScenarioFigures[] = [];
+  } catch (err) {
+    for (const s of servers) await s.stop();
+    throw err;
+  }
+  return { server: servers.length === 1 ? servers[0]! : together(servers), fixtures, seedSeconds, drop: async () => database?.drop() };
+}
+
+async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunReport> {
+  const dir = mkdtempSync(join(tmpdir(), 'latchkey-bench-'));
+  const started: { server: BenchServer; drop(): Promise<void> }[] = [];
+  try {
+    const latchkey = await startLatchkey(thisBuild, plan, dir, 'latchkey');
+    started.push(latchkey);
+    const contenders: Contender[] = [{ name: 'Latchkey', server: latchkey.server, requests: latchkeyRequests(latchkey.server, latchkey.fixtures) }];
+    if (baseline) {
+      const other = await startLatchkey(baseline, plan, dir, 'baseline');
+      started.push(other);
+      contenders.push({ name: 'baseline', server: other.server, requests: latchkeyRequests(other.server, other.fixtures) });
+    }
     // Peers run beside Latchkey (idle while it is measured), so each scenario is measured for all
-    // three within seconds of each other: this machine's speed drifts over minutes.
-    const peers = plan.peers ? await startPeers(dir, plan.alg, fixtures) : [];
-    const peerRuns: PeerRun[] = peers.map((p) => ({ peer: p.name, scenarios: [] }));
-    try {
-      const pendingExpected = { status: 400, error: 'authorization_pending' };
-      const requests: Record<ScenarioName, () => Promise<[ScenarioRequest, ScenarioRequest]>> = {
-        device_authorization: async () => [deviceAuthorizationRequest(), deviceAuthorizationRequest()],
-        device_poll_pending: async () => [devicePollRequest(fixtures.pendingWarm, pendingExpected), devicePollRequest(fixtures.pending, pendingExpected)],
-        device_token_issuance: async () => [devicePollRequest(fixtures.approvedWarm, { status: 200 }), devicePollRequest(fixtures.approved, { status: 200 })],
-        code_exchange: async () => [codeExchangeRequest(fixtures.codesWarm), codeExchangeRequest(fixtures.codes)],
-        refresh: async () => [refreshRequest(fixtures.refreshWarm), refreshRequest(fixtures.refresh)],
-        userinfo: async () => {
-          const token = await accessTokenFor(server, fixtures.reserved);
-          return [userinfoRequest(token), userinfoRequest(token)];
-        },
-        jwks: async () => [jwksRequest(), jwksRequest()],
-      };
-      for (const name of plan.scenarios) {
-        const [warm, measured] = await requests[name]();
-        const sharing = peers.filter((p) => p.requests[name] !== undefined && peerScenarios[p.name].includes(name));
-        if (sharing.length === 0) {
-          const result = await measure(server, name, warm, measured);
-          figures.push(result);
-          process.stderr.write(`  ${plan.label}: ${name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
-          continue;
-        }
-        // Each warmed up, then round after round: Latchkey, then each peer, on fresh slices.
-        const contenders = [{ name: 'Latchkey', server, warm, measured }, ...sharing.map((p) => ({ name: p.name, server: p.server, warm: p.requests[name]![0], measured: p.requests[name]![1] }))];
-        if (warmup > 0) for (const c of contenders) await drive(c.server, c.warm, warmup, c.warm.bodies);
-        const stretches = contenders.map(() => [] as Stretch[]);
-        for (let round = 0; round < rounds; round++) {
-          for (const [i, c] of contenders.entries()) stretches[i]!.push(await stretch(c.server, slice(c.measured, round, rounds), duration / rounds));
-        }
-        for (const [i, c] of contenders.entries()) {
-          const result = figuresOf(name, c.measured.expected, stretches[i]!);
-          if (i === 0) figures.push(result);
-          else peerRuns[peers.findIndex((p) => p.name === c.name)]!.scenarios.push(result);
-          process.stderr.write(`  ${plan.label}: ${name} on ${c.name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
-        }
+    // of them within seconds of each other: this machine's speed drifts over minutes.
+    const peers = plan.peers ? await startPeers(dir, plan.alg, latchkey.fixtures) : [];
+    for (const peer of peers) {
+      started.push({ server: peer.server, drop: async () => {} });
+      contenders.push({
+        name: peer.name,
+        server: peer.server,
+        requests: Object.fromEntries(Object.entries(peer.requests).filter(([scenario]) => peerScenarios[peer.name].includes(scenario as ScenarioName)).map(([scenario, pair]) => [scenario, async () => pair])),
+      });
+    }
+    const figures = new Map<string, ScenarioFigures[]>(contenders.map((c) => [c.name, []]));
+    for (const name of plan.scenarios) {
+      const sharing = contenders.filter((c) => c.requests[name] !== undefined);
+      const pairs = await Promise.all(sharing.map((c) => c.requests[name]!()));
+      if (sharing.length === 1) {
+        const [warm, measured] = pairs[0]!;
+        const result = await measure(latchkey.server, name, warm, measured);
+        figures.get('Latchkey')!.push(result);
+        process.stderr.write(`  ${plan.label}: ${name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
+        continue;
       }
-    } finally {
-      await server.stop();
-      for (const peer of peers) await peer.server.stop();
+      // Each warmed up, then round after round: Latchkey, then each other contender, on fresh slices.
+      if (warmup > 0) for (const [i, c] of sharing.entries()) await drive(c.server, pairs[i]![0], warmup, pairs[i]![0].bodies);
+      const stretches = sharing.map(() => [] as Stretch[]);
+      for (let round = 0; round < rounds; round++) {
+        for (const [i, c] of sharing.entries()) stretches[i]!.push(await stretch(c.server, slice(pairs[i]![1], round, rounds), duration / rounds));
+      }
+      for (const [i, c] of sharing.entries()) {
+        const result = figuresOf(name, pairs[i]![1].expected, stretches[i]!);
+        figures.get(c.name)!.push(result);
+        process.stderr.write(`  ${plan.label}: ${name} on ${c.name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
+      }
+    }
+    for (const s of started.splice(0).reverse()) {
+      await s.server.stop();
+      await s.drop();
     }
     rmSync(dir, { recursive: true, force: true });
-    await database?.drop();
+    const peerRuns: PeerRun[] = peers.map((p) => ({ peer: p.name, scenarios: figures.get(p.name) ?? [] }));
     return {
       label: plan.label,
       alg: plan.alg,
@@ -487,18 +564,21 @@ async function run(plan: RunPlan): Promise<RunReport> {
       instances: plan.postgres?.instances ?? 1,
       workers: plan.workers,
       storedDeviceGrants: plan.filler,
-      seedSeconds,
-      scenarios: figures,
+      seedSeconds: latchkey.seedSeconds,
+      scenarios: figures.get('Latchkey') ?? [],
       ...(peerRuns.length > 0 ? { peers: peerRuns } : {}),
+      ...(baseline ? { baseline: figures.get('baseline') ?? [] } : {}),
     };
   } catch (err) {
-    process.stderr.write(`The run "${plan.label}" failed; its database and server log are kept in ${dir}${database ? ` (PostgreSQL: ${database.url})` : ''}\n`);
+    for (const s of started.reverse()) await s.server.stop().catch(() => {});
+    process.stderr.write(`The run "${plan.label}" failed; its databases and server logs are kept in ${dir}${plan.postgres ? ' (PostgreSQL databases latchkey_bench_*)' : ''}\n`);
     throw err;
   }
 }
 
 async function main(): Promise<void> {
   const started = new Date();
+  const baseline = options.baseline ? await baselineBuild(resolve(options.baseline)) : undefined;
   const rates: Partial<Record<SigningAlgorithm, number>> = {};
   for (const alg of new Set<SigningAlgorithm>([...algorithms, 'RS256'])) {
     rates[alg] = await signingRate(alg);
@@ -517,7 +597,7 @@ async function main(): Promise<void> {
   const only = (names: ScenarioName[]) => names.filter((name) => chosen.includes(name));
   const runs: RunReport[] = [];
   for (const [i, alg] of algorithms.entries()) {
-    runs.push(await run({ label: `${alg}, 1 worker`, alg, workers: 1, filler: 0, scenarios: all, sizes: sizesFor(alg), pin: true, peers: options.peer && i === 0 }));
+    runs.push(await run({ label: `${alg}, 1 worker`, alg, workers: 1, filler: 0, scenarios: all, sizes: sizesFor(alg), pin: true, peers: options.peer && i === 0 }, baseline));
   }
   const first = algorithms[0] ?? 'RS256';
   for (const filler of scales) {
@@ -530,7 +610,7 @@ async function main(): Promise<void> {
         scenarios: only(['device_poll_pending', 'device_token_issuance']),
         sizes: sizesFor(first),
         pin: true,
-      }),
+      }, baseline),
     );
   }
   for (const workers of workerCounts) {
@@ -544,7 +624,7 @@ async function main(): Promise<void> {
         scenarios: only(['device_authorization', 'device_poll_pending', 'device_token_issuance', 'userinfo']),
         sizes: sizesFor(first),
         pin: false,
-      }),
+      }, baseline),
     );
   }
   if (options.postgres) {
@@ -563,7 +643,7 @@ async function main(): Promise<void> {
           sizes: postgresSizes,
           pin: true,
           postgres: { url: options.postgres, instances },
-        }),
+        }, baseline),
       );
     }
   }
@@ -576,7 +656,7 @@ async function main(): Promise<void> {
   };
   const report: BenchReport = { date: started.toISOString(), machine, connections, durationSeconds: duration, signingRates: rates, runs };
   process.stdout.write(formatReport(report));
-  process.stdout.write(`${JSON.stringify({ ...report, comparisons: comparisons(report), targets: checkTargets(report) })}\n`);
+  process.stdout.write(`${JSON.stringify({ ...report, comparisons: comparisons(report), ...(baseline ? { againstBaseline: baselineComparisons(report) } : {}), targets: checkTargets(report) })}\n`);
 }
 
 await main();

@@ -36,6 +36,39 @@ export interface RunReport {
   seedSeconds: number;
   scenarios: ScenarioFigures[];
   peers?: PeerRun[];
+  /** Another build of Latchkey measured beside this one (bench --baseline). */
+  baseline?: ScenarioFigures[];
+}
+
+/** This build against the baseline build, per run and scenario: requests per second and CPU per request. */
+export interface BaselineComparison {
+  run: string;
+  scenario: ScenarioName;
+  latchkey: number;
+  baseline: number;
+  /** This build's requests per second ÷ the baseline's. */
+  speedup: number;
+  /** This build's CPU µs per request ÷ the baseline's (below 1: less work per request). */
+  cpuRatio: number;
+}
+
+export function baselineComparisons(report: BenchReport): BaselineComparison[] {
+  return report.runs.flatMap((run) =>
+    (run.baseline ?? []).flatMap((other) => {
+      const mine = run.scenarios.find((s) => s.scenario === other.scenario);
+      if (!mine || other.requestsPerSecond === 0) return [];
+      return [
+        {
+          run: run.label,
+          scenario: other.scenario,
+          latchkey: mine.requestsPerSecond,
+          baseline: other.requestsPerSecond,
+          speedup: mine.requestsPerSecond / other.requestsPerSecond,
+          cpuRatio: other.cpuMicrosecondsPerRequest > 0 ? mine.cpuMicrosecondsPerRequest / other.cpuMicrosecondsPerRequest : 0,
+        },
+      ];
+    }),
+  );
 }
 
 /** One scenario side by side: requests per second, and Latchkey's over each peer's. */
@@ -201,6 +234,15 @@ export function formatReport(report: BenchReport): string {
         out.push(table(peer.scenarios.map((s) => [s.scenario, whole(s.requestsPerSecond), s.p50Ms.toFixed(0), s.p99Ms.toFixed(0), whole(s.non2xx), whole(s.unexpected), s.serverCpuCores.toFixed(2), s.cpuMicrosecondsPerRequest.toFixed(0), s.peakRssMb.toFixed(0)])));
       }
     }
+  }
+  const against = baselineComparisons(report);
+  if (against.length > 0) {
+    out.push('', 'Against the baseline build (same run, in rounds beside this build)');
+    const head = ['run', 'scenario', 'this build req/s', 'baseline req/s', 'speed-up', 'CPU µs/req ratio'];
+    const rows = against.map((c) => [c.run, c.scenario, whole(c.latchkey), whole(c.baseline), `${c.speedup.toFixed(2)}x`, c.cpuRatio.toFixed(2)]);
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+    const line = (cells: string[]) => cells.map((cell, i) => (i < 2 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  ');
+    out.push(line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line));
   }
   out.push('', 'Targets');
   for (const check of checkTargets(report)) out.push(`  ${check.met ? 'met   ' : 'MISSED'}  ${check.target}: ${check.value}`);

@@ -65,6 +65,8 @@ export interface BenchServer {
   peakRssBytes(): number;
   resetPeakRss(): void;
   processCount(): number;
+  /** The server's (primary) process id. */
+  pid(): number;
   stop(): Promise<void>;
 }
 
@@ -126,6 +128,7 @@ export async function startBenchServer(options: StartOptions): Promise<BenchServ
       }
     },
     processCount: () => processTree(pid).length,
+    pid: () => pid,
     async stop() {
       stopChild();
       await exited;

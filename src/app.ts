@@ -52,6 +52,7 @@ import { passwordResetRoutes } from './routes/password_reset.js';
 import { adminRoutes } from './routes/admin/index.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { AuditTrail } from './audit/audit_trail.js';
+import { devicePollsFor, type DevicePolls } from './oauth/device_polls.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -81,6 +82,8 @@ export interface AppDependencies {
   sleep?: (ms: number) => Promise<void>;
   /** Where mail goes; default: the SMTP server of LATCHKEY_SMTP_URL, or none. */
   mailer?: Mailer;
+  /** Where device-code polls are recorded; default: in memory when this process alone serves the store. */
+  devicePolls?: DevicePolls;
 }
 
 /** OAuth bodies are small; anything larger is refused before parsing (413). */
@@ -182,8 +185,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     signInSlowLane: new SlowLane(),
     mailer: deps.mailer ?? createMailer(config),
     auditTrail: new AuditTrail(store, app.log),
+    devicePolls: deps.devicePolls ?? devicePollsFor(config, store),
   };
   app.decorate('services', services);
+  // A property every request has from the start keeps request objects one shape (a WeakMap beside
+  // them cost a microsecond a request).
+  app.decorateRequest('refusal', undefined);
   // What is still batched is stored before the store closes (the server closes the app first).
   app.addHook('onClose', async () => {
     await services.auditTrail.flush();
@@ -201,7 +208,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     defaultContext: { passwordResetAvailable: services.mailer !== undefined },
   });
 
-  app.addHook('onSend', securityHeaders(config));
+  // The hooks every request runs through are plain callbacks, not async functions: an async onSend
+  // hook makes every reply finish a turn later, and a reply awaited before it has finished waits
+  // for its stream (Fastify's Reply.then): together a visible part of a short request.
+  const addSecurityHeaders = securityHeaders(config);
   // Graceful shutdown: Fastify closes idle keep-alive connections when closing starts, but the
   // requests still in flight then would leave theirs open (up to the keep-alive timeout). Telling
   // them "Connection: close" lets each socket end with its response, so close() can finish.
@@ -209,13 +219,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    addSecurityHeaders(request, reply);
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
-    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
-    services.metrics.httpRequests.inc(labels);
-    services.metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
+  app.addHook('onResponse', (request, reply, done) => {
+    services.metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
   app.setErrorHandler(errorHandler(services));
   app.setNotFoundHandler((request, reply) => {
@@ -288,8 +299,12 @@ function pageFor(error: OAuthError, t: Translator['t']): ErrorPage {
   return { heading: 'That did not work', message: error.description };
 }
 
+/**
+ * Not an async function: an OAuth error answer (every pending poll's) is sent here and now, and
+ * nothing is returned for Fastify to await; only a page, rendered asynchronously, returns its promise.
+ */
 function errorHandler(services: Services) {
-  return async function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
+  return function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): Promise<unknown> | undefined {
     const oauthError = toOAuthError(error);
     if (oauthError.status === 429) services.metrics.rateLimitHits.inc({ route: request.routeOptions.url ?? 'unmatched' });
     if (oauthError.status >= 500) request.log.error({ err: error }, 'request failed');
@@ -299,6 +314,7 @@ function errorHandler(services: Services) {
     if (request.routeOptions.config?.page) {
       return renderErrorPage(request, reply, services, pageFor(oauthError, translator(pageLanguage(request)).t), oauthError.status);
     }
-    return reply.code(oauthError.status).send(oauthError.toJSON());
+    reply.code(oauthError.status).send(oauthError.toJSON());
+    return undefined;
   };
 }

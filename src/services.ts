@@ -9,6 +9,7 @@ import type { SecretBox } from './crypto/secret_box.js';
 import type { SlowLane } from './oauth/signin_throttle.js';
 import type { Mailer } from './mail/mailer.js';
 import type { AuditTrail } from './audit/audit_trail.js';
+import type { DevicePolls } from './oauth/device_polls.js';
 
 export interface RateLimiters {
   /** Wrong user codes entered at /activate, per source address (RFC 8628 §5.1). */
@@ -60,4 +61,6 @@ export interface Services {
   mailer: Mailer | undefined;
   /** Stores audit events (batched) for the admin console's audit log. */
   auditTrail: AuditTrail;
+  /** Where the polls of device codes are recorded (slow_down): in memory or in the store. */
+  devicePolls: DevicePolls;
 }

@@ -1,8 +1,9 @@
 /**
  * grant_type=urn:ietf:params:oauth:grant-type:device_code (RFC 8628 §3.4, §3.5).
- * Every poll is recorded; the answer comes from decidePoll. Handing out tokens is one atomic
- * approved → consumed step in the store, so of many simultaneous polls exactly one gets tokens
- * and the rest see a spent code (invalid_grant). Tokens already issued are left alone on such a
+ * Every poll is recorded (oauth/device_polls.ts); the answer comes from decidePoll. Handing out
+ * tokens is one atomic approved → consumed step in the store (with the refresh token stored in the
+ * same transaction), so of many simultaneous polls exactly one gets tokens and the rest see a
+ * spent code (invalid_grant). Tokens already issued are left alone on such a
  * replay: only the device holds the device code, and it racing itself is not theft.
  */
 import { z } from 'zod';
@@ -11,7 +12,7 @@ import { OAuthError, tooManyRequests } from '../errors.js';
 import { sha256 } from '../crypto/secrets.js';
 import { decidePoll } from '../oauth/device_poll.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
-import { issueTokens } from '../oauth/token_response.js';
+import { finishIssuance, prepareIssuance, signInEnded, type IssueTokensInput, type PreparedIssuance } from '../oauth/token_response.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
 const params = z.object({
@@ -36,10 +37,7 @@ export const deviceCodeGrant = {
   async handle(context, { device_code }) {
     const { store, clock } = context.services;
     const nowMs = Math.floor(clock() * 1000);
-    const grant = await store.pollDeviceGrant(sha256(device_code), context.client.clientId, nowMs, (before) => {
-      const decision = decidePoll(before, nowMs);
-      return decision.kind === 'slow_down' ? decision.newInterval : before.interval;
-    });
+    const grant = await context.services.devicePolls.poll(sha256(device_code), context.client.clientId, nowMs);
     if (!grant) throw await unknownDeviceCode(context);
     if (grant.clientId !== context.client.clientId) {
       throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'device code of another client' });
@@ -73,20 +71,34 @@ export const deviceCodeGrant = {
     if (user.tokensRevokedAt !== undefined && (grant.decidedAt ?? 0) <= user.tokensRevokedAt) {
       throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'approved before the user\'s tokens were revoked' });
     }
-    const consumed = await store.consumeDeviceGrant(grant.id, Math.floor(nowMs / 1000));
-    if (!consumed) throw new OAuthError('invalid_grant', 'The device code has already been used.');
-
-    audit(context, 'token.issued', { grant: 'device_code', clientId: context.client.clientId, userId: user.id });
-    return issueTokens(context.services, {
+    const issuance: IssueTokensInput = {
       dpopJkt: context.dpopJkt,
       client: context.client,
       user,
-      scope: consumed.scope,
-      audience: consumed.audience,
-      authTime: consumed.authTime ?? consumed.decidedAt ?? Math.floor(nowMs / 1000),
-      amr: consumed.amr,
+      // Set when the grant was made and approved; an approved grant changes only by being spent.
+      scope: grant.scope,
+      audience: grant.audience,
+      authTime: grant.authTime ?? grant.decidedAt ?? Math.floor(nowMs / 1000),
+      amr: grant.amr,
       // As the confirmation page showed it: the device's own request.
-      approval: { ip: consumed.requesterIp, userAgent: consumed.requesterUserAgent, sessionId: undefined },
-    });
+      approval: { ip: grant.requesterIp, userAgent: grant.requesterUserAgent, sessionId: undefined },
+    };
+    let prepared: PreparedIssuance;
+    try {
+      prepared = await prepareIssuance(context.services, issuance);
+    } catch (err) {
+      // The roles allow nothing any more (invalid_scope): the code is spent all the same.
+      await store.consumeDeviceGrant(grant.id, Math.floor(nowMs / 1000));
+      throw err;
+    }
+    // One write: the grant spent and the refresh token stored, in one transaction.
+    const refresh = prepared.newRefreshToken && { token: prepared.newRefreshToken.record, guard: { userTokensRevokedAt: user.tokensRevokedAt } };
+    const redeemed = await store.redeemDeviceGrant(grant.id, Math.floor(nowMs / 1000), refresh);
+    if (!redeemed) throw new OAuthError('invalid_grant', 'The device code has already been used.');
+    // The person's sign-ins were ended while this redemption read the user (a new password racing it).
+    if (refresh && !redeemed.refreshTokenStored) throw signInEnded();
+
+    audit(context, 'token.issued', { grant: 'device_code', clientId: context.client.clientId, userId: user.id });
+    return finishIssuance(context.services, issuance, prepared);
   },
 } satisfies GrantHandler<z.infer<typeof params>>;

@@ -12,17 +12,22 @@ export interface Refusal {
   detail: string | undefined;
 }
 
-const refusals = new WeakMap<FastifyRequest, Refusal>();
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Why the request was refused, for its log line (set by the error handler). */
+    refusal: Refusal | undefined;
+  }
+}
 
 export function noteRefusal(request: FastifyRequest, refusal: Refusal): void {
-  refusals.set(request, refusal);
+  request.refusal = refusal;
 }
 
 export class AccessLog extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const refusal = refusals.get(request);
+    const refusal = request.refusal;
     const line = {
       method: request.method,
       url: pathOnly(request.url),

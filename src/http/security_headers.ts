@@ -52,10 +52,10 @@ export function baseSecurityHeaders(config: Config): Record<string, string> {
   };
 }
 
-export function securityHeaders(config: Config) {
-  const headers = baseSecurityHeaders(config);
-  return async function addSecurityHeaders(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    for (const [name, value] of Object.entries(headers)) if (!reply.hasHeader(name)) reply.header(name, value);
-    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
+/** Adds the security headers a reply does not set itself, and no-store unless it says otherwise. */
+export function securityHeaders(config: Config): (request: FastifyRequest, reply: FastifyReply) => void {
+  const headers = Object.entries({ ...baseSecurityHeaders(config), 'cache-control': 'no-store' });
+  return function addSecurityHeaders(_request, reply) {
+    for (const [name, value] of headers) if (!reply.hasHeader(name)) reply.header(name, value);
   };
 }

@@ -12,8 +12,8 @@ import type { Services } from '../services.js';
 import type { AuthMethod, ClientRecord, RequestedClaims, UserRecord } from '../store/store.js';
 import { authenticationClaims } from '../mfa/amr.js';
 import { idTokenClaims } from './claims.js';
-import { newRefreshToken } from './refresh_tokens.js';
-import { nothingPermitted, permittedAccess } from './permissions.js';
+import { newRefreshToken, type NewRefreshToken } from './refresh_tokens.js';
+import { nothingPermitted, permittedAccess, type PermittedAccess } from './permissions.js';
 import { isConfidential } from '../admin/clients.js';
 
 export interface TokenResponse {
@@ -58,21 +58,32 @@ export interface IssueTokensInput {
   claims?: RequestedClaims | undefined;
 }
 
-export async function issueTokens(services: Services, input: IssueTokensInput): Promise<TokenResponse> {
-  const { config, signer, store, clock } = services;
+/**
+ * What an issuance settles before anything is stored: the scope the person's roles allow now, and
+ * the refresh token to store when offline_access starts a new family. The caller stores it (alone,
+ * or in the same transaction as the grant it redeems), then finishIssuance signs the tokens.
+ */
+export interface PreparedIssuance {
+  now: number;
+  access: PermittedAccess;
+  /** The refresh token that starts a new family, to be stored before the tokens are handed out. */
+  newRefreshToken: NewRefreshToken | undefined;
+  refreshToken: string | undefined;
+  familyId: string | undefined;
+}
+
+export async function prepareIssuance(services: Services, input: IssueTokensInput): Promise<PreparedIssuance> {
+  const { config, store, clock } = services;
   const now = epochSeconds(clock);
   // The refresh token keeps only what was allowed, so a role given later never widens an old grant.
   const access = await permittedAccess(store, input.user, input.audience, input.scope);
   const scope = access.scope;
   // Every scope asked for was an API's, and the roles allow none of them (any more): no token.
   if (scope === '') throw new OAuthError('invalid_scope', nothingPermitted);
-  const scopes = scope.split(' ');
   // The refresh token comes first, so the access token can name its family: revoking the family
   // (sign-out, theft, a replayed code) then refuses the access tokens it issued too.
-  let refreshToken = input.refreshToken;
-  let familyId = input.refreshToken === undefined ? undefined : input.refreshFamilyId;
-  if (refreshToken === undefined && scopes.includes('offline_access')) {
-    familyId = input.refreshFamilyId ?? randomId();
+  if (input.refreshToken === undefined && scope.split(' ').includes('offline_access')) {
+    const familyId = input.refreshFamilyId ?? randomId();
     const refresh = newRefreshToken(config, now, {
       familyId,
       clientId: input.client.clientId,
@@ -89,13 +100,32 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
       dpopJkt: isConfidential(input.client) ? undefined : input.dpopJkt,
       claims: input.claims,
     });
-    // Not if the person's sign-ins were ended since the grant read the user (a new password racing
-    // this redemption): the family would escape that revocation.
-    if (!(await store.createRefreshToken(refresh.record, { userTokensRevokedAt: input.user.tokensRevokedAt }))) {
-      throw new OAuthError('invalid_grant', 'The sign-in has ended. Sign in again.', { detail: "the user's tokens were revoked during the redemption" });
-    }
-    refreshToken = refresh.value;
+    return { now, access, newRefreshToken: refresh, refreshToken: refresh.value, familyId };
   }
+  return { now, access, newRefreshToken: undefined, refreshToken: input.refreshToken, familyId: input.refreshToken === undefined ? undefined : input.refreshFamilyId };
+}
+
+/** Thrown when the refresh token could not be stored: the person's sign-ins were ended meanwhile. */
+export function signInEnded(): OAuthError {
+  return new OAuthError('invalid_grant', 'The sign-in has ended. Sign in again.', { detail: "the user's tokens were revoked during the redemption" });
+}
+
+export async function issueTokens(services: Services, input: IssueTokensInput): Promise<TokenResponse> {
+  const prepared = await prepareIssuance(services, input);
+  // Not if the person's sign-ins were ended since the grant read the user (a new password racing
+  // this redemption): the family would escape that revocation.
+  if (prepared.newRefreshToken && !(await services.store.createRefreshToken(prepared.newRefreshToken.record, { userTokensRevokedAt: input.user.tokensRevokedAt }))) {
+    throw signInEnded();
+  }
+  return finishIssuance(services, input, prepared);
+}
+
+/** Signs the access token (and the id_token) of a prepared issuance whose refresh token is stored. */
+export async function finishIssuance(services: Services, input: IssueTokensInput, prepared: PreparedIssuance): Promise<TokenResponse> {
+  const { config, signer } = services;
+  const { now, access, refreshToken, familyId } = prepared;
+  const scope = access.scope;
+  const scopes = scope.split(' ');
   const accessToken = await signer.signAccessToken({
     iss: config.issuer,
     sub: input.user.id,

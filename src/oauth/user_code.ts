@@ -8,9 +8,14 @@ export const userCodeAlphabet = 'BCDFGHJKLMNPQRSTVWXZ';
 const userCodeLength = 8;
 const canonicalPattern = new RegExp(`^[${userCodeAlphabet}]{${userCodeLength}}$`);
 
+/** A fresh user code in canonical form, e.g. `WDJBMJHT` (formatUserCode shows it). */
+export function generateCanonicalUserCode(): string {
+  return randomString(userCodeAlphabet, userCodeLength);
+}
+
 /** A fresh user code in display form, e.g. `WDJB-MJHT`. */
 export function generateUserCode(): string {
-  return formatUserCode(randomString(userCodeAlphabet, userCodeLength));
+  return formatUserCode(generateCanonicalUserCode());
 }
 
 /** The canonical 8-letter form of what a person typed, or undefined if it cannot be a user code. */

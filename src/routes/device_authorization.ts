@@ -11,7 +11,7 @@ import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.
 import { authenticateClient, clientAuthContext, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
 import { resolveAudience } from '../oauth/audience.js';
 import { grantableScope, parseScope } from '../oauth/scope.js';
-import { generateUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
+import { formatUserCode, generateCanonicalUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { DuplicateError } from '../store/store.js';
 import { tooManyRequests } from '../errors.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
@@ -59,12 +59,13 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
     const now = epochSeconds(clock);
     const deviceCode = randomSecret(secretPrefix.deviceCode);
     for (let attempt = 0; ; attempt++) {
-      const userCode = generateUserCode();
+      const canonicalUserCode = generateCanonicalUserCode();
+      const userCode = formatUserCode(canonicalUserCode);
       try {
         await store.createDeviceGrant({
           id: randomId(),
           deviceCodeHash: sha256(deviceCode),
-          userCodeHash: userCodeDigest(app.services.userCodeKey, normalizeUserCode(userCode) ?? userCode),
+          userCodeHash: userCodeDigest(app.services.userCodeKey, canonicalUserCode),
           clientId: client.clientId,
           scope,
           audience,

@@ -740,6 +740,18 @@ export interface Store {
   denyDeviceGrant(id: string, now: number): Promise<boolean>;
   /** approved → consumed, atomically; the grant for the single caller that won, else undefined. */
   consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined>;
+  /**
+   * The device flow's one write when tokens are handed out: approved → consumed (as
+   * consumeDeviceGrant) and, in the same transaction, the refresh token the tokens start, when
+   * there is one. The single caller that won gets the grant; a refresh token is stored only while
+   * the user's tokensRevokedAt is still what `refresh.guard` says (refreshTokenStored false
+   * otherwise, the grant spent all the same). A crash leaves either both or neither.
+   */
+  redeemDeviceGrant(
+    id: string,
+    now: number,
+    refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
+  ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined>;
 
   /** Stores the token; with a guard, only while the user's tokensRevokedAt is still what the caller read. */
   createRefreshToken(token: RefreshTokenRecord, guard?: UserRevocationGuard): Promise<boolean>;

@@ -1,4 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createLocalJWKSet, jwtVerify, decodeProtectedHeader } from 'jose';
 import { sha256 } from '../../src/crypto/secrets.js';
 import { normalizeUserCode, userCodeDigest } from '../../src/oauth/user_code.js';
@@ -71,6 +74,38 @@ describe('POST /oauth/token grant_type=device_code', () => {
       expect((await grantOf(user_code)).interval).toBe(15);
     });
 
+    it('where this process alone serves the database, a pending poll writes nothing: its time is kept in memory, and a slow_down is stored', async () => {
+      const { device_code, user_code } = await startDeviceFlow();
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+      t.clock.advance(5);
+      await expectError(await poll(device_code), 400, 'authorization_pending');
+      expect((await grantOf(user_code)).lastPolledAtMs).toBeUndefined();
+      t.clock.advance(1);
+      await expectError(await poll(device_code), 400, 'slow_down');
+      expect(await grantOf(user_code)).toMatchObject({ interval: 10, lastPolledAtMs: Math.floor(t.clock() * 1000) });
+    });
+
+    it('with several processes on the database (LATCHKEY_WORKERS=2) every poll is stored, so each process sees the others\' polls', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'latchkey-polls-'));
+      const path = join(dir, 'latchkey.db');
+      await t.close();
+      t = await testApp({ LATCHKEY_WORKERS: '2' }, { path });
+      const other = await testApp({ LATCHKEY_WORKERS: '2' }, { path });
+      try {
+        await addClient(t.store, 'tv', { name: 'Living Room TV' });
+        await addApi(t.store, 'https://api.example.com');
+        const { device_code, user_code } = await startDeviceFlow();
+        await expectError(await poll(device_code), 400, 'authorization_pending');
+        expect((await grantOf(user_code)).lastPolledAtMs).toBe(Math.floor(t.clock() * 1000));
+        other.clock.set(t.clock() + 2);
+        const early = await other.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, device_code, client_id: 'tv' }) });
+        await expectError(early, 400, 'slow_down');
+      } finally {
+        await other.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
     it('an approved grant is handed out even to an impatient poll', async () => {
       const { device_code, user_code } = await startDeviceFlow();
       await expectError(await poll(device_code), 400, 'authorization_pending');
@@ -122,6 +157,36 @@ describe('POST /oauth/token grant_type=device_code', () => {
       expect(stored).toMatchObject({ clientId: 'tv', userId: alice.id, scope: 'openid email offline_access' });
       expect(JSON.stringify(t.store.db.prepare('SELECT * FROM refresh_tokens').all())).not.toContain(body.refresh_token);
 
+      await expectError(await poll(device_code), 400, 'invalid_grant');
+    });
+
+    it("a new password between reading the person and handing out the tokens: the code is spent, no refresh token is stored, invalid_grant", async () => {
+      const { device_code, user_code } = await startDeviceFlow();
+      await approve(user_code);
+      const before = (await t.store.findUserById(alice.id))!;
+      // The redemption reads the person as they were; the password changes before it writes.
+      const store = t.app.services.store;
+      const findUserById = store.findUserById.bind(store);
+      store.findUserById = async (id: string) => {
+        await t.store.revokeUserTokens('alice', Math.floor(t.clock()) + 1);
+        store.findUserById = findUserById;
+        return id === alice.id ? before : findUserById(id);
+      };
+      await expectError(await poll(device_code), 400, 'invalid_grant');
+      expect((await grantOf(user_code)).status).toBe('consumed');
+      expect(t.store.db.prepare('SELECT count(*) AS n FROM refresh_tokens').get()).toEqual({ n: 0 });
+      await expectError(await poll(device_code), 400, 'invalid_grant');
+    });
+
+    it('roles that no longer allow anything asked for: invalid_scope, and the code is spent', async () => {
+      await t.store.updateApi({ ...(await t.store.findApi('https://api.example.com'))!, scopes: ['read'] });
+      await t.store.createRole({ name: 'reader', description: undefined, permissions: [{ api: 'https://api.example.com', scope: 'read' }], createdAt: Math.floor(t.clock()) });
+      await t.store.grantRole(alice.id, 'reader', Math.floor(t.clock()));
+      const { device_code, user_code } = await startDeviceFlow({ scope: 'read' });
+      await approve(user_code);
+      await t.store.revokeRole(alice.id, 'reader');
+      await expectError(await poll(device_code), 400, 'invalid_scope');
+      expect((await grantOf(user_code)).status).toBe('consumed');
       await expectError(await poll(device_code), 400, 'invalid_grant');
     });
 

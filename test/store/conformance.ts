@@ -864,6 +864,75 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.consumeDeviceGrant('missing', t0)).toBeUndefined();
         });
       });
+
+      it('redeemDeviceGrant spends the grant and stores its refresh token in one step, exactly once', async () => {
+        await withSeededStore(async (store) => {
+          const g = deviceGrant();
+          await store.createDeviceGrant(g);
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, ['pwd'], t0 + 60)).toBe(true);
+          const rt = refreshToken({ id: 'redeemed', tokenHash: 'redeemed-hash', familyId: 'redeemed-family' });
+          const expected: DeviceGrantRecord = { ...g, status: 'consumed', userId: 'user-alice', authTime: t0 + 30, amr: ['pwd'], decidedAt: t0 + 60, consumedAt: t0 + 65 };
+          expect(await store.redeemDeviceGrant('grant-1', t0 + 65, { token: rt, guard: { userTokensRevokedAt: undefined } })).toEqual({ grant: expected, refreshTokenStored: true });
+          expect(await store.findRefreshToken('redeemed-hash')).toEqual(rt);
+          // Spent: a second redemption gets nothing and stores nothing.
+          const second = refreshToken({ id: 'second', tokenHash: 'second-hash', familyId: 'second-family' });
+          expect(await store.redeemDeviceGrant('grant-1', t0 + 66, { token: second, guard: { userTokensRevokedAt: undefined } })).toBeUndefined();
+          expect(await store.findRefreshToken('second-hash')).toBeUndefined();
+          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toEqual(expected);
+        });
+      });
+
+      it('redeemDeviceGrant without a refresh token spends the grant only', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
+          const redeemed = await store.redeemDeviceGrant('grant-1', t0 + 20);
+          expect(redeemed).toMatchObject({ grant: { id: 'grant-1', status: 'consumed', consumedAt: t0 + 20 }, refreshTokenStored: false });
+        });
+      });
+
+      it('concurrent redemptions: exactly one wins, and only its refresh token is stored', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
+          const results = await Promise.all(
+            Array.from({ length: 8 }, (_, i) =>
+              store.redeemDeviceGrant('grant-1', t0 + 20, { token: refreshToken({ id: `rt-${i}`, tokenHash: `hash-${i}`, familyId: `family-${i}` }), guard: { userTokensRevokedAt: undefined } }),
+            ),
+          );
+          expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+          const stored = await Promise.all(Array.from({ length: 8 }, (_, i) => store.findRefreshToken(`hash-${i}`)));
+          expect(stored.filter((t) => t !== undefined)).toHaveLength(1);
+          expect(stored.findIndex((t) => t !== undefined)).toBe(results.findIndex((r) => r !== undefined));
+        });
+      });
+
+      it('redeemDeviceGrant of a pending, denied, expired or missing grant is undefined and stores no refresh token', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant({ id: 'pending' }));
+          await store.createDeviceGrant(deviceGrant({ id: 'denied' }));
+          await store.createDeviceGrant(deviceGrant({ id: 'expired', expiresAt: t0 + 900 }));
+          expect(await store.denyDeviceGrant('denied', t0 + 10)).toBe(true);
+          expect(await store.approveDeviceGrant('expired', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
+          const guard = { userTokensRevokedAt: undefined };
+          for (const [id, now] of [['pending', t0 + 20], ['denied', t0 + 20], ['expired', t0 + 900], ['missing', t0]] as const) {
+            expect(await store.redeemDeviceGrant(id, now, { token: refreshToken({ id: `rt-${id}`, tokenHash: `hash-${id}`, familyId: `family-${id}` }), guard })).toBeUndefined();
+            expect(await store.findRefreshToken(`hash-${id}`)).toBeUndefined();
+          }
+          expect((await store.findDeviceGrantByDeviceCode('device-expired'))?.status).toBe('approved');
+        });
+      });
+
+      it("redeemDeviceGrant spends the grant but stores no refresh token once the user's tokens were revoked since they were read", async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
+          await store.revokeUserTokens('alice', t0 + 15);
+          const redeemed = await store.redeemDeviceGrant('grant-1', t0 + 20, { token: refreshToken({ id: 'racing', tokenHash: 'racing' }), guard: { userTokensRevokedAt: undefined } });
+          expect(redeemed).toMatchObject({ grant: { status: 'consumed' }, refreshTokenStored: false });
+          expect(await store.findRefreshToken('racing')).toBeUndefined();
+        });
+      });
     });
 
     describe('refresh tokens', () => {

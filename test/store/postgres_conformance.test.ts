@@ -87,6 +87,20 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       });
     });
 
+    it('redeemDeviceGrant: exactly one wins, and only its refresh token is stored', async () => {
+      await withTwoInstances(async (a, b) => {
+        await a.createDeviceGrant(deviceGrant());
+        expect(await a.approveDeviceGrant('grant-1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
+        const results = await racing(a, b, (store, n) =>
+          store.redeemDeviceGrant('grant-1', t0 + 20, { token: refreshToken({ id: `rt-${n}`, tokenHash: `hash-${n}`, familyId: `family-${n}` }), guard: { userTokensRevokedAt: undefined } }),
+        );
+        const winner = results.findIndex((r) => r !== undefined);
+        expect(results.filter((r) => r !== undefined)).toHaveLength(1);
+        const stored = await Promise.all(results.map((_, n) => b.findRefreshToken(`hash-${n}`)));
+        expect(stored.map((t, n) => [n, t !== undefined]).filter(([, found]) => found)).toEqual([[winner, true]]);
+      });
+    });
+
     it('consumeAuthorizationCode: exactly one wins, and its ids are the ones stored', async () => {
       await withTwoInstances(async (a, b) => {
         await a.createAuthorizationCode(authorizationCode());

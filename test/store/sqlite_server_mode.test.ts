@@ -133,6 +133,44 @@ describe('the verbs that join a batch', () => {
   });
 });
 
+describe('reads in the batch', () => {
+  it("a turn's reads run with its writes, in call order, in one transaction at the end of the turn", async () => {
+    const path = tempPath();
+    const server = serverStore(path);
+    try {
+      await server.createUser(user());
+      // Called in one turn: the read comes after the write and sees it; the one before does not.
+      const before = server.findClient(client().clientId);
+      const created = server.createClient(client());
+      const after = server.findClient(client().clientId);
+      expect(await before).toBeUndefined();
+      await created;
+      expect((await after)?.clientId).toBe(client().clientId);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a read still sees what another process committed earlier in the same turn', async () => {
+    const path = tempPath();
+    const server = serverStore(path);
+    const cli = new SqliteStore({ path, now: t0 });
+    try {
+      await server.createUser(user());
+      await server.createClient(client());
+      expect((await server.findClient(client().clientId))?.clientId).toBe(client().clientId);
+      const read = (async () => {
+        await cli.removeClient(client().clientId, t0);
+        return server.findClient(client().clientId);
+      })();
+      expect(await read).toBeUndefined();
+    } finally {
+      await cli.close();
+      await server.close();
+    }
+  });
+});
+
 describe('the directory cache', () => {
   it('sees a client removed, a user disabled and an API added by another process at once', async () => {
     const path = tempPath();

@@ -1,6 +1,7 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import { hashPassword, verifyPassword } from '../../src/crypto/password.js';
-import { constantTimeEqual, randomSecret, randomString, secretPrefix, sha256 } from '../../src/crypto/secrets.js';
+import { createHash, createHmac } from 'node:crypto';
+import { constantTimeEqual, hmacSha256, randomSecret, randomString, secretPrefix, sha256 } from '../../src/crypto/secrets.js';
 
 describe('randomSecret', () => {
   it('is 32 random bytes in base64url (43 characters) without a prefix', () => {
@@ -36,9 +37,27 @@ describe('sha256', () => {
     expect(sha256('x')).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
+  it('is what createHash gives, whichever way node:crypto computes it', () => {
+    for (const value of ['', 'lk_rt_x', 'é\u0301', 'x'.repeat(10_000)]) expect(sha256(value)).toBe(createHash('sha256').update(value, 'utf8').digest('base64url'));
+  });
+
   it('hashes UTF-8', () => {
     expect(sha256('é')).toBe(sha256('\u00e9'));
     expect(sha256('é')).not.toBe(sha256('e\u0301'));
+  });
+});
+
+describe('hmacSha256', () => {
+  it('is HMAC-SHA-256 in base64url (RFC 4231 test case 2), under a key used once or many times', () => {
+    const expected = Buffer.from('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843', 'hex').toString('base64url');
+    expect(hmacSha256('Jefe', 'what do ya want for nothing?')).toBe(expected);
+    expect(hmacSha256('Jefe', 'what do ya want for nothing?')).toBe(expected);
+  });
+
+  it('gives what createHmac gives with the string key (its UTF-8), for every key and value', () => {
+    for (const [key, value] of [['', 'x'], ['k', ''], ['clé', 'user_code:BCDFGHJK'], ['a'.repeat(100), 'é\u0301']]) {
+      expect(hmacSha256(key!, value!)).toBe(createHmac('sha256', key!).update(value!, 'utf8').digest('base64url'));
+    }
   });
 });
 

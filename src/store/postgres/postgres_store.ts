@@ -915,8 +915,9 @@ export class PostgresStore implements Store {
     );
   }
 
-  async consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined> {
-    const row = await this.db.one(
+  /** approved → consumed in one conditional UPDATE: the grant for the caller that won. */
+  private static async spendDeviceGrant(db: Statements, id: string, now: number): Promise<DeviceGrantRecord | undefined> {
+    const row = await db.one(
       `UPDATE device_grants SET status = 'consumed', consumed_at = $1
        WHERE id = $2 AND status = 'approved' AND expires_at > $3 RETURNING *`,
       now,
@@ -924,6 +925,35 @@ export class PostgresStore implements Store {
       now,
     );
     return row && toDeviceGrant(row);
+  }
+
+  async consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined> {
+    return PostgresStore.spendDeviceGrant(this.db, id, now);
+  }
+
+  async redeemDeviceGrant(
+    id: string,
+    now: number,
+    refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
+  ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined> {
+    return this.transaction(async (tx) => {
+      const grant = await PostgresStore.spendDeviceGrant(tx, id, now);
+      if (!grant) return undefined;
+      return { grant, refreshTokenStored: refresh !== undefined && (await PostgresStore.insertGuardedRefreshToken(tx, refresh.token, refresh.guard)) };
+    });
+  }
+
+  /** Inside a transaction: the token, only while the user's tokensRevokedAt is what the guard says. */
+  private static async insertGuardedRefreshToken(tx: Statements, t: RefreshTokenRecord, guard: UserRevocationGuard | undefined): Promise<boolean> {
+    await PostgresStore.lockFamily(tx, t.familyId);
+    if (guard !== undefined) {
+      // FOR SHARE waits for a revocation holding the user row (endEverythingOf updates it first),
+      // and holds such a revocation back until this family is committed, so it is then revoked too.
+      const row = await tx.one('SELECT tokens_revoked_at FROM users WHERE id = $1 FOR SHARE', t.userId);
+      if (!row || (row.tokens_revoked_at === null ? undefined : Number(row.tokens_revoked_at)) !== guard.userTokensRevokedAt) return false;
+    }
+    await PostgresStore.insertRefreshToken(tx, t);
+    return true;
   }
 
   /** Inside a transaction that holds the family's lock (lockFamily). */
@@ -958,17 +988,7 @@ export class PostgresStore implements Store {
   }
 
   async createRefreshToken(t: RefreshTokenRecord, guard?: UserRevocationGuard): Promise<boolean> {
-    return this.transaction(async (tx) => {
-      await PostgresStore.lockFamily(tx, t.familyId);
-      if (guard !== undefined) {
-        // FOR SHARE waits for a revocation holding the user row (endEverythingOf updates it first),
-        // and holds such a revocation back until this family is committed, so it is then revoked too.
-        const row = await tx.one('SELECT tokens_revoked_at FROM users WHERE id = $1 FOR SHARE', t.userId);
-        if (!row || (row.tokens_revoked_at === null ? undefined : Number(row.tokens_revoked_at)) !== guard.userTokensRevokedAt) return false;
-      }
-      await PostgresStore.insertRefreshToken(tx, t);
-      return true;
-    });
+    return this.transaction((tx) => PostgresStore.insertGuardedRefreshToken(tx, t, guard));
   }
 
   async findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {

@@ -1,12 +1,19 @@
 /**
- * Group commit for the server's SQLite connection. The write verbs called during one turn of the
- * event loop are queued and run together when the turn ends (setImmediate), in call order, inside
- * one IMMEDIATE transaction with one commit; each verb's promise settles only after that commit, so
- * nothing is answered before it is in the WAL (which, with synchronous=NORMAL, survives a killed
- * process; only a power cut can lose the last commits). At thousands of writes a second one commit
- * per write was most of a device authorization's cost: every commit appends its own WAL frames.
+ * Group commit for the server's SQLite connection. The verbs called during one turn of the event
+ * loop are queued and run together when the turn ends (setImmediate), in call order, inside one
+ * transaction with one commit; each verb's promise settles only after that commit, so nothing is
+ * answered before it is in the WAL (which, with synchronous=NORMAL, survives a killed process;
+ * only a power cut can lose the last commits). At thousands of writes a second one commit per
+ * write was most of a device authorization's cost: every commit appends its own WAL frames.
  *
- * Atomicity is unchanged: each verb runs inside a savepoint of its own, so a verb whose SQL fails
+ * Reads join the batch too. Outside a transaction every statement is a read transaction of its
+ * own, and each of those takes and drops SQLite's shared lock with fcntl(2): three system calls
+ * a statement, the larger part of a pending poll's. In the batch the turn's reads share one
+ * transaction, begun when the turn ends, so a read still sees everything committed before it by
+ * any process (as "at once" as before) and the writes queued before it by this one. A batch of
+ * reads only is a plain (deferred) read transaction that takes no write lock.
+ *
+ * Atomicity is unchanged: each write runs inside a savepoint of its own, so a verb whose SQL fails
  * (a duplicate key) is rolled back and fails alone while the rest of the batch commits. If SQLite
  * loses the whole transaction (disk full, I/O error), nothing of the batch is committed and every
  * verb of it fails. The write lock is held only while the batch's statements run, so other
@@ -15,6 +22,8 @@
 import type Database from 'better-sqlite3';
 
 interface QueuedWrite {
+  /** A read needs no savepoint: it changes nothing to roll back. */
+  read: boolean;
   verb: () => Promise<unknown>;
   resolve(value: unknown): void;
   reject(error: unknown): void;
@@ -23,7 +32,7 @@ interface QueuedWrite {
 export class GroupCommit {
   private queue: QueuedWrite[] = [];
   /** Transaction control, prepared once: parsing these on every verb was a tenth of a device authorization. */
-  private readonly control: Record<'begin' | 'savepoint' | 'rollbackTo' | 'release' | 'commit' | 'rollback', Database.Statement>;
+  private readonly control: Record<'begin' | 'beginRead' | 'savepoint' | 'rollbackTo' | 'release' | 'commit' | 'rollback', Database.Statement>;
 
   /**
    * `sqlErrors` counts the statements of this connection that failed so far: how a verb's failure
@@ -35,6 +44,7 @@ export class GroupCommit {
   ) {
     this.control = {
       begin: db.prepare('BEGIN IMMEDIATE'),
+      beginRead: db.prepare('BEGIN'),
       savepoint: db.prepare('SAVEPOINT latchkey_verb'),
       rollbackTo: db.prepare('ROLLBACK TO latchkey_verb'),
       release: db.prepare('RELEASE latchkey_verb'),
@@ -45,11 +55,20 @@ export class GroupCommit {
 
   /** Queues a write verb for this turn's batch; the promise settles after the batch commits. */
   write<T>(verb: () => Promise<T>): Promise<T> {
-    // Inside someone else's transaction (a bulk load) the verb simply joins it, as before.
+    return this.enqueue(verb, false);
+  }
+
+  /** Queues a read verb for this turn's batch (one read transaction for the turn's reads). */
+  read<T>(verb: () => Promise<T>): Promise<T> {
+    return this.enqueue(verb, true);
+  }
+
+  private enqueue<T>(verb: () => Promise<T>, read: boolean): Promise<T> {
+    // Inside someone else's transaction (a bulk load, or this batch's own) the verb simply joins it.
     if (this.db.inTransaction) return verb();
     return new Promise<T>((resolve, reject) => {
       if (this.queue.length === 0) setImmediate(() => this.flush());
-      this.queue.push({ verb, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ read, verb, resolve: resolve as (value: unknown) => void, reject });
     });
   }
 
@@ -59,10 +78,14 @@ export class GroupCommit {
     if (batch.length === 0) return;
     this.queue = [];
     const results: Promise<unknown>[] = [];
-    const { begin, savepoint, rollbackTo, release, commit, rollback } = this.control;
+    const { begin, beginRead, savepoint, rollbackTo, release, commit, rollback } = this.control;
     try {
-      begin.run();
+      (batch.every((queued) => queued.read) ? beginRead : begin).run();
       for (const write of batch) {
+        if (write.read) {
+          results.push(write.verb());
+          continue;
+        }
         savepoint.run();
         const failuresBefore = this.sqlErrors();
         // Every verb of this store does all its SQL before its first await, so all of it runs here.

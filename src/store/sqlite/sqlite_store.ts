@@ -166,7 +166,7 @@ export interface SqliteStoreOptions {
    * CLI commands keep SQLite's automatic checkpoints).
    */
   backgroundCheckpoints?: boolean;
-  /** Commit the writes of one event-loop turn together (the server's store; see group_commit.ts). */
+  /** Run the verbs of one event-loop turn together, in one transaction (the server's store; see group_commit.ts). */
   groupCommit?: boolean;
   /**
    * Convert a file made without incremental vacuum (by an older version) with a one-time VACUUM:
@@ -176,8 +176,9 @@ export interface SqliteStoreOptions {
 }
 
 /**
- * The verbs that run at once: the reads, and scrubFreedSpace, which commits the pending batch
- * itself and then checkpoints (a checkpoint cannot run inside a transaction).
+ * The verbs that only read: with group commit they join the turn's batch too (one read transaction
+ * for all of them), except scrubFreedSpace, which commits the pending batch itself and then
+ * checkpoints (a checkpoint cannot run inside a transaction), and so runs at once.
  */
 export const readOnlyVerbs = new Set([
   'scrubFreedSpace',
@@ -260,6 +261,7 @@ export const writeVerbs = new Set([
   'approveDeviceGrant',
   'denyDeviceGrant',
   'consumeDeviceGrant',
+  'redeemDeviceGrant',
   'createRefreshToken',
   'rotateRefreshToken',
   'addGraceSuccessor',
@@ -390,7 +392,7 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Routes every write verb of this instance through one GroupCommit. */
+  /** Routes every verb of this instance (but scrubFreedSpace) through one GroupCommit. */
   private enableGroupCommit(): void {
     const group = new GroupCommit(this.db, () => this.failedStatements);
     this.groupCommit = group;
@@ -398,6 +400,11 @@ export class SqliteStore implements Store {
     for (const name of writeVerbs) {
       const bound = (self[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
       self[name] = (...args: unknown[]) => group.write(() => bound(...args));
+    }
+    for (const name of readOnlyVerbs) {
+      if (name === 'scrubFreedSpace') continue;
+      const bound = (self[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
+      self[name] = (...args: unknown[]) => group.read(() => bound(...args));
     }
   }
 
@@ -1084,7 +1091,8 @@ export class SqliteStore implements Store {
     );
   }
 
-  async consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined> {
+  /** approved → consumed in one conditional UPDATE: the grant for the caller that won. */
+  private spendDeviceGrant(id: string, now: number): DeviceGrantRecord | undefined {
     const row = this.get(
       `UPDATE device_grants SET status = 'consumed', consumed_at = ?
        WHERE id = ? AND status = 'approved' AND expires_at > ? RETURNING *`,
@@ -1093,6 +1101,32 @@ export class SqliteStore implements Store {
       now,
     );
     return row && toDeviceGrant(row);
+  }
+
+  async consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined> {
+    return this.spendDeviceGrant(id, now);
+  }
+
+  async redeemDeviceGrant(
+    id: string,
+    now: number,
+    refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
+  ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined> {
+    return this.atomic(() => {
+      const grant = this.spendDeviceGrant(id, now);
+      if (!grant) return undefined;
+      return { grant, refreshTokenStored: refresh !== undefined && this.insertGuardedRefreshToken(refresh.token, refresh.guard) };
+    });
+  }
+
+  /** Inside a transaction: the token, only while the user's tokensRevokedAt is what the guard says. */
+  private insertGuardedRefreshToken(t: RefreshTokenRecord, guard: UserRevocationGuard | undefined): boolean {
+    if (guard !== undefined) {
+      const row = this.get('SELECT tokens_revoked_at FROM users WHERE id = ?', t.userId);
+      if (!row || (row.tokens_revoked_at === null ? undefined : Number(row.tokens_revoked_at)) !== guard.userTokensRevokedAt) return false;
+    }
+    this.insertRefreshToken(t);
+    return true;
   }
 
   private insertRefreshToken(t: RefreshTokenRecord): void {
@@ -1127,14 +1161,7 @@ export class SqliteStore implements Store {
   }
 
   async createRefreshToken(t: RefreshTokenRecord, guard?: UserRevocationGuard): Promise<boolean> {
-    return this.atomic(() => {
-      if (guard !== undefined) {
-        const row = this.get('SELECT tokens_revoked_at FROM users WHERE id = ?', t.userId);
-        if (!row || (row.tokens_revoked_at === null ? undefined : Number(row.tokens_revoked_at)) !== guard.userTokensRevokedAt) return false;
-      }
-      this.insertRefreshToken(t);
-      return true;
-    });
+    return this.atomic(() => this.insertGuardedRefreshToken(t, guard));
   }
 
   async findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {

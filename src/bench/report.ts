@@ -38,6 +38,8 @@ export interface RunReport {
   peers?: PeerRun[];
   /** Another build of Latchkey measured beside this one (bench --baseline). */
   baseline?: ScenarioFigures[];
+  /** The raw signing rate of the run's algorithm measured around its issuance scenario, on the same core. */
+  signingRateAtIssuance?: number;
 }
 
 /** This build against the baseline build, per run and scenario: requests per second and CPU per request. */
@@ -148,10 +150,14 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
   }
   for (const run of report.runs.filter(pinnedMain)) {
     const issuance = run.scenarios.find((s) => s.scenario === 'device_token_issuance');
-    const rate = report.signingRates[run.alg];
+    const rate = run.signingRateAtIssuance ?? report.signingRates[run.alg];
     if (issuance && rate) {
       const fraction = issuance.requestsPerSecond / rate;
-      checks.push({ target: `${run.alg} issuance ≥ 85% of the raw signing rate (${whole(rate)}/s)`, value: `${whole(issuance.requestsPerSecond)}/s = ${(fraction * 100).toFixed(0)}%`, met: fraction >= 0.85 });
+      checks.push({
+        target: `${run.alg} issuance ≥ 85% of the raw signing rate (${whole(rate)}/s on that core${run.signingRateAtIssuance === undefined ? '' : ', measured around the issuance run'})`,
+        value: `${whole(issuance.requestsPerSecond)}/s = ${(fraction * 100).toFixed(0)}%`,
+        met: fraction >= 0.85,
+      });
     }
   }
   const pinnedRuns = report.runs.filter((run) => !run.label.includes('unpinned') && run.instances === 1);

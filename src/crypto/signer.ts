@@ -17,6 +17,7 @@ import type { Store, SigningKeyRecord } from '../store/store.js';
 import { generateSigningKey, idTokenAlgorithm, privateKeyFromPem, type PublicJwk, type SigningAlgorithm } from './keys.js';
 import { signJws, type JwsKey } from './jwt_sign.js';
 import type { SecretBox } from './secret_box.js';
+import { deepFreeze } from '../deep_freeze.js';
 
 export interface Signer {
   /** Signs an access token (typ at+jwt) with the configured algorithm's active key. */
@@ -78,6 +79,42 @@ interface LoadedKeys {
 }
 
 const recheckEverySeconds = 1;
+
+/** Past this many, the verified tokens are forgotten all at once (a bound on memory, about 1 KiB each). */
+const maxVerifiedTokens = 2_000;
+
+/**
+ * Access tokens already verified, by their exact text: an API or a CLI presents the same token to
+ * userinfo or introspection again and again, and checking its signature (through WebCrypto, on the
+ * thread pool) was most of such a request. A remembered token is only ever the identical string
+ * that passed every check; its expiry (and not-before) is checked again on each use against the
+ * clock, and the whole memory is dropped when the published keys change (a rotation elsewhere, a
+ * retired key leaving the JWKS). Whether it was revoked is not remembered: callers check that
+ * against the store every time (liveAccessTokenUser).
+ */
+class VerifiedTokens {
+  private keys: unknown;
+  private readonly tokens = new Map<string, JWTPayload>();
+
+  lookup(keys: unknown, token: string, now: number): JWTPayload | undefined {
+    if (keys !== this.keys) return undefined;
+    const payload = this.tokens.get(token);
+    if (payload === undefined) return undefined;
+    if (typeof payload.exp !== 'number' || now >= payload.exp || (typeof payload.nbf === 'number' && now < payload.nbf)) return undefined;
+    return payload;
+  }
+
+  remember(keys: unknown, token: string, payload: JWTPayload): JWTPayload {
+    if (keys !== this.keys || this.tokens.size >= maxVerifiedTokens) {
+      this.tokens.clear();
+      this.keys = keys;
+    }
+    const frozen = deepFreeze(payload);
+    this.tokens.set(token, frozen);
+    return frozen;
+  }
+}
+
 
 /** The algorithms that need an active key: the access-token one and RS256 for id_tokens. */
 export function algorithmsInUse(accessTokenAlgorithm: SigningAlgorithm): SigningAlgorithm[] {
@@ -145,6 +182,7 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
   }
 
   await load();
+  const verified = new VerifiedTokens();
 
   async function idTokenHint(token: string): Promise<{ sub: string; aud: string[]; sid: string | undefined } | undefined> {
     if (token.length > 8192 || token.split('.').length !== 3) return undefined;
@@ -177,15 +215,18 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
     async verifyAccessToken(token) {
       if (token.length > 8192 || token.split('.').length !== 3) return undefined;
       const keys = await current();
+      const now = clock();
+      const known = verified.lookup(keys, token, now);
+      if (known) return known;
       try {
         const { payload } = await jwtVerify(token, keys.verifyKeys, {
           issuer: options.issuer,
           typ: 'at+jwt',
           algorithms: keys.publishedAlgorithms,
-          currentDate: new Date(clock() * 1000),
+          currentDate: new Date(now * 1000),
           requiredClaims: ['sub', 'exp', 'iat', 'jti', 'client_id'],
         });
-        return payload;
+        return verified.remember(keys, token, payload);
       } catch {
         return undefined;
       }

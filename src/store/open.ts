@@ -9,7 +9,8 @@ import { openStore } from './sqlite/sqlite_store.js';
 import type { Store } from './store.js';
 
 /**
- * `server`: the long-running server's store (SQLite: background WAL checkpoints and group commit).
+ * `server`: the long-running server's store (SQLite: background WAL checkpoints and group commit;
+ * PostgreSQL: the directory cache).
  * `convertVacuum`: the one process that may convert an older SQLite file (see SqliteStore).
  */
 export async function openConfiguredStore(config: Config, options: { server?: boolean; convertVacuum?: boolean } = {}): Promise<Store> {
@@ -18,7 +19,7 @@ export async function openConfiguredStore(config: Config, options: { server?: bo
     if (isPostgresUrl(database)) {
       // Loaded only when used: a SQLite deployment never pays for the driver at each process start.
       const { PostgresStore } = await import('./postgres/postgres_store.js');
-      return await PostgresStore.open({ url: database });
+      return await PostgresStore.open({ url: database, directoryCache: options.server === true });
     }
     return openStore(database, {
       backgroundCheckpoints: options.server === true,

@@ -6,6 +6,7 @@
  * in one JSON line with the ratios (bench_postgres.e2e.test.ts: the same on PostgreSQL). Speed is
  * not asserted here: the figures live in the README.
  */
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { bench, expectOnlyExpectedAnswers } from '../helpers/bench.js';
 
@@ -41,5 +42,22 @@ describe('npm run bench (quick)', () => {
     );
     expect(stdout).toContain('Side by side');
     expect(stdout).toContain('Targets');
+  }, 300_000);
+
+  it('--baseline measures another build beside this one, in rounds, and reports the speed-up per scenario', () => {
+    // This checkout is its own baseline here: the point is that both are driven alike and compared.
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const { report, stdout } = bench(['--baseline', root, '--alg', 'ES256', '--workers', '', '--scales', '', '--scenarios', 'device_authorization,device_token_issuance']);
+    const run = report.runs[0];
+    expect(run?.baseline?.map((s) => s.scenario)).toEqual(['device_authorization', 'device_token_issuance']);
+    for (const figures of run?.baseline ?? []) expectOnlyExpectedAnswers([figures], 'baseline');
+    expect(report.againstBaseline?.map((c) => [c.run, c.scenario])).toEqual([
+      ['ES256, 1 worker', 'device_authorization'],
+      ['ES256, 1 worker', 'device_token_issuance'],
+    ]);
+    for (const c of report.againstBaseline ?? []) expect(c.speedup).toBeCloseTo(c.latchkey / c.baseline, 6);
+    // The issuance target is a ratio to the raw signing rate measured around that scenario.
+    expect(run?.signingRateAtIssuance).toBeGreaterThan(0);
+    expect(stdout).toContain('Against the baseline build');
   }, 300_000);
 });

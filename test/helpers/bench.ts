@@ -7,8 +7,18 @@ const benchMain = fileURLToPath(new URL('../../dist/bench/main.js', import.meta.
 
 export interface Report {
   signingRates: Record<string, number>;
-  runs: { label: string; database: string; instances: number; storedDeviceGrants: number; scenarios: Scenario[]; peers?: { peer: string; scenarios: Scenario[] }[] }[];
+  runs: {
+    label: string;
+    database: string;
+    instances: number;
+    storedDeviceGrants: number;
+    scenarios: Scenario[];
+    peers?: { peer: string; scenarios: Scenario[] }[];
+    baseline?: Scenario[];
+    signingRateAtIssuance?: number;
+  }[];
   comparisons: { scenario: string; latchkey: number; oidcProvider?: number; fastify?: number; overOidcProvider?: number; ofFastify?: number }[];
+  againstBaseline?: { run: string; scenario: string; latchkey: number; baseline: number; speedup: number; cpuRatio: number }[];
   targets: { target: string; met: boolean }[];
 }
 export interface Scenario {

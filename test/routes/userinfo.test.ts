@@ -81,6 +81,35 @@ describe('GET/POST /userinfo (OIDC Core §5.3, RFC 6750)', () => {
     expect((await get({ authorization: `Bearer ${access_token}` })).statusCode).toBe(401);
   });
 
+  it('a token verified before is checked again each time: its expiry, its revocation, and not a byte of it may differ', async () => {
+    const { access_token, refresh_token } = await tokensFor(t, alice, 'cli');
+    const bearer = { authorization: `Bearer ${access_token}` };
+    expect((await get(bearer)).statusCode).toBe(200);
+    expect((await get(bearer)).statusCode).toBe(200);
+    // The same header and claims with another signature, or the same signature under other claims.
+    const [header, payload, signature] = access_token.split('.') as [string, string, string];
+    const flipped = `${signature.slice(0, -2)}${signature.at(-2) === 'A' ? 'B' : 'A'}${signature.at(-1)}`;
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
+    const widened = Buffer.from(JSON.stringify({ ...claims, scope: 'openid email profile offline_access admin' })).toString('base64url');
+    for (const token of [`${header}.${payload}.${flipped}`, `${header}.${widened}.${signature}`]) {
+      expect((await get({ authorization: `Bearer ${token}` })).statusCode).toBe(401);
+    }
+    expect((await get(bearer)).statusCode).toBe(200);
+    // Revoked (the sign-out of its refresh-token family): refused at once.
+    await t.app.inject({ method: 'POST', url: '/oauth/revoke', ...form({ token: refresh_token!, client_id: 'cli' }) });
+    expect((await get(bearer)).statusCode).toBe(401);
+  });
+
+  it('a token verified before is refused once it expires', async () => {
+    const { access_token } = await tokensFor(t, alice, 'cli');
+    const bearer = { authorization: `Bearer ${access_token}` };
+    expect((await get(bearer)).statusCode).toBe(200);
+    t.clock.advance(86400 - 1);
+    expect((await get(bearer)).statusCode).toBe(200);
+    t.clock.advance(1);
+    expect((await get(bearer)).statusCode).toBe(401);
+  });
+
   it('a token without openid → 403 insufficient_scope', async () => {
     const { access_token } = await tokensFor(t, alice, 'cli', { scope: 'email' });
     const res = await get({ authorization: `Bearer ${access_token}` });

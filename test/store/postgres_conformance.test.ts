@@ -17,7 +17,7 @@ import { PostgresStore } from '../../src/store/postgres/postgres_store.js';
 import { DuplicateError } from '../../src/store/store.js';
 import { migrate } from '../../src/store/postgres/migrate.js';
 import { postgresMigrationsDir } from '../../src/paths.js';
-import { authorizationCode, client, consent, deviceGrant, emailToken, passkey, refreshToken, session, t0, totp, user } from '../helpers/records.js';
+import { api, authorizationCode, client, consent, deviceGrant, emailToken, passkey, refreshToken, session, t0, totp, user } from '../helpers/records.js';
 import { storeConformance } from './conformance.js';
 
 const url = process.env.LATCHKEY_TEST_PG_URL?.trim() || undefined;
@@ -41,8 +41,8 @@ afterAll(async () => {
   }
 });
 
-function openStore(schema = freshSchema(), now = t0): Promise<PostgresStore> {
-  return PostgresStore.open({ url: url!, schema, now });
+function openStore(schema = freshSchema(), now = t0, directoryCache = false): Promise<PostgresStore> {
+  return PostgresStore.open({ url: url!, schema, now, directoryCache });
 }
 
 /** Two instances on one fresh schema, closed when `fn` ends. */
@@ -75,6 +75,101 @@ const suite = url ? describe : describe.skip;
 
 suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
   storeConformance('PostgreSQL', () => openStore());
+  // The server's store: the same cases through the directory cache.
+  storeConformance('PostgreSQL with the directory cache', () => openStore(freshSchema(), t0, true));
+
+  describe('the directory cache (server mode)', () => {
+    /** Polls until `check` holds: an announcement from another instance arrives within milliseconds. */
+    async function eventually(check: () => Promise<boolean>): Promise<number> {
+      const started = Date.now();
+      while (!(await check())) {
+        if (Date.now() - started > 5000) throw new Error('not seen within 5 s');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      return Date.now() - started;
+    }
+
+    it("serves repeated lookups from memory, and sees another instance's changes to clients, users, roles, APIs and connectors once announced", async () => {
+      const schema = freshSchema();
+      const server = await openStore(schema, t0, true);
+      const cli = await openStore(schema);
+      try {
+        expect(server.directoryCacheActive).toBe(true);
+        await cli.createUser(user());
+        await cli.createClient(client());
+        await cli.createApi(api());
+        // Once the announcements of those writes have arrived, a second lookup is the same frozen
+        // record: it came from the cache.
+        await eventually(async () => (await server.findClient('cli')) === (await server.findClient('cli')));
+        const found = await server.findClient('cli');
+        expect(found?.disabled).toBe(false);
+        expect(Object.isFrozen(found)).toBe(true);
+        expect((await server.findUserById('user-alice'))?.disabled).toBe(false);
+        expect((await server.findApi('https://api.example.com'))?.scopes).toEqual([]);
+        expect(await server.listConnectors()).toEqual([]);
+
+        await cli.setClientDisabled('cli', true);
+        await eventually(async () => (await server.findClient('cli'))?.disabled === true);
+        await cli.setUserDisabled('alice', true, t0 + 1);
+        await eventually(async () => (await server.findUserById('user-alice'))?.disabled === true);
+        await cli.createRole({ name: 'ops', description: undefined, permissions: [], createdAt: t0 });
+        await cli.grantRole('user-alice', 'ops', t0);
+        await eventually(async () => (await server.findUserById('user-alice'))?.roles.includes('ops') === true);
+        // A role removed takes its grants along (a cascade): that is announced too.
+        await cli.removeRole('ops');
+        await eventually(async () => (await server.findUserById('user-alice'))?.roles.length === 0);
+        await cli.updateApi(api({ scopes: ['read'] }));
+        await eventually(async () => (await server.findApi('https://api.example.com'))?.scopes.includes('read') === true);
+        await cli.createConnector({ id: 'sso', type: 'oidc', name: 'SSO', config: { issuer: 'https://sso.example.com', clientId: 'latchkey' }, secret: undefined, createdAt: t0 });
+        await eventually(async () => (await server.listConnectors()).length === 1);
+        await cli.removeClient('cli', t0 + 2);
+        await eventually(async () => (await server.findClient('cli')) === undefined);
+      } finally {
+        await Promise.all([server.close(), cli.close()]);
+      }
+    });
+
+    it('its own writes are seen by its next lookup at once', async () => {
+      const server = await openStore(freshSchema(), t0, true);
+      try {
+        await server.createUser(user());
+        await server.createClient(client());
+        expect((await server.findClient('cli'))?.disabled).toBe(false);
+        await server.setClientDisabled('cli', true);
+        expect((await server.findClient('cli'))?.disabled).toBe(true);
+        expect((await server.findUserById('user-alice'))?.tokensRevokedAt).toBeUndefined();
+        await server.revokeUserTokens('alice', t0 + 5);
+        expect((await server.findUserById('user-alice'))?.tokensRevokedAt).toBe(t0 + 5);
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('caches nothing while its listening connection is down, and resumes once it is back', async () => {
+      const schema = freshSchema();
+      const server = await openStore(schema, t0, true);
+      const cli = await openStore(schema);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      try {
+        await cli.createUser(user());
+        await cli.createClient(client());
+        await server.findClient('cli');
+        // The listening connection is cut (a database restart, a network break): until it is back,
+        // a change announced meanwhile could be missed, so every lookup reads the database.
+        await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [`latchkey directory cache ${schema}`]);
+        await eventually(async () => !server.directoryCacheActive);
+        await cli.setClientDisabled('cli', true);
+        expect((await server.findClient('cli'))?.disabled).toBe(true);
+        await eventually(async () => server.directoryCacheActive);
+        await cli.setClientDisabled('cli', false);
+        await eventually(async () => (await server.findClient('cli'))?.disabled === false);
+      } finally {
+        await admin.end();
+        await Promise.all([server.close(), cli.close()]);
+      }
+    });
+  });
 
   describe('two instances racing on one record', () => {
     it('consumeDeviceGrant: exactly one wins', async () => {

@@ -4,8 +4,9 @@
  * writer at a time is made explicit here, because other processes write at the same moment:
  * - single use (codes, approved device grants, rotation) is one conditional UPDATE … RETURNING,
  *   which PostgreSQL re-checks against the winner's committed row, so exactly one caller wins;
- * - a read-compute-write (a device poll, a grace successor) locks its row with SELECT … FOR UPDATE
- *   inside a transaction on one pooled client;
+ * - a read-compute-write locks its row with SELECT … FOR UPDATE inside a transaction on one pooled
+ *   client (a grace successor), or stores its result only if the row is still as it was read (a
+ *   device poll: compare and set, read again when another poll got there first);
  * - every write to a refresh-token family takes that family's transaction lock first, so a token
  *   inserted while its family is being revoked is still born revoked (see lockFamily).
  */
@@ -52,6 +53,7 @@ import {
   type PushedRequestRecord,
 } from '../store.js';
 import { migrate, schemaNamePattern } from './migrate.js';
+import { changesDirectory, DirectoryCache } from './directory_cache.js';
 import { auditEventConditions, auditLimit, liveToken, rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
 import {
   amrToText,
@@ -93,6 +95,11 @@ export interface PostgresStoreOptions {
   schema?: string;
   /** Recorded as the time migrations were applied. */
   now?: number;
+  /**
+   * Cache clients, users, APIs and connectors, kept honest by LISTEN/NOTIFY (the server's store;
+   * see directory_cache.ts). Short admin commands read the database each time.
+   */
+  directoryCache?: boolean;
 }
 
 /** What a statement runs on: the pool (each statement its own transaction) or one client in a transaction. */
@@ -102,10 +109,16 @@ interface Queryable {
 
 /** one / many / run over a Queryable, with positional parameters like the SQLite store's helpers. */
 class Statements {
-  constructor(private readonly target: Queryable) {}
+  /** `changedDirectory` is told of every statement that wrote to what the directory cache keeps. */
+  constructor(
+    private readonly target: Queryable,
+    private readonly changedDirectory?: () => void,
+  ) {}
 
-  many(text: string, ...params: unknown[]): Promise<Row[]> {
-    return this.target.query<Row>(text, params).then((result) => result.rows);
+  async many(text: string, ...params: unknown[]): Promise<Row[]> {
+    const result = await this.target.query<Row>(text, params);
+    if (this.changedDirectory !== undefined && changesDirectory(text)) this.changedDirectory();
+    return result.rows;
   }
 
   async one(text: string, ...params: unknown[]): Promise<Row | undefined> {
@@ -114,7 +127,9 @@ class Statements {
 
   /** Runs a write; returns how many rows it changed. */
   async run(text: string, ...params: unknown[]): Promise<number> {
-    return (await this.target.query(text, params)).rowCount ?? 0;
+    const result = await this.target.query(text, params);
+    if (this.changedDirectory !== undefined && changesDirectory(text)) this.changedDirectory();
+    return result.rowCount ?? 0;
   }
 }
 
@@ -127,6 +142,8 @@ function missingReference(err: unknown, what: string): unknown {
 }
 /** A deadlock victim (or a serialisation failure) was rolled back whole and may simply run again. */
 const retryableErrors = new Set(['40P01', '40001']);
+/** A device poll that keeps losing its compare-and-set to other polls of the same code then locks the row. */
+const pollAttemptsBeforeLocking = 4;
 const transactionAttempts = 3;
 
 const errorCode = (err: unknown): unknown => (err instanceof Error && 'code' in err ? err.code : undefined);
@@ -186,13 +203,33 @@ export class PostgresStore implements Store {
   readonly sharedAcrossInstances = true;
   private readonly db: Statements;
   private ended: Promise<void> | undefined;
+  /** Clients, users, APIs and connectors (server mode only): see directory_cache.ts. */
+  private readonly directory: {
+    cache: DirectoryCache;
+    clients: Map<string, ClientRecord>;
+    users: Map<string, UserRecord>;
+    apis: Map<string, ApiRecord>;
+    connectors: Map<string, ConnectorRecord[]>;
+  } | undefined;
 
   private constructor(
     private readonly pool: Pool,
     /** The migrations this instance applied when it opened (none when another instance had). */
     readonly appliedMigrations: string[],
+    cache: DirectoryCache | undefined,
   ) {
-    this.db = new Statements(pool);
+    this.directory = cache && { cache, clients: cache.map(), users: cache.map(), apis: cache.map(), connectors: cache.map() };
+    this.db = new Statements(pool, cache && (() => cache.invalidate()));
+  }
+
+  /** Whether lookups of clients, users, APIs and connectors are being cached now. */
+  get directoryCacheActive(): boolean {
+    return this.directory?.cache.active ?? false;
+  }
+
+  /** A directory record through the cache when there is one (server mode), else from the database. */
+  private cached<T extends object>(pick: (d: NonNullable<PostgresStore['directory']>) => Map<string, T>, key: string, load: () => Promise<T | undefined>): Promise<T | undefined> {
+    return this.directory ? this.directory.cache.lookup(pick(this.directory), key, load) : load();
   }
 
   /** Connects and applies the migrations; the store is ready when the promise resolves. */
@@ -210,7 +247,17 @@ export class PostgresStore implements Store {
     pool.on('error', () => undefined);
     try {
       const applied = await migrate(pool, readMigrations(postgresMigrationsDir), options.now ?? epochSeconds(systemClock), options.schema);
-      return new PostgresStore(pool, applied);
+      let cache: DirectoryCache | undefined;
+      if (options.directoryCache === true) {
+        const connectionString = options.schema === undefined ? options.url : withSearchPath(options.url, options.schema);
+        cache = new DirectoryCache(
+          // Named, so that an operator sees in pg_stat_activity what the long-lived connection is.
+          () => new pg.Client({ connectionString, connectionTimeoutMillis: 10_000, application_name: `latchkey directory cache${options.schema === undefined ? '' : ` ${options.schema}`}`.slice(0, 63) }),
+          async () => options.schema ?? String((await pool.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]?.schema),
+        );
+        await cache.start();
+      }
+      return new PostgresStore(pool, applied, cache);
     } catch (err) {
       await pool.end();
       throw err;
@@ -225,10 +272,22 @@ export class PostgresStore implements Store {
     for (let attempt = 1; ; attempt++) {
       const client: PoolClient = await this.pool.connect();
       let broken: Error | undefined;
+      let changedDirectory = false;
       try {
         await client.query('BEGIN');
-        const result = await work(new Statements(client));
+        const result = await work(
+          new Statements(
+            client,
+            this.directory &&
+              (() => {
+                changedDirectory = true;
+                this.directory?.cache.invalidate();
+              }),
+          ),
+        );
         await client.query('COMMIT');
+        // Also after the commit: a lookup between the statement and the commit read the old row.
+        if (changedDirectory) this.directory?.cache.invalidate();
         return result;
       } catch (err) {
         // A client whose ROLLBACK fails is in an unknown state: it is closed, not reused.
@@ -306,7 +365,10 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    this.ended ??= this.pool.end();
+    this.ended ??= (async () => {
+      await this.directory?.cache.stop();
+      await this.pool.end();
+    })();
     await this.ended;
   }
 
@@ -376,8 +438,9 @@ export class PostgresStore implements Store {
     return row && toConnector(row);
   }
 
+  /** All connectors, cached like the rest of the directory (read at every sign-in page). */
   async listConnectors(): Promise<ConnectorRecord[]> {
-    return (await this.db.many('SELECT * FROM connectors ORDER BY position, id COLLATE "C"')).map(toConnector);
+    return (await this.cached((d) => d.connectors, 'all', async () => (await this.db.many('SELECT * FROM connectors ORDER BY position, id COLLATE "C"')).map(toConnector))) ?? [];
   }
 
   async removeConnector(id: string): Promise<boolean> {
@@ -447,8 +510,11 @@ export class PostgresStore implements Store {
   }
 
   async findUserById(id: string): Promise<UserRecord | undefined> {
-    const row = await this.db.one(`SELECT ${userWithRoles} FROM users WHERE id = $1`, id);
-    return row && toUser(row);
+    if (!storable(id)) return undefined;
+    return this.cached((d) => d.users, id, async () => {
+      const row = await this.db.one(`SELECT ${userWithRoles} FROM users WHERE id = $1`, id);
+      return row && toUser(row);
+    });
   }
 
   async findUserByUsername(username: string): Promise<UserRecord | undefined> {
@@ -560,8 +626,10 @@ export class PostgresStore implements Store {
 
   async findClient(clientId: string): Promise<ClientRecord | undefined> {
     if (!storable(clientId)) return undefined;
-    const row = await this.db.one('SELECT * FROM clients WHERE client_id = $1', clientId);
-    return row && toClient(row);
+    return this.cached((d) => d.clients, clientId, async () => {
+      const row = await this.db.one('SELECT * FROM clients WHERE client_id = $1', clientId);
+      return row && toClient(row);
+    });
   }
 
   async listClients(): Promise<ClientRecord[]> {
@@ -620,8 +688,10 @@ export class PostgresStore implements Store {
 
   async findApi(identifier: string): Promise<ApiRecord | undefined> {
     if (!storable(identifier)) return undefined;
-    const row = await this.db.one('SELECT * FROM apis WHERE identifier = $1', identifier);
-    return row && toApi(row);
+    return this.cached((d) => d.apis, identifier, async () => {
+      const row = await this.db.one('SELECT * FROM apis WHERE identifier = $1', identifier);
+      return row && toApi(row);
+    });
   }
 
   async listApis(): Promise<ApiRecord[]> {
@@ -878,6 +948,25 @@ export class PostgresStore implements Store {
     polledAtMs: number,
     nextInterval: (before: DeviceGrantRecord) => number,
   ): Promise<DeviceGrantRecord | undefined> {
+    // Read, then store this poll only if no other poll was stored since (compare and set): two
+    // round trips, against four for a transaction that locks the row. A poll that loses the race
+    // reads again and so sees the one before it; past a few losses it takes the row lock instead.
+    for (let attempt = 0; attempt < pollAttemptsBeforeLocking; attempt++) {
+      const row = await this.db.one('SELECT * FROM device_grants WHERE device_code_hash = $1', deviceCodeHash);
+      if (!row) return undefined;
+      const before = toDeviceGrant(row);
+      if (before.clientId !== clientId) return before;
+      const stored = await this.db.run(
+        `UPDATE device_grants SET last_polled_at_ms = $1, poll_interval = $2
+         WHERE id = $3 AND last_polled_at_ms IS NOT DISTINCT FROM $4 AND poll_interval = $5`,
+        polledAtMs,
+        nextInterval(before),
+        before.id,
+        before.lastPolledAtMs ?? null,
+        before.interval,
+      );
+      if (stored === 1) return before;
+    }
     return this.transaction(async (tx) => {
       // FOR UPDATE: a poll racing this one (another process) waits and then sees this poll's time.
       const row = await tx.one('SELECT * FROM device_grants WHERE device_code_hash = $1 FOR UPDATE', deviceCodeHash);

@@ -12,6 +12,7 @@ import { migrationsDir } from '../../paths.js';
 import { migrate, readMigrations } from './migrate.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { GroupCommit } from './group_commit.js';
+import { deepFreeze } from '../../deep_freeze.js';
 import {
   amrToText,
   claimsToText,
@@ -140,11 +141,6 @@ export const rateLimitCounterLifetime = 1_000_000 + 7200;
 /** Each cache starts over beyond this many records, so memory stays bounded. */
 const maxCachedRecords = 10_000;
 
-/** Cached records are shared between requests: nobody may change one, down to a client's JWK Set. */
-function deepFreeze<T extends object>(record: T): T {
-  for (const value of Object.values(record)) if (value !== null && typeof value === 'object') deepFreeze(value as object);
-  return Object.freeze(record);
-}
 
 /**
  * A user row with its roles, sorted, as a JSON array: one statement, so that findUserById (on the

@@ -1,0 +1,103 @@
+/**
+ * The PostgreSQL directory cache's own rules (store/postgres/directory_cache.ts), with a stand-in
+ * for the listening connection; the real one runs in test/store/postgres_conformance.test.ts.
+ */
+import { EventEmitter } from 'node:events';
+import type pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { changesDirectory, directoryChannel, DirectoryCache } from '../../src/store/postgres/directory_cache.js';
+
+/** A listening connection that hears announcements (its own probes among them) unless told `deaf`. */
+class FakeListener extends EventEmitter {
+  queries: string[] = [];
+  constructor(private readonly deaf: boolean) {
+    super();
+  }
+  async connect(): Promise<void> {}
+  async end(): Promise<void> {}
+  async query(text: string, values?: unknown[]): Promise<unknown> {
+    this.queries.push(text);
+    if (text.startsWith('SELECT pg_notify') && !this.deaf) {
+      setImmediate(() => this.emit('notification', { channel: values?.[0], payload: values?.[1], processId: 1 }));
+    }
+    return { rows: [] };
+  }
+  announce(payload: string): void {
+    this.emit('notification', { channel: directoryChannel, payload, processId: 2 });
+  }
+}
+
+const caches: DirectoryCache[] = [];
+afterEach(async () => {
+  for (const cache of caches.splice(0)) await cache.stop();
+});
+
+async function started(deaf = false): Promise<{ cache: DirectoryCache; listener: FakeListener }> {
+  const listener = new FakeListener(deaf);
+  const cache = new DirectoryCache(() => listener as unknown as pg.Client, async () => 'public', 200);
+  caches.push(cache);
+  await cache.start();
+  return { cache, listener };
+}
+
+describe('DirectoryCache', () => {
+  it('caches once it has heard its own probe back, and drops everything when a change to its schema is announced', async () => {
+    const { cache, listener } = await started();
+    expect(cache.active).toBe(true);
+    expect(listener.queries).toContain(`LISTEN ${directoryChannel}`);
+    const clients = cache.map<{ id: string }>();
+    let loads = 0;
+    const load = async () => ({ id: `load-${++loads}` });
+    const first = await cache.lookup(clients, 'cli', load);
+    expect(await cache.lookup(clients, 'cli', load)).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    listener.announce('another_schema');
+    expect(await cache.lookup(clients, 'cli', load)).toBe(first);
+    listener.announce('public');
+    expect(await cache.lookup(clients, 'cli', load)).toEqual({ id: 'load-2' });
+  });
+
+  it('a connection that cannot hear its probe (a pooler in transaction mode) never turns caching on', async () => {
+    const { cache } = await started(true);
+    expect(cache.active).toBe(false);
+    const clients = cache.map<{ id: string }>();
+    let loads = 0;
+    const load = async () => ({ id: `load-${++loads}` });
+    await cache.lookup(clients, 'cli', load);
+    await cache.lookup(clients, 'cli', load);
+    expect(loads).toBe(2);
+  });
+
+  it('does not keep what a lookup read while a change was announced', async () => {
+    const { cache, listener } = await started();
+    const clients = cache.map<{ id: string }>();
+    let release!: () => void;
+    const slow = cache.lookup(clients, 'cli', () => new Promise<{ id: string }>((resolve) => (release = () => resolve({ id: 'old' }))));
+    listener.announce('public');
+    release();
+    expect(await slow).toEqual({ id: 'old' });
+    expect(await cache.lookup(clients, 'cli', async () => ({ id: 'new' }))).toEqual({ id: 'new' });
+  });
+
+  it('caches no misses, and stops caching when its connection ends', async () => {
+    const { cache, listener } = await started();
+    const clients = cache.map<{ id: string }>();
+    let loads = 0;
+    expect(await cache.lookup(clients, 'nobody', async () => (loads++, undefined))).toBeUndefined();
+    expect(await cache.lookup(clients, 'nobody', async () => (loads++, undefined))).toBeUndefined();
+    expect(loads).toBe(2);
+    listener.emit('end');
+    expect(cache.active).toBe(false);
+  });
+});
+
+describe('changesDirectory', () => {
+  it('tells the writes to what the cache keeps (or to a user\'s roles) from everything else', () => {
+    for (const sql of ['INSERT INTO clients (client_id) VALUES ($1)', '  UPDATE users SET disabled = $1', 'DELETE FROM roles WHERE name = $1', 'DELETE FROM user_roles WHERE user_id = $1', 'UPDATE apis SET scopes = $1', 'UPDATE connectors SET secret = $1', 'TRUNCATE users']) {
+      expect({ sql, changes: changesDirectory(sql) }).toEqual({ sql, changes: true });
+    }
+    for (const sql of ['SELECT * FROM clients', 'INSERT INTO removed_clients (client_id) VALUES ($1)', 'UPDATE device_grants SET status = $1', 'DELETE FROM sessions WHERE user_id = $1', 'INSERT INTO user_identities VALUES ($1)']) {
+      expect({ sql, changes: changesDirectory(sql) }).toEqual({ sql, changes: false });
+    }
+  });
+});

@@ -84,12 +84,12 @@ const maxPostgresPollRate = 8_000;
 /** Seeded secrets per expected request: generous in --quick runs, whose short figures swing widely. */
 const margin = quick ? 3 : 1.3;
 /**
- * With --peer, each scenario the peers share is measured in rounds — Latchkey, oidc-provider, bare
+ * With --peer (or --baseline, or --postgres), each scenario the others share is measured in rounds — Latchkey, oidc-provider, bare
  * Fastify, and again — so that the machine's drift over minutes falls on all three alike. A
  * stretch lasts at least two seconds (shorter ones measure the load generator's start-up more
  * than the server), so --quick runs have one round.
  */
-const rounds = options.peer || options.baseline ? Math.max(1, Math.min(Number(options.rounds), Math.floor(duration / 2))) : 1;
+const rounds = options.peer || options.baseline || options.postgres ? Math.max(1, Math.min(Number(options.rounds), Math.floor(duration / 2))) : 1;
 
 function childJson<T>(args: string[], cores: string | undefined): Promise<T> {
   const [command, ...rest] = pinned(cores, [process.execPath, ...args]);
@@ -110,16 +110,16 @@ function childJson<T>(args: string[], cores: string | undefined): Promise<T> {
 
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 
+/**
+ * The raw signing rate on the server core. Also measured around an issuance run (before and after
+ * it, or after each round): the issuance target is a ratio to it, and this machine's speed drifts
+ * over minutes, so a rate taken at the start of the bench would not be the rate of that moment.
+ */
 async function signingRate(alg: SigningAlgorithm, seconds = quick ? 1 : 3): Promise<number> {
   const result = await childJson<{ signaturesPerSecond: number }>([here('./signing_rate.js'), alg, String(seconds)], serverCores);
   return result.signaturesPerSecond;
 }
 
-/**
- * The raw signing rate measured around an issuance run, on the same core (before and after it,
- * or after each round): the issuance target is a ratio to it, and this machine's speed drifts
- * over minutes, so a rate taken at the start of the bench would not be the rate of that moment.
- */
 function meanOf(values: number[]): number {
   return values.reduce((sum, v) => sum + v, 0) / values.length;
 }
@@ -176,7 +176,10 @@ async function drive(server: BenchServer, request: ScenarioRequest, seconds: num
 
 /** One measured stretch of a scenario on one server. */
 interface Stretch {
+  /** How long the load really ran (the load generator's own clock): rates are over this. */
   seconds: number;
+  /** How long the server's CPU time was read over (the load generator's start and end included). */
+  wallSeconds: number;
   load: LoadResult;
   cpu: number;
   peakRssBytes: number;
@@ -185,13 +188,17 @@ interface Stretch {
 async function stretch(server: BenchServer, request: ScenarioRequest, seconds: number): Promise<Stretch> {
   server.resetPeakRss();
   const cpuBefore = server.cpuSeconds();
+  const started = performance.now();
   const load = await drive(server, request, seconds, request.bodies);
-  return { seconds, load, cpu: server.cpuSeconds() - cpuBefore, peakRssBytes: server.peakRssBytes() };
+  const wallSeconds = (performance.now() - started) / 1000;
+  const ran = load.requestsPerSecond > 0 ? load.requests / load.requestsPerSecond : seconds;
+  return { seconds: ran, wallSeconds, load, cpu: server.cpuSeconds() - cpuBefore, peakRssBytes: server.peakRssBytes() };
 }
 
 /** The figures of a scenario over its stretches: rates and CPU over the summed time, the worst p99, the median p50. */
 function figuresOf(name: ScenarioName, expected: ScenarioRequest['expected'], stretches: Stretch[]): ScenarioFigures {
   const seconds = stretches.reduce((sum, s) => sum + s.seconds, 0);
+  const wallSeconds = stretches.reduce((sum, s) => sum + s.wallSeconds, 0);
   const requests = stretches.reduce((sum, s) => sum + s.load.requests, 0);
   const cpu = stretches.reduce((sum, s) => sum + s.cpu, 0);
   const answers: Record<string, number> = {};
@@ -211,7 +218,7 @@ function figuresOf(name: ScenarioName, expected: ScenarioRequest['expected'], st
     non2xx: stretches.reduce((sum, s) => sum + s.load.non2xx, 0),
     unexpected,
     answers,
-    serverCpuCores: cpu / seconds,
+    serverCpuCores: cpu / wallSeconds,
     cpuMicrosecondsPerRequest: requests > 0 ? (cpu * 1e6) / requests : 0,
     peakRssMb: Math.max(...stretches.map((s) => s.peakRssBytes)) / 1024 / 1024,
   };
@@ -284,7 +291,13 @@ function serverEnv(dir: string, port: number, alg: SigningAlgorithm, workers: nu
 }
 
 /** BENCH_SERVER_ENV: more environment for the servers under test (a JSON object of strings). */
-const extraServerEnv = JSON.parse(process.env.BENCH_SERVER_ENV ?? '{}') as Record<string, string>;
+const extraServerEnv = ((): Record<string, string> => {
+  try {
+    return JSON.parse(process.env.BENCH_SERVER_ENV ?? '{}') as Record<string, string>;
+  } catch {
+    throw new Error('BENCH_SERVER_ENV must be a JSON object, e.g. \'{"LATCHKEY_LOG_LEVEL":"warn"}\'');
+  }
+})();
 
 /** What a build of Latchkey seeds its fixtures with and runs: this build's own, or a baseline's. */
 interface Build {
@@ -363,6 +376,11 @@ interface RunPlan {
   peers?: boolean;
   /** A PostgreSQL server to run on (a database of the run's own is made there), and how many instances share it. */
   postgres?: { url: string; instances: number };
+  /**
+   * Other set-ups of this build measured in the same rounds, on the scenarios they name (PostgreSQL
+   * with two instances, and SQLite, beside PostgreSQL with one): their figures are reports of their own.
+   */
+  companions?: { plan: RunPlan; scenarios: ScenarioName[] }[];
 }
 
 /** A database of its own for a run on PostgreSQL: created, then dropped when the run ends. */
@@ -514,13 +532,21 @@ async function startLatchkey(build: Build, plan: RunPlan, dir: string, name: str
   return { server: servers.length === 1 ? servers[0]! : together(servers), fixtures, seedSeconds, drop: async () => database?.drop() };
 }
 
-async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunReport> {
+async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunReport[]> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-bench-'));
   const started: { server: BenchServer; drop(): Promise<void> }[] = [];
   try {
     const latchkey = await startLatchkey(thisBuild, plan, dir, 'latchkey');
     started.push(latchkey);
     const contenders: Contender[] = [{ name: 'Latchkey', server: latchkey.server, requests: latchkeyRequests(latchkey.server, latchkey.fixtures) }];
+    const companions: { plan: RunPlan; seedSeconds: number }[] = [];
+    for (const [i, companion] of (plan.companions ?? []).entries()) {
+      const other = await startLatchkey(thisBuild, companion.plan, dir, `companion-${i}`);
+      started.push(other);
+      companions.push({ plan: companion.plan, seedSeconds: other.seedSeconds });
+      const requests = latchkeyRequests(other.server, other.fixtures);
+      contenders.push({ name: companion.plan.label, server: other.server, requests: Object.fromEntries(companion.scenarios.map((scenario) => [scenario, requests[scenario]])) });
+    }
     if (baseline) {
       const other = await startLatchkey(baseline, plan, dir, 'baseline');
       started.push(other);
@@ -573,7 +599,18 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
     }
     rmSync(dir, { recursive: true, force: true });
     const peerRuns: PeerRun[] = peers.map((p) => ({ peer: p.name, scenarios: figures.get(p.name) ?? [] }));
-    return {
+    const companionRuns: RunReport[] = companions.map((c) => ({
+      label: c.plan.label,
+      alg: c.plan.alg,
+      database: c.plan.postgres ? 'postgresql' : 'sqlite',
+      instances: c.plan.postgres?.instances ?? 1,
+      workers: c.plan.workers,
+      storedDeviceGrants: c.plan.filler,
+      seedSeconds: c.seedSeconds,
+      scenarios: figures.get(c.plan.label) ?? [],
+      measuredAlongside: plan.label,
+    }));
+    const main: RunReport = {
       label: plan.label,
       alg: plan.alg,
       database: plan.postgres ? 'postgresql' : 'sqlite',
@@ -586,6 +623,7 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
       ...(baseline ? { baseline: figures.get('baseline') ?? [] } : {}),
       ...(signingSamples.length > 0 ? { signingRateAtIssuance: meanOf(signingSamples) } : {}),
     };
+    return [main, ...companionRuns];
   } catch (err) {
     for (const s of started.reverse()) await s.server.stop().catch(() => {});
     process.stderr.write(`The run "${plan.label}" failed; its databases and server logs are kept in ${dir}${plan.postgres ? ' (PostgreSQL databases latchkey_bench_*)' : ''}\n`);
@@ -614,55 +652,73 @@ async function main(): Promise<void> {
   const only = (names: ScenarioName[]) => names.filter((name) => chosen.includes(name));
   const runs: RunReport[] = [];
   for (const [i, alg] of algorithms.entries()) {
-    runs.push(await run({ label: `${alg}, 1 worker`, alg, workers: 1, filler: 0, scenarios: all, sizes: sizesFor(alg), pin: true, peers: options.peer && i === 0 }, baseline));
+    runs.push(...(await run({ label: `${alg}, 1 worker`, alg, workers: 1, filler: 0, scenarios: all, sizes: sizesFor(alg), pin: true, peers: options.peer && i === 0 }, baseline)));
   }
   const first = algorithms[0] ?? 'RS256';
   for (const filler of scales) {
     runs.push(
-      await run({
-        label: `${first}, ${filler.toLocaleString('en')} stored grants`,
-        alg: first,
-        workers: 1,
-        filler,
-        scenarios: only(['device_poll_pending', 'device_token_issuance']),
-        sizes: sizesFor(first),
-        pin: true,
-      }, baseline),
+      ...(await run(
+        {
+          label: `${first}, ${filler.toLocaleString('en')} stored grants`,
+          alg: first,
+          workers: 1,
+          filler,
+          scenarios: only(['device_poll_pending', 'device_token_issuance']),
+          sizes: sizesFor(first),
+          pin: true,
+        },
+        baseline,
+      )),
     );
   }
   for (const workers of workerCounts) {
     // Cluster runs are not pinned: the workers and the load generator share every core.
     runs.push(
-      await run({
-        label: `${first}, ${workers} worker${workers === 1 ? '' : 's'}, unpinned`,
-        alg: first,
-        workers,
-        filler: 0,
-        scenarios: only(['device_authorization', 'device_poll_pending', 'device_token_issuance', 'userinfo']),
-        sizes: sizesFor(first),
-        pin: false,
-      }, baseline),
+      ...(await run(
+        {
+          label: `${first}, ${workers} worker${workers === 1 ? '' : 's'}, unpinned`,
+          alg: first,
+          workers,
+          filler: 0,
+          scenarios: only(['device_authorization', 'device_poll_pending', 'device_token_issuance', 'userinfo']),
+          sizes: sizesFor(first),
+          pin: false,
+        },
+        baseline,
+      )),
     );
   }
   if (options.postgres) {
-    // PostgreSQL: device flow and userinfo, on one instance and on two sharing the database.
-    // Fewer seeded codes: every one is a round trip to PostgreSQL, which answers fewer a second.
+    // PostgreSQL: device flow and userinfo on one instance, measured in rounds beside two instances
+    // sharing one database (one pinned to each core) and beside SQLite (device authorizations), so
+    // that the two ratios asked for come from the same minutes. Fewer seeded codes: every one is a
+    // round trip to PostgreSQL, which answers fewer a second.
     const base = sizesFor(first);
     const postgresSizes = { ...base, pollRate: maxPostgresPollRate, issuance: Math.min(base.issuance, 3_000) };
-    for (const instances of [1, 2]) {
-      runs.push(
-        await run({
-          label: `${first}, PostgreSQL, ${instances} instance${instances === 1 ? '' : 's'}`,
-          alg: first,
-          workers: 1,
-          filler: 0,
-          scenarios: only(['device_authorization', 'device_poll_pending', 'device_token_issuance', 'userinfo']),
-          sizes: postgresSizes,
-          pin: true,
-          postgres: { url: options.postgres, instances },
-        }, baseline),
-      );
-    }
+    const postgresScenarios = only(['device_authorization', 'device_poll_pending', 'device_token_issuance', 'userinfo']);
+    const onPostgres = (instances: number): RunPlan => ({
+      label: `${first}, PostgreSQL, ${instances} instance${instances === 1 ? '' : 's'}`,
+      alg: first,
+      workers: 1,
+      filler: 0,
+      scenarios: postgresScenarios,
+      sizes: postgresSizes,
+      pin: true,
+      postgres: { url: options.postgres!, instances },
+    });
+    const sqliteAlongside: RunPlan = { label: `${first}, SQLite, beside PostgreSQL`, alg: first, workers: 1, filler: 0, scenarios: only(['device_authorization']), sizes: base, pin: true };
+    runs.push(
+      ...(await run(
+        {
+          ...onPostgres(1),
+          companions: [
+            { plan: onPostgres(2), scenarios: postgresScenarios },
+            { plan: sqliteAlongside, scenarios: sqliteAlongside.scenarios },
+          ],
+        },
+        baseline,
+      )),
+    );
   }
   const machine = {
     cpu: cpus()[0]?.model ?? 'unknown',

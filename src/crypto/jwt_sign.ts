@@ -46,9 +46,9 @@ export function signJwsSync(key: JwsKey, payload: object, typ: string): string {
 }
 
 /**
- * With one core to run on (availableParallelism honours the process's CPU affinity, as under
- * taskset or a one-CPU container), the thread pool adds no parallelism, only two thread switches
- * per signature: RS256 is then signed in place too (a tenth more issuances a second there).
+ * With one core to run on (availableParallelism honours the process's CPU affinity: taskset, a
+ * container's cpuset; not a CPU quota), the thread pool adds no parallelism, only two thread
+ * switches per signature: RS256 is then signed in place too (a tenth more issuances a second there).
  */
 const rsaOnThreadPool = availableParallelism() > 1;
 

@@ -26,8 +26,8 @@ process.once('exit', () => {
 
 export interface LogStream {
   write(line: string): void;
-  /** Hands what is waiting to the destination now. */
-  flush(): void;
+  /** Writes what is waiting now (pino's logger.flush(cb) comes here). */
+  flush(callback?: (err?: Error) => void): void;
 }
 
 export function batchedLogStream(destination: { write(data: string): unknown; flushSync(): void } = pino.destination({ dest: 1, sync: true })): LogStream {
@@ -56,6 +56,14 @@ export function batchedLogStream(destination: { write(data: string): unknown; fl
         setImmediate(flush);
       }
     },
-    flush,
+    flush(callback) {
+      try {
+        flush();
+      } catch (err) {
+        callback?.(err as Error);
+        return;
+      }
+      callback?.();
+    },
   };
 }

@@ -9,8 +9,9 @@
  * - In memory (ledgerDevicePolls), when this process alone serves the database (SQLite, one
  *   worker): a pending poll then only reads. Poll times are throttling state like the rate
  *   limiters' counts, which live in memory there too; writing one per poll was most of a pending
- *   poll's cost. A slow_down still goes to the store, so a grown interval lasts; a restart forgets
- *   only when the last poll was, so the first poll after it is never told to slow down.
+ *   poll's cost. A slow_down still goes to the store (interval and time), so a grown interval
+ *   lasts; a restart forgets only the polls since, so the first poll after it is held only to the
+ *   last stored slow_down.
  */
 import type { Config } from '../config.js';
 import type { DeviceGrantRecord, Store } from '../store/store.js';

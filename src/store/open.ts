@@ -24,6 +24,7 @@ export async function openConfiguredStore(config: Config, options: { server?: bo
     return openStore(database, {
       backgroundCheckpoints: options.server === true,
       groupCommit: options.server === true,
+      batchReads: config.workers <= 1,
       convertToIncrementalVacuum: options.convertVacuum === true,
     });
   } catch (err) {

@@ -1,7 +1,8 @@
 /**
  * `npm run bench --postgres` in its quick form (when the tests have a PostgreSQL server): device
- * authorizations and userinfo on one instance and on two sharing one database, each run on a
- * database of its own that the bench drops afterwards.
+ * authorizations and userinfo on one instance, measured in the same rounds beside two instances
+ * sharing one database and beside SQLite, each set-up on a database of its own that the bench drops
+ * afterwards.
  */
 import pg from 'pg';
 import { expect, it } from 'vitest';
@@ -9,7 +10,7 @@ import { describeWithPostgres, pgTestUrl } from '../helpers/postgres.js';
 import { bench, expectOnlyExpectedAnswers } from '../helpers/bench.js';
 
 describeWithPostgres('npm run bench --postgres (quick)', () => {
-  it('runs on PostgreSQL with one instance and two sharing the database, and drops its databases', async () => {
+  it('runs on PostgreSQL with one instance, beside two sharing the database and beside SQLite, and drops its databases', async () => {
     const benchDatabases = async () => {
       const client = new pg.Client({ connectionString: pgTestUrl });
       await client.connect();
@@ -21,12 +22,24 @@ describeWithPostgres('npm run bench --postgres (quick)', () => {
     };
     const before = await benchDatabases();
     const { report } = bench(['--alg', 'ES256', '--workers', '', '--scales', '', '--scenarios', 'device_authorization,userinfo', '--postgres', pgTestUrl ?? '']);
-    expect(report.runs.map((r) => [r.label, r.database, r.instances])).toEqual([
-      ['ES256, 1 worker', 'sqlite', 1],
-      ['ES256, PostgreSQL, 1 instance', 'postgresql', 1],
-      ['ES256, PostgreSQL, 2 instances', 'postgresql', 2],
+    expect(report.runs.map((r) => [r.label, r.database, r.instances, r.measuredAlongside])).toEqual([
+      ['ES256, 1 worker', 'sqlite', 1, undefined],
+      ['ES256, PostgreSQL, 1 instance', 'postgresql', 1, undefined],
+      ['ES256, PostgreSQL, 2 instances', 'postgresql', 2, 'ES256, PostgreSQL, 1 instance'],
+      ['ES256, SQLite, beside PostgreSQL', 'sqlite', 1, 'ES256, PostgreSQL, 1 instance'],
+    ]);
+    expect(report.runs.map((r) => r.scenarios.map((s) => s.scenario))).toEqual([
+      ['device_authorization', 'userinfo'],
+      ['device_authorization', 'userinfo'],
+      ['device_authorization', 'userinfo'],
+      ['device_authorization'],
     ]);
     for (const run of report.runs) expectOnlyExpectedAnswers(run.scenarios, run.label);
+    // The ratio to SQLite is to SQLite measured in the same rounds.
+    const sqliteBeside = report.runs[3]?.scenarios[0]?.requestsPerSecond ?? 0;
+    const onePostgres = report.runs[1]?.scenarios[0]?.requestsPerSecond ?? 0;
+    const ratio = report.targets.find((t) => t.target.startsWith('PostgreSQL device_authorization (1 instance)'));
+    expect(ratio?.value).toContain(`${((onePostgres / sqliteBeside) * 100).toFixed(0)}%`);
     expect(report.targets.map((t) => t.target)).toEqual(expect.arrayContaining([expect.stringContaining('PostgreSQL device_authorization (1 instance)'), expect.stringContaining('2 instances')]));
     expect(await benchDatabases()).toBe(before);
   }, 300_000);

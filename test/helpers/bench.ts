@@ -16,10 +16,11 @@ export interface Report {
     peers?: { peer: string; scenarios: Scenario[] }[];
     baseline?: Scenario[];
     signingRateAtIssuance?: number;
+    measuredAlongside?: string;
   }[];
   comparisons: { scenario: string; latchkey: number; oidcProvider?: number; fastify?: number; overOidcProvider?: number; ofFastify?: number }[];
   againstBaseline?: { run: string; scenario: string; latchkey: number; baseline: number; speedup: number; cpuRatio: number }[];
-  targets: { target: string; met: boolean }[];
+  targets: { target: string; value: string; met: boolean }[];
 }
 export interface Scenario {
   scenario: string;

@@ -171,6 +171,53 @@ describe('reads in the batch', () => {
   });
 });
 
+describe('a batch that SQLite rolls back whole', () => {
+  it('fails every verb of it, commits none of them, and the cache forgets what its reads saw', async () => {
+    const path = tempPath();
+    const server = serverStore(path);
+    const cli = new SqliteStore({ path, now: t0 });
+    try {
+      await server.createUser(user());
+      await server.createClient(client());
+      await server.createRole({ name: 'ops', description: undefined, permissions: [], createdAt: t0 });
+      // A trigger that rolls back the whole transaction: what an I/O error would do mid-batch.
+      server.db.exec(`CREATE TEMP TRIGGER lose_the_batch BEFORE INSERT ON device_grants WHEN NEW.device_code_hash = 'boom'
+        BEGIN SELECT RAISE(ROLLBACK, 'the batch is lost'); END`);
+      const granted = server.grantRole('user-alice', 'ops', t0);
+      const seen = server.findUserById('user-alice');
+      const lost = server.createDeviceGrant(deviceGrant({ id: 'boom', deviceCodeHash: 'boom', userCodeHash: 'boom-user' }));
+      const after = server.createDeviceGrant(deviceGrant({ id: 'after', deviceCodeHash: 'dc-after', userCodeHash: 'uc-after' }));
+      const outcomes = await Promise.allSettled([granted, seen, lost, after]);
+      expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+      expect(await cli.findDeviceGrantByDeviceCode('dc-after')).toBeUndefined();
+      expect((await cli.findUserById('user-alice'))?.roles).toEqual([]);
+      // Another process's change brings the directory version back to the number the lost batch
+      // had reached: the server must not serve the role that was never committed.
+      await cli.createApi({ identifier: 'https://api.example.com', name: 'API', createdAt: t0, introspectionClients: [], scopes: [] });
+      expect((await server.findUserById('user-alice'))?.roles).toEqual([]);
+    } finally {
+      await cli.close();
+      await server.close();
+    }
+  });
+});
+
+describe('reads out of the batch (several worker processes)', () => {
+  it('run at once, as without group commit', async () => {
+    const store = new SqliteStore({ path: tempPath(), now: t0, groupCommit: true, batchReads: false });
+    try {
+      await store.createUser(user());
+      const created = store.createClient(client());
+      const read = store.findClient(client().clientId);
+      expect(await read).toBeUndefined();
+      await created;
+      expect((await store.findClient(client().clientId))?.clientId).toBe(client().clientId);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('the directory cache', () => {
   it('sees a client removed, a user disabled and an API added by another process at once', async () => {
     const path = tempPath();

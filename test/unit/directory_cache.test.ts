@@ -7,23 +7,21 @@ import type pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { changesDirectory, directoryChannel, DirectoryCache } from '../../src/store/postgres/directory_cache.js';
 
-/** A listening connection that hears announcements (its own probes among them) unless told `deaf`. */
+/** A listening connection; announcements made elsewhere reach it unless it is `deaf`. */
 class FakeListener extends EventEmitter {
   queries: string[] = [];
-  constructor(private readonly deaf: boolean) {
+  constructor(public deaf: boolean) {
     super();
   }
   async connect(): Promise<void> {}
   async end(): Promise<void> {}
-  async query(text: string, values?: unknown[]): Promise<unknown> {
+  async query(text: string): Promise<unknown> {
     this.queries.push(text);
-    if (text.startsWith('SELECT pg_notify') && !this.deaf) {
-      setImmediate(() => this.emit('notification', { channel: values?.[0], payload: values?.[1], processId: 1 }));
-    }
     return { rows: [] };
   }
+  /** What another session's pg_notify does. */
   announce(payload: string): void {
-    this.emit('notification', { channel: directoryChannel, payload, processId: 2 });
+    if (!this.deaf) this.emit('notification', { channel: directoryChannel, payload, processId: 2 });
   }
 }
 
@@ -34,7 +32,13 @@ afterEach(async () => {
 
 async function started(deaf = false): Promise<{ cache: DirectoryCache; listener: FakeListener }> {
   const listener = new FakeListener(deaf);
-  const cache = new DirectoryCache(() => listener as unknown as pg.Client, async () => 'public', 200);
+  const cache = new DirectoryCache({
+    connect: () => listener as unknown as pg.Client,
+    schema: async () => 'public',
+    // The probe goes out through another connection (the store's pool) and comes back to the listener.
+    announce: async (payload) => void setImmediate(() => listener.announce(payload)),
+    heartbeatMs: 200,
+  });
   caches.push(cache);
   await cache.start();
   return { cache, listener };
@@ -57,7 +61,7 @@ describe('DirectoryCache', () => {
     expect(await cache.lookup(clients, 'cli', load)).toEqual({ id: 'load-2' });
   });
 
-  it('a connection that cannot hear its probe (a pooler in transaction mode) never turns caching on', async () => {
+  it('a connection that cannot hear announcements made elsewhere (a pooler in transaction mode) never turns caching on', async () => {
     const { cache } = await started(true);
     expect(cache.active).toBe(false);
     const clients = cache.map<{ id: string }>();
@@ -77,6 +81,18 @@ describe('DirectoryCache', () => {
     release();
     expect(await slow).toEqual({ id: 'old' });
     expect(await cache.lookup(clients, 'cli', async () => ({ id: 'new' }))).toEqual({ id: 'new' });
+  });
+
+  it('stops serving cached records as soon as its probes are no longer heard, even before the connection is known to be broken', async () => {
+    const { cache, listener } = await started();
+    const clients = cache.map<{ id: string }>();
+    await cache.lookup(clients, 'cli', async () => ({ id: 'cached' }));
+    expect(await cache.lookup(clients, 'cli', async () => ({ id: 'fresh' }))).toEqual({ id: 'cached' });
+    // The network silently drops everything: no error, no end, just silence.
+    listener.deaf = true;
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    expect(cache.active).toBe(false);
+    expect(await cache.lookup(clients, 'cli', async () => ({ id: 'fresh' }))).toEqual({ id: 'fresh' });
   });
 
   it('caches no misses, and stops caching when its connection ends', async () => {

@@ -53,7 +53,7 @@ import {
   type PushedRequestRecord,
 } from '../store.js';
 import { migrate, schemaNamePattern } from './migrate.js';
-import { changesDirectory, DirectoryCache } from './directory_cache.js';
+import { changesDirectory, DirectoryCache, directoryChannel } from './directory_cache.js';
 import { auditEventConditions, auditLimit, liveToken, rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
 import {
   amrToText,
@@ -117,7 +117,7 @@ class Statements {
 
   async many(text: string, ...params: unknown[]): Promise<Row[]> {
     const result = await this.target.query<Row>(text, params);
-    if (this.changedDirectory !== undefined && changesDirectory(text)) this.changedDirectory();
+    if (this.changedDirectory !== undefined && (result.rowCount ?? 0) > 0 && changesDirectory(text)) this.changedDirectory();
     return result.rows;
   }
 
@@ -128,7 +128,7 @@ class Statements {
   /** Runs a write; returns how many rows it changed. */
   async run(text: string, ...params: unknown[]): Promise<number> {
     const result = await this.target.query(text, params);
-    if (this.changedDirectory !== undefined && changesDirectory(text)) this.changedDirectory();
+    if (this.changedDirectory !== undefined && (result.rowCount ?? 0) > 0 && changesDirectory(text)) this.changedDirectory();
     return result.rowCount ?? 0;
   }
 }
@@ -250,11 +250,13 @@ export class PostgresStore implements Store {
       let cache: DirectoryCache | undefined;
       if (options.directoryCache === true) {
         const connectionString = options.schema === undefined ? options.url : withSearchPath(options.url, options.schema);
-        cache = new DirectoryCache(
+        cache = new DirectoryCache({
           // Named, so that an operator sees in pg_stat_activity what the long-lived connection is.
-          () => new pg.Client({ connectionString, connectionTimeoutMillis: 10_000, application_name: `latchkey directory cache${options.schema === undefined ? '' : ` ${options.schema}`}`.slice(0, 63) }),
-          async () => options.schema ?? String((await pool.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]?.schema),
-        );
+          connect: () =>
+            new pg.Client({ connectionString, connectionTimeoutMillis: 10_000, application_name: `latchkey directory cache${options.schema === undefined ? '' : ` ${options.schema}`}`.slice(0, 63) }),
+          schema: async () => options.schema ?? String((await pool.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]?.schema),
+          announce: (payload) => pool.query('SELECT pg_notify($1, $2)', [directoryChannel, payload]),
+        });
         await cache.start();
       }
       return new PostgresStore(pool, applied, cache);
@@ -314,7 +316,9 @@ export class PostgresStore implements Store {
    * Serialises, until the transaction ends, every write to refresh-token family `familyId`: the
    * insert of a token and the revocation of its family. Without it a rotation and a revocation
    * running at once would each miss the other's uncommitted row, and leave a live token in a revoked
-   * family. Taken first in each such transaction, before any row lock, so no two can deadlock.
+   * family. Taken first in each such transaction, before any row lock, so no two can deadlock; the
+   * one exception, redeemDeviceGrant, takes it after the grant's row lock for a family it has just
+   * made up, which nobody else can be holding or waiting for.
    */
   private static async lockFamily(tx: Statements, familyId: string): Promise<void> {
     await tx.run('SELECT pg_advisory_xact_lock($1, hashtext($2))', familyLockClass, familyId);
@@ -440,7 +444,8 @@ export class PostgresStore implements Store {
 
   /** All connectors, cached like the rest of the directory (read at every sign-in page). */
   async listConnectors(): Promise<ConnectorRecord[]> {
-    return (await this.cached((d) => d.connectors, 'all', async () => (await this.db.many('SELECT * FROM connectors ORDER BY position, id COLLATE "C"')).map(toConnector))) ?? [];
+    // A copy, as SQLite's: the cached list itself is shared and frozen.
+    return [...((await this.cached((d) => d.connectors, 'all', async () => (await this.db.many('SELECT * FROM connectors ORDER BY position, id COLLATE "C"')).map(toConnector))) ?? [])];
   }
 
   async removeConnector(id: string): Promise<boolean> {

@@ -6,18 +6,21 @@
  * only a power cut can lose the last commits). At thousands of writes a second one commit per
  * write was most of a device authorization's cost: every commit appends its own WAL frames.
  *
- * Reads join the batch too. Outside a transaction every statement is a read transaction of its
- * own, and each of those takes and drops SQLite's shared lock with fcntl(2): three system calls
- * a statement, the larger part of a pending poll's. In the batch the turn's reads share one
- * transaction, begun when the turn ends, so a read still sees everything committed before it by
- * any process (as "at once" as before) and the writes queued before it by this one. A batch of
- * reads only is a plain (deferred) read transaction that takes no write lock.
+ * Where one process serves the file, reads join the batch too. Outside a transaction every
+ * statement is a read transaction of its own, and each of those takes and drops SQLite's shared
+ * lock with fcntl(2): three system calls a statement, the larger part of a pending poll's. In the
+ * batch the turn's reads share one transaction, begun when the turn ends, so a read still sees
+ * everything committed before it by any process (as "at once" as before) and the writes queued
+ * before it by this one. A batch of reads only is a plain (deferred) read transaction that takes no
+ * write lock. With several worker processes reads stay out of batches (they would wait for, and
+ * hold up, the write lock the other workers need).
  *
  * Atomicity is unchanged: each write runs inside a savepoint of its own, so a verb whose SQL fails
  * (a duplicate key) is rolled back and fails alone while the rest of the batch commits. If SQLite
  * loses the whole transaction (disk full, I/O error), nothing of the batch is committed and every
- * verb of it fails. The write lock is held only while the batch's statements run, so other
- * processes (cluster workers, the admin CLI) wait microseconds, not a whole turn.
+ * verb of it fails (and the store forgets what the batch's reads cached). The write lock is held
+ * only while the batch's statements run, so other processes (the admin CLI) wait microseconds, not
+ * a whole turn.
  */
 import type Database from 'better-sqlite3';
 
@@ -41,6 +44,8 @@ export class GroupCommit {
   constructor(
     private readonly db: Database.Database,
     private readonly sqlErrors: () => number,
+    /** Told when a batch is rolled back whole: what its reads cached may never have been committed. */
+    private readonly rolledBack: () => void = () => undefined,
   ) {
     this.control = {
       begin: db.prepare('BEGIN IMMEDIATE'),
@@ -82,21 +87,28 @@ export class GroupCommit {
     try {
       (batch.every((queued) => queued.read) ? beginRead : begin).run();
       for (const write of batch) {
+        // Every verb of this store does all its SQL before its first await, so all of it runs here.
         if (write.read) {
           results.push(write.verb());
-          continue;
+        } else {
+          savepoint.run();
+          const failuresBefore = this.sqlErrors();
+          results.push(write.verb());
+          if (this.db.inTransaction && this.sqlErrors() !== failuresBefore) rollbackTo.run();
+          if (this.db.inTransaction) release.run();
         }
-        savepoint.run();
-        const failuresBefore = this.sqlErrors();
-        // Every verb of this store does all its SQL before its first await, so all of it runs here.
-        results.push(write.verb());
+        // An error SQLite answers by rolling back the whole transaction (I/O, out of memory): the
+        // verbs after it must not run outside the batch, each committing on its own.
         if (!this.db.inTransaction) throw new Error('SQLite rolled the transaction back');
-        if (this.sqlErrors() !== failuresBefore) rollbackTo.run();
-        release.run();
       }
       commit.run();
     } catch (err) {
-      if (this.db.inTransaction) rollback.run();
+      try {
+        if (this.db.inTransaction) rollback.run();
+      } catch {
+        // The connection is in trouble; every verb of the batch is failed below all the same.
+      }
+      this.rolledBack();
       for (const result of results) result.catch(() => {});
       for (const write of batch) write.reject(err);
       return;

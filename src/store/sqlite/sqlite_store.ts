@@ -164,6 +164,8 @@ export interface SqliteStoreOptions {
   backgroundCheckpoints?: boolean;
   /** Run the verbs of one event-loop turn together, in one transaction (the server's store; see group_commit.ts). */
   groupCommit?: boolean;
+  /** With group commit, let the reads join the batch too (default); false where several processes share the file. */
+  batchReads?: boolean;
   /**
    * Convert a file made without incremental vacuum (by an older version) with a one-time VACUUM:
    * the server does it at start, before it listens; short admin commands never do.
@@ -365,7 +367,7 @@ export class SqliteStore implements Store {
         if (this.db.open) this.db.pragma('wal_autocheckpoint = 1000');
       });
     }
-    if (options.groupCommit) this.enableGroupCommit();
+    if (options.groupCommit) this.enableGroupCommit(options.batchReads !== false);
   }
 
   /**
@@ -389,15 +391,24 @@ export class SqliteStore implements Store {
   }
 
   /** Routes every verb of this instance (but scrubFreedSpace) through one GroupCommit. */
-  private enableGroupCommit(): void {
-    const group = new GroupCommit(this.db, () => this.failedStatements);
+  private enableGroupCommit(batchReads: boolean): void {
+    const group = new GroupCommit(
+      this.db,
+      () => this.failedStatements,
+      // A batch's reads may have cached records or a directory version it wrote: start over.
+      () => {
+        this.directory.version = -1;
+      },
+    );
     this.groupCommit = group;
     const self = this as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     for (const name of writeVerbs) {
       const bound = (self[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
       self[name] = (...args: unknown[]) => group.write(() => bound(...args));
     }
-    for (const name of readOnlyVerbs) {
+    // With several processes on the file (LATCHKEY_WORKERS) reads stay out of the batches: a batch
+    // that writes holds the write lock, and the other workers would wait for reads too.
+    if (batchReads) for (const name of readOnlyVerbs) {
       if (name === 'scrubFreedSpace') continue;
       const bound = (self[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
       self[name] = (...args: unknown[]) => group.read(() => bound(...args));
@@ -1896,6 +1907,6 @@ function ensureIncrementalVacuum(db: Database.Database, convert: boolean): Vacuu
   }
 }
 
-export function openStore(path: string, options: { backgroundCheckpoints?: boolean; groupCommit?: boolean; convertToIncrementalVacuum?: boolean } = {}): SqliteStore {
+export function openStore(path: string, options: { backgroundCheckpoints?: boolean; groupCommit?: boolean; batchReads?: boolean; convertToIncrementalVacuum?: boolean } = {}): SqliteStore {
   return new SqliteStore({ path, ...options });
 }

@@ -4,8 +4,8 @@
  * still verifies every token we issue.
  *
  * RS256 takes about 1 ms of CPU, so it is signed on libuv's thread pool and the event loop keeps
- * answering polls meanwhile (where there is more than one core). ES256 and EdDSA take tens of microseconds, less than the hop to the
- * thread pool, so they are signed in place.
+ * answering polls meanwhile (where there is more than one core). ES256 and EdDSA take tens of
+ * microseconds, less than the hop to the thread pool, so they are signed in place.
  */
 import { sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';

@@ -115,7 +115,6 @@ class VerifiedTokens {
   }
 }
 
-
 /** The algorithms that need an active key: the access-token one and RS256 for id_tokens. */
 export function algorithmsInUse(accessTokenAlgorithm: SigningAlgorithm): SigningAlgorithm[] {
   return [...new Set<SigningAlgorithm>([accessTokenAlgorithm, idTokenAlgorithm])];

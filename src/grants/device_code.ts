@@ -3,8 +3,8 @@
  * Every poll is recorded (oauth/device_polls.ts); the answer comes from decidePoll. Handing out
  * tokens is one atomic approved → consumed step in the store (with the refresh token stored in the
  * same transaction), so of many simultaneous polls exactly one gets tokens and the rest see a
- * spent code (invalid_grant). Tokens already issued are left alone on such a
- * replay: only the device holds the device code, and it racing itself is not theft.
+ * spent code (invalid_grant). Tokens already issued are left alone on such a replay: only the
+ * device holds the device code, and it racing itself is not theft.
  */
 import { z } from 'zod';
 import { audit } from '../http/audit.js';

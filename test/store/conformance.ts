@@ -66,6 +66,15 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
     });
   }
 
+  /** Device grants no one can spend: 'pending', 'denied', and 'expired' (approved, expiring at t0 + 900). */
+  async function createUnspendableGrants(store: Store): Promise<void> {
+    await store.createDeviceGrant(deviceGrant({ id: 'pending' }));
+    await store.createDeviceGrant(deviceGrant({ id: 'denied' }));
+    await store.createDeviceGrant(deviceGrant({ id: 'expired', expiresAt: t0 + 900 }));
+    expect(await store.denyDeviceGrant('denied', t0 + 10)).toBe(true);
+    expect(await store.approveDeviceGrant('expired', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
+  }
+
   describe(`Store conformance: ${name}`, () => {
     it('ping', async () => {
       await withStore(async (store) => {
@@ -840,11 +849,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
 
       it('consume of a pending, denied or expired grant is undefined and changes nothing', async () => {
         await withSeededStore(async (store) => {
-          await store.createDeviceGrant(deviceGrant({ id: 'pending' }));
-          await store.createDeviceGrant(deviceGrant({ id: 'denied' }));
-          await store.createDeviceGrant(deviceGrant({ id: 'expired', expiresAt: t0 + 900 }));
-          expect(await store.denyDeviceGrant('denied', t0 + 10)).toBe(true);
-          expect(await store.approveDeviceGrant('expired', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
+          await createUnspendableGrants(store);
 
           expect(await store.consumeDeviceGrant('pending', t0 + 20)).toBeUndefined();
           expect(await store.consumeDeviceGrant('denied', t0 + 20)).toBeUndefined();
@@ -909,11 +914,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
 
       it('redeemDeviceGrant of a pending, denied, expired or missing grant is undefined and stores no refresh token', async () => {
         await withSeededStore(async (store) => {
-          await store.createDeviceGrant(deviceGrant({ id: 'pending' }));
-          await store.createDeviceGrant(deviceGrant({ id: 'denied' }));
-          await store.createDeviceGrant(deviceGrant({ id: 'expired', expiresAt: t0 + 900 }));
-          expect(await store.denyDeviceGrant('denied', t0 + 10)).toBe(true);
-          expect(await store.approveDeviceGrant('expired', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
+          await createUnspendableGrants(store);
           const guard = { userTokensRevokedAt: undefined };
           for (const [id, now] of [['pending', t0 + 20], ['denied', t0 + 20], ['expired', t0 + 900], ['missing', t0]] as const) {
             expect(await store.redeemDeviceGrant(id, now, { token: refreshToken({ id: `rt-${id}`, tokenHash: `hash-${id}`, familyId: `family-${id}` }), guard })).toBeUndefined();

@@ -27,6 +27,24 @@ function serverStore(path: string): SqliteStore {
   return new SqliteStore({ path, now: t0, groupCommit: true, backgroundCheckpoints: true });
 }
 
+/**
+ * Runs `work` on the server's store and a second connection to the same file (as the admin CLI's),
+ * with alice and the cli client created through the server's; then closes both.
+ */
+async function withServerAndCli(work: (server: SqliteStore, cli: SqliteStore) => Promise<void>): Promise<void> {
+  const path = tempPath();
+  const server = serverStore(path);
+  const cli = new SqliteStore({ path, now: t0 });
+  try {
+    await server.createUser(user());
+    await server.createClient(client());
+    await work(server, cli);
+  } finally {
+    await cli.close();
+    await server.close();
+  }
+}
+
 describe('group commit', () => {
   it('writes of one turn share one commit, and each promise settles only once the commit is visible to other connections', async () => {
     const path = tempPath();
@@ -152,33 +170,20 @@ describe('reads in the batch', () => {
   });
 
   it('a read still sees what another process committed earlier in the same turn', async () => {
-    const path = tempPath();
-    const server = serverStore(path);
-    const cli = new SqliteStore({ path, now: t0 });
-    try {
-      await server.createUser(user());
-      await server.createClient(client());
+    await withServerAndCli(async (server, cli) => {
       expect((await server.findClient(client().clientId))?.clientId).toBe(client().clientId);
       const read = (async () => {
         await cli.removeClient(client().clientId, t0);
         return server.findClient(client().clientId);
       })();
       expect(await read).toBeUndefined();
-    } finally {
-      await cli.close();
-      await server.close();
-    }
+    });
   });
 });
 
 describe('a batch that SQLite rolls back whole', () => {
   it('fails every verb of it, commits none of them, and the cache forgets what its reads saw', async () => {
-    const path = tempPath();
-    const server = serverStore(path);
-    const cli = new SqliteStore({ path, now: t0 });
-    try {
-      await server.createUser(user());
-      await server.createClient(client());
+    await withServerAndCli(async (server, cli) => {
       await server.createRole({ name: 'ops', description: undefined, permissions: [], createdAt: t0 });
       // A trigger that rolls back the whole transaction: what an I/O error would do mid-batch.
       server.db.exec(`CREATE TEMP TRIGGER lose_the_batch BEFORE INSERT ON device_grants WHEN NEW.device_code_hash = 'boom'
@@ -195,10 +200,7 @@ describe('a batch that SQLite rolls back whole', () => {
       // had reached: the server must not serve the role that was never committed.
       await cli.createApi({ identifier: 'https://api.example.com', name: 'API', createdAt: t0, introspectionClients: [], scopes: [] });
       expect((await server.findUserById('user-alice'))?.roles).toEqual([]);
-    } finally {
-      await cli.close();
-      await server.close();
-    }
+    });
   });
 });
 
@@ -220,12 +222,7 @@ describe('reads out of the batch (several worker processes)', () => {
 
 describe('the directory cache', () => {
   it('sees a client removed, a user disabled and an API added by another process at once', async () => {
-    const path = tempPath();
-    const server = serverStore(path);
-    const cli = new SqliteStore({ path, now: t0 });
-    try {
-      await server.createUser(user());
-      await server.createClient(client());
+    await withServerAndCli(async (server, cli) => {
       expect((await server.findClient(client().clientId))?.clientId).toBe(client().clientId);
       expect((await server.findUserById(user().id))?.disabled).toBe(false);
       expect(await server.findApi('https://api.example.com')).toBeUndefined();
@@ -237,10 +234,7 @@ describe('the directory cache', () => {
       expect(await server.findClient(client().clientId)).toBeUndefined();
       expect((await server.findUserById(user().id))?.disabled).toBe(true);
       expect((await server.findApi('https://api.example.com'))?.name).toBe('API');
-    } finally {
-      await cli.close();
-      await server.close();
-    }
+    });
   });
 
   it('hands out records nobody can change', async () => {

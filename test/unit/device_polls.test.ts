@@ -11,12 +11,17 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import type { Store } from '../../src/store/store.js';
 import { client, deviceGrant, t0, user } from '../helpers/records.js';
 
-async function storeWithGrant(): Promise<SqliteStore> {
+/** Runs `work` on a store holding one pending device grant (device-grant-1 of client cli), then closes it. */
+async function withGrantStore(work: (store: SqliteStore) => Promise<void>): Promise<void> {
   const store = new SqliteStore({ path: ':memory:', now: t0 });
-  await store.createUser(user());
-  await store.createClient(client());
-  await store.createDeviceGrant(deviceGrant());
-  return store;
+  try {
+    await store.createUser(user());
+    await store.createClient(client());
+    await store.createDeviceGrant(deviceGrant());
+    await work(store);
+  } finally {
+    await store.close();
+  }
 }
 
 const ms = (seconds: number) => (t0 + seconds) * 1000;
@@ -56,22 +61,18 @@ describe('DevicePollLedger', () => {
 
 describe('ledgerDevicePolls (one process)', () => {
   it('answers as the store does, without writing a pending poll', async () => {
-    const store = await storeWithGrant();
-    try {
+    await withGrantStore(async (store) => {
       const polls = ledgerDevicePolls(store);
       const first = await polls.poll('device-grant-1', 'cli', ms(10));
       expect(first).toEqual(deviceGrant());
       const second = await polls.poll('device-grant-1', 'cli', ms(15));
       expect(second).toEqual({ ...deviceGrant(), lastPolledAtMs: ms(10) });
       expect((await store.findDeviceGrantByDeviceCode('device-grant-1'))?.lastPolledAtMs).toBeUndefined();
-    } finally {
-      await store.close();
-    }
+    });
   });
 
   it('a poll too soon is answered from memory and its slow_down stored: interval and time', async () => {
-    const store = await storeWithGrant();
-    try {
+    await withGrantStore(async (store) => {
       const polls = ledgerDevicePolls(store);
       await polls.poll('device-grant-1', 'cli', ms(10));
       expect(await polls.poll('device-grant-1', 'cli', ms(12))).toMatchObject({ interval: 5, lastPolledAtMs: ms(10) });
@@ -79,46 +80,35 @@ describe('ledgerDevicePolls (one process)', () => {
       // Each slow_down adds 5 s to the interval as stored.
       expect(await polls.poll('device-grant-1', 'cli', ms(14))).toMatchObject({ interval: 10, lastPolledAtMs: ms(12) });
       expect((await store.findDeviceGrantByDeviceCode('device-grant-1'))?.interval).toBe(15);
-    } finally {
-      await store.close();
-    }
+    });
   });
 
   it('two polls of one code in the same moment: the second sees the first', async () => {
-    const store = await storeWithGrant();
-    try {
+    await withGrantStore(async (store) => {
       const polls = ledgerDevicePolls(store);
       const [a, b] = await Promise.all([polls.poll('device-grant-1', 'cli', ms(10)), polls.poll('device-grant-1', 'cli', ms(10))]);
       expect([a?.lastPolledAtMs, b?.lastPolledAtMs]).toEqual([undefined, ms(10)]);
       expect((await store.findDeviceGrantByDeviceCode('device-grant-1'))?.interval).toBe(10);
-    } finally {
-      await store.close();
-    }
+    });
   });
 
   it('a code of another client is returned untouched and remembered for nobody; an unknown code is undefined', async () => {
-    const store = await storeWithGrant();
-    try {
+    await withGrantStore(async (store) => {
       const polls = ledgerDevicePolls(store);
       expect(await polls.poll('device-grant-1', 'someone-else', ms(10))).toEqual(deviceGrant());
       expect(await polls.poll('device-grant-1', 'cli', ms(11))).toEqual(deviceGrant());
       expect(await polls.poll('nope', 'cli', ms(12))).toBeUndefined();
-    } finally {
-      await store.close();
-    }
+    });
   });
 });
 
 describe('storeDevicePolls (several processes)', () => {
   it('stores every poll', async () => {
-    const store = await storeWithGrant();
-    try {
+    await withGrantStore(async (store) => {
       const polls = storeDevicePolls(store);
       await polls.poll('device-grant-1', 'cli', ms(10));
       expect((await store.findDeviceGrantByDeviceCode('device-grant-1'))?.lastPolledAtMs).toBe(ms(10));
-    } finally {
-      await store.close();
-    }
+    });
   });
 });
 

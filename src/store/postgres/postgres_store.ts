@@ -117,7 +117,7 @@ class Statements {
 
   async many(text: string, ...params: unknown[]): Promise<Row[]> {
     const result = await this.target.query<Row>(text, params);
-    if (this.changedDirectory !== undefined && (result.rowCount ?? 0) > 0 && changesDirectory(text)) this.changedDirectory();
+    this.noteChanges(text, result.rowCount ?? 0);
     return result.rows;
   }
 
@@ -128,8 +128,12 @@ class Statements {
   /** Runs a write; returns how many rows it changed. */
   async run(text: string, ...params: unknown[]): Promise<number> {
     const result = await this.target.query(text, params);
-    if (this.changedDirectory !== undefined && (result.rowCount ?? 0) > 0 && changesDirectory(text)) this.changedDirectory();
+    this.noteChanges(text, result.rowCount ?? 0);
     return result.rowCount ?? 0;
+  }
+
+  private noteChanges(text: string, rowCount: number): void {
+    if (this.changedDirectory !== undefined && rowCount > 0 && changesDirectory(text)) this.changedDirectory();
   }
 }
 

@@ -141,7 +141,6 @@ export const rateLimitCounterLifetime = 1_000_000 + 7200;
 /** Each cache starts over beyond this many records, so memory stays bounded. */
 const maxCachedRecords = 10_000;
 
-
 /**
  * A user row with its roles, sorted, as a JSON array: one statement, so that findUserById (on the
  * token path) stays a single indexed read. Role names sort in byte order (BINARY).
@@ -402,17 +401,16 @@ export class SqliteStore implements Store {
     );
     this.groupCommit = group;
     const self = this as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-    for (const name of writeVerbs) {
-      const bound = (self[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
-      self[name] = (...args: unknown[]) => group.write(() => bound(...args));
-    }
+    const throughBatch = (names: Iterable<string>, queue: (verb: () => Promise<unknown>) => Promise<unknown>) => {
+      for (const name of names) {
+        const bound = (self[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
+        self[name] = (...args: unknown[]) => queue(() => bound(...args));
+      }
+    };
+    throughBatch(writeVerbs, (verb) => group.write(verb));
     // With several processes on the file (LATCHKEY_WORKERS) reads stay out of the batches: a batch
     // that writes holds the write lock, and the other workers would wait for reads too.
-    if (batchReads) for (const name of readOnlyVerbs) {
-      if (name === 'scrubFreedSpace') continue;
-      const bound = (self[name] as (...args: unknown[]) => Promise<unknown>).bind(this);
-      self[name] = (...args: unknown[]) => group.read(() => bound(...args));
-    }
+    if (batchReads) throughBatch([...readOnlyVerbs].filter((name) => name !== 'scrubFreedSpace'), (verb) => group.read(verb));
   }
 
   /** Statements are compiled on first use and kept for the life of the connection. */

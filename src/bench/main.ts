@@ -10,7 +10,8 @@
  * --peer measures, in the same run and the same way, oidc-provider (peer_oidc_provider.ts) and a
  * bare Fastify route (peer_bare_fastify.ts) on the device flow's scenarios, right after Latchkey
  * on each, and reports the ratios. --postgres adds runs on PostgreSQL (a database of their own,
- * created on that server and dropped after): one instance, and two instances on the one database.
+ * created on that server and dropped after): one instance, and two instances on the one database;
+ * LATCHKEY_DB=postgres://… does the same when --postgres is not given.
  * --baseline DIR measures another build of Latchkey (a checkout with its dist/ built, e.g. a git
  * worktree of main) the same way, scenario by scenario in rounds beside this one, on a database it
  * seeds with its own code: whether a change helped, as a ratio this machine's drift leaves standing.
@@ -46,6 +47,7 @@ import {
 import { seedAuthorizationCodes, seedBase, seedDeviceGrants, seedRefreshTokens } from './seed.js';
 import { hasTaskset, pinned, startBenchServer, type BenchServer } from './server_process.js';
 import type { PeerSpec } from './peer_oidc_provider.js';
+import { benchPostgresUrl } from './postgres_option.js';
 
 const { values: options } = parseArgs({
   options: {
@@ -65,6 +67,7 @@ const { values: options } = parseArgs({
 });
 
 const quick = options.quick;
+const postgresUrl = benchPostgresUrl(options.postgres, process.env.LATCHKEY_DB);
 const duration = quick ? 1 : Number(options.duration);
 const warmup = quick ? 0.5 : Number(options.warmup);
 const connections = Number(options.connections);
@@ -89,7 +92,7 @@ const margin = quick ? 3 : 1.3;
  * stretch lasts at least two seconds (shorter ones measure the load generator's start-up more
  * than the server), so --quick runs have one round.
  */
-const rounds = options.peer || options.baseline || options.postgres ? Math.max(1, Math.min(Number(options.rounds), Math.floor(duration / 2))) : 1;
+const rounds = options.peer || options.baseline || postgresUrl ? Math.max(1, Math.min(Number(options.rounds), Math.floor(duration / 2))) : 1;
 
 function childJson<T>(args: string[], cores: string | undefined): Promise<T> {
   const [command, ...rest] = pinned(cores, [process.execPath, ...args]);
@@ -688,7 +691,7 @@ async function main(): Promise<void> {
       )),
     );
   }
-  if (options.postgres) {
+  if (postgresUrl) {
     // PostgreSQL: device flow and userinfo on one instance, measured in rounds beside two instances
     // sharing one database (one pinned to each core) and beside SQLite (device authorizations), so
     // that the two ratios asked for come from the same minutes. Fewer seeded codes: every one is a
@@ -704,7 +707,7 @@ async function main(): Promise<void> {
       scenarios: postgresScenarios,
       sizes: postgresSizes,
       pin: true,
-      postgres: { url: options.postgres!, instances },
+      postgres: { url: postgresUrl, instances },
     });
     const sqliteAlongside: RunPlan = { label: `${first}, SQLite, beside PostgreSQL`, alg: first, workers: 1, filler: 0, scenarios: only(['device_authorization']), sizes: base, pin: true };
     runs.push(

@@ -30,6 +30,7 @@ import { SlowLane } from './oauth/signin_throttle.js';
 import { viewsDir } from './paths.js';
 import type { RateLimiters, Services } from './services.js';
 import type { Store } from './store/store.js';
+import { isStoreUnavailable } from './store/unavailable.js';
 import { assetRoutes } from './routes/assets.js';
 import { authorizeRoutes } from './routes/authorize.js';
 import { deviceAuthorizationRoutes } from './routes/device_authorization.js';
@@ -176,7 +177,16 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     clock,
     signer:
       deps.signer ??
-      (await createSigner(store, clock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config), secretBox })),
+      (await createSigner(store, clock, {
+        issuer: config.issuer,
+        accessTokenAlgorithm: config.signingAlg,
+        retiredKeyRetention: retiredKeyRetention(config),
+        secretBox,
+        onSigningProblem: (problem) =>
+          problem === undefined
+            ? app.log.info({ event: 'signing.restored' }, 'the signing keys can be used again')
+            : app.log.error({ event: 'signing.unavailable', problem }, 'cannot sign tokens: the newest signing key in the database cannot be used'),
+      })),
     rateLimits: deps.rateLimits ?? defaultRateLimits(config, clock, store),
     ...(await loadServerSecrets(store, secretBox)),
     secretBox,
@@ -268,9 +278,23 @@ function trustProxyOption(trust: TrustProxy): boolean | string[] | ((address: st
   return trust;
 }
 
-/** Turns anything thrown into an OAuthError: ours as is, framework 4xx and zod as invalid_request. */
+/** Seconds a client is asked to wait when the database is away (Retry-After, RFC 9110 §10.2.3). */
+export const unavailableRetryAfterSeconds = 2;
+
+/**
+ * Turns anything thrown into an OAuthError: ours as is, framework 4xx and zod as invalid_request, a
+ * database that is away or too slow as 503 temporarily_unavailable (RFC 6749 §4.1.2.1 names the
+ * code; the status and Retry-After are HTTP's for a passing outage).
+ */
 export function toOAuthError(error: unknown): OAuthError {
   if (error instanceof OAuthError) return error;
+  if (isStoreUnavailable(error)) {
+    return new OAuthError('temporarily_unavailable', 'The service is briefly unavailable. Try again in a moment.', {
+      status: 503,
+      detail: String((error as Error).message),
+      headers: { 'retry-after': String(unavailableRetryAfterSeconds) },
+    });
+  }
   if (error instanceof ZodError) {
     return new OAuthError('invalid_request', 'The request is malformed.', { detail: error.message });
   }
@@ -295,6 +319,7 @@ function pageFor(error: OAuthError, t: Translator['t']): ErrorPage {
     const minutes = Math.max(1, Math.ceil(Number(error.headers['retry-after'] ?? 60) / 60));
     return { heading: 'Too many attempts', message: minutes === 1 ? 'Please wait 1 minute and try again.' : t('Please wait {minutes} minutes and try again.', { minutes }) };
   }
+  if (error.status === 503) return { heading: 'Briefly unavailable', message: 'The service is busy or restarting. Please try again in a moment.' };
   if (error.status >= 500) return { heading: 'Something went wrong', message: 'We could not finish that. Please try again in a moment.' };
   return { heading: 'That did not work', message: error.description };
 }
@@ -307,7 +332,9 @@ function errorHandler(services: Services) {
   return function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): Promise<unknown> | undefined {
     const oauthError = toOAuthError(error);
     if (oauthError.status === 429) services.metrics.rateLimitHits.inc({ route: request.routeOptions.url ?? 'unmatched' });
-    if (oauthError.status >= 500) request.log.error({ err: error }, 'request failed');
+    // A database outage is one cause behind many requests: one line each, without a stack.
+    if (oauthError.status === 503) request.log.warn({ event: 'database.unavailable', detail: oauthError.detail }, 'request failed: the database is unavailable');
+    else if (oauthError.status >= 500) request.log.error({ err: error }, 'request failed');
     else noteRefusal(request, { error: oauthError.code, detail: oauthError.detail });
 
     reply.headers(oauthError.headers).header('cache-control', 'no-store');

@@ -140,6 +140,8 @@ const environmentSchema = z.object({
   LATCHKEY_REFRESH_TOKEN_TTL: seconds('LATCHKEY_REFRESH_TOKEN_TTL', 30 * 86400, 60, 10 * 365 * 86400),
   LATCHKEY_REFRESH_TOKEN_IDLE_TTL: seconds('LATCHKEY_REFRESH_TOKEN_IDLE_TTL', 14 * 86400, 60, 10 * 365 * 86400),
   LATCHKEY_REFRESH_REUSE_GRACE: seconds('LATCHKEY_REFRESH_REUSE_GRACE', 5, 0, 300),
+  LATCHKEY_RETRY_WINDOW: seconds('LATCHKEY_RETRY_WINDOW', 300, 0, 3600),
+  LATCHKEY_DB_TIMEOUT: seconds('LATCHKEY_DB_TIMEOUT', 5, 1, 300),
   LATCHKEY_HOUSEKEEPING_INTERVAL: seconds('LATCHKEY_HOUSEKEEPING_INTERVAL', 60, 1, 86400),
   LATCHKEY_AUDIT_RETENTION: seconds('LATCHKEY_AUDIT_RETENTION', 365 * 86400, 86400, 10 * 365 * 86400),
   LATCHKEY_SHUTDOWN_TIMEOUT: seconds('LATCHKEY_SHUTDOWN_TIMEOUT', 8, 1, 600),
@@ -217,6 +219,14 @@ export interface Config {
   readonly refreshTokenIdleTtl: number;
   /** Seconds after a rotation in which reusing the old token gets a fresh pair instead of revoking the family; 0 = off. */
   readonly refreshReuseGrace: number;
+  /**
+   * Seconds after a refresh token's rotation, or a device code's redemption, in which a client
+   * whose answer was lost may present it again: it gets a new pair and the unused one from the
+   * lost answer is revoked, so the family keeps one live branch (RFC 9700 §4.14.2); 0 = off.
+   */
+  readonly retryWindow: number;
+  /** Seconds a PostgreSQL statement, a wait for a connection, or a request's transaction may take (LATCHKEY_DB_TIMEOUT). */
+  readonly databaseTimeout: number;
   readonly sessionTtl: number;
   /** Seconds between purges of expired rows. */
   readonly housekeepingInterval: number;
@@ -340,6 +350,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     refreshTokenTtl: e.LATCHKEY_REFRESH_TOKEN_TTL,
     refreshTokenIdleTtl: e.LATCHKEY_REFRESH_TOKEN_IDLE_TTL,
     refreshReuseGrace: e.LATCHKEY_REFRESH_REUSE_GRACE,
+    retryWindow: e.LATCHKEY_RETRY_WINDOW,
+    databaseTimeout: e.LATCHKEY_DB_TIMEOUT,
     sessionTtl: e.LATCHKEY_SESSION_TTL,
     housekeepingInterval: e.LATCHKEY_HOUSEKEEPING_INTERVAL,
     auditRetention: e.LATCHKEY_AUDIT_RETENTION,

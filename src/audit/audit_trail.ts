@@ -7,12 +7,15 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { AuditEventRecord, Store } from '../store/store.js';
+import { isStoreUnavailable } from '../store/unavailable.js';
 
 export type PendingAuditEvent = Omit<AuditEventRecord, 'id'>;
 
 /** A stored event's details are bounded: an event is a line in a log, not a document. */
 const maxDetailsBytes = 4096;
 const flushAfterMs = 250;
+/** A batch the database could not take (it was away) is tried again after this long. */
+const retryAfterMs = 1_000;
 const flushAtCount = 200;
 /** Events waiting while the store is slow or down: past this many, new ones are dropped (and counted in the log). */
 const maxWaiting = 20_000;
@@ -49,6 +52,8 @@ export class AuditTrail {
   /** Events recorded but not yet stored (pending and in batches being written). */
   private waiting = 0;
   private dropped = 0;
+  /** While the database is away, a full batch waits for the retry instead of being tried at once. */
+  private retryingUntil = 0;
 
   constructor(
     private readonly store: Store,
@@ -63,7 +68,7 @@ export class AuditTrail {
     }
     this.waiting++;
     this.pending.push(event);
-    if (this.pending.length >= flushAtCount) void this.flush();
+    if (this.pending.length >= flushAtCount && Date.now() >= this.retryingUntil) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), flushAfterMs).unref();
   }
 
@@ -75,21 +80,32 @@ export class AuditTrail {
     this.pending = [];
     if (batch.length > 0) {
       this.writing = this.writing.then(() =>
-        this.store
-          .appendAuditEvents(batch)
-          .catch((err: unknown) => {
+        this.store.appendAuditEvents(batch).then(
+          () => this.stored(batch.length),
+          (err: unknown) => {
+            if (isStoreUnavailable(err)) {
+              // The database is away for a moment: the batch waits for it (within the memory bound
+              // that record() keeps), ahead of what came since.
+              this.pending = [...batch, ...this.pending];
+              this.retryingUntil = Date.now() + retryAfterMs;
+              this.timer ??= setTimeout(() => void this.flush(), retryAfterMs).unref();
+              return;
+            }
             // The log lines still hold these events; the server keeps serving.
             this.log?.error({ err, events: batch.length }, 'could not store audit events');
-          })
-          .finally(() => {
-            this.waiting -= batch.length;
-            if (this.dropped > 0 && this.waiting === 0) {
-              this.log?.warn({ dropped: this.dropped }, 'audit events were dropped from the stored audit log');
-              this.dropped = 0;
-            }
-          }),
+            this.stored(batch.length);
+          },
+        ),
       );
     }
     return this.writing;
+  }
+
+  private stored(count: number): void {
+    this.waiting -= count;
+    if (this.dropped > 0 && this.waiting === 0) {
+      this.log?.warn({ dropped: this.dropped }, 'audit events were dropped from the stored audit log');
+      this.dropped = 0;
+    }
   }
 }

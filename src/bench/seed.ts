@@ -102,6 +102,9 @@ export async function seedDeviceGrants(store: Store, seed: DeviceGrantSeed): Pro
       expiresAt: seed.now + seed.config.deviceCodeTtl,
       decidedAt: approved ? seed.now : undefined,
       consumedAt: undefined,
+      accessTokenJti: undefined,
+      refreshFamilyId: undefined,
+      recoveries: 0,
     });
   });
   return codes;

@@ -18,6 +18,8 @@ import { generateSigningKey, idTokenAlgorithm, privateKeyFromPem, type PublicJwk
 import { signJws, type JwsKey } from './jwt_sign.js';
 import type { SecretBox } from './secret_box.js';
 import { deepFreeze } from '../deep_freeze.js';
+import { OAuthError } from '../errors.js';
+import { isStoreUnavailable } from '../store/unavailable.js';
 
 export interface Signer {
   /** Signs an access token (typ at+jwt) with the configured algorithm's active key. */
@@ -46,6 +48,12 @@ export interface Signer {
   signLogoutToken(payload: JWTPayload): Promise<string>;
   /** Reloads the keys from the store now. */
   refresh(): Promise<void>;
+  /**
+   * Why this server cannot sign now (the newest active key in the store cannot be used: stored in
+   * the clear, or under a secret key this server does not hold), or undefined when it can. Looks
+   * at the store first, as signing would.
+   */
+  signingProblem(): Promise<string | undefined>;
 }
 
 export interface SignerOptions {
@@ -56,6 +64,8 @@ export interface SignerOptions {
   retiredKeyRetention: number;
   /** Private keys are stored sealed with it (see secret_box.ts). */
   secretBox: SecretBox;
+  /** Told once each time the store's keys become unusable, and when they can be used again. */
+  onSigningProblem?: (problem: string | undefined) => void;
 }
 
 /** Where a signing key's private key lives, bound into its encryption. */
@@ -170,14 +180,43 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
     checkedAt = now;
   }
 
+  /**
+   * Set while the store's keys cannot be used (see Signer.signingProblem). What was loaded before
+   * stays in use for verification and the JWKS, but nothing is signed: a key this server cannot
+   * open, or one written in the clear into a database whose secrets are sealed, is not to be
+   * trusted, and signing with the key it replaced would quietly undo a rotation.
+   */
+  let problem: string | undefined;
+
   /** Notices a rotation done elsewhere, and retired keys whose retention has run out. */
   async function current(): Promise<LoadedKeys> {
     const now = clock();
     if (now - checkedAt >= recheckEverySeconds) {
       checkedAt = now;
-      if (now >= loaded.nextRetirementEnd || (await store.signingKeysFingerprint()) !== loaded.fingerprint) await load();
+      if (now >= loaded.nextRetirementEnd || (await store.signingKeysFingerprint()) !== loaded.fingerprint) {
+        try {
+          await load();
+          if (problem !== undefined) options.onSigningProblem?.(undefined);
+          problem = undefined;
+        } catch (err) {
+          // The database being away is the request's problem, not the keys'.
+          if (isStoreUnavailable(err)) throw err;
+          const text = (err as Error).message;
+          if (problem !== text) options.onSigningProblem?.(text);
+          problem = text;
+        }
+      }
     }
     return loaded;
+  }
+
+  /** The keys to sign with, or a 503 while the store's keys cannot be used. */
+  async function signingKeys(): Promise<LoadedKeys> {
+    const keys = await current();
+    if (problem !== undefined) {
+      throw new OAuthError('temporarily_unavailable', 'The server cannot issue tokens right now. Try again later.', { status: 503, detail: `cannot sign: ${problem}` });
+    }
+    return keys;
   }
 
   await load();
@@ -200,10 +239,10 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
 
   return {
     async signAccessToken(payload) {
-      return signJws((await current()).accessKey, payload, 'at+jwt');
+      return signJws((await signingKeys()).accessKey, payload, 'at+jwt');
     },
     async signIdToken(payload) {
-      return signJws((await current()).idTokenKey, payload, 'JWT');
+      return signJws((await signingKeys()).idTokenKey, payload, 'JWT');
     },
     async jwks() {
       return { keys: (await current()).published };
@@ -236,8 +275,12 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
     },
     idTokenHint,
     async signLogoutToken(payload) {
-      return signJws((await current()).idTokenKey, payload, 'logout+jwt');
+      return signJws((await signingKeys()).idTokenKey, payload, 'logout+jwt');
     },
     refresh: load,
+    async signingProblem() {
+      await current();
+      return problem;
+    },
   };
 }

@@ -5,6 +5,11 @@
  * same transaction), so of many simultaneous polls exactly one gets tokens and the rest see a
  * spent code (invalid_grant). Tokens already issued are left alone on such a replay: only the
  * device holds the device code, and it racing itself is not theft.
+ *
+ * A device whose answer was lost after the redemption committed (a crash, a dropped connection)
+ * and that polls again at least one interval later, within LATCHKEY_RETRY_WINDOW, recovers: it
+ * gets new tokens and those of the lost answer are revoked, as long as their refresh token was
+ * never used (then their holder is not the device that lost them).
  */
 import { z } from 'zod';
 import { audit } from '../http/audit.js';
@@ -12,7 +17,8 @@ import { OAuthError, tooManyRequests } from '../errors.js';
 import { sha256 } from '../crypto/secrets.js';
 import { decidePoll } from '../oauth/device_poll.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
-import { finishIssuance, prepareIssuance, signInEnded, type IssueTokensInput, type PreparedIssuance } from '../oauth/token_response.js';
+import { finishIssuance, prepareIssuance, signInEnded, type IssueTokensInput, type PreparedIssuance, type TokenResponse } from '../oauth/token_response.js';
+import type { DeviceGrantRecord } from '../store/store.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
 const params = z.object({
@@ -28,6 +34,58 @@ async function unknownDeviceCode(context: GrantContext): Promise<OAuthError> {
   const counted = await context.services.rateLimits.unknownDeviceCode.hit(rateLimitKey(context.ip));
   if (counted.limited) return tooManyRequests(counted.retryAfter, 'Too many unknown device codes. Try again later.');
   return new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'unknown device code' });
+}
+
+/** The tokens an approved grant stands for, once the approving person is checked again. */
+async function issuanceFor(context: GrantContext, grant: DeviceGrantRecord, now: number): Promise<IssueTokensInput> {
+  const user = grant.userId === undefined ? undefined : await context.services.store.findUserById(grant.userId);
+  if (!user || user.disabled) {
+    throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'approving user missing or disabled' });
+  }
+  // Approved with a sign-in that has since been ended (a new password, revoke-tokens): no tokens.
+  if (user.tokensRevokedAt !== undefined && (grant.decidedAt ?? 0) <= user.tokensRevokedAt) {
+    throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'approved before the user\'s tokens were revoked' });
+  }
+  return {
+    dpopJkt: context.dpopJkt,
+    client: context.client,
+    user,
+    // Set when the grant was made and approved; an approved grant changes only by being spent.
+    scope: grant.scope,
+    audience: grant.audience,
+    authTime: grant.authTime ?? grant.decidedAt ?? now,
+    amr: grant.amr,
+    // As the confirmation page showed it: the device's own request.
+    approval: { ip: grant.requesterIp, userAgent: grant.requesterUserAgent, sessionId: undefined },
+  };
+}
+
+/** At most this many recoveries of one device code (a restart loop gives up long before). */
+const recoveryLimit = 3;
+
+/**
+ * A spent code presented again by a device that may have lost the answer: redeemed with tokens,
+ * within the retry window, and at least one poll interval after the redemption — polls racing each
+ * other arrive together, and the loser's invalid_grant must not take the winner's tokens away.
+ */
+export function recoverable(grant: DeviceGrantRecord, now: number, retryWindow: number): boolean {
+  if (retryWindow <= 0 || grant.consumedAt === undefined || grant.accessTokenJti === undefined) return false;
+  const since = now - grant.consumedAt;
+  return since >= grant.interval && since <= retryWindow;
+}
+
+async function recover(context: GrantContext, grant: DeviceGrantRecord, now: number): Promise<TokenResponse> {
+  const { store, config } = context.services;
+  const issuance = await issuanceFor(context, grant, now);
+  const prepared = await prepareIssuance(context.services, issuance);
+  const refresh = prepared.newRefreshToken && { token: prepared.newRefreshToken.record, guard: { userTokensRevokedAt: issuance.user.tokensRevokedAt } };
+  const recovered = await store.recoverDeviceGrant(grant.id, now - config.retryWindow, now, recoveryLimit, { accessTokenJti: prepared.jti, ...(refresh ? { refresh } : {}) });
+  if (typeof recovered === 'string') {
+    throw new OAuthError('invalid_grant', 'The device code has already been used.', { detail: `device code presented again: not recovered (${recovered})` });
+  }
+  if (refresh && !recovered.refreshTokenStored) throw signInEnded();
+  audit(context, 'device_code.recovered', { clientId: context.client.clientId, userId: issuance.user.id });
+  return finishIssuance(context.services, issuance, prepared);
 }
 
 export const deviceCodeGrant = {
@@ -46,6 +104,7 @@ export const deviceCodeGrant = {
     const decision = decidePoll(grant, nowMs);
     switch (decision.kind) {
       case 'spent':
+        if (recoverable(grant, Math.floor(nowMs / 1000), context.services.config.retryWindow)) return recover(context, grant, Math.floor(nowMs / 1000));
         throw new OAuthError('invalid_grant', 'The device code has already been used.');
       case 'expired':
         // Counted once per grant: the first poll that finds it expired (the person never answered).
@@ -63,26 +122,7 @@ export const deviceCodeGrant = {
         break;
     }
 
-    const user = grant.userId === undefined ? undefined : await store.findUserById(grant.userId);
-    if (!user || user.disabled) {
-      throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'approving user missing or disabled' });
-    }
-    // Approved with a sign-in that has since been ended (a new password, revoke-tokens): no tokens.
-    if (user.tokensRevokedAt !== undefined && (grant.decidedAt ?? 0) <= user.tokensRevokedAt) {
-      throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'approved before the user\'s tokens were revoked' });
-    }
-    const issuance: IssueTokensInput = {
-      dpopJkt: context.dpopJkt,
-      client: context.client,
-      user,
-      // Set when the grant was made and approved; an approved grant changes only by being spent.
-      scope: grant.scope,
-      audience: grant.audience,
-      authTime: grant.authTime ?? grant.decidedAt ?? Math.floor(nowMs / 1000),
-      amr: grant.amr,
-      // As the confirmation page showed it: the device's own request.
-      approval: { ip: grant.requesterIp, userAgent: grant.requesterUserAgent, sessionId: undefined },
-    };
+    const issuance = await issuanceFor(context, grant, Math.floor(nowMs / 1000));
     let prepared: PreparedIssuance;
     try {
       prepared = await prepareIssuance(context.services, issuance);
@@ -92,13 +132,13 @@ export const deviceCodeGrant = {
       throw err;
     }
     // One write: the grant spent and the refresh token stored, in one transaction.
-    const refresh = prepared.newRefreshToken && { token: prepared.newRefreshToken.record, guard: { userTokensRevokedAt: user.tokensRevokedAt } };
-    const redeemed = await store.redeemDeviceGrant(grant.id, Math.floor(nowMs / 1000), refresh);
+    const refresh = prepared.newRefreshToken && { token: prepared.newRefreshToken.record, guard: { userTokensRevokedAt: issuance.user.tokensRevokedAt } };
+    const redeemed = await store.redeemDeviceGrant(grant.id, Math.floor(nowMs / 1000), refresh, prepared.jti);
     if (!redeemed) throw new OAuthError('invalid_grant', 'The device code has already been used.');
     // The person's sign-ins were ended while this redemption read the user (a new password racing it).
     if (refresh && !redeemed.refreshTokenStored) throw signInEnded();
 
-    audit(context, 'token.issued', { grant: 'device_code', clientId: context.client.clientId, userId: user.id });
+    audit(context, 'token.issued', { grant: 'device_code', clientId: context.client.clientId, userId: issuance.user.id });
     return finishIssuance(context.services, issuance, prepared);
   },
 } satisfies GrantHandler<z.infer<typeof params>>;

@@ -2,15 +2,18 @@
  * grant_type=refresh_token (RFC 6749 §6; RFC 9700 §4.14). The token must be this client's, live
  * and unexpired; it is rotated atomically and a successor handed out. A rotated token presented
  * again within LATCHKEY_REFRESH_REUSE_GRACE of its rotation gets a fresh pair (a CLI's processes
- * racing each other); later it is treated as stolen and the whole family is revoked, the newest
- * token included. A narrower scope may be asked for; the refresh token keeps the original one.
+ * racing each other); within LATCHKEY_RETRY_WINDOW, while no successor has been used, a fresh pair
+ * that replaces the unused successors (an answer lost after the rotation committed); otherwise it
+ * is treated as stolen and the whole family is revoked, the newest token included. A narrower
+ * scope may be asked for; the refresh token keeps the original one.
  */
 import { z } from 'zod';
 import { audit } from '../http/audit.js';
 import { epochSeconds } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
-import { decideRefresh, graceSuccessorLimit, narrowedScope, newRefreshToken } from '../oauth/refresh_tokens.js';
+import { decideRefresh, graceSuccessorLimit, narrowedScope, newRefreshToken, retryLimit } from '../oauth/refresh_tokens.js';
+import { randomId } from '../crypto/secrets.js';
 import { issueTokens } from '../oauth/token_response.js';
 import { isConfidential } from '../admin/clients.js';
 import type { RefreshTokenRecord } from '../store/store.js';
@@ -40,7 +43,7 @@ export const refreshTokenGrant = {
     const token = await store.findRefreshToken(sha256(refresh_token));
     if (!token) throw invalidToken('unknown refresh token');
 
-    let decision = decideRefresh(token, client, now, config.refreshReuseGrace);
+    let decision = decideRefresh(token, client, now, config.refreshReuseGrace, config.retryWindow);
     if (decision.kind === 'wrong_client') throw invalidToken('refresh token of another client');
     if (decision.kind === 'revoked') throw invalidToken('refresh token revoked');
     if (decision.kind === 'expired') throw invalidToken('refresh token expired');
@@ -58,19 +61,27 @@ export const refreshTokenGrant = {
 
     // RFC 9449 §5: a public client's refresh token issued in answer to a proof is bound to its key.
     const dpopJkt = token.dpopJkt ?? (isConfidential(client) ? undefined : context.dpopJkt);
-    const successor = newRefreshToken(config, now, { ...token, dpopJkt, familyExpiresAt: token.familyExpiresAt, parentId: token.id });
+    const successor = newRefreshToken(config, now, { ...token, dpopJkt, familyExpiresAt: token.familyExpiresAt, parentId: token.id, accessTokenJti: randomId() });
     if (decision.kind === 'rotate' && !(await store.rotateRefreshToken(token.id, successor.record, now))) {
       // Someone else rotated or revoked it between our read and our write: decide again.
       const current = await store.findRefreshToken(token.tokenHash);
-      decision = current ? decideRefresh(current, client, now, config.refreshReuseGrace) : { kind: 'revoked' };
+      decision = current ? decideRefresh(current, client, now, config.refreshReuseGrace, config.retryWindow) : { kind: 'revoked' };
       if (decision.kind === 'reuse') return revokeFamily(context, current ?? token, now);
-      if (decision.kind !== 'grace') throw invalidToken(`refresh token ${decision.kind} during rotation`);
+      if (decision.kind !== 'grace' && decision.kind !== 'retry') throw invalidToken(`refresh token ${decision.kind} during rotation`);
     }
     if (decision.kind === 'grace') {
       // A grace pair only for a few racing processes, and only while the first successor is unused:
       // otherwise it is a second branch of the family, i.e. reuse.
       const granted = await store.addGraceSuccessor(token.id, successor.record, graceSuccessorLimit);
       if (granted !== true) return revokeFamily(context, token, now);
+    }
+    if (decision.kind === 'retry') {
+      // Past the grace window: the successors from the lost answers are revoked (with their access
+      // tokens) as this one is handed out, so there is one live branch; a used successor means the
+      // family is someone else's now, and this is theft.
+      const granted = await store.retryRotation(token.id, successor.record, now, retryLimit);
+      if (granted !== true) return revokeFamily(context, token, now);
+      audit(context, 'refresh_token.retried', { clientId: client.clientId, userId: token.userId });
     }
 
     audit(context, 'token.issued', { grant: 'refresh_token', clientId: client.clientId, userId: user.id, graceReuse: decision.kind === 'grace' });
@@ -85,6 +96,7 @@ export const refreshTokenGrant = {
       amr: token.amr,
       refreshToken: successor.value,
       refreshFamilyId: token.familyId,
+      jti: successor.record.accessTokenJti,
       claims: token.claims,
       approval: { ip: token.approvedIp, userAgent: token.approvedUserAgent, sessionId: token.sessionId },
     });

@@ -39,6 +39,8 @@ export type AuditEvent =
   | 'token.issued'
   | 'token.revoked'
   | 'refresh_token.reuse_detected'
+  | 'refresh_token.retried'
+  | 'device_code.recovered'
   | 'key.rotated'
   | 'secret_key.rotated'
   | 'client.created'

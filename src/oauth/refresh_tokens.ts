@@ -2,8 +2,13 @@
  * Refresh tokens (RFC 6749 §6, RFC 9700 §4.14): opaque `lk_rt_` secrets stored as digests, rotated
  * on every use. All tokens descending from one sign-in form a family with an absolute end; each
  * token also expires after an idle period. Reusing a rotated token is theft and revokes the family,
- * except within a short grace window after the rotation, where the same client gets a fresh pair
- * (two processes of one CLI refreshing at the same moment are not an attack).
+ * with two exceptions for the client whose own answer never became a used successor:
+ * - within a short grace window after the rotation (LATCHKEY_REFRESH_REUSE_GRACE), the same client
+ *   gets a fresh pair beside the first (two processes of one CLI refreshing at the same moment);
+ * - later, within LATCHKEY_RETRY_WINDOW, while no successor has been used, it gets a fresh pair
+ *   and the unused successors are revoked with their access tokens (an answer lost to a crash or
+ *   a dropped connection, retried after a restart or a back-off).
+ * Either way the family never has two live branches once one is used (RFC 9700 §4.14.2).
  */
 import type { Config } from '../config.js';
 import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
@@ -22,6 +27,8 @@ export type RefreshTokenFields = Pick<
   familyExpiresAt?: number;
   /** The token this one succeeds (rotation, grace); none for the first of a family. */
   parentId?: string;
+  /** The jti of the access token handed out with it; a new one when not given. */
+  accessTokenJti?: string | undefined;
 };
 
 export function newRefreshToken(config: Config, now: number, fields: RefreshTokenFields): NewRefreshToken {
@@ -51,6 +58,7 @@ export function newRefreshToken(config: Config, now: number, fields: RefreshToke
       sessionId: fields.sessionId,
       dpopJkt: fields.dpopJkt,
       claims: fields.claims,
+      accessTokenJti: fields.accessTokenJti ?? randomId(),
     },
   };
 }
@@ -64,13 +72,25 @@ export type RefreshDecision =
   | { kind: 'rotate' }
   /** Rotated moments ago and presented again by its client: a fresh pair, no revocation. */
   | { kind: 'grace' }
+  /** Rotated within the retry window, presented again: a fresh pair replacing the unused successors. */
+  | { kind: 'retry' }
   /** Rotated and presented again later: theft, revoke the family. */
   | { kind: 'reuse' };
 
 /** At most this many extra pairs per rotated token within the grace window (three racing processes). */
 export const graceSuccessorLimit = 2;
 
-export function decideRefresh(token: RefreshTokenRecord, client: ClientRecord, now: number, graceSeconds: number): RefreshDecision {
+/** At most this many retries of one rotated token after its grace window (a restart loop gives up long before). */
+export const retryLimit = 5;
+
+/**
+ * A retry comes after its client noticed the answer was lost (a timeout, a restart), never in the
+ * same moment as the rotation: requests that close together are a race, and with the grace window
+ * off a race's losers are reuse, not retries that would take the winner's pair away.
+ */
+export const retryMinimumDelaySeconds = 2;
+
+export function decideRefresh(token: RefreshTokenRecord, client: ClientRecord, now: number, graceSeconds: number, retrySeconds = 0): RefreshDecision {
   if (token.clientId !== client.clientId) return { kind: 'wrong_client' };
   if (token.revokedAt !== undefined) return { kind: 'revoked' };
   if (now >= token.familyExpiresAt) return { kind: 'expired' };
@@ -80,7 +100,10 @@ export function decideRefresh(token: RefreshTokenRecord, client: ClientRecord, n
   // A rotated token presented again is theft even past its own idle expiry: the thief may be
   // rotating the family while the rightful client sleeps (RFC 9700 §4.14).
   if (token.rotatedAt !== undefined) {
-    return graceSeconds > 0 && now - token.rotatedAt <= graceSeconds ? { kind: 'grace' } : { kind: 'reuse' };
+    const since = now - token.rotatedAt;
+    if (graceSeconds > 0 && since <= graceSeconds) return { kind: 'grace' };
+    if (retrySeconds > 0 && since >= retryMinimumDelaySeconds && since <= retrySeconds) return { kind: 'retry' };
+    return { kind: 'reuse' };
   }
   if (now >= token.expiresAt) return { kind: 'expired' };
   return { kind: 'rotate' };

@@ -70,6 +70,8 @@ export interface PreparedIssuance {
   newRefreshToken: NewRefreshToken | undefined;
   refreshToken: string | undefined;
   familyId: string | undefined;
+  /** The access token's jti, chosen here so that it can be stored with what it is issued with. */
+  jti: string;
 }
 
 export async function prepareIssuance(services: Services, input: IssueTokensInput): Promise<PreparedIssuance> {
@@ -82,6 +84,7 @@ export async function prepareIssuance(services: Services, input: IssueTokensInpu
   if (scope === '') throw new OAuthError('invalid_scope', nothingPermitted);
   // The refresh token comes first, so the access token can name its family: revoking the family
   // (sign-out, theft, a replayed code) then refuses the access tokens it issued too.
+  const jti = input.jti ?? randomId();
   if (input.refreshToken === undefined && scope.split(' ').includes('offline_access')) {
     const familyId = input.refreshFamilyId ?? randomId();
     const refresh = newRefreshToken(config, now, {
@@ -99,10 +102,11 @@ export async function prepareIssuance(services: Services, input: IssueTokensInpu
       // client's is already bound to its authentication).
       dpopJkt: isConfidential(input.client) ? undefined : input.dpopJkt,
       claims: input.claims,
+      accessTokenJti: jti,
     });
-    return { now, access, newRefreshToken: refresh, refreshToken: refresh.value, familyId };
+    return { now, access, newRefreshToken: refresh, refreshToken: refresh.value, familyId, jti };
   }
-  return { now, access, newRefreshToken: undefined, refreshToken: input.refreshToken, familyId: input.refreshToken === undefined ? undefined : input.refreshFamilyId };
+  return { now, access, newRefreshToken: undefined, refreshToken: input.refreshToken, familyId: input.refreshToken === undefined ? undefined : input.refreshFamilyId, jti };
 }
 
 /** Thrown when the refresh token could not be stored: the person's sign-ins were ended meanwhile. */
@@ -123,7 +127,7 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
 /** Signs the access token (and the id_token) of a prepared issuance whose refresh token is stored. */
 export async function finishIssuance(services: Services, input: IssueTokensInput, prepared: PreparedIssuance): Promise<TokenResponse> {
   const { config, signer } = services;
-  const { now, access, refreshToken, familyId } = prepared;
+  const { now, access, refreshToken, familyId, jti } = prepared;
   const scope = access.scope;
   const scopes = scope.split(' ');
   const accessToken = await signer.signAccessToken({
@@ -137,7 +141,7 @@ export async function finishIssuance(services: Services, input: IssueTokensInput
     ...authenticationClaims(input.amr),
     iat: now,
     exp: now + config.accessTokenTtl,
-    jti: input.jti ?? randomId(),
+    jti,
     // RFC 9068 §2.2.3.1: the groups the upstream identity provider reported at the last sign-in.
     ...(input.user.groups.length === 0 ? {} : { groups: input.user.groups }),
     // RFC 9068 §2.2.3.1: the roles the person holds, for an API only (not told to every client's userinfo token).

@@ -82,6 +82,9 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
           expiresAt: now + config.deviceCodeTtl,
           decidedAt: undefined,
           consumedAt: undefined,
+          accessTokenJti: undefined,
+          refreshFamilyId: undefined,
+          recoveries: 0,
         });
         const verificationUri = `${config.issuer}/activate`;
         const body: DeviceAuthorizationResponse = {

@@ -19,7 +19,12 @@ export async function openConfiguredStore(config: Config, options: { server?: bo
     if (isPostgresUrl(database)) {
       // Loaded only when used: a SQLite deployment never pays for the driver at each process start.
       const { PostgresStore } = await import('./postgres/postgres_store.js');
-      return await PostgresStore.open({ url: database, directoryCache: options.server === true });
+      return await PostgresStore.open({
+        url: database,
+        directoryCache: options.server === true,
+        timeoutMs: config.databaseTimeout * 1000,
+        transactionDeadline: options.server === true,
+      });
     }
     return openStore(database, {
       backgroundCheckpoints: options.server === true,

@@ -313,6 +313,9 @@ export function toDeviceGrant(r: Row): DeviceGrantRecord {
     expiresAt: Number(r.expires_at),
     decidedAt: optionalNumber(r.decided_at),
     consumedAt: optionalNumber(r.consumed_at),
+    accessTokenJti: optionalText(r.access_token_jti),
+    refreshFamilyId: optionalText(r.refresh_family_id),
+    recoveries: r.recoveries === undefined || r.recoveries === null ? 0 : Number(r.recoveries),
   };
 }
 
@@ -339,6 +342,7 @@ export function toRefreshToken(r: Row): RefreshTokenRecord {
     sessionId: optionalText(r.session_id),
     dpopJkt: optionalText(r.dpop_jkt),
     claims: claimsFromText(r.claims),
+    accessTokenJti: optionalText(r.access_token_jti),
   };
 }
 

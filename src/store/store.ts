@@ -4,6 +4,7 @@
  * Nothing outside src/store/ touches SQL. A missing record is `undefined`, never an exception.
  */
 import type { PublicJwk, SigningAlgorithm } from '../crypto/keys.js';
+import type { MigrationRun } from './migration_history.js';
 
 export type GrantTypeName = 'authorization_code' | 'device_code' | 'refresh_token' | 'client_credentials';
 
@@ -349,6 +350,11 @@ export interface DeviceGrantRecord {
   expiresAt: number;
   decidedAt: number | undefined;
   consumedAt: number | undefined;
+  /** What the redemption handed out (the access token's jti, the refresh family): revoked if the device recovers a lost answer. */
+  accessTokenJti: string | undefined;
+  refreshFamilyId: string | undefined;
+  /** How many times the device recovered a lost answer (recoverDeviceGrant). */
+  recoveries: number;
 }
 
 export interface RefreshTokenRecord {
@@ -392,6 +398,8 @@ export interface RefreshTokenRecord {
   dpopJkt: string | undefined;
   /** The claims the authorization request asked for by name (OIDC `claims`), carried along every rotation. */
   claims: RequestedClaims | undefined;
+  /** The jti of the access token handed out with this refresh token: revoked if a retry replaces this token unused. */
+  accessTokenJti: string | undefined;
 }
 
 /** A live refresh-token family as "Devices and apps" and `sessions list` show it. */
@@ -426,8 +434,20 @@ export interface EmailTokenRecord {
   usedAt: number | undefined;
 }
 
-/** Why a reuse within the grace window was not granted a fresh pair. */
+/** Why a reuse within the grace window (or a retry within the retry window) was not granted a fresh pair. */
 export type GraceRefusal = 'limit' | 'successor_used' | 'revoked';
+
+/**
+ * Why a device code presented again after its redemption did not recover the lost answer: it was
+ * not redeemed with tokens, too long ago, too often, or what it handed out has been used.
+ */
+export type DeviceRecoveryRefusal = 'not_redeemed' | 'too_late' | 'limit' | 'used';
+
+/**
+ * The longest an access token lives (LATCHKEY_ACCESS_TOKEN_TTL's maximum): a revocation the store
+ * records by itself keeps its row this long, since the store does not know the configured lifetime.
+ */
+export const maxAccessTokenLifetime = 365 * 86400;
 
 /**
  * "Only if the user's tokens have not been revoked since I read the user": what the user's
@@ -589,6 +609,8 @@ export interface Store {
   readonly permissionWarnings?: readonly string[];
   /** What opening did to an older SQLite file's vacuum mode (see SqliteStore), for the server to log. */
   readonly vacuumConversion?: 'not_needed' | 'converted' | 'postponed' | 'busy';
+  /** What the migrations did when the store opened (schema version before and after, what ran), for the start log. */
+  readonly migrationRun: MigrationRun;
 
   ping(): Promise<boolean>;
   /**
@@ -751,7 +773,23 @@ export interface Store {
     id: string,
     now: number,
     refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
+    /** The jti of the access token being handed out, kept with the grant (with the refresh family) for recoverDeviceGrant. */
+    accessTokenJti?: string,
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined>;
+  /**
+   * A device whose token answer was lost presents its device code again: in one step, if grant
+   * `id` was redeemed with tokens at or after `since`, fewer than `limit` recoveries ago, and the
+   * refresh family it started (if any) was never used nor revoked, that family and the access
+   * token it handed out are revoked, `replacement`'s refresh token is stored (guarded like
+   * redeemDeviceGrant's) and recorded with its access token's jti. The grant, or why not.
+   */
+  recoverDeviceGrant(
+    id: string,
+    since: number,
+    now: number,
+    limit: number,
+    replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
+  ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal>;
 
   /** Stores the token; with a guard, only while the user's tokensRevokedAt is still what the caller read. */
   createRefreshToken(token: RefreshTokenRecord, guard?: UserRevocationGuard): Promise<boolean>;
@@ -771,6 +809,14 @@ export interface Store {
    * Returns true, or why not.
    */
   addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal>;
+  /**
+   * A rotated token `id` presented again after the grace window, by a client whose answer was
+   * lost: as one conditional step, only while the family is not revoked, `id` is not superseded,
+   * none of its successors has been used and it had fewer than `limit` retries, supersedes every
+   * unused successor of `id` (and revokes the access tokens they were handed out with) and inserts
+   * `successor`. The family keeps exactly one live branch. Returns true, or why not.
+   */
+  retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number): Promise<true | GraceRefusal>;
   isRefreshFamilyRevoked(familyId: string): Promise<boolean>;
   /**
    * Revokes every refresh token of a family (RFC 9700 §4.14, RFC 6749 §4.1.2), and remembers it:

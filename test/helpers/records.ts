@@ -125,6 +125,9 @@ export function deviceGrant(overrides: Partial<DeviceGrantRecord> = {}): DeviceG
     expiresAt: t0 + 900,
     decidedAt: undefined,
     consumedAt: undefined,
+    accessTokenJti: undefined,
+    refreshFamilyId: undefined,
+    recoveries: 0,
     ...overrides,
   };
 }
@@ -153,6 +156,7 @@ export function refreshToken(overrides: Partial<RefreshTokenRecord> = {}): Refre
     sessionId: undefined,
     dpopJkt: undefined,
     claims: undefined,
+    accessTokenJti: undefined,
     ...overrides,
   };
 }

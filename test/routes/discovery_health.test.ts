@@ -73,7 +73,7 @@ describe('health', () => {
     t.store.db.close();
     const res = await t.app.inject({ method: 'GET', url: '/readyz' });
     expect(res.statusCode).toBe(503);
-    expect(res.json()).toEqual({ status: 'unavailable' });
+    expect(res.json()).toEqual({ status: 'unavailable', reason: 'database' });
   });
 });
 

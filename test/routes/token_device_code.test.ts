@@ -310,3 +310,78 @@ describe('POST /oauth/token grant_type=device_code', () => {
     });
   });
 });
+
+// The answer to the poll that redeemed a device code was lost after the redemption committed (the
+// server or the connection died): the device, which still has only its device code, polls again.
+describe('a redemption whose answer was lost (LATCHKEY_RETRY_WINDOW)', () => {
+  const userinfo = (token: string) => t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${token}` } });
+  const refreshWith = (token: string) =>
+    t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'refresh_token', refresh_token: token, client_id: 'tv' }) });
+
+  async function redeemed() {
+    const { device_code, user_code } = await startDeviceFlow();
+    await approve(user_code);
+    const lost = await poll(device_code);
+    expect(lost.statusCode).toBe(200);
+    return { device_code, lost: lost.json() as { access_token: string; refresh_token: string } };
+  }
+
+  it('a poll one interval later recovers: new tokens, and those of the lost answer are revoked', async () => {
+    const { device_code, lost } = await redeemed();
+    t.clock.advance(5);
+    const res = await poll(device_code);
+    expect(res.statusCode).toBe(200);
+    const recovered = res.json();
+    expect(recovered.refresh_token).not.toBe(lost.refresh_token);
+    expect((await userinfo(lost.access_token)).statusCode).toBe(401);
+    expect((await refreshWith(lost.refresh_token)).json().error).toBe('invalid_grant');
+    expect((await userinfo(recovered.access_token)).statusCode).toBe(200);
+    expect((await refreshWith(recovered.refresh_token)).statusCode).toBe(200);
+  });
+
+  it('polls racing the redemption still get invalid_grant, and take nothing from the winner', async () => {
+    const { device_code, user_code } = await startDeviceFlow();
+    await approve(user_code);
+    const answers = await Promise.all([poll(device_code), poll(device_code), poll(device_code)]);
+    const winners = answers.filter((r) => r.statusCode === 200);
+    expect(winners).toHaveLength(1);
+    for (const loser of answers.filter((r) => r.statusCode !== 200)) await expectError(loser, 400, 'invalid_grant');
+    t.clock.advance(2); // sooner than the interval: a race or an impatient device, not a lost answer
+    await expectError(await poll(device_code), 400, 'invalid_grant');
+    expect((await userinfo(winners[0]!.json().access_token)).statusCode).toBe(200);
+  });
+
+  it('no recovery once the lost refresh token was used: its holder is not the device that lost it', async () => {
+    const { device_code, lost } = await redeemed();
+    t.clock.advance(5);
+    expect((await refreshWith(lost.refresh_token)).statusCode).toBe(200);
+    t.clock.advance(5);
+    await expectError(await poll(device_code), 400, 'invalid_grant');
+  });
+
+  it('no recovery past the window, nor more than three times', async () => {
+    const { device_code } = await redeemed();
+    for (let recovery = 1; recovery <= 3; recovery++) {
+      t.clock.advance(5);
+      expect((await poll(device_code)).statusCode).toBe(200);
+    }
+    t.clock.advance(5);
+    await expectError(await poll(device_code), 400, 'invalid_grant');
+
+    const other = await redeemed();
+    t.clock.advance(301);
+    await expectError(await poll(other.device_code), 400, 'invalid_grant');
+  });
+
+  it('without offline_access the lost access token alone is replaced and revoked', async () => {
+    const { device_code, user_code } = await startDeviceFlow({ scope: 'openid email' });
+    await approve(user_code);
+    const lost = (await poll(device_code)).json();
+    expect(lost.refresh_token).toBeUndefined();
+    t.clock.advance(5);
+    const recovered = (await poll(device_code)).json();
+    expect(recovered.refresh_token).toBeUndefined();
+    expect((await userinfo(lost.access_token)).statusCode).toBe(401);
+    expect((await userinfo(recovered.access_token)).statusCode).toBe(200);
+  });
+});

@@ -120,10 +120,19 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
   });
 
   describe('reuse of a rotated token (RFC 9700 §4.14)', () => {
-    it('outside the grace window is theft: the whole family is revoked, the newest token too', async () => {
+    it('outside the grace window, once the successor has been used, reuse is theft: the whole family is revoked, the newest token too', async () => {
       const first = await tokensFor(t, alice, 'cli');
       const second = (await refresh(t, 'cli', first.refresh_token!)).json();
       t.clock.advance(6);
+      const third = (await refresh(t, 'cli', second.refresh_token)).json();
+      await expectError(await refresh(t, 'cli', first.refresh_token!), 'invalid_grant');
+      await expectError(await refresh(t, 'cli', third.refresh_token), 'invalid_grant');
+    });
+
+    it('past LATCHKEY_RETRY_WINDOW, reuse is theft even while the successor is unused', async () => {
+      const first = await tokensFor(t, alice, 'cli');
+      const second = (await refresh(t, 'cli', first.refresh_token!)).json();
+      t.clock.advance(301);
       await expectError(await refresh(t, 'cli', first.refresh_token!), 'invalid_grant');
       await expectError(await refresh(t, 'cli', second.refresh_token), 'invalid_grant');
     });
@@ -248,6 +257,7 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
       const first = await tokensFor(t, alice, 'cli');
       const second = (await refresh(t, 'cli', first.refresh_token!)).json();
       t.clock.advance(6);
+      expect((await refresh(t, 'cli', second.refresh_token)).statusCode).toBe(200); // the holder rotates on
       await refresh(t, 'cli', first.refresh_token!); // theft detected
       for (const token of [first.access_token, second.access_token]) {
         const res = await t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${token}` } });
@@ -264,5 +274,74 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
       expect(winners).toHaveLength(1);
       await expectError(await refresh(t, 'cli', winners[0]!.json().refresh_token), 'invalid_grant');
     });
+  });
+});
+
+// An answer lost after its rotation committed (the server or the connection died, the client was
+// killed): the client still holds only the token it sent, and presents it again after a restart or
+// a back-off, past the grace window.
+describe('a rotation whose answer was lost (LATCHKEY_RETRY_WINDOW)', () => {
+  const userinfo = (token: string) => t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${token}` } });
+
+  it('the same token presented again 30 s later gets a fresh pair; the lost pair is revoked, refresh and access token', async () => {
+    const first = await tokensFor(t, alice, 'cli');
+    const lost = (await refresh(t, 'cli', first.refresh_token!)).json(); // the client never sees this answer
+    t.clock.advance(30);
+    const retried = await refresh(t, 'cli', first.refresh_token!);
+    expect(retried.statusCode).toBe(200);
+    const pair = retried.json();
+    expect(pair.refresh_token).not.toBe(lost.refresh_token);
+    expect((await userinfo(lost.access_token)).statusCode).toBe(401);
+    expect((await userinfo(pair.access_token)).statusCode).toBe(200);
+    // The client goes on with what it got; the family lives on.
+    t.clock.advance(60);
+    const next = await refresh(t, 'cli', pair.refresh_token);
+    expect(next.statusCode).toBe(200);
+    expect((await userinfo(next.json().access_token)).statusCode).toBe(200);
+  });
+
+  it('a lost pair that turns up later is dead, and presenting it is reuse: the whole family is revoked (one live branch, RFC 9700 §4.14.2)', async () => {
+    const first = await tokensFor(t, alice, 'cli');
+    const lost = (await refresh(t, 'cli', first.refresh_token!)).json();
+    t.clock.advance(30);
+    const pair = (await refresh(t, 'cli', first.refresh_token!)).json(); // say a thief who stole the first token
+    await expectError(await refresh(t, 'cli', lost.refresh_token), 'invalid_grant'); // the rightful holder comes back
+    await expectError(await refresh(t, 'cli', pair.refresh_token), 'invalid_grant');
+    expect((await userinfo(pair.access_token)).statusCode).toBe(401);
+  });
+
+  it('no retry once the successor has been used: that is theft, and the family is revoked', async () => {
+    const first = await tokensFor(t, alice, 'cli');
+    const second = (await refresh(t, 'cli', first.refresh_token!)).json();
+    t.clock.advance(10);
+    const third = (await refresh(t, 'cli', second.refresh_token)).json();
+    t.clock.advance(10);
+    await expectError(await refresh(t, 'cli', first.refresh_token!), 'invalid_grant');
+    await expectError(await refresh(t, 'cli', third.refresh_token), 'invalid_grant');
+  });
+
+  it('a restart loop is not a way to mint pairs: the sixth retry of one token revokes the family', async () => {
+    const first = await tokensFor(t, alice, 'cli');
+    await refresh(t, 'cli', first.refresh_token!);
+    let last = '';
+    for (let retry = 1; retry <= 5; retry++) {
+      t.clock.advance(10);
+      const res = await refresh(t, 'cli', first.refresh_token!);
+      expect(res.statusCode).toBe(200);
+      last = res.json().refresh_token;
+    }
+    t.clock.advance(10);
+    await expectError(await refresh(t, 'cli', first.refresh_token!), 'invalid_grant');
+    await expectError(await refresh(t, 'cli', last), 'invalid_grant');
+  });
+
+  it('LATCHKEY_RETRY_WINDOW=0 turns retries off: past the grace window a reuse is theft', async () => {
+    await t.close();
+    await setUp({ LATCHKEY_RETRY_WINDOW: '0' });
+    const first = await tokensFor(t, alice, 'cli');
+    const second = (await refresh(t, 'cli', first.refresh_token!)).json();
+    t.clock.advance(6);
+    await expectError(await refresh(t, 'cli', first.refresh_token!), 'invalid_grant');
+    await expectError(await refresh(t, 'cli', second.refresh_token), 'invalid_grant');
   });
 });

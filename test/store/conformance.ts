@@ -870,14 +870,24 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('redeemDeviceGrant spends the grant and stores its refresh token in one step, exactly once', async () => {
+      it('redeemDeviceGrant spends the grant and stores its refresh token in one step, exactly once, recording what it handed out', async () => {
         await withSeededStore(async (store) => {
           const g = deviceGrant();
           await store.createDeviceGrant(g);
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, ['pwd'], t0 + 60)).toBe(true);
-          const rt = refreshToken({ id: 'redeemed', tokenHash: 'redeemed-hash', familyId: 'redeemed-family' });
-          const expected: DeviceGrantRecord = { ...g, status: 'consumed', userId: 'user-alice', authTime: t0 + 30, amr: ['pwd'], decidedAt: t0 + 60, consumedAt: t0 + 65 };
-          expect(await store.redeemDeviceGrant('grant-1', t0 + 65, { token: rt, guard: { userTokensRevokedAt: undefined } })).toEqual({ grant: expected, refreshTokenStored: true });
+          const rt = refreshToken({ id: 'redeemed', tokenHash: 'redeemed-hash', familyId: 'redeemed-family', accessTokenJti: 'at-jti' });
+          const expected: DeviceGrantRecord = {
+            ...g,
+            status: 'consumed',
+            userId: 'user-alice',
+            authTime: t0 + 30,
+            amr: ['pwd'],
+            decidedAt: t0 + 60,
+            consumedAt: t0 + 65,
+            accessTokenJti: 'at-jti',
+            refreshFamilyId: 'redeemed-family',
+          };
+          expect(await store.redeemDeviceGrant('grant-1', t0 + 65, { token: rt, guard: { userTokensRevokedAt: undefined } }, 'at-jti')).toEqual({ grant: expected, refreshTokenStored: true });
           expect(await store.findRefreshToken('redeemed-hash')).toEqual(rt);
           // Spent: a second redemption gets nothing and stores nothing.
           const second = refreshToken({ id: 'second', tokenHash: 'second-hash', familyId: 'second-family' });
@@ -1212,6 +1222,80 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.addGraceSuccessor('p', refreshToken({ id: 's3', tokenHash: 's3', parentId: 'p' }), 2)).toBe('limit');
           await store.revokeRefreshFamily('family-1', t0 + 2);
           expect(await store.addGraceSuccessor('p', refreshToken({ id: 's4', tokenHash: 's4', parentId: 'p' }), 5)).toBe('revoked');
+        });
+      });
+
+      it('retryRotation supersedes every unused successor, revokes the access tokens they came with, and inserts the new one', async () => {
+        await withSeededStore(async (store) => {
+          await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p', accessTokenJti: 'jti-p' }));
+          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'lost', tokenHash: 'lost', parentId: 'p', accessTokenJti: 'jti-lost' }), t0 + 1)).toBe(true);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'grace', tokenHash: 'grace', parentId: 'p', accessTokenJti: 'jti-grace' }), 2)).toBe(true);
+          const retried = refreshToken({ id: 'retried', tokenHash: 'retried', parentId: 'p', accessTokenJti: 'jti-retried', createdAt: t0 + 30 });
+          expect(await store.retryRotation('p', retried, t0 + 30, 5)).toBe(true);
+          expect(await store.findRefreshToken('retried')).toEqual(retried);
+          expect((await store.findRefreshToken('lost'))?.supersededAt).toBe(t0 + 30);
+          expect((await store.findRefreshToken('grace'))?.supersededAt).toBe(t0 + 30);
+          expect(await store.isAccessTokenRevoked('jti-lost')).toBe(true);
+          expect(await store.isAccessTokenRevoked('jti-grace')).toBe(true);
+          expect(await store.isAccessTokenRevoked('jti-p')).toBe(false);
+          expect(await store.isAccessTokenRevoked('jti-retried')).toBe(false);
+          // The retried branch rotates on; the lost ones cannot.
+          expect(await store.rotateRefreshToken('lost', refreshToken({ id: 'l2', tokenHash: 'l2', parentId: 'lost' }), t0 + 31)).toBe(false);
+          expect(await store.rotateRefreshToken('retried', refreshToken({ id: 'r2', tokenHash: 'r2', parentId: 'retried' }), t0 + 31)).toBe(true);
+        });
+      });
+
+      it('retryRotation is refused once a successor was used, past the limit, for a token never rotated, a superseded one, or a revoked family', async () => {
+        await withSeededStore(async (store) => {
+          await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
+          expect(await store.retryRotation('p', refreshToken({ id: 'x', tokenHash: 'x', parentId: 'p' }), t0 + 1, 5)).toBe('revoked');
+          expect(await store.rotateRefreshToken('p', refreshToken({ id: 's', tokenHash: 's', parentId: 'p' }), t0 + 1)).toBe(true);
+          expect(await store.retryRotation('p', refreshToken({ id: 'r1', tokenHash: 'r1', parentId: 'p' }), t0 + 10, 2)).toBe(true);
+          expect(await store.retryRotation('p', refreshToken({ id: 'r2', tokenHash: 'r2', parentId: 'p' }), t0 + 20, 2)).toBe(true);
+          expect(await store.retryRotation('p', refreshToken({ id: 'r3', tokenHash: 'r3', parentId: 'p' }), t0 + 30, 2)).toBe('limit');
+          expect(await store.findRefreshToken('r3')).toBeUndefined();
+          // s was superseded by the first retry: a dead branch.
+          expect(await store.retryRotation('s', refreshToken({ id: 'sx', tokenHash: 'sx', parentId: 's' }), t0 + 30, 5)).toBe('successor_used');
+          expect(await store.rotateRefreshToken('r2', refreshToken({ id: 'r2b', tokenHash: 'r2b', parentId: 'r2' }), t0 + 31)).toBe(true);
+          expect(await store.retryRotation('p', refreshToken({ id: 'r4', tokenHash: 'r4', parentId: 'p' }), t0 + 32, 9)).toBe('successor_used');
+          expect(await store.retryRotation('r1', refreshToken({ id: 'r1b', tokenHash: 'r1b', parentId: 'r1' }), t0 + 32, 9)).toBe('successor_used');
+          await store.revokeRefreshFamily('family-1', t0 + 40);
+          expect(await store.retryRotation('r2', refreshToken({ id: 'r2c', tokenHash: 'r2c', parentId: 'r2' }), t0 + 41, 9)).toBe('revoked');
+        });
+      });
+
+      it('recoverDeviceGrant replaces what the redemption handed out, once its refresh family is unused, within the window and the limit', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
+          const guard = { userTokensRevokedAt: undefined };
+          const rt = refreshToken({ id: 'lost', tokenHash: 'lost', familyId: 'lost-family', accessTokenJti: 'jti-lost' });
+          expect((await store.redeemDeviceGrant('grant-1', t0 + 20, { token: rt, guard }, 'jti-lost'))?.refreshTokenStored).toBe(true);
+          const replacement = refreshToken({ id: 'new', tokenHash: 'new', familyId: 'new-family', accessTokenJti: 'jti-new' });
+          expect(await store.recoverDeviceGrant('grant-1', t0 + 30, t0 + 40, 3, { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } })).toBe('too_late');
+          const recovered = await store.recoverDeviceGrant('grant-1', t0 + 10, t0 + 40, 3, { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } });
+          expect(recovered).toMatchObject({ grant: { id: 'grant-1', status: 'consumed', accessTokenJti: 'jti-new', refreshFamilyId: 'new-family', recoveries: 1 }, refreshTokenStored: true });
+          expect(await store.isRefreshFamilyRevoked('lost-family')).toBe(true);
+          expect((await store.findRefreshToken('lost'))?.revokedAt).toBe(t0 + 40);
+          expect(await store.isAccessTokenRevoked('jti-lost')).toBe(true);
+          expect(await store.findRefreshToken('new')).toEqual(replacement);
+          expect(await store.recoverDeviceGrant('grant-1', t0 + 10, t0 + 50, 1, { accessTokenJti: 'jti-3' })).toBe('limit');
+          // Its refresh token used: whoever holds the family is not a device that lost its answer.
+          expect(await store.rotateRefreshToken('new', refreshToken({ id: 'new2', tokenHash: 'new2', familyId: 'new-family', parentId: 'new' }), t0 + 55)).toBe(true);
+          expect(await store.recoverDeviceGrant('grant-1', t0 + 10, t0 + 60, 3, { accessTokenJti: 'jti-4' })).toBe('used');
+          expect(await store.isRefreshFamilyRevoked('new-family')).toBe(false);
+        });
+      });
+
+      it('recoverDeviceGrant refuses a grant not redeemed with tokens', async () => {
+        await withSeededStore(async (store) => {
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.recoverDeviceGrant('grant-1', t0, t0 + 40, 3, { accessTokenJti: 'j' })).toBe('not_redeemed');
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
+          // Spent without tokens (the roles allowed nothing): nothing to recover.
+          expect(await store.consumeDeviceGrant('grant-1', t0 + 20)).toBeDefined();
+          expect(await store.recoverDeviceGrant('grant-1', t0, t0 + 40, 3, { accessTokenJti: 'j' })).toBe('not_redeemed');
+          expect(await store.recoverDeviceGrant('unknown', t0, t0 + 40, 3, { accessTokenJti: 'j' })).toBe('not_redeemed');
         });
       });
 

@@ -273,6 +273,8 @@ export const fr: Catalog = {
   'Please wait 1 minute and try again.': 'Veuillez patienter 1\u00a0minute, puis réessayez.',
   'Please wait {minutes} minutes and try again.': 'Veuillez patienter {minutes}\u00a0minutes, puis réessayez.',
   'Something went wrong': 'Un problème est survenu',
+  'Briefly unavailable': 'Momentanément indisponible',
+  'The service is busy or restarting. Please try again in a moment.': 'Le service est occupé ou redémarre. Veuillez réessayer dans un instant.',
   'We could not finish that. Please try again in a moment.': 'Nous n’avons pas pu terminer l’opération. Veuillez réessayer dans un instant.',
   'That did not work': 'Cela n’a pas fonctionné',
   'The request is malformed.': 'La requête est mal formée.',

@@ -31,9 +31,12 @@ export const directoryChannel = 'latchkey_directory';
 const maxCachedRecords = 10_000;
 /** How often a probe announcement must be heard back (and how long one may take). */
 const defaultHeartbeatMs = 2_000;
-/** Reconnection waits this long at first, doubling up to the maximum. */
+/**
+ * Reconnection waits this long at first, doubling up to the maximum: a database back from a
+ * restart is heard again within seconds, and one that stays away is asked at most every 5 s.
+ */
 const firstRetryMs = 250;
-const maxRetryMs = 30_000;
+const maxRetryMs = 5_000;
 /** Connecting, LISTEN and closing may take this long before the connection counts as broken. */
 const connectionTimeoutMs = 10_000;
 

@@ -1,11 +1,16 @@
 /**
  * Applies the numbered SQL files of migrations/postgres/ in order, each in its own transaction and
- * recorded in schema_migrations, so an interrupted upgrade leaves the database at the last complete
- * version. The whole run holds a session advisory lock on one connection: instances starting at
- * once take turns, and the later ones find every file recorded and apply nothing.
+ * recorded in schema_migrations (with its checksum and the Latchkey version that applied it), so
+ * an interrupted upgrade leaves the database at the last complete version. The whole run holds a
+ * session advisory lock on one connection: instances starting at once take turns, and the later
+ * ones find every file recorded and apply nothing. Before anything is applied, the record is
+ * checked (migration_history.ts): a database upgraded by a newer build, or one whose migrations
+ * were edited since it ran them, is refused.
  */
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 import type { Migration } from '../migration_files.js';
+import { checkMigrationHistory, migrationChecksum, schemaVersion, type AppliedMigration, type MigrationRun } from '../migration_history.js';
+import { latchkeyVersion } from '../../version.js';
 
 /**
  * The pg_advisory_lock key of a migration run: "LATCHKEY" as a 64-bit number. Fixed for good, since
@@ -17,11 +22,23 @@ export const migrationLockKey = '5494765668321150297';
 /** A schema name used as is in SQL and in search_path, so it is limited to what needs no quoting. */
 export const schemaNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
 
+async function appliedMigrations(client: PoolClient): Promise<AppliedMigration[]> {
+  const { rows } = await client.query<{ version: number; name: string; checksum: string | null; latchkey_version: string | null }>(
+    'SELECT version, name, checksum, latchkey_version FROM schema_migrations ORDER BY version',
+  );
+  return rows.map((row) => ({
+    version: Number(row.version),
+    name: row.name,
+    checksum: row.checksum ?? undefined,
+    latchkeyVersion: row.latchkey_version ?? undefined,
+  }));
+}
+
 /**
  * Creates `schema` when given and missing (the pool's search_path must already name it), then
- * applies what is not applied yet. Returns the names of the migrations this call applied.
+ * applies what is not applied yet.
  */
-export async function migrate(pool: Pool, migrations: Migration[], now: number, schema?: string): Promise<string[]> {
+export async function migrate(pool: Pool, migrations: Migration[], now: number, schema?: string, version = latchkeyVersion): Promise<MigrationRun> {
   if (schema !== undefined && !schemaNamePattern.test(schema)) throw new Error(`invalid schema name "${schema}"`);
   const client = await pool.connect();
   try {
@@ -33,6 +50,15 @@ export async function migrate(pool: Pool, migrations: Migration[], now: number, 
       name       TEXT NOT NULL,
       applied_at BIGINT NOT NULL
     )`);
+    // The record's own columns, added in place to the table older builds made.
+    await client.query('ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum TEXT, ADD COLUMN IF NOT EXISTS latchkey_version TEXT');
+
+    const history = await appliedMigrations(client);
+    const from = schemaVersion(history);
+    for (const record of checkMigrationHistory(history, migrations, version)) {
+      await client.query('UPDATE schema_migrations SET checksum = $1 WHERE version = $2 AND checksum IS NULL', [record.checksum, record.version]);
+    }
+
     const applied: string[] = [];
     for (const migration of migrations) {
       await client.query('BEGIN');
@@ -40,7 +66,13 @@ export async function migrate(pool: Pool, migrations: Migration[], now: number, 
         const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
         if (done.rowCount === 0) {
           await client.query(migration.sql);
-          await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [migration.version, migration.name, now]);
+          await client.query('INSERT INTO schema_migrations (version, name, applied_at, checksum, latchkey_version) VALUES ($1, $2, $3, $4, $5)', [
+            migration.version,
+            migration.name,
+            now,
+            migrationChecksum(migration.sql),
+            version,
+          ]);
           applied.push(migration.name);
         }
         await client.query('COMMIT');
@@ -50,7 +82,7 @@ export async function migrate(pool: Pool, migrations: Migration[], now: number, 
       }
     }
     await client.query('SELECT pg_advisory_unlock($1)', [migrationLockKey]);
-    return applied;
+    return { from, to: Math.max(from, schemaVersion(migrations)), applied };
   } finally {
     // The connection is closed rather than returned to the pool: ending the session also ends the
     // lock when a failure left it held, and no half-finished transaction can reach another caller.

@@ -31,6 +31,8 @@ import {
   type EmailTokenPurpose,
   type EmailTokenRecord,
   type GraceRefusal,
+  type DeviceRecoveryRefusal,
+  maxAccessTokenLifetime,
   type PasskeyRecord,
   type Permission,
   type PurgeCounts,
@@ -54,6 +56,8 @@ import {
 } from '../store.js';
 import { migrate, schemaNamePattern } from './migrate.js';
 import { changesDirectory, DirectoryCache, directoryChannel } from './directory_cache.js';
+import { isStoreUnavailable, StoreUnavailableError, unavailableReason } from '../unavailable.js';
+import type { MigrationRun } from '../migration_history.js';
 import { auditEventConditions, auditLimit, liveToken, rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
 import {
   amrToText,
@@ -100,7 +104,22 @@ export interface PostgresStoreOptions {
    * see directory_cache.ts). Short admin commands read the database each time.
    */
   directoryCache?: boolean;
+  /**
+   * The time limit (ms) of each statement, of a wait for a pooled connection and of a transaction
+   * up to its COMMIT (LATCHKEY_DB_TIMEOUT). Past it the work is rolled back and the caller gets a
+   * StoreUnavailableError: a request fails cleanly instead of hanging, and nothing commits after
+   * the client that asked has given up.
+   */
+  timeoutMs?: number;
+  /**
+   * Roll back a transaction still short of its COMMIT when the time limit has passed: the server's
+   * store, whose clients give up. An admin command's bulk work (re-encrypting every secret) has
+   * only the per-statement limit.
+   */
+  transactionDeadline?: boolean;
 }
+
+export const defaultDatabaseTimeoutMs = 5_000;
 
 /** What a statement runs on: the pool (each statement its own transaction) or one client in a transaction. */
 interface Queryable {
@@ -116,7 +135,7 @@ class Statements {
   ) {}
 
   async many(text: string, ...params: unknown[]): Promise<Row[]> {
-    const result = await this.target.query<Row>(text, params);
+    const result = await this.query(text, params);
     this.noteChanges(text, result.rowCount ?? 0);
     return result.rows;
   }
@@ -127,14 +146,34 @@ class Statements {
 
   /** Runs a write; returns how many rows it changed. */
   async run(text: string, ...params: unknown[]): Promise<number> {
-    const result = await this.target.query(text, params);
+    const result = await this.query(text, params);
     this.noteChanges(text, result.rowCount ?? 0);
     return result.rowCount ?? 0;
+  }
+
+  private async query(text: string, params: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }> {
+    try {
+      return await this.target.query<Row>(text, params);
+    } catch (err) {
+      throw asUnavailable(err);
+    }
   }
 
   private noteChanges(text: string, rowCount: number): void {
     if (this.changedDirectory !== undefined && rowCount > 0 && changesDirectory(text)) this.changedDirectory();
   }
+}
+
+/** A driver error of a database that is away, slow or locked, as the StoreUnavailableError callers know; anything else as it was. */
+function asUnavailable(err: unknown): unknown {
+  // A deadlock victim keeps its code: the transaction runs it again (see retryableErrors).
+  if (err instanceof StoreUnavailableError || !isStoreUnavailable(err) || retryableErrors.has(errorCode(err) as string)) return err;
+  const reason = unavailableReason(err);
+  return new StoreUnavailableError(
+    reason === 'timeout' ? `the database did not answer in time: ${(err as Error).message}` : `the database is unreachable: ${(err as Error).message}`,
+    reason,
+    { cause: err },
+  );
 }
 
 const uniqueViolation = '23505';
@@ -202,10 +241,37 @@ const roleWithPermissions = `roles.*,
             FROM role_permissions WHERE role_permissions.role = roles.name)::text, '[]') AS permissions,
   (SELECT count(*) FROM user_roles WHERE user_roles.role = roles.name) AS members`;
 
+/**
+ * A pool whose connections' 'error' events are always heard. A pooled connection that breaks while
+ * idle (a database restart) is dropped by the pool and replaced on next use; one that breaks while
+ * checked out (a backend terminated in the middle of a transaction) reports it to the query in
+ * progress. Either way an unheard 'error' event would end the process.
+ */
+function hearErrors(pool: Pool): void {
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+}
+
+/**
+ * Runs the migrations on a pool of their own, one connection without the requests' time limits: a
+ * migration may rewrite a large table, and instances starting together wait for each other's.
+ */
+async function migrateOn<T>(connectionString: string, timeoutMs: number, work: (pool: Pool) => Promise<T>): Promise<T> {
+  const pool = new pg.Pool({ connectionString, connectionTimeoutMillis: timeoutMs, max: 1 });
+  hearErrors(pool);
+  try {
+    return await work(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
 export class PostgresStore implements Store {
   /** Several instances share the database: rate limits are counted in it. */
   readonly sharedAcrossInstances = true;
   private readonly db: Statements;
+  /** The migrations this instance applied when it opened (none when another instance had). */
+  readonly appliedMigrations: string[];
   private ended: Promise<void> | undefined;
   /** Clients, users, APIs and connectors (server mode only): see directory_cache.ts. */
   private readonly directory: {
@@ -218,10 +284,13 @@ export class PostgresStore implements Store {
 
   private constructor(
     private readonly pool: Pool,
-    /** The migrations this instance applied when it opened (none when another instance had). */
-    readonly appliedMigrations: string[],
+    /** What the migrations did when this store opened (nothing applied when another instance had). */
+    readonly migrationRun: MigrationRun,
     cache: DirectoryCache | undefined,
+    private readonly timeoutMs: number,
+    private readonly transactionDeadline: boolean,
   ) {
+    this.appliedMigrations = migrationRun.applied;
     this.directory = cache && { cache, clients: cache.map(), users: cache.map(), apis: cache.map(), connectors: cache.map() };
     this.db = new Statements(pool, cache && (() => cache.invalidate()));
   }
@@ -241,19 +310,33 @@ export class PostgresStore implements Store {
     if (options.schema !== undefined && !schemaNamePattern.test(options.schema)) {
       throw new Error(`invalid schema name "${options.schema}": use lower-case letters, digits and _`);
     }
+    const timeoutMs = options.timeoutMs ?? defaultDatabaseTimeoutMs;
+    const connectionString = options.schema === undefined ? options.url : withSearchPath(options.url, options.schema);
     const pool = new pg.Pool({
-      connectionString: options.schema === undefined ? options.url : withSearchPath(options.url, options.schema),
-      // A database that does not answer fails the start (or the request) instead of hanging it.
-      connectionTimeoutMillis: 10_000,
+      connectionString,
+      // Waiting for a connection (a new one, or a turn when every pooled one is busy) has the same
+      // limit as a statement: a database that does not answer fails the request instead of hanging it.
+      connectionTimeoutMillis: timeoutMs,
+      // Set on the server for each session: a statement past it (a lock held elsewhere, a slow
+      // plan) is cancelled and its transaction rolled back (SQLSTATE 57014).
+      statement_timeout: timeoutMs,
+      // A network that stops answering without closing the connection: the driver gives up a
+      // moment after the server would have.
+      query_timeout: timeoutMs + 1_000,
+      // A session left inside a transaction (a process stopped between statements) does not hold
+      // its locks for ever.
+      idle_in_transaction_session_timeout: Math.max(timeoutMs * 2, 10_000),
+      keepAlive: true,
+      // What an operator sees in pg_stat_activity.
+      application_name: 'latchkey',
     });
-    // A pooled connection that breaks while idle (a database restart) is dropped by the pool and
-    // replaced on next use; without a listener the 'error' event would end the process.
-    pool.on('error', () => undefined);
+    hearErrors(pool);
     try {
-      const applied = await migrate(pool, readMigrations(postgresMigrationsDir), options.now ?? epochSeconds(systemClock), options.schema);
+      const run = await migrateOn(connectionString, timeoutMs, (migrationPool) =>
+        migrate(migrationPool, readMigrations(postgresMigrationsDir), options.now ?? epochSeconds(systemClock), options.schema),
+      );
       let cache: DirectoryCache | undefined;
       if (options.directoryCache === true) {
-        const connectionString = options.schema === undefined ? options.url : withSearchPath(options.url, options.schema);
         cache = new DirectoryCache({
           // Named, so that an operator sees in pg_stat_activity what the long-lived connection is.
           connect: () =>
@@ -263,20 +346,29 @@ export class PostgresStore implements Store {
         });
         await cache.start();
       }
-      return new PostgresStore(pool, applied, cache);
+      return new PostgresStore(pool, run, cache, timeoutMs, options.transactionDeadline === true);
     } catch (err) {
       await pool.end();
-      throw err;
+      throw asUnavailable(err);
     }
   }
 
   /**
    * Runs `work` in one transaction on one pooled client: COMMIT when it resolves, ROLLBACK when it
-   * throws, and the client always goes back to the pool. A deadlock victim is run again.
+   * throws, and the client always goes back to the pool. A deadlock victim is run again. The wait
+   * for the client and the work up to the COMMIT must fit in the time limit: past it the
+   * transaction is rolled back instead of committed, since whoever asked has likely given up and
+   * would never learn of a late commit (an approved device grant spent for nobody).
    */
   private async transaction<T>(work: (tx: Statements) => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.timeoutMs;
     for (let attempt = 1; ; attempt++) {
-      const client: PoolClient = await this.pool.connect();
+      let client: PoolClient;
+      try {
+        client = await this.pool.connect();
+      } catch (err) {
+        throw asUnavailable(err);
+      }
       let broken: Error | undefined;
       let changedDirectory = false;
       try {
@@ -291,6 +383,7 @@ export class PostgresStore implements Store {
               }),
           ),
         );
+        if (this.transactionDeadline && Date.now() > deadline) throw new StoreUnavailableError(`the transaction took longer than ${this.timeoutMs} ms: rolled back`, 'timeout');
         await client.query('COMMIT');
         // Also after the commit: a lookup between the statement and the commit read the old row.
         if (changedDirectory) this.directory?.cache.invalidate();
@@ -298,8 +391,8 @@ export class PostgresStore implements Store {
       } catch (err) {
         // A client whose ROLLBACK fails is in an unknown state: it is closed, not reused.
         await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
-        if (attempt < transactionAttempts && retryableErrors.has(errorCode(err) as string)) continue;
-        throw err;
+        if (attempt < transactionAttempts && retryableErrors.has(errorCode(err) as string) && (!this.transactionDeadline || Date.now() < deadline)) continue;
+        throw asUnavailable(err);
       } finally {
         client.release(broken);
       }
@@ -332,8 +425,18 @@ export class PostgresStore implements Store {
     return Number((await this.db.one('SELECT floor(extract(epoch FROM clock_timestamp())) AS now'))?.now);
   }
 
+  /**
+   * Ready means the database answers and the tables every token request writes can be written: a
+   * lock held on one of them (a migration, a LOCK TABLE, a VACUUM FULL) makes every such request
+   * wait. The probe asks for the lock a write takes (ROW EXCLUSIVE, which writers share) and gives
+   * up at once if someone holds a lock that excludes it; it changes nothing.
+   */
   async ping(): Promise<boolean> {
-    return (await this.db.one('SELECT 1 AS ok'))?.ok === 1;
+    return this.transaction(async (tx) => {
+      await tx.run(`SET LOCAL lock_timeout = ${Math.min(this.timeoutMs, 1_000)}`);
+      await tx.run('LOCK TABLE refresh_tokens, device_grants, authorization_codes, sessions, rate_limit_counters IN ROW EXCLUSIVE MODE');
+      return (await tx.one('SELECT 1 AS ok'))?.ok === 1;
+    });
   }
 
   async purgeExpired(now: number, batchSize = -1): Promise<PurgeCounts> {
@@ -1033,11 +1136,58 @@ export class PostgresStore implements Store {
     id: string,
     now: number,
     refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
+    accessTokenJti?: string,
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined> {
     return this.transaction(async (tx) => {
-      const grant = await PostgresStore.spendDeviceGrant(tx, id, now);
-      if (!grant) return undefined;
-      return { grant, refreshTokenStored: refresh !== undefined && (await PostgresStore.insertGuardedRefreshToken(tx, refresh.token, refresh.guard)) };
+      const spent = await PostgresStore.spendDeviceGrant(tx, id, now);
+      if (!spent) return undefined;
+      const refreshTokenStored = refresh !== undefined && (await PostgresStore.insertGuardedRefreshToken(tx, refresh.token, refresh.guard));
+      const grant = (await PostgresStore.recordDeviceIssuance(tx, id, accessTokenJti, refreshTokenStored ? refresh?.token.familyId : undefined)) ?? spent;
+      return { grant, refreshTokenStored };
+    });
+  }
+
+  /** Inside a transaction: what a device grant's redemption handed out, for a recovery to revoke. */
+  private static async recordDeviceIssuance(tx: Statements, id: string, accessTokenJti: string | undefined, refreshFamilyId: string | undefined): Promise<DeviceGrantRecord | undefined> {
+    if (accessTokenJti === undefined && refreshFamilyId === undefined) return undefined;
+    const row = await tx.one('UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2 WHERE id = $3 RETURNING *', accessTokenJti ?? null, refreshFamilyId ?? null, id);
+    return row && toDeviceGrant(row);
+  }
+
+  async recoverDeviceGrant(
+    id: string,
+    since: number,
+    now: number,
+    limit: number,
+    replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
+  ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal> {
+    return this.transaction(async (tx): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal> => {
+      // The grant's row first (two recoveries at once take turns), then the old family's lock.
+      const row = await tx.one('SELECT * FROM device_grants WHERE id = $1 FOR UPDATE', id);
+      if (!row) return 'not_redeemed';
+      const grant = toDeviceGrant(row);
+      if (grant.status !== 'consumed' || grant.consumedAt === undefined || grant.accessTokenJti === undefined) return 'not_redeemed';
+      if (grant.consumedAt < since) return 'too_late';
+      if ((grant.recoveries ?? 0) >= limit) return 'limit';
+      if (grant.refreshFamilyId !== undefined) {
+        await PostgresStore.lockFamily(tx, grant.refreshFamilyId);
+        // The lost answer's refresh token was used after all: its holder is not the one who lost it.
+        if (await tx.one('SELECT 1 AS used FROM refresh_tokens WHERE family_id = $1 AND rotated_at IS NOT NULL LIMIT 1', grant.refreshFamilyId)) return 'used';
+        if (await tx.one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', grant.refreshFamilyId)) return 'used';
+        await tx.run('INSERT INTO revoked_refresh_families (family_id, revoked_at) VALUES ($1, $2) ON CONFLICT DO NOTHING', grant.refreshFamilyId, now);
+        await tx.run('UPDATE refresh_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL', now, grant.refreshFamilyId);
+      }
+      await PostgresStore.revokeAccessTokenUntil(tx, grant.accessTokenJti, now);
+      const refresh = replacement.refresh;
+      // The new family is made up here: nobody else holds or waits for its lock (see lockFamily).
+      const refreshTokenStored = refresh !== undefined && (await PostgresStore.insertGuardedRefreshToken(tx, refresh.token, refresh.guard));
+      const updated = await tx.one(
+        'UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2, recoveries = recoveries + 1 WHERE id = $3 RETURNING *',
+        replacement.accessTokenJti,
+        refreshTokenStored ? refresh.token.familyId : null,
+        id,
+      );
+      return { grant: toDeviceGrant(updated!), refreshTokenStored };
     });
   }
 
@@ -1058,9 +1208,10 @@ export class PostgresStore implements Store {
   private static async insertRefreshToken(tx: Statements, t: RefreshTokenRecord): Promise<void> {
     await tx.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr, approved_ip, approved_user_agent, session_id, dpop_jkt, claims)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr, approved_ip, approved_user_agent, session_id, dpop_jkt, claims,
+         access_token_jti)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16, $17, $18, $19, $20, $21)`,
+               coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -1082,6 +1233,7 @@ export class PostgresStore implements Store {
       t.sessionId ?? null,
       t.dpopJkt ?? null,
       claimsToText(t.claims),
+      t.accessTokenJti ?? null,
     );
   }
 
@@ -1136,6 +1288,39 @@ export class PostgresStore implements Store {
       await PostgresStore.insertRefreshToken(tx, successor);
       return true;
     });
+  }
+
+  async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number): Promise<true | GraceRefusal> {
+    return this.transaction(async (tx): Promise<true | GraceRefusal> => {
+      // Every write in the family holds its lock: no successor is rotated while this looks.
+      await PostgresStore.lockFamily(tx, successor.familyId);
+      const row = await tx.one('SELECT revoked_at, superseded_at, retries, rotated_at FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
+      if (!row || row.revoked_at !== null) return 'revoked';
+      if (row.superseded_at !== null) return 'successor_used';
+      if (row.rotated_at === null) return 'revoked';
+      if (await tx.one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', successor.familyId)) return 'revoked';
+      // A successor was used: its holder has the family, and this is a second branch (theft).
+      if (await tx.one('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = $1 AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
+      if (Number(row.retries) >= limit) return 'limit';
+      // What the lost answers carried dies with this retry: one live branch, always.
+      const lost = await tx.many(
+        'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND rotated_at IS NULL AND superseded_at IS NULL RETURNING access_token_jti',
+        now,
+        id,
+      );
+      for (const token of lost) if (token.access_token_jti !== null) await PostgresStore.revokeAccessTokenUntil(tx, String(token.access_token_jti), now);
+      await tx.run('UPDATE refresh_tokens SET retries = retries + 1 WHERE id = $1', id);
+      await PostgresStore.insertRefreshToken(tx, successor);
+      return true;
+    });
+  }
+
+  /**
+   * Refuses access token `jti` from now on. Its row is kept while the token could still be valid:
+   * it was issued before now, so for at most the longest lifetime (a row kept longer is harmless).
+   */
+  private static async revokeAccessTokenUntil(tx: Statements, jti: string, now: number): Promise<void> {
+    await tx.run('INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING', jti, now + maxAccessTokenLifetime);
   }
 
   async isRefreshFamilyRevoked(familyId: string): Promise<boolean> {

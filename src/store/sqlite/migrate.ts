@@ -1,31 +1,57 @@
 /**
  * Applies the numbered SQL files of migrations/ in order, each in its own IMMEDIATE transaction
- * and recorded in schema_migrations, so an interrupted upgrade leaves the database at the last
- * complete version and two processes starting at once never apply a file twice.
+ * and recorded in schema_migrations (with its checksum and the Latchkey version that applied it),
+ * so an interrupted upgrade leaves the database at the last complete version and two processes
+ * starting at once never apply a file twice. Before anything is applied, the record is checked
+ * (migration_history.ts): a database upgraded by a newer build, or one whose migrations were
+ * edited since it ran them, is refused.
  */
 import type Database from 'better-sqlite3';
 import type { Migration } from '../migration_files.js';
+import { checkMigrationHistory, migrationChecksum, schemaVersion, type AppliedMigration, type MigrationRun } from '../migration_history.js';
+import { latchkeyVersion } from '../../version.js';
 
 export { readMigrations, type Migration } from '../migration_files.js';
 
-/** Returns the names of the migrations applied by this call. */
-export function migrate(db: Database.Database, migrations: Migration[], now: number): string[] {
+function appliedMigrations(db: Database.Database): AppliedMigration[] {
+  return (db.prepare('SELECT version, name, checksum, latchkey_version FROM schema_migrations ORDER BY version').all() as Record<string, unknown>[]).map((row) => ({
+    version: Number(row.version),
+    name: String(row.name),
+    checksum: row.checksum === null ? undefined : String(row.checksum),
+    latchkeyVersion: row.latchkey_version === null ? undefined : String(row.latchkey_version),
+  }));
+}
+
+export function migrate(db: Database.Database, migrations: Migration[], now: number, version = latchkeyVersion): MigrationRun {
   db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     name       TEXT NOT NULL,
     applied_at INTEGER NOT NULL
   ) STRICT`);
+  // The record's own columns, added in place to the table older builds made.
+  const columns = new Set((db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[]).map((c) => c.name));
+  db.transaction(() => {
+    if (!columns.has('checksum')) db.exec('ALTER TABLE schema_migrations ADD COLUMN checksum TEXT');
+    if (!columns.has('latchkey_version')) db.exec('ALTER TABLE schema_migrations ADD COLUMN latchkey_version TEXT');
+  }).immediate();
+
+  const history = appliedMigrations(db);
+  const from = schemaVersion(history);
+  const fill = db.prepare('UPDATE schema_migrations SET checksum = ? WHERE version = ? AND checksum IS NULL');
+  const missing = checkMigrationHistory(history, migrations, version);
+  if (missing.length > 0) db.transaction(() => missing.forEach((m) => fill.run(m.checksum, m.version))).immediate();
+
   const isApplied = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?');
-  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+  const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at, checksum, latchkey_version) VALUES (?, ?, ?, ?, ?)');
   const applied: string[] = [];
   for (const migration of migrations) {
     const apply = db.transaction(() => {
       if (isApplied.get(migration.version)) return false;
       db.exec(migration.sql);
-      record.run(migration.version, migration.name, now);
+      record.run(migration.version, migration.name, now, migrationChecksum(migration.sql), version);
       return true;
     });
     if (apply.immediate()) applied.push(migration.name);
   }
-  return applied;
+  return { from, to: Math.max(from, schemaVersion(migrations)), applied };
 }

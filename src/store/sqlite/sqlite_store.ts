@@ -10,6 +10,7 @@ import { dirname } from 'node:path';
 import { epochSeconds, systemClock } from '../../clock.js';
 import { migrationsDir } from '../../paths.js';
 import { migrate, readMigrations } from './migrate.js';
+import type { MigrationRun } from '../migration_history.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { GroupCommit } from './group_commit.js';
 import { deepFreeze } from '../../deep_freeze.js';
@@ -58,6 +59,8 @@ import {
   type EmailTokenPurpose,
   type EmailTokenRecord,
   type GraceRefusal,
+  type DeviceRecoveryRefusal,
+  maxAccessTokenLifetime,
   type PasskeyRecord,
   type Permission,
   type PurgeCounts,
@@ -262,6 +265,8 @@ export const writeVerbs = new Set([
   'createRefreshToken',
   'rotateRefreshToken',
   'addGraceSuccessor',
+  'retryRotation',
+  'recoverDeviceGrant',
   'revokeRefreshFamily',
   'revokeRefreshFamilyOf',
   'revokeAccessToken',
@@ -315,6 +320,8 @@ export const writeVerbs = new Set([
 export class SqliteStore implements Store {
   readonly db: Database.Database;
   readonly appliedMigrations: string[];
+  /** What the migrations did when this store opened, for the start log. */
+  readonly migrationRun: MigrationRun;
   private readonly statements = new Map<string, Database.Statement>();
   /** One machine: rate limits are counted in each process's memory. */
   readonly sharedAcrossInstances = false;
@@ -356,7 +363,8 @@ export class SqliteStore implements Store {
       this.db.pragma('synchronous = NORMAL');
     }
     this.db.pragma('foreign_keys = ON');
-    this.appliedMigrations = migrate(this.db, readMigrations(migrationsDir), options.now ?? epochSeconds(systemClock));
+    this.migrationRun = migrate(this.db, readMigrations(migrationsDir), options.now ?? epochSeconds(systemClock));
+    this.appliedMigrations = this.migrationRun.applied;
     if (options.path !== ':memory:') this.tightenPermissions(options.path);
     if (options.backgroundCheckpoints && options.path !== ':memory:') {
       this.db.pragma('wal_autocheckpoint = 0');
@@ -1116,11 +1124,55 @@ export class SqliteStore implements Store {
     id: string,
     now: number,
     refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
+    accessTokenJti?: string,
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined> {
     return this.atomic(() => {
-      const grant = this.spendDeviceGrant(id, now);
-      if (!grant) return undefined;
-      return { grant, refreshTokenStored: refresh !== undefined && this.insertGuardedRefreshToken(refresh.token, refresh.guard) };
+      const spent = this.spendDeviceGrant(id, now);
+      if (!spent) return undefined;
+      const refreshTokenStored = refresh !== undefined && this.insertGuardedRefreshToken(refresh.token, refresh.guard);
+      const grant = this.recordDeviceIssuance(id, accessTokenJti, refreshTokenStored ? refresh?.token.familyId : undefined) ?? spent;
+      return { grant, refreshTokenStored };
+    });
+  }
+
+  /** Inside a transaction: what a device grant's redemption handed out, for a recovery to revoke. */
+  private recordDeviceIssuance(id: string, accessTokenJti: string | undefined, refreshFamilyId: string | undefined): DeviceGrantRecord | undefined {
+    if (accessTokenJti === undefined && refreshFamilyId === undefined) return undefined;
+    const row = this.get('UPDATE device_grants SET access_token_jti = ?, refresh_family_id = ? WHERE id = ? RETURNING *', accessTokenJti ?? null, refreshFamilyId ?? null, id);
+    return row && toDeviceGrant(row);
+  }
+
+  async recoverDeviceGrant(
+    id: string,
+    since: number,
+    now: number,
+    limit: number,
+    replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
+  ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal> {
+    return this.atomic((): { grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal => {
+      const row = this.get('SELECT * FROM device_grants WHERE id = ?', id);
+      if (!row) return 'not_redeemed';
+      const grant = toDeviceGrant(row);
+      if (grant.status !== 'consumed' || grant.consumedAt === undefined || grant.accessTokenJti === undefined) return 'not_redeemed';
+      if (grant.consumedAt < since) return 'too_late';
+      if ((grant.recoveries ?? 0) >= limit) return 'limit';
+      if (grant.refreshFamilyId !== undefined) {
+        // The lost answer's refresh token was used after all: its holder is not the one who lost it.
+        if (this.get('SELECT 1 AS used FROM refresh_tokens WHERE family_id = ? AND rotated_at IS NOT NULL LIMIT 1', grant.refreshFamilyId)) return 'used';
+        if (this.get('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = ?', grant.refreshFamilyId)) return 'used';
+        this.run('INSERT OR IGNORE INTO revoked_refresh_families (family_id, revoked_at) VALUES (?, ?)', grant.refreshFamilyId, now);
+        this.run('UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL', now, grant.refreshFamilyId);
+      }
+      this.revokeAccessTokenUntil(grant.accessTokenJti, now);
+      const refresh = replacement.refresh;
+      const refreshTokenStored = refresh !== undefined && this.insertGuardedRefreshToken(refresh.token, refresh.guard);
+      const updated = this.get(
+        'UPDATE device_grants SET access_token_jti = ?, refresh_family_id = ?, recoveries = recoveries + 1 WHERE id = ? RETURNING *',
+        replacement.accessTokenJti,
+        refreshTokenStored ? refresh.token.familyId : null,
+        id,
+      );
+      return { grant: toDeviceGrant(updated!), refreshTokenStored };
     });
   }
 
@@ -1137,9 +1189,10 @@ export class SqliteStore implements Store {
   private insertRefreshToken(t: RefreshTokenRecord): void {
     this.run(
       `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, amr, created_at,
-         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, approved_ip, approved_user_agent, session_id, dpop_jkt, claims)
+         expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, approved_ip, approved_user_agent, session_id, dpop_jkt, claims,
+         access_token_jti)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?, ?, ?, ?, ?, ?)`,
+               coalesce(?, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = ?)), ?, ?, ?, ?, ?, ?, ?, ?)`,
       t.id,
       t.tokenHash,
       t.familyId,
@@ -1162,6 +1215,7 @@ export class SqliteStore implements Store {
       t.sessionId ?? null,
       t.dpopJkt ?? null,
       claimsToText(t.claims),
+      t.accessTokenJti ?? null,
     );
   }
 
@@ -1212,6 +1266,39 @@ export class SqliteStore implements Store {
       this.insertRefreshToken(successor);
       return true;
     });
+  }
+
+  async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number): Promise<true | GraceRefusal> {
+    return this.atomic((): true | GraceRefusal => {
+      const row = this.get('SELECT revoked_at, superseded_at, retries, rotated_at FROM refresh_tokens WHERE id = ?', id);
+      if (!row || row.revoked_at !== null) return 'revoked';
+      if (row.superseded_at !== null) return 'successor_used';
+      if (row.rotated_at === null) return 'revoked';
+      if (this.get('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = ?', successor.familyId)) return 'revoked';
+      // A successor was used: its holder has the family, and this is a second branch (theft).
+      if (this.get('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = ? AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
+      if (Number(row.retries) >= limit) return 'limit';
+      // What the lost answers carried dies with this retry: one live branch, always.
+      for (const lost of this.all(
+        'UPDATE refresh_tokens SET superseded_at = ? WHERE parent_id = ? AND rotated_at IS NULL AND superseded_at IS NULL RETURNING access_token_jti',
+        now,
+        id,
+      )) {
+        if (lost.access_token_jti !== null) this.revokeAccessTokenUntil(String(lost.access_token_jti), now);
+      }
+      this.run('UPDATE refresh_tokens SET retries = retries + 1 WHERE id = ?', id);
+      this.insertRefreshToken(successor);
+      return true;
+    });
+  }
+
+  /**
+   * Inside a transaction: refuses access token `jti` from now on. Its row is kept while the token
+   * could still be valid: it was issued before now, so for at most the configured lifetime (a
+   * row kept longer is harmless; see purgeExpired).
+   */
+  private revokeAccessTokenUntil(jti: string, now: number): void {
+    this.run('INSERT OR IGNORE INTO revoked_access_tokens (jti, expires_at) VALUES (?, ?)', jti, now + maxAccessTokenLifetime);
   }
 
   async isRefreshFamilyRevoked(familyId: string): Promise<boolean> {

@@ -2,7 +2,8 @@
  * Validation of an authorization request (RFC 6749 §4.1.1, §4.1.2.1; OIDC Core §3.1.2.1;
  * RFC 7636; RFC 9700 §2.1.1). Until the client and its redirect_uri are both verified, every
  * problem is shown on an error page and never redirected (RFC 6749 §4.1.2.1, RFC 9700 §4.1);
- * after that, problems go back to the client as error redirects carrying `state`.
+ * after that, problems go back to the client as error redirects carrying `state` — unless the
+ * request's state cannot be echoed (repeated, too long, not VSCHAR), which is shown on a page too.
  *
  * A request object in `request` (OIDC Core §6) is opened once the client is known, and its
  * members replace the query's; its redirect_uri is then the one verified. `request_uri` other
@@ -62,6 +63,17 @@ function echoableState(value: unknown): string | undefined {
   return typeof value === 'string' && value.length <= maxStateLength && /^[\x20-\x7e]*$/.test(value) ? value : undefined;
 }
 
+/**
+ * RFC 6749 §4.1.2.1: an error response MUST carry the state "exactly as received" when the request
+ * had one. A state that cannot be echoed cannot be answered that way, and an error redirect
+ * without it is one the client cannot tie to its request (§10.12), so such a request is answered
+ * on a page, like one whose redirect_uri is not verified.
+ */
+const malformedStatePage = { kind: 'invalid_page', message: 'The request’s state is malformed.' } as const;
+
+/** Whether a request sent a state (repeated counts) that echoableState refuses. */
+const stateMalformed = (value: unknown) => value !== undefined && echoableState(value) === undefined;
+
 /** Printable ASCII of bounded length: the shape of the page-shaping parameters. */
 const printable = (value: string, max: number) => value.length <= max && /^[\x20-\x7e]*$/.test(value);
 
@@ -89,6 +101,7 @@ async function withRequestObject(
   const queryRedirect = single(q, 'redirect_uri');
   const fail = (error: OAuthError): Exclude<ParsedAuthorizationRequest, { kind: 'valid' }> => {
     if (typeof queryRedirect === 'string' && queryRedirect.length <= 2048 && redirectUriAllowed(queryRedirect, client.redirectUris)) {
+      if (stateMalformed(q.state)) return malformedStatePage;
       const responseMode = single(q, 'response_mode') === 'form_post' && formPostable(queryRedirect) ? ('form_post' as const) : undefined;
       return { kind: 'invalid_redirect', redirectUri: queryRedirect, state: echoableState(single(q, 'state')), responseMode, error };
     }
@@ -140,7 +153,11 @@ export async function parseAuthorizationRequest(
     return { kind: 'invalid_page', message: 'The address this application asked to return to is not registered for it.' };
   }
 
-  // 2. Everything else is answered to the client.
+  // 2. A state the answer could not carry: nothing goes to the client (checked before any error
+  // that would be redirected).
+  if (stateMalformed(q.state)) return malformedStatePage;
+
+  // 3. Everything else is answered to the client, with the state as received.
   const rawState = single(q, 'state');
   const state = echoableState(rawState);
   // Errors go back the way the client asked for answers, once that is known to be possible.
@@ -163,7 +180,7 @@ export async function parseAuthorizationRequest(
   if (p.response_mode === 'form_post' && responseMode === undefined) return invalid('response_mode=form_post needs an http or https redirect_uri.');
   // RFC 9449 §10: the code will be redeemable only with a DPoP proof by the key of this thumbprint.
   if (p.dpop_jkt !== undefined && !/^[A-Za-z0-9_-]{43}$/.test(p.dpop_jkt)) return invalid('dpop_jkt must be a SHA-256 JWK thumbprint.');
-  if (state === undefined || state === '') return invalid(rawState === undefined || rawState === '' ? 'state is required.' : 'state is malformed.');
+  if (state === undefined || state === '') return invalid('state is required.');
   if (!client.grantTypes.includes('authorization_code')) {
     return fail(new OAuthError('unauthorized_client', 'This client is not allowed to use the authorization_code grant.'));
   }

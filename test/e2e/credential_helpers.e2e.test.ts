@@ -1,8 +1,9 @@
 /**
  * `latchkey credential kubectl|git|docker` over their real protocols (issue 19): a real
- * `latchkey serve`, one sign-in with `latchkey login --device`, then kubectl's ExecCredential as
- * kubectl parses it, git's helper protocol driven by Debian's git (`git credential fill`), and
- * docker's helper protocol through the wrapper script the README tells people to create. Without
+ * `latchkey serve`, one sign-in for an API with `latchkey login --device --audience` (and one for
+ * no API, which every helper refuses), then kubectl's ExecCredential as kubectl parses it, git's
+ * helper protocol driven by Debian's git (`git credential fill`), and docker's helper protocol
+ * through the wrapper script the README tells people to create. Without
  * git the git tests are skipped, unless LATCHKEY_REQUIRE_GIT=1 (as in .ci/run), where that fails.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +11,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { decodeJwt } from 'jose';
 import { actOnDeviceCode, Browser, fetchTransport } from '../helpers/browser.js';
 import { executable, runCli, spawnCli, startServerProcess, type CliResult, type ServerProcess } from '../helpers/process.js';
 
@@ -23,6 +25,10 @@ let signedIn: Record<string, string>;
 let signedOut: Record<string, string>;
 let token: string;
 const password = 'kim-password';
+/** The API the default profile is signed in for (`latchkey login --audience`). */
+const api = 'https://tools.example.com';
+/** A profile signed in without --audience: its token is for the userinfo endpoint only. */
+const userinfoOnly = 'userinfo-only';
 
 /** Runs a program with only the given environment (and PATH with the `latchkey` shim first). */
 function run(command: string, args: string[], env: Record<string, string>, input: string): Promise<CliResult> {
@@ -50,24 +56,27 @@ beforeAll(async () => {
   bin = join(dir, 'bin');
   mkdirSync(bin);
   writeScript(join(bin, 'latchkey'), `#!/bin/sh\nexec '${process.execPath}' '${executable}' "$@"\n`);
-  // The docker wrapper, exactly as the README has it.
-  writeScript(join(bin, 'docker-credential-latchkey'), '#!/bin/sh\nexec latchkey credential docker "$@"\n');
+  // The docker wrapper as the README has it, for this test's API.
+  writeScript(join(bin, 'docker-credential-latchkey'), `#!/bin/sh\nexec latchkey credential docker --host registry.example.com --audience ${api} "$@"\n`);
 
   const serverEnv = { LATCHKEY_DB: join(dir, 'server.db') };
   expect((await runCli(['users', 'add', 'kim', '--email', 'kim@example.com', '--password-stdin'], serverEnv, password)).code).toBe(0);
+  expect((await runCli(['apis', 'add', api, '--name', 'Tools'], serverEnv)).code).toBe(0);
   server = await startServerProcess({ ...serverEnv, LATCHKEY_DEVICE_INTERVAL: '1' });
   signedIn = { HOME: join(dir, 'home'), LATCHKEY_HOME: join(dir, 'signed-in'), LATCHKEY_ISSUER: server.base };
   signedOut = { HOME: join(dir, 'home'), LATCHKEY_HOME: join(dir, 'signed-out'), LATCHKEY_ISSUER: server.base };
   mkdirSync(signedIn.HOME!);
 
-  const cli = spawnCli(['login', '--device'], signedIn);
-  const [, userCode] = await cli.waitForStderr(/enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})/);
-  await actOnDeviceCode(new Browser(fetchTransport(server.base)), `/activate?user_code=${userCode}`, { username: 'kim', password }, 'allow');
-  expect(await cli.exit, cli.stderr()).toBe(0);
+  for (const args of [['--audience', api], ['--profile', userinfoOnly]]) {
+    const cli = spawnCli(['login', '--device', ...args], signedIn);
+    const [, userCode] = await cli.waitForStderr(/enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})/);
+    await actOnDeviceCode(new Browser(fetchTransport(server.base)), `/activate?user_code=${userCode}`, { username: 'kim', password }, 'allow');
+    expect(await cli.exit, cli.stderr()).toBe(0);
+  }
   const printed = await runCli(['token'], signedIn);
   expect(printed.code, printed.stderr).toBe(0);
   token = printed.stdout.trim();
-  expect(token.length).toBeGreaterThan(20);
+  expect(decodeJwt(token).aud).toBe(api);
 }, 60_000);
 
 afterAll(async () => {
@@ -103,6 +112,12 @@ describe('latchkey credential kubectl', () => {
     const alpha = await runCli(['credential', 'kubectl'], { ...signedIn, KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1alpha1' }) });
     expect(alpha.code).toBe(2);
     expect(alpha.stdout).toBe('');
+  });
+
+  it('--audience: answers for the API the profile was signed in for', async () => {
+    const res = await runCli(['credential', 'kubectl', '--audience', api], signedIn);
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({ kind: 'ExecCredential', status: { token } });
   });
 
   it('--audience: refuses a profile signed in for another audience, saying how to sign in for it', async () => {
@@ -163,9 +178,9 @@ describe('latchkey credential kubectl', () => {
     };
     // A plain-text helper configured for everything, as many people have.
     await git('config', '--global', 'credential.helper', 'store');
-    // The README's two commands.
+    // The README's two commands, for this test's profile and API.
     await git('config', '--global', '--replace-all', 'credential.https://git.example.com.helper', '');
-    await git('config', '--global', '--add', 'credential.https://git.example.com.helper', '!latchkey credential git');
+    await git('config', '--global', '--add', 'credential.https://git.example.com.helper', `!latchkey credential git --audience ${api} --host git.example.com`);
 
     const filled = await run('git', ['credential', 'fill'], env, 'protocol=https\nhost=git.example.com\npath=team/repo.git\n\n');
     expect(filled.code, filled.stderr).toBe(0);
@@ -235,6 +250,23 @@ describe('latchkey credential docker (through the docker-credential-latchkey wra
     expect(JSON.parse(bare.stdout)).toEqual({ ServerURL: 'registry.example.com', Username: 'oauth2', Secret: token });
   });
 
+  it('get for a registry not listed with --host: "not found" as docker understands it, no token', async () => {
+    for (const serverUrl of ['evil.example', 'https://index.docker.io/v1/', 'registry.example.com:5000', 'registry.example.com.evil.example']) {
+      const res = await docker('get', signedIn, `${serverUrl}\n`);
+      expect(res.code, serverUrl).toBe(1);
+      expect(res.stdout.trim()).toBe('credentials not found in native keychain');
+      expect(res.stdout + res.stderr).not.toContain(token);
+    }
+  });
+
+  it('get without --host: refused with a message naming --host, no token', async () => {
+    const res = await runCli(['credential', 'docker', '--audience', api, 'get'], signedIn, 'registry.example.com\n');
+    expect(res.code).toBe(2);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toContain('needs --host REGISTRY');
+    expect(res.stderr).not.toContain(token);
+  });
+
   it('get for a plain-http registry: "not found" as docker understands it, no token', async () => {
     const res = await docker('get', signedIn, 'http://registry.example.com\n');
     expect(res.code).toBe(1);
@@ -262,12 +294,34 @@ describe('not signed in', () => {
     expect(kubectl.code).toBe(6);
     expect(kubectl.stdout).toBe('');
     expect(kubectl.stderr).toContain('not signed in: run "latchkey login"');
-    const docker = await runCli(['credential', 'docker', 'get'], signedOut, 'registry.example.com\n');
+    const docker = await runCli(['credential', 'docker', '--host', 'registry.example.com', 'get'], signedOut, 'registry.example.com\n');
     expect(docker.code).toBe(6);
     expect(docker.stdout).toBe('');
     expect(docker.stderr).toContain('not signed in');
     const profile = await runCli(['credential', 'kubectl', '--profile', 'nobody'], signedIn);
     expect(profile.code).toBe(6);
     expect(profile.stdout).toBe('');
+  });
+});
+
+describe('a profile signed in without --audience (a token for the userinfo endpoint only)', () => {
+  const refused = (res: CliResult) => {
+    expect(res.code).toBe(6);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toContain(`latchkey login --audience <API> --profile ${userinfoOnly}`);
+    expect(res.stderr).toContain('add "--audience <API>" to the helper\'s command');
+  };
+
+  it('each helper refuses to hand its token out, naming the flag to add', async () => {
+    refused(await runCli(['credential', 'kubectl', '--profile', userinfoOnly], signedIn));
+    refused(await runCli(['credential', 'git', '--profile', userinfoOnly, 'get'], signedIn, 'protocol=https\nhost=git.example.com\n\n'));
+    refused(await runCli(['credential', 'docker', '--profile', userinfoOnly, '--host', 'registry.example.com', 'get'], signedIn, 'registry.example.com\n'));
+  });
+
+  it('--audience naming an API does not make it answer: the profile must have been signed in for it', async () => {
+    const res = await runCli(['credential', 'kubectl', '--profile', userinfoOnly, '--audience', api], signedIn);
+    expect(res.code).toBe(6);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toContain(`latchkey login --audience ${api} --profile ${userinfoOnly}`);
   });
 });

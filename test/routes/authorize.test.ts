@@ -133,6 +133,101 @@ describe('GET /authorize: errors redirected to the client with error, error_desc
   });
 });
 
+describe('a state that cannot be echoed: an error page, since an error redirect must carry it (RFC 6749 §4.1.2.1)', () => {
+  /** The page answering a request that must not be redirected: 4xx HTML, no Location, nothing for the client. */
+  function expectStatePage(res: BrowserResponse) {
+    expect(res.status).toBe(400);
+    expect(res.location).toBeUndefined();
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.body).toContain('This sign-in link is not valid');
+    expect(res.body).toContain('The request’s state is malformed.');
+    expect(res.body).not.toContain('name="code"');
+  }
+
+  const malformed: Array<[string, string]> = [
+    ['too long (1,025 characters)', `state=${'s'.repeat(1025)}`],
+    ['not printable ASCII (é)', `state=${encodeURIComponent('caf\u00e9')}`],
+    ['with a control character', 'state=a%01b'],
+    ['repeated', 'state=one&state=two'],
+    ['repeated with the same value', 'state=one&state=one'],
+  ];
+  // Each alone, and beside errors found before state is checked (they would otherwise redirect).
+  const otherErrors: Array<[string, Record<string, string | undefined>]> = [
+    ['no other error', {}],
+    ['response_type=token', { response_type: 'token' }],
+    ['a repeated scope', {}],
+    ['a request_uri that was not pushed', { request_uri: 'https://rp.example.com/request.jwt' }],
+    ['response_mode=fragment', { response_mode: 'fragment' }],
+    ['a malformed dpop_jkt', { dpop_jkt: 'x' }],
+    ['an unknown audience', { audience: 'https://nope.example' }],
+  ];
+  for (const [stateName, stateQuery] of malformed) {
+    for (const [errorName, params] of otherErrors) {
+      it(`a state ${stateName}, ${errorName} → a page, no redirect`, async () => {
+        const extra = errorName === 'a repeated scope' ? '&scope=openid' : '';
+        const res = await browser.get(`${authorizeUrl({ ...params, state: undefined })}&${stateQuery}${extra}`);
+        expectStatePage(res);
+      });
+    }
+  }
+
+  it('with response_mode=form_post: a page, not a form posting to the client', async () => {
+    const res = await browser.get(`${authorizeUrl({ response_mode: 'form_post', response_type: 'token', state: undefined })}&state=${'s'.repeat(1025)}`);
+    expectStatePage(res);
+    expect(res.body).not.toContain('action="https://app.example.com/cb"');
+  });
+
+  it('in a request object (which replaces the query\'s state): a page', async () => {
+    const object = `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify({ state: 'caf\u00e9' })).toString('base64url')}.`;
+    expectStatePage(await browser.get(authorizeUrl({ state: undefined, request: object })));
+  });
+
+  it('in the query beside a request object that cannot be opened: a page', async () => {
+    expectStatePage(await browser.get(`${authorizeUrl({ state: undefined, request: 'eyJ...' })}&state=${'s'.repeat(1025)}`));
+  });
+
+  it('POSTed: moved to a GET that shows the page; posted too long for an address, the page at once', async () => {
+    const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
+    const short = await t.app.inject({ method: 'POST', url: '/authorize', headers: formHeaders, payload: `${authorizeUrl({ state: undefined }).split('?')[1]}&state=one&state=two` });
+    expect(short.statusCode).toBe(303);
+    expect(short.headers.location).toMatch(/^\/authorize\?/);
+    expectStatePage(await browser.get(short.headers.location as string));
+    const long = await browser.post('/authorize', Object.fromEntries(new URLSearchParams(authorizeUrl({ state: 'caf\u00e9', response_type: 'token', padding: 'x'.repeat(8000) }).split('?')[1])));
+    expectStatePage(long);
+  });
+
+  it('a valid state still comes back on every error redirect, also for errors found before state is checked', async () => {
+    const cases: Array<[string, string, string]> = [
+      ['a repeated scope', `${authorizeUrl({})}&scope=openid`, 'invalid_request'],
+      ['a request_uri that was not pushed', authorizeUrl({ request_uri: 'https://rp.example.com/request.jwt' }), 'request_uri_not_supported'],
+      ['registration', authorizeUrl({ registration: '{}' }), 'registration_not_supported'],
+      ['no response_type', authorizeUrl({ response_type: undefined }), 'invalid_request'],
+      ['response_type=token', authorizeUrl({ response_type: 'token' }), 'unsupported_response_type'],
+      ['response_mode=fragment', authorizeUrl({ response_mode: 'fragment' }), 'invalid_request'],
+      ['a malformed dpop_jkt', authorizeUrl({ dpop_jkt: 'x' }), 'invalid_request'],
+      ['a request object that cannot be opened', authorizeUrl({ request: 'eyJ...' }), 'invalid_request_object'],
+      ['a client without the grant', authorizeUrl({ client_id: 'tv' }), 'unauthorized_client'],
+      ['an unknown audience', authorizeUrl({ audience: 'https://nope.example' }), 'invalid_target'],
+      ['a malformed nonce', authorizeUrl({ nonce: 'n'.repeat(257) }), 'invalid_request'],
+      ['a state of exactly 1,024 printable characters', `${authorizeUrl({ state: undefined, response_type: 'token' })}&state=${encodeURIComponent(' ~'.repeat(512))}`, 'unsupported_response_type'],
+    ];
+    for (const [name, url, error] of cases) {
+      const res = await browser.get(url);
+      expect(res.status, name).toBe(302);
+      const q = redirectParams(res);
+      expect(q.get('error'), name).toBe(error);
+      expect(q.get('state'), name).toBe(name.startsWith('a state of') ? ' ~'.repeat(512) : 'state-123');
+      expect(q.get('iss'), name).toBe('http://latchkey.test');
+    }
+    // And through form_post, as a field of the posted form.
+    const posted = await browser.get(authorizeUrl({ response_mode: 'form_post', response_type: 'token' }));
+    expect(posted.status).toBe(200);
+    expect(posted.body).toContain('<form method="post" action="https://app.example.com/cb">');
+    expect(posted.body).toContain('name="error" value="unsupported_response_type"');
+    expect(posted.body).toContain('name="state" value="state-123"');
+  });
+});
+
 describe('GET /authorize: sign-in, consent, code', () => {
   it('an anonymous person signs in, sees the consent page, allows, and is sent back with code, state and iss', async () => {
     const { challenge } = pkcePair();
@@ -441,11 +536,12 @@ describe('anonymous requests cost no storage (issue 14)', () => {
     expect(verifier).toBeTruthy();
   });
 
-  it('a state that is not printable ASCII (RFC 6749 VSCHAR) is refused and not echoed', async () => {
+  it('a state that is not printable ASCII (RFC 6749 VSCHAR) is refused on a page, never sent back', async () => {
     for (const state of ['caf\u00e9', 'a\u0001b']) {
-      const q = redirectParams(await browser.get(authorizeUrl({ state })));
-      expect(q.get('error')).toBe('invalid_request');
-      expect(q.get('state')).toBeNull();
+      const res = await browser.get(authorizeUrl({ state }));
+      expect(res.status).toBe(400);
+      expect(res.location).toBeUndefined();
+      expect(res.body).toContain('The request’s state is malformed.');
     }
   });
 
@@ -458,9 +554,9 @@ describe('anonymous requests cost no storage (issue 14)', () => {
   });
 
   it('state and nonce are capped (1024 and 256 characters)', async () => {
-    const longState = redirectParams(await browser.get(authorizeUrl({ state: 's'.repeat(1025) })));
-    expect(longState.get('error')).toBe('invalid_request');
-    expect(longState.get('state')).toBeNull();
+    const longState = await browser.get(authorizeUrl({ state: 's'.repeat(1025) }));
+    expect(longState.status).toBe(400);
+    expect(longState.location).toBeUndefined();
     const longNonce = redirectParams(await browser.get(authorizeUrl({ nonce: 'n'.repeat(257) })));
     expect(longNonce.get('error')).toBe('invalid_request');
     expect(longNonce.get('state')).toBe('state-123');

@@ -205,6 +205,7 @@ describe('POST /oauth/par: pushing a request', () => {
       ['no redirect_uri', { redirect_uri: undefined }, 'invalid_request'],
       ['an unregistered redirect_uri', { redirect_uri: 'https://evil.example/cb' }, 'invalid_request'],
       ['no state', { state: undefined }, 'invalid_request'],
+      ['a state that could not be echoed (1,025 characters)', { state: 's'.repeat(1025) }, 'invalid_request'],
       ['an unknown scope', { scope: 'openid admin' }, 'invalid_scope'],
       ['an unknown audience', { audience: 'https://nope.example' }, 'invalid_target'],
       ['response_type=token', { response_type: 'token' }, 'unsupported_response_type'],

@@ -162,17 +162,22 @@ describe('parseAuthorizationRequest', () => {
       if (result.kind === 'invalid_redirect') expect(result.error.code).toBe('unauthorized_client');
     });
 
-    it.each<[string, Query]>([
-      ['state missing', { state: undefined }],
-      ['state repeated', { state: ['a', 'b'] }],
-      ['state too long (1024 at most)', { state: 's'.repeat(1025) }],
-    ])('%s → invalid_request with state undefined', async (_name, changes) => {
-      const result = await parse(query(changes));
+    it('state missing → invalid_request with state undefined', async () => {
+      const result = await parse(query({ state: undefined }));
       expect(result.kind).toBe('invalid_redirect');
       if (result.kind !== 'invalid_redirect') return;
       expect(result.redirectUri).toBe(appRedirect);
       expect(result.state).toBeUndefined();
       expect(result.error.code).toBe('invalid_request');
+    });
+
+    it.each<[string, Query]>([
+      ['state repeated', { state: ['a', 'b'] }],
+      ['state too long (1024 at most)', { state: 's'.repeat(1025) }],
+      ['state not VSCHAR', { state: 'caf\u00e9' }],
+      ['state too long, beside an error found earlier', { state: 's'.repeat(1025), response_type: 'token' }],
+    ])('%s → a page: an error redirect could not carry it (RFC 6749 §4.1.2.1)', async (_name, changes) => {
+      expect(await parse(query(changes))).toEqual({ kind: 'invalid_page', message: 'The request’s state is malformed.' });
     });
 
     it('state empty → invalid_request, echoing the empty state as sent', async () => {

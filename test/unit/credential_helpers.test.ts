@@ -7,7 +7,7 @@ import { PassThrough } from 'node:stream';
 import { CommandError } from '../../src/cli/command.js';
 import { checkAudience, readInput, shellWord } from '../../src/cli/client/credential_helper.js';
 import { answersFor, formatGitCredential, parseGitCredentialRequest } from '../../src/cli/client/credential_git.js';
-import { dockerCredential, parseDockerServerUrl } from '../../src/cli/client/credential_docker.js';
+import { answersForRegistry, dockerCredential, listedRegistryHost, parseDockerServerUrl, registryHost } from '../../src/cli/client/credential_docker.js';
 import { execCredential, requestedApiVersion } from '../../src/cli/client/credential_kubectl.js';
 import type { Profile } from '../../src/cli/client/credentials.js';
 
@@ -113,6 +113,39 @@ describe('docker credential helper', () => {
     expect(() => parseDockerServerUrl(' \n')).toThrow(CommandError);
   });
 
+  it.each([
+    ['a bare host, as credHelpers names it', 'registry.example.com', 'registry.example.com'],
+    ['a bare host with a port', 'registry.example.com:5000', 'registry.example.com:5000'],
+    ['an https URL with a path (Docker Hub)', 'https://index.docker.io/v1/', 'index.docker.io'],
+    ['upper case, and https on its default port', 'HTTPS://Registry.Example.com:443', 'registry.example.com'],
+    ['plain http', 'http://registry.example.com', undefined],
+    ['another scheme', 'ftp://registry.example.com', undefined],
+    ['a user name before the host', 'https://registry.example.com@evil.example', undefined],
+    ['not a host', 'a b', undefined],
+  ] as const)('the registry host of %s', (_name, serverUrl, host) => {
+    expect(registryHost(serverUrl)).toBe(host);
+  });
+
+  it('--host takes a host[:port] only', () => {
+    expect(listedRegistryHost('Registry.example.com')).toBe('registry.example.com');
+    expect(listedRegistryHost('registry.example.com:5000')).toBe('registry.example.com:5000');
+    for (const bad of ['', 'https://registry.example.com', 'registry.example.com/v2', 'me@registry.example.com', 'a b']) {
+      expect(() => listedRegistryHost(bad), bad).toThrow(CommandError);
+    }
+  });
+
+  it.each([
+    ['a listed registry', 'registry.example.com', ['other.example', 'registry.example.com'], true],
+    ['a listed registry named by URL', 'https://registry.example.com/v2/', ['registry.example.com'], true],
+    ['a registry not listed', 'evil.example', ['registry.example.com'], false],
+    ['Docker Hub when only another registry is listed', 'https://index.docker.io/v1/', ['registry.example.com'], false],
+    ['the listed registry on another port', 'registry.example.com:5000', ['registry.example.com'], false],
+    ['a listed registry over plain http', 'http://registry.example.com', ['registry.example.com'], false],
+    ['a host that only starts like a listed one', 'registry.example.com.evil.example', ['registry.example.com'], false],
+  ] as const)('answers for %s (%s)?', (_name, serverUrl, hosts, expected) => {
+    expect(answersForRegistry(serverUrl, hosts)).toBe(expected);
+  });
+
   it('answers with the JSON docker reads', () => {
     expect(JSON.parse(dockerCredential('registry.example.com', 'oauth2', 'tok"en'))).toEqual({ ServerURL: 'registry.example.com', Username: 'oauth2', Secret: 'tok"en' });
   });
@@ -151,9 +184,30 @@ describe('kubectl ExecCredential', () => {
 describe('audience', () => {
   const profile: Profile = { issuer: 'https://id.example', client_id: 'latchkey-cli', scope: 'openid', access_token: 't', token_type: 'Bearer', expires_at: 0 };
 
-  it('passes when none is asked for or it matches', () => {
-    expect(() => checkAudience(profile, 'default', undefined)).not.toThrow();
+  it('passes when the profile was signed in for an API and none, or that one, is asked for', () => {
+    expect(() => checkAudience({ ...profile, audience: 'https://k8s.example' }, 'default', undefined)).not.toThrow();
     expect(() => checkAudience({ ...profile, audience: 'https://k8s.example' }, 'default', 'https://k8s.example')).not.toThrow();
+  });
+
+  it.each([
+    ['signed in without --audience', undefined],
+    ['signed in for the userinfo endpoint by name', 'https://id.example/userinfo'],
+  ])('refuses a token for the userinfo endpoint (%s) with exit 6, naming --audience', (_name, audience) => {
+    let error: unknown;
+    try {
+      checkAudience({ ...profile, ...(audience === undefined ? {} : { audience }) }, 'work', undefined);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(CommandError);
+    expect((error as CommandError).exitCode).toBe(6);
+    expect((error as CommandError).message).toContain('latchkey login --audience <API> --profile work');
+    expect((error as CommandError).message).toContain('add "--audience <API>" to the helper\'s command');
+  });
+
+  it('refuses the userinfo endpoint even when it is the audience asked for', () => {
+    const userinfo = 'https://id.example/userinfo';
+    expect(() => checkAudience({ ...profile, issuer: 'https://id.example/', audience: userinfo }, 'default', userinfo)).toThrow(/userinfo endpoint only/);
   });
 
   it('refuses another audience with exit 6 and the login command to run', () => {

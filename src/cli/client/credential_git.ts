@@ -6,7 +6,7 @@
  */
 import { epochSeconds, systemClock } from '../../clock.js';
 import { CommandError, exitCodes, type Command } from '../command.js';
-import { audienceOptionHelp, helperProfile, readInput } from './credential_helper.js';
+import { audienceOptionHelp, helperProfile, hostListed, readInput } from './credential_helper.js';
 import { clientHelp } from './help.js';
 
 /** The attributes a helper's answer depends on (git sends more; the rest are ignored). */
@@ -56,8 +56,7 @@ export function parseGitCredentialRequest(text: string): GitCredentialRequest {
 /** Whether to hand the token out for this request: https only, and one of `hosts` when any are given. */
 export function answersFor(request: GitCredentialRequest, hosts: readonly string[]): boolean {
   if (request.protocol?.toLowerCase() !== 'https' || !request.host) return false;
-  const host = request.host.toLowerCase();
-  return hosts.length === 0 || hosts.some((h) => h.toLowerCase() === host);
+  return hosts.length === 0 || hostListed(request.host, hosts);
 }
 
 /** Formats an answer; a value with a line break or NUL would inject attributes, so it is refused. */

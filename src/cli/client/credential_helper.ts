@@ -1,7 +1,8 @@
 /**
  * What the credential helpers (`latchkey credential kubectl|git|docker`) share: a profile's access
  * token through the same locked refresh path as `latchkey token`, refused when the profile was
- * signed in for another audience than the one asked for, and reading what the calling tool pipes in.
+ * signed in for another audience than the one asked for, or for no API at all; the list of hosts a
+ * helper may answer for; and reading what the calling tool pipes in.
  */
 import { homedir } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
@@ -11,24 +12,53 @@ import { CredentialsStore, type Profile } from './credentials.js';
 import { printable } from './oidc.js';
 import { requireProfile, validProfile } from './session.js';
 
-export const audienceOptionHelp = '  --audience A      refuse (exit 6) unless the profile was signed in with --audience A\n';
+export const audienceOptionHelp =
+  '  --audience A      refuse (exit 6) unless the profile was signed in with --audience A; without it,\n' +
+  '                    refuse a profile signed in for no API (login without --audience: userinfo only)\n';
 
 /** A word as a POSIX shell reads it, for commands we tell people to run. */
 export function shellWord(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
 }
 
+/** The userinfo endpoint of the profile's issuer: the audience of a token asked for without one. */
+function userinfoAudience(issuer: string): string {
+  return `${issuer.replace(/\/+$/, '')}/userinfo`;
+}
+
 /**
  * A token for another audience would be refused by the API it is sent to, or worse accepted by one
- * it was not meant for: the person signs in again for the audience instead.
+ * it was not meant for: the person signs in again for the audience instead. A token for the
+ * userinfo endpoint (a sign-in without --audience) is for no API at all: handed to a cluster, git
+ * server or registry, it would let that host read the person's claims at userinfo and replay it to
+ * any API that does not check `aud` (RFC 9068 §4), so a helper never hands one out. Only what the
+ * profile stores counts: the provider's default audience cannot be known from here.
  */
 export function checkAudience(profile: Profile, name: string, wanted: string | undefined): void {
-  if (wanted === undefined || profile.audience === wanted) return;
-  const held = profile.audience === undefined ? "the provider's default audience" : `the audience "${printable(profile.audience)}"`;
-  throw new CommandError(
-    `the profile "${printable(name)}" holds a token for ${held}, not for "${printable(wanted)}": run "latchkey login --audience ${shellWord(wanted)} --profile ${shellWord(name)}"`,
-    exitCodes.notSignedIn,
-  );
+  if (wanted !== undefined && profile.audience !== wanted) {
+    const held = profile.audience === undefined ? "the provider's default audience" : `the audience "${printable(profile.audience)}"`;
+    throw new CommandError(
+      `the profile "${printable(name)}" holds a token for ${held}, not for "${printable(wanted)}": run "latchkey login --audience ${shellWord(wanted)} --profile ${shellWord(name)}"`,
+      exitCodes.notSignedIn,
+    );
+  }
+  if (profile.audience === undefined || profile.audience === userinfoAudience(profile.issuer)) {
+    throw new CommandError(
+      `the profile "${printable(name)}" holds a token for the userinfo endpoint only (signed in without --audience), which a credential helper never hands out: ` +
+        `sign in for the API with "latchkey login --audience <API> --profile ${shellWord(name)}" and add "--audience <API>" to the helper's command`,
+      exitCodes.notSignedIn,
+    );
+  }
+}
+
+/**
+ * Whether `host` (host[:port], as the calling tool names it) is one of `hosts`. Host names are
+ * case-insensitive (RFC 4343); a port must match exactly, so a listed host on another port is
+ * another server.
+ */
+export function hostListed(host: string, hosts: readonly string[]): boolean {
+  const wanted = host.toLowerCase();
+  return hosts.some((h) => h.toLowerCase() === wanted);
 }
 
 /** The profile named by --profile, checked against --audience, with an access token valid for at least a minute. */
@@ -37,15 +67,15 @@ export async function helperProfile(context: CommandContext): Promise<Profile> {
   const audience = (context.values.audience as string | undefined) || undefined;
   const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
   const stored = requireProfile(store, name);
-  checkAudience(stored, name, audience);
   // kubectl, git and docker send the token as a bearer token: a DPoP-bound one would be refused
   // (and a helper must never weaken the binding by pretending otherwise).
   if (stored.dpop_jwk !== undefined) {
     throw new CommandError(
-      `the profile "${printable(name)}" is bound to a DPoP key (login --dpop), which kubectl, git and docker cannot prove: sign in for them with "latchkey login --profile <another name>" without --dpop`,
+      `the profile "${printable(name)}" is bound to a DPoP key (login --dpop), which kubectl, git and docker cannot prove: sign in for them with "latchkey login --audience <API> --profile <another name>" without --dpop`,
       exitCodes.failure,
     );
   }
+  checkAudience(stored, name, audience);
   return validProfile(store, name);
 }
 

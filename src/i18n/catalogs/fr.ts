@@ -88,6 +88,7 @@ export const fr: Catalog = {
   'The request object this application sent is not valid.': 'L’objet de requête envoyé par cette application n’est pas valide.',
   'The request names no application (client_id is missing).': 'La demande ne désigne aucune application (client_id manquant).',
   'The request’s client_id is malformed.': 'Le client_id de la demande est mal formé.',
+  'The request’s state is malformed.': 'Le state de la demande est mal formé.',
   'The application that sent you here is not registered.': 'L’application d’où vous venez n’est pas enregistrée.',
   'The application that sent you here has been disabled by the administrator.':
     'L’application d’où vous venez a été désactivée par l’administrateur.',

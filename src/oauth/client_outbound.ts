@@ -7,7 +7,7 @@
  * address connected to. A client the operator made (`clients add`, the console) may name internal
  * hosts: the operator chose them.
  */
-import { outboundFetch, type OutboundFetch, type ResolveHost } from '../net/outbound_guard.js';
+import { outboundFetch, type OutboundFetch } from '../net/outbound_guard.js';
 import { emptyAllowList, literalTargetRefusal, type OutboundAllowList } from '../net/outbound_policy.js';
 import type { ClientRecord } from '../store/store.js';
 
@@ -16,12 +16,10 @@ export interface ClientOutbound {
   readonly guarded: OutboundFetch;
   /** For clients the operator made: same deadline, size cap and no redirects, any address. */
   readonly trusted: OutboundFetch;
-  readonly allow: OutboundAllowList;
 }
 
-export function clientOutbound(allow: OutboundAllowList, options: { resolve?: ResolveHost; timeoutMs?: number } = {}): ClientOutbound {
-  const shared = { ...(options.resolve ? { resolve: options.resolve } : {}), ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) };
-  return Object.freeze({ guarded: outboundFetch({ ...shared, allow }), trusted: outboundFetch({ ...shared, allow: undefined }), allow });
+export function clientOutbound(allow: OutboundAllowList): ClientOutbound {
+  return Object.freeze({ guarded: outboundFetch({ allow }), trusted: outboundFetch({ allow: undefined }) });
 }
 
 /** What a caller that was handed no configuration uses: the guard with an empty allow-list. */

@@ -54,6 +54,7 @@ import { adminRoutes } from './routes/admin/index.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { AuditTrail } from './audit/audit_trail.js';
 import { devicePollsFor, type DevicePolls } from './oauth/device_polls.js';
+import { clientOutbound } from './oauth/client_outbound.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -196,6 +197,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     mailer: deps.mailer ?? createMailer(config),
     auditTrail: new AuditTrail(store, app.log),
     devicePolls: deps.devicePolls ?? devicePollsFor(config, store),
+    outbound: clientOutbound(config.outboundAllow),
   };
   app.decorate('services', services);
   // A property every request has from the start keeps request objects one shape (a WeakMap beside

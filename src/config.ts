@@ -13,6 +13,7 @@ export const idTokenScopeClaimModes = ['basic', 'none'] as const;
 import { isPostgresUrl, isValidPostgresUrl } from './store/database_url.js';
 import { parseSecretKeys, type SecretKey } from './crypto/secret_box.js';
 import { parseMailAddress, parseSmtpUrl, type MailAddress, type SmtpSettings } from './mail/smtp_settings.js';
+import { emptyAllowList, parseOutboundAllowList, type OutboundAllowList } from './net/outbound_policy.js';
 
 const seconds = (name: string, fallback: number, min = 1, max = 10 * 365 * 86400) =>
   z
@@ -151,6 +152,15 @@ const environmentSchema = z.object({
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400),
   LATCHKEY_DEFAULT_AUDIENCE: optionalText.pipe(z.string().max(2048).optional()),
   LATCHKEY_TRUST_PROXY: trustProxySchema,
+  LATCHKEY_OUTBOUND_ALLOW: optionalText.transform((value, ctx): OutboundAllowList => {
+    const allow = value === undefined ? emptyAllowList : parseOutboundAllowList(value);
+    if (allow !== undefined) return allow;
+    ctx.addIssue({
+      code: 'custom',
+      message: 'LATCHKEY_OUTBOUND_ALLOW must be a comma-separated list of host names, IP addresses and CIDR blocks (for example jwks.corp.example,10.20.0.0/16)',
+    });
+    return z.NEVER;
+  }),
   LATCHKEY_METRICS_TOKEN: optionalText.pipe(z.string().min(16, 'LATCHKEY_METRICS_TOKEN must be at least 16 characters').max(512).optional()),
   LATCHKEY_PRODUCT_NAME: optionalText.pipe(
     z.string().max(60, 'LATCHKEY_PRODUCT_NAME must be at most 60 characters').optional(),
@@ -250,6 +260,11 @@ export interface Config {
    * number of proxy hops in front, or the proxies' addresses/CIDRs.
    */
   readonly trustProxy: TrustProxy;
+  /**
+   * LATCHKEY_OUTBOUND_ALLOW: internal hosts and address blocks that clients which registered
+   * themselves may still name as a back-channel logout URI or jwks_uri (public addresses always may).
+   */
+  readonly outboundAllow: OutboundAllowList;
   /** Cookies get `Secure` (and the `__Host-` prefix) when the issuer is https. */
   readonly secureCookies: boolean;
   /** When set, GET /metrics requires `Authorization: Bearer <this>`. */
@@ -361,6 +376,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     idTokenScopeClaims: e.LATCHKEY_ID_TOKEN_SCOPE_CLAIMS ?? 'basic',
     defaultAudience: e.LATCHKEY_DEFAULT_AUDIENCE ?? `${issuer}/userinfo`,
     trustProxy: e.LATCHKEY_TRUST_PROXY ?? false,
+    outboundAllow: e.LATCHKEY_OUTBOUND_ALLOW,
     secureCookies: issuer.startsWith('https:'),
     metricsToken: e.LATCHKEY_METRICS_TOKEN,
     productName: e.LATCHKEY_PRODUCT_NAME?.trim() ?? 'Latchkey',

@@ -10,6 +10,7 @@ import type { SlowLane } from './oauth/signin_throttle.js';
 import type { Mailer } from './mail/mailer.js';
 import type { AuditTrail } from './audit/audit_trail.js';
 import type { DevicePolls } from './oauth/device_polls.js';
+import type { ClientOutbound } from './oauth/client_outbound.js';
 
 export interface RateLimiters {
   /** Wrong user codes entered at /activate, per source address (RFC 8628 §5.1). */
@@ -63,4 +64,6 @@ export interface Services {
   auditTrail: AuditTrail;
   /** Where the polls of device codes are recorded (slow_down): in memory or in the store. */
   devicePolls: DevicePolls;
+  /** How requests to addresses clients registered are sent (back-channel logout, jwks_uri): guarded for self-registered clients. */
+  outbound: ClientOutbound;
 }

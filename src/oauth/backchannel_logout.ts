@@ -4,13 +4,17 @@
  * (typ logout+jwt, §2.4: iss, aud, iat, exp, jti, events, sub and sid; never a nonce) POSTed as
  * `logout_token` (§2.5). Sent in the background, so the person's page never waits on a client;
  * each delivery gets a few tries with growing pauses and a deadline per try, and its outcome is
- * audited. The clients' answers are not read beyond their status.
+ * audited. The clients' answers are not read beyond their status. Deliveries go through the
+ * outbound guard (client_outbound.ts): a client that registered itself is never POSTed to at an
+ * internal address, and such a refusal is not retried.
  */
 import { randomId } from '../crypto/secrets.js';
 import { epochSeconds } from '../clock.js';
 import { audit, type AuditSource } from '../http/audit.js';
+import { OutboundRefused, type OutboundFetch } from '../net/outbound_guard.js';
 import type { Services } from '../services.js';
 import type { SessionRecord } from '../store/store.js';
+import { outboundFor } from './client_outbound.js';
 
 export const backchannelLogoutEvent = 'http://schemas.openid.net/event/backchannel-logout';
 /** Pauses before the second and third try (ms); the first is at once. */
@@ -48,20 +52,21 @@ export async function logoutToken(services: Services, clientId: string, session:
   });
 }
 
-async function deliverOnce(uri: string, token: string): Promise<boolean> {
+type Attempt = { kind: 'delivered' } | { kind: 'failed' } | { kind: 'refused'; reason: string };
+
+async function deliverOnce(send: OutboundFetch, uri: string, token: string): Promise<Attempt> {
   try {
-    const res = await fetch(uri, {
+    const res = await send(uri, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-store' },
       body: new URLSearchParams({ logout_token: token }),
-      redirect: 'manual',
       signal: AbortSignal.timeout(attemptTimeoutMs),
     });
-    await res.body?.cancel();
     // §2.8: 200 (or 204) is success; 400 means the RP refused this token and a retry will not help.
-    return res.status === 200 || res.status === 204;
-  } catch {
-    return false;
+    return res.status === 200 || res.status === 204 ? { kind: 'delivered' } : { kind: 'failed' };
+  } catch (err) {
+    // Where the URI leads will not change between tries: an internal address is refused at once.
+    return err instanceof OutboundRefused ? { kind: 'refused', reason: err.message } : { kind: 'failed' };
   }
 }
 
@@ -80,7 +85,8 @@ export async function notifyBackchannelLogout(
   for (const clientId of clientIds) {
     const client = await services.store.findClient(clientId);
     const uri = client?.backchannelLogoutUri;
-    if (!uri) continue;
+    if (!client || !uri) continue;
+    const send = outboundFor(services.outbound, client);
     deliveries.push(
       (async () => {
         const token = await logoutToken(services, clientId, session);
@@ -88,9 +94,14 @@ export async function notifyBackchannelLogout(
         for (const pause of [0, ...retryPausesMs]) {
           if (pause > 0) await sleep(pause);
           attempts += 1;
-          if (await deliverOnce(uri, token)) {
+          const attempt = await deliverOnce(send, uri, token);
+          if (attempt.kind === 'delivered') {
             audit(source, 'logout.backchannel_delivered', { clientId, userId: session.userId, attempts });
             return { clientId, delivered: true, attempts };
+          }
+          if (attempt.kind === 'refused') {
+            audit(source, 'logout.backchannel_failed', { clientId, userId: session.userId, attempts, refused: attempt.reason });
+            return { clientId, delivered: false, attempts };
           }
         }
         audit(source, 'logout.backchannel_failed', { clientId, userId: session.userId, attempts });

@@ -1,6 +1,8 @@
 /**
  * JWT client authentication (RFC 7523 §2.2, §3; OIDC Core §9): `private_key_jwt`, signed with a
- * key the client registered (a JWK Set stored, or fetched from its https jwks_uri and cached), and
+ * key the client registered (a JWK Set stored, or fetched from its https jwks_uri and cached — through
+ * the outbound guard, so a client that registered itself cannot make the server fetch an internal
+ * address: client_outbound.ts), and
  * `client_secret_jwt`, an HMAC under the client secret (which is why secrets are also kept sealed).
  *
  * The assertion must name the client as `iss` and `sub`, this server as `aud` (its issuer, its
@@ -8,12 +10,14 @@
  * ten minutes ahead. Each `jti` is accepted once until the assertion expires, across every
  * instance (Store.useOnce), so a captured assertion cannot be replayed.
  */
-import { createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { clientSecretContext } from '../admin/clients.js';
 import type { Clock } from '../clock.js';
 import type { SecretBox } from '../crypto/secret_box.js';
+import type { OutboundFetch } from '../net/outbound_guard.js';
 import type { ClientRecord, Store } from '../store/store.js';
 import { invalidClient } from './client_auth_errors.js';
+import { defaultClientOutbound, outboundFor, type ClientOutbound } from './client_outbound.js';
 
 export const jwtBearerAssertionType = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
@@ -34,19 +38,27 @@ export interface AssertionContext {
   endpoint: string;
   /** Told about a replayed assertion (an attack or a broken client), for the audit log. */
   onReplay?: (clientId: string) => void;
+  /** How a jwks_uri is fetched; default: guarded with no allow-list. */
+  outbound?: ClientOutbound;
 }
 
 export type AssertionMethod = 'private_key_jwt' | 'client_secret_jwt';
 
-/** Remote key sets by address: jose caches the keys (10 minutes) and refetches for an unknown kid at most every 30 s. */
-const remoteKeySets = new Map<string, JWTVerifyGetKey>();
+/**
+ * Remote key sets by the fetch that reads them and by address: jose caches the keys (10 minutes)
+ * and refetches for an unknown kid at most every 30 s. A guarded and a trusted fetch of one address
+ * are kept apart, so keys fetched for an operator's client never serve a self-registered one.
+ */
+const remoteKeySets = new WeakMap<OutboundFetch, Map<string, JWTVerifyGetKey>>();
 
-function remoteKeySet(uri: string): JWTVerifyGetKey {
-  let keys = remoteKeySets.get(uri);
+function remoteKeySet(uri: string, send: OutboundFetch): JWTVerifyGetKey {
+  let sets = remoteKeySets.get(send);
+  if (!sets) remoteKeySets.set(send, (sets = new Map()));
+  let keys = sets.get(uri);
   if (!keys) {
-    if (remoteKeySets.size >= 1000) remoteKeySets.clear();
-    keys = createRemoteJWKSet(new URL(uri), { timeoutDuration: 5000, cooldownDuration: 30_000, cacheMaxAge: 600_000 });
-    remoteKeySets.set(uri, keys);
+    if (sets.size >= 1000) sets.clear();
+    keys = createRemoteJWKSet(new URL(uri), { timeoutDuration: 5000, cooldownDuration: 30_000, cacheMaxAge: 600_000, [customFetch]: send });
+    sets.set(uri, keys);
   }
   return keys;
 }
@@ -70,9 +82,9 @@ export function assertionReplayKey(clientId: string, jti: string): string {
 }
 
 /** The public keys the client registered (a stored JWK Set or its jwks_uri); throws when the stored set is unusable. */
-export function registeredKeySet(client: ClientRecord): JWTVerifyGetKey | undefined {
+export function registeredKeySet(client: ClientRecord, outbound: ClientOutbound = defaultClientOutbound): JWTVerifyGetKey | undefined {
   if (client.jwks !== undefined) return createLocalJWKSet(client.jwks as Parameters<typeof createLocalJWKSet>[0]);
-  return client.jwksUri !== undefined ? remoteKeySet(client.jwksUri) : undefined;
+  return client.jwksUri !== undefined ? remoteKeySet(client.jwksUri, outboundFor(outbound, client)) : undefined;
 }
 
 /** Verifies the assertion for `client`, spends its jti, and says which method it was; else invalid_client. */
@@ -115,7 +127,7 @@ export async function verifyClientAssertion(context: AssertionContext, client: C
     method = 'private_key_jwt';
     let keys: JWTVerifyGetKey | undefined;
     try {
-      keys = registeredKeySet(client);
+      keys = registeredKeySet(client, context.outbound);
     } catch {
       throw invalidClient('the client\'s registered key set is not usable');
     }

@@ -14,6 +14,7 @@ import type { SecretBox } from '../crypto/secret_box.js';
 import type { ClientRecord, Store } from '../store/store.js';
 import { jwtBearerAssertionType, verifyClientAssertion } from './client_assertion.js';
 import { invalidClient } from './client_auth_errors.js';
+import type { ClientOutbound } from './client_outbound.js';
 import { audit, type AuditSource } from '../http/audit.js';
 import type { Services } from '../services.js';
 
@@ -28,6 +29,7 @@ export function clientAuthContext(request: AuditSource, services: Services, path
     clock: services.clock,
     endpoint: `${services.config.issuer}${path}`,
     onAssertionReplay: (clientId) => audit(request, 'client.assertion_replayed', { clientId }),
+    outbound: services.outbound,
   };
 }
 
@@ -50,6 +52,8 @@ export interface ClientAuthContext {
   /** Where the request was sent: an accepted `aud` of client assertions. */
   endpoint?: string;
   onAssertionReplay?: (clientId: string) => void;
+  /** How a client's jwks_uri is fetched; default: guarded with no allow-list. */
+  outbound?: ClientOutbound;
 }
 
 /** The client id a JWT assertion claims (its `sub`, else `iss`), read before anything is verified. */
@@ -155,6 +159,7 @@ export async function authenticateClient(context: ClientAuthContext, credentials
         clock: context.clock ?? (() => Date.now() / 1000),
         endpoint: context.endpoint ?? `${context.issuer}/oauth/token`,
         ...(context.onAssertionReplay ? { onReplay: context.onAssertionReplay } : {}),
+        ...(context.outbound ? { outbound: context.outbound } : {}),
       },
       client,
       credentials.assertion ?? '',

@@ -2,15 +2,19 @@
  * Dynamic client registration (RFC 7591) and its management (RFC 7592): the client metadata a
  * registration may carry, checked by the rules operator-made clients follow (admin/validation.ts)
  * and stricter where a person is not there to read a warning — a plain-http redirect URI to a host
- * that is not loopback is refused — and the client information response (RFC 7591 §3.2.1, RFC 7592
- * §3). Unknown members are ignored (RFC 7591 §2). No Fastify types here.
+ * that is not loopback is refused, and so is a back-channel logout URI or jwks_uri naming an
+ * internal address (the server would send requests there: client_outbound.ts) — and the client
+ * information response (RFC 7591 §3.2.1, RFC 7592 §3). Unknown members are ignored (RFC 7591 §2).
+ * No Fastify types here.
  */
 import { z } from 'zod';
 import { AdminInputError, validBackchannelLogoutUri, validName, validRedirectUri } from '../admin/validation.js';
 import { validJwks, validJwksUri } from '../admin/clients.js';
 import { randomString } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
+import type { OutboundAllowList } from '../net/outbound_policy.js';
 import type { ClientRecord, GrantTypeName, TokenEndpointAuthMethod } from '../store/store.js';
+import { registeredTargetRefusal } from './client_outbound.js';
 
 export const registrationPath = '/oauth/register';
 
@@ -94,11 +98,23 @@ function redirectUris(values: string[], refuse: (description: string, detail?: s
 }
 
 /**
+ * Refuses a URI the server would send requests to when it names an internal host outright (a
+ * literal loopback, private or link-local address, `localhost`) that the operator did not allow:
+ * caught here, the client learns at once; names that resolve inside are refused when used.
+ */
+function refuseInternalTarget(member: string, uri: string | undefined, allow: OutboundAllowList): void {
+  if (uri === undefined) return;
+  const refusal = registeredTargetRefusal(uri, allow);
+  if (refusal !== undefined) throw invalidMetadata(`${member} must name a public host: the server does not send requests to loopback, private or link-local addresses for registered clients.`, refusal);
+}
+
+/**
  * The metadata of a registration request or an RFC 7592 update, or invalid_redirect_uri /
  * invalid_client_metadata saying what is wrong (RFC 7591 §3.2.2). Omitted members take the defaults
  * of RFC 7591 §2: grant_types authorization_code, response_types code, client_secret_basic.
+ * `outboundAllow` (LATCHKEY_OUTBOUND_ALLOW) names the internal hosts a client may still use.
  */
-export function parseClientMetadata(input: unknown): ClientMetadata {
+export function parseClientMetadata(input: unknown, options: { outboundAllow: OutboundAllowList }): ClientMetadata {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) throw invalidMetadata('The request body must be a JSON object of client metadata.');
   const parsed = metadataSchema.safeParse(input);
   if (!parsed.success) {
@@ -136,8 +152,9 @@ export function parseClientMetadata(input: unknown): ClientMetadata {
   try {
     backchannelLogoutUri = validBackchannelLogoutUri(m.backchannel_logout_uri ?? undefined);
   } catch (err) {
-    throw invalidMetadata('backchannel_logout_uri must be an https URL (or http to a loopback host) without a fragment or credentials.', reason(err));
+    throw invalidMetadata('backchannel_logout_uri must be an https URL without a fragment or credentials (plain http only to a loopback address the operator allows).', reason(err));
   }
+  refuseInternalTarget('backchannel_logout_uri', backchannelLogoutUri, options.outboundAllow);
 
   const method = m.token_endpoint_auth_method ?? 'client_secret_basic';
   const jwksUriValue = m.jwks_uri ?? undefined;
@@ -151,8 +168,9 @@ export function parseClientMetadata(input: unknown): ClientMetadata {
   try {
     jwksUri = jwksUriValue === undefined ? undefined : validJwksUri(jwksUriValue);
   } catch (err) {
-    throw invalidMetadata('jwks_uri must be an https URL (or http to a loopback host) without a fragment or credentials.', reason(err));
+    throw invalidMetadata('jwks_uri must be an https URL without a fragment or credentials (plain http only to a loopback address the operator allows).', reason(err));
   }
+  refuseInternalTarget('jwks_uri', jwksUri, options.outboundAllow);
   try {
     jwks = jwksValue === undefined ? undefined : validJwks(JSON.stringify(jwksValue));
   } catch (err) {

@@ -16,6 +16,7 @@ import type { SecretBox } from '../crypto/secret_box.js';
 import { OAuthError } from '../errors.js';
 import type { ClientRecord } from '../store/store.js';
 import { asymmetricAlgorithms, clientSecretKeys, hmacAlgorithms, registeredKeySet } from './client_assertion.js';
+import type { ClientOutbound } from './client_outbound.js';
 
 /** Generous for any real request (a few hundred bytes of parameters), small enough to parse at once. */
 export const maxRequestObjectLength = 16_384;
@@ -28,6 +29,8 @@ export interface RequestObjectContext {
   clock: Clock;
   /** Opens client secrets kept for HMAC-signed objects; without it those are refused. */
   secretBox: SecretBox | undefined;
+  /** How a jwks_uri is fetched (guarded for self-registered clients); default: guarded with no allow-list. */
+  outbound?: ClientOutbound;
 }
 
 /** JWT claims that describe the object itself, not the authorization request. */
@@ -69,7 +72,7 @@ async function verifySigned(context: RequestObjectContext, client: ClientRecord,
       }
       throw refused('request object signature does not verify');
     }
-    const keys = registeredKeySet(client);
+    const keys = registeredKeySet(client, context.outbound);
     if (!keys) throw refused('signed request object from a client without registered keys');
     return (await jwtVerify(jwt, keys, { ...options, algorithms: asymmetricAlgorithms })).payload;
   } catch (err) {

@@ -251,7 +251,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     const parsed = await parseAuthorizationRequest(store, config, parameters, {
       checkIdTokenHint: (hint, clientId) => services.signer.idTokenHintSubject(hint, clientId),
-      requestObjects: { issuer: config.issuer, clock, secretBox: services.secretBox },
+      requestObjects: { issuer: config.issuer, clock, secretBox: services.secretBox, outbound: services.outbound },
     });
     if (parsed.kind === 'invalid_page') {
       audit(request, 'authorization.refused', { reason: parsed.message });

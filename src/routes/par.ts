@@ -61,7 +61,7 @@ export async function parRoutes(app: FastifyInstance): Promise<void> {
     }
     const parsed = await parseAuthorizationRequest(store, config, parameters, {
       checkIdTokenHint: (hint, clientId) => services.signer.idTokenHintSubject(hint, clientId),
-      requestObjects: { issuer: config.issuer, clock, secretBox: services.secretBox },
+      requestObjects: { issuer: config.issuer, clock, secretBox: services.secretBox, outbound: services.outbound },
     });
     // Nothing is answered through a redirect here: a bad redirect_uri is just a bad request (§2.3).
     if (parsed.kind === 'invalid_page') throw new OAuthError('invalid_request', parsed.message);

@@ -135,7 +135,7 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
       if (initial === undefined || initial.usedAt !== undefined || initial.expiresAt <= now) {
         throw invalidToken(true, 'The initial access token is invalid, expired or already used.', initial === undefined ? 'unknown initial access token' : initial.usedAt !== undefined ? 'used initial access token' : 'expired initial access token');
       }
-      const metadata = parseClientMetadata(jsonBody(request));
+      const metadata = parseClientMetadata(jsonBody(request), { outboundAllow: config.outboundAllow });
       const clientId = newRegisteredClientId();
       const secret = secretFor(metadata, clientId, undefined);
       const fresh = secret === 'keep' ? undefined : secret;
@@ -185,7 +185,7 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
   app.put<{ Params: { clientId: string } }>(managementPath, async (request, reply) =>
     guarded(request, reply, 'update', request.params.clientId, async () => {
       const { client, token } = await managedClient(request, request.params.clientId);
-      const metadata = parseClientMetadata(jsonBody(request));
+      const metadata = parseClientMetadata(jsonBody(request), { outboundAllow: config.outboundAllow });
       // RFC 7592 §2.2: the update names the client, and a secret it repeats must be the current one.
       if (metadata.clientId !== client.clientId) throw new OAuthError('invalid_client_metadata', 'client_id must be the client_id of this registration.');
       if (metadata.clientSecret !== undefined && (client.secretHash === undefined || !constantTimeEqual(sha256(metadata.clientSecret), client.secretHash))) {

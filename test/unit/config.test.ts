@@ -58,6 +58,7 @@ describe('loadConfig defaults', () => {
       idTokenScopeClaims: 'basic',
       defaultAudience: 'http://localhost:3000/userinfo',
       trustProxy: false,
+      outboundAllow: { hosts: [], blocks: [] },
       secureCookies: false,
       metricsToken: undefined,
       productName: 'Latchkey',
@@ -152,6 +153,7 @@ describe('loadConfig defaults', () => {
       idTokenScopeClaims: 'none',
       defaultAudience: 'https://api.example.com',
       trustProxy: false,
+      outboundAllow: { hosts: [], blocks: [] },
       secureCookies: true,
       metricsToken: undefined,
       productName: 'Latchkey',
@@ -329,6 +331,29 @@ describe('LATCHKEY_TRUST_PROXY', () => {
   for (const bad of ['true', 'yes', '10.0.0.0/33', '999.1.1.1', 'fd00::/129', '10.0.0.1/8/9', '100']) {
     it(`refuses ${bad}`, () => {
       expect(() => loadConfig({ LATCHKEY_TRUST_PROXY: bad })).toThrow(/LATCHKEY_TRUST_PROXY/);
+    });
+  }
+});
+
+describe('LATCHKEY_OUTBOUND_ALLOW', () => {
+  it('takes host names, addresses and CIDR blocks, comma-separated; empty allows nothing beyond public addresses', () => {
+    const allow = loadConfig({ LATCHKEY_OUTBOUND_ALLOW: ' JWKS.Corp.Example. ,10.20.0.0/16, 127.0.0.1,fd00::/8,[::1]' }).outboundAllow;
+    expect(allow.hosts).toEqual(['jwks.corp.example']);
+    expect(allow.blocks.map((b) => b.bits)).toEqual([96 + 16, 96 + 32, 8, 128]);
+    expect(loadConfig({ LATCHKEY_OUTBOUND_ALLOW: '' }).outboundAllow).toEqual({ hosts: [], blocks: [] });
+  });
+
+  for (const bad of ['10.0.0.0/33', 'fd00::/129', '10.0.0.1/8/9', 'https://jwks.corp.example', 'jwks.corp.example:8443', 'under score?', '999.1.1.1', 'a..b']) {
+    it(`refuses ${bad} with one line naming the variable`, () => {
+      let problems: string[] = [];
+      try {
+        loadConfig({ LATCHKEY_OUTBOUND_ALLOW: `jwks.corp.example,${bad}` });
+      } catch (err) {
+        problems = (err as ConfigError).problems;
+      }
+      expect(problems).toEqual([
+        'LATCHKEY_OUTBOUND_ALLOW must be a comma-separated list of host names, IP addresses and CIDR blocks (for example jwks.corp.example,10.20.0.0/16)',
+      ]);
     });
   }
 });

@@ -9,7 +9,7 @@
  * on a developer machine, but CI sets LATCHKEY_REQUIRE_BROWSER=1, so there they can only pass.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { addApi, addClient, addUser, deviceGrantType, form, testApp, type TestApp } from '../helpers/app.js';
-import { freePort } from '../helpers/process.js';
+import { freePort, runCli, spawnCli, startServerProcess } from '../helpers/process.js';
 import { startFakeOidcProvider } from '../helpers/upstreams.js';
 import { connectorSecretContext } from '../../src/connectors/runtime.js';
 
@@ -316,6 +316,54 @@ describe.skipIf(!run)('pages in a real browser', () => {
       await t.store.removeConnector('acme');
       await t.store.removeConnector('github');
       await idp.close();
+    }
+  }, 60_000);
+});
+
+describe.skipIf(!run)('latchkey login in a real browser', () => {
+  it('the browser command is given a page file; Chromium opens it, signs in, and the CLI stores the tokens; Back does not cancel', async () => {
+    const serverEnv = { LATCHKEY_DB: join(dir, 'cli-login.db') };
+    expect((await runCli(['users', 'add', 'erin', '--email', 'erin@example.com', '--password-stdin'], serverEnv, 'erin-password')).code).toBe(0);
+    const server = await startServerProcess(serverEnv);
+    // $BROWSER: records the one argument it is given, which the test then opens in Chromium.
+    const calls = join(dir, 'opener.calls');
+    const opener = join(dir, 'opener');
+    writeFileSync(opener, `#!${process.execPath}\nrequire('node:fs').appendFileSync(${JSON.stringify(calls)}, JSON.stringify(process.argv.slice(2)) + '\\n');\n`, { mode: 0o755 });
+    const home = join(dir, 'cli-home');
+    const cli = spawnCli(['login', '--issuer', server.base], { HOME: home, BROWSER: opener });
+    const context = await browser.newContext(desktop);
+    try {
+      await cli.waitForStderr(/Opening your browser/);
+      await expect.poll(() => (existsSync(calls) ? readFileSync(calls, 'utf8') : '')).toMatch(/\n$/);
+      const argv = JSON.parse(readFileSync(calls, 'utf8')) as string[];
+      expect(argv).toHaveLength(1);
+      expect(argv[0]).toMatch(/^file:\/\/\//);
+      const page = await context.newPage();
+      await page.goto(argv[0]!);
+      // The page posted itself to the CLI, which sent the browser on to the sign-in.
+      await page.getByLabel('Username').waitFor();
+      expect(page.url().startsWith(`${server.base}/login`)).toBe(true);
+      // Back and Forward again: the page's secret is not posted a second time (which would cancel).
+      await page.goBack();
+      await page.goForward();
+      await page.getByLabel('Username').waitFor();
+      expect(cli.child.exitCode).toBeNull();
+      await signInOnPage(page);
+      // The one-click confirmation for a loopback redirect (RFC 8252 §8.6).
+      await page.getByRole('heading', { name: 'Continue to Latchkey CLI?' }).waitFor();
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.getByRole('heading', { name: 'Signed in — you can close this tab' }).waitFor();
+      expect(await cli.exit).toBe(0);
+      expect(cli.stderr()).toContain(`Signed in to ${server.base} as erin.`);
+      const stored = JSON.parse(readFileSync(join(home, '.latchkey', 'credentials.json'), 'utf8')) as { profiles: Record<string, { issuer: string; refresh_token?: string }> };
+      expect(stored.profiles.default?.issuer).toBe(server.base);
+      expect(stored.profiles.default?.refresh_token).toMatch(/^lk_rt_/);
+      expect(existsSync(fileURLToPath(argv[0]!))).toBe(false);
+      expect(readdirSync(join(home, '.latchkey')).filter((name) => name.startsWith('login-'))).toEqual([]);
+    } finally {
+      await context.close();
+      if (cli.child.exitCode === null) cli.child.kill();
+      await server.stop();
     }
   }, 60_000);
 });

@@ -5,9 +5,10 @@
  * browser's redirect reach the CLI's loopback listener; for --device it approves the printed code.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { actOnDeviceCode, Browser, fetchTransport, inputValue, signIn } from '../helpers/browser.js';
 import { runCli, spawnCli, startServerProcess, type RunningCli, type ServerProcess } from '../helpers/process.js';
 
@@ -207,28 +208,38 @@ describe('latchkey login (browser)', () => {
   });
 });
 
-describe('latchkey login does not leak the authorization request to other local users', () => {
+describe('latchkey login gives other local accounts nothing to start or finish the sign-in with', () => {
   // Whatever is on the browser command's command line, every local account can read from
-  // /proc/PID/cmdline. Were it the authorization request (state, nonce, code_challenge), another
-  // account could open it first, sign in as itself, and have the CLI store its tokens.
+  // /proc/PID/cmdline. Were it the authorization request (state, nonce, code_challenge) or any
+  // address leading to it, another account could open it first, sign in as itself, and have the
+  // CLI store its tokens. The command gets the address of a page file only the person can read.
   const running: RunningCli[] = [];
   afterEach(() => {
     for (const cli of running.splice(0)) if (cli.child.exitCode === null) cli.child.kill();
   });
 
-  /** A stand-in for $BROWSER that records each call's arguments (one a line, then END) and exits. */
+  interface OpenerCall {
+    argv: string[];
+    env: Record<string, string>;
+  }
+
+  /** A stand-in for $BROWSER that records each call's arguments and environment, and exits. */
   function fakeBrowser(name: string) {
-    const log = join(dir, `${name}.argv`);
-    const command = join(dir, `${name}-browser.sh`);
-    writeFileSync(command, `#!/bin/sh\nprintf '%s\\n' "$@" END >> '${log}'\n`, { mode: 0o755 });
+    const log = join(dir, `${name}.calls`);
+    const command = join(dir, `${name}-browser`);
+    writeFileSync(
+      command,
+      `#!${process.execPath}\nrequire('node:fs').appendFileSync(${JSON.stringify(log)}, JSON.stringify({ argv: process.argv.slice(2), env: process.env }) + '\\n');\n`,
+      { mode: 0o755 },
+    );
     return {
       command,
-      /** The arguments of every call so far, once there has been one. */
-      async calls(timeoutMs = 15_000): Promise<string[][]> {
+      /** Every call so far, once there has been one. */
+      async calls(timeoutMs = 15_000): Promise<OpenerCall[]> {
         const started = Date.now();
         for (;;) {
           const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
-          if (text.endsWith('END\n')) return text.split('END\n').slice(0, -1).map((call) => call.split('\n').slice(0, -1));
+          if (text.endsWith('\n')) return text.trimEnd().split('\n').map((line) => JSON.parse(line) as OpenerCall);
           if (Date.now() - started > timeoutMs) throw new Error(`$BROWSER was not called: "${text}"`);
           await sleep(25);
         }
@@ -244,24 +255,72 @@ describe('latchkey login does not leak the authorization request to other local 
     return { cli, authorization: new URL(printed) };
   }
 
-  it('the browser command gets only a one-time start address, which redirects once to the printed request', async () => {
+  /** What the person's browser finds in the page file it was given: where the form posts, and the secret. */
+  function readPage(fileUrl: string) {
+    const html = readFileSync(fileURLToPath(fileUrl), 'utf8');
+    const action = html.match(/<form method="post" action="([^"]+)">/)?.[1];
+    const secret = html.match(/<input type="hidden" name="t" value="([^"]+)">/)?.[1];
+    expect(action).toBeDefined();
+    expect(secret).toBeDefined();
+    return { action: action!, secret: secret! };
+  }
+
+  /** The person's browser submitting the page's form (or anyone else who had the secret). */
+  const post = (page: { action: string; secret: string }) => fetch(page.action, { method: 'POST', body: new URLSearchParams({ t: page.secret }), redirect: 'manual' });
+
+  /** The folders sign-in pages are written to: none outlives its `latchkey login`. */
+  const pageFolders = () => (existsSync(join(home, '.latchkey')) ? readdirSync(join(home, '.latchkey')).filter((name) => name.startsWith('login-')) : []);
+
+  it('the browser command line and environment hold only a page file no other account can read; the file is gone after the sign-in', async () => {
     const browser = fakeBrowser('once');
     const { cli, authorization } = await loginWith(browser, 'start');
     const calls = await browser.calls();
     expect(calls).toHaveLength(1);
-    expect(calls[0]).toHaveLength(1);
-    const start = calls[0]![0]!;
+    const { argv, env } = calls[0]!;
+    expect(argv).toHaveLength(1);
+    const visible = [browser.command, ...argv, ...Object.entries(env).map(([name, value]) => `${name}=${value}`)];
     const callbackPort = new URL(authorization.searchParams.get('redirect_uri')!).port;
-    expect(start).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${callbackPort}/start\\?t=[A-Za-z0-9_-]{43,}$`));
-    for (const name of ['state', 'nonce', 'code_challenge']) {
-      const value = authorization.searchParams.get(name);
-      expect(value).toBeTruthy();
-      expect(start).not.toContain(value);
-    }
-    expect(start).not.toContain('/authorize');
 
-    const opened = await fetch(start, { redirect: 'manual' });
-    expect(opened.status).toBe(302);
+    // Nothing on the command line is an address another account could open…
+    for (const arg of argv) {
+      expect(arg).not.toMatch(/^https?:/);
+      expect(arg).not.toContain('/authorize');
+      expect(arg).not.toContain('t=');
+    }
+    // …and neither it nor the environment holds the loopback address or any value of the request.
+    for (const text of visible) {
+      expect(text).not.toContain(`127.0.0.1:${callbackPort}`);
+      for (const name of ['state', 'nonce', 'code_challenge']) {
+        const value = authorization.searchParams.get(name);
+        expect(value).toBeTruthy();
+        expect(text).not.toContain(value);
+      }
+    }
+    // The one argument is a page file in a fresh folder that only this account can enter and read.
+    const fileUrl = argv[0]!;
+    expect(fileUrl).toMatch(/^file:\/\/\//);
+    const path = fileURLToPath(fileUrl);
+    const folder = dirname(path);
+    expect(dirname(folder)).toBe(join(home, '.latchkey'));
+    expect(basename(folder)).toMatch(/^login-/);
+    expect(statSync(folder).mode & 0o777).toBe(0o700);
+    expect(statSync(folder).uid).toBe(process.getuid!());
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(statSync(path).uid).toBe(process.getuid!());
+    const page = readPage(fileUrl);
+    expect(page.action).toBe(`http://127.0.0.1:${callbackPort}/start`);
+    expect(page.secret).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    for (const text of visible) expect(text).not.toContain(page.secret);
+    // Without the secret the loopback listener opens nothing: what another account can see is useless.
+    for (const probe of [page.action, `${page.action}?t=`, `http://127.0.0.1:${callbackPort}/`]) {
+      const res = await fetch(probe, { redirect: 'manual' });
+      expect(res.status, probe).toBe(404);
+      await res.text();
+    }
+
+    // The person's browser opens the page: its form posts the secret, and is sent to the printed request.
+    const opened = await post(page);
+    expect(opened.status).toBe(303);
     expect(opened.headers.get('location')).toBe(authorization.href);
     expect(opened.headers.get('cache-control')).toBe('no-store');
     expect(opened.headers.get('referrer-policy')).toBe('no-referrer');
@@ -271,65 +330,72 @@ describe('latchkey login does not leak the authorization request to other local 
     expect(await cli.exit).toBe(0);
     expect(cli.stderr()).toContain(`Signed in to ${server.base} as carol (profile start).`);
     expect(credentials().profiles.start).toMatchObject({ issuer: server.base, client_id: 'latchkey-cli', token_type: 'Bearer' });
+    expect(existsSync(path)).toBe(false);
+    expect(existsSync(folder)).toBe(false);
+    expect(pageFolders()).toEqual([]);
   });
 
-  it('a start address opened twice cancels the sign-in: 400, exit 1, nothing stored, the callback refused', async () => {
+  it('a page posted twice cancels the sign-in: 400, exit 1, nothing stored, the callback refused, the file gone', async () => {
     const browser = fakeBrowser('twice');
     const { cli, authorization } = await loginWith(browser, 'hijacked');
-    const start = (await browser.calls())[0]![0]!;
-    // Another local account read the address and opened it first…
-    const first = await fetch(start, { redirect: 'manual' });
-    expect(first.status).toBe(302);
+    const fileUrl = (await browser.calls())[0]!.argv[0]!;
+    const page = readPage(fileUrl);
+    // Someone who got hold of the secret all the same posts it first…
+    const first = await post(page);
+    expect(first.status).toBe(303);
     await first.text();
-    // …then the person's browser opens it.
-    const second = await fetch(start, { redirect: 'manual' });
+    // …then the person's browser opens the page.
+    const second = await post(page);
     expect(second.status).toBe(400);
     expect(second.headers.get('cache-control')).toBe('no-store');
     expect(await second.text()).toContain('opened twice');
     expect(await cli.exit).toBe(1);
     expect(cli.stderr()).toContain(
-      'latchkey: the sign-in address was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run latchkey login again.\n',
+      'latchkey: the sign-in page was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run latchkey login again.\n',
     );
     // The intruder signs in as itself and its browser is sent back with the right state: nobody takes it.
     const callback = await signInAtServer(first.headers.get('location')!);
     expect(new URL(callback).searchParams.get('state')).toBe(authorization.searchParams.get('state'));
     expect(await fetch(callback).then((r) => r.status, () => 'refused')).toBe('refused');
     expect(existsSync(credentialsPath()) ? credentials().profiles.hijacked : undefined).toBeUndefined();
+    expect(existsSync(fileURLToPath(fileUrl))).toBe(false);
+    expect(pageFolders()).toEqual([]);
   });
 
-  it('another program that finishes a whole sign-in before the browser opens the address is caught, and nothing is stored', async () => {
+  it('another program that finishes a whole sign-in before the browser opens the page is caught, and nothing is stored', async () => {
     const browser = fakeBrowser('raced');
     const { cli } = await loginWith(browser, 'raced');
-    const start = (await browser.calls())[0]![0]!;
-    // The intruder, fast: opens the start address, signs in as itself, sends the code back.
-    const first = await fetch(start, { redirect: 'manual' });
+    const page = readPage((await browser.calls())[0]!.argv[0]!);
+    // The intruder, fast: posts the secret, signs in as itself, sends the code back.
+    const first = await post(page);
     await first.text();
     const landing = fetch(await signInAtServer(first.headers.get('location')!));
-    // The person's browser, a moment later (a cold start), opens the address too.
+    // The person's browser, a moment later (a cold start), opens the page too.
     await sleep(800);
-    const second = await fetch(start, { redirect: 'manual' });
+    const second = await post(page);
     expect(second.status).toBe(400);
     await second.text();
     expect((await landing).status).toBe(400);
     expect(await cli.exit).toBe(1);
-    expect(cli.stderr()).toContain('the sign-in address was opened twice');
+    expect(cli.stderr()).toContain('the sign-in page was opened twice');
     expect(existsSync(credentialsPath()) ? credentials().profiles.raced : undefined).toBeUndefined();
   });
 
-  it('a wrong t, no t, another path or another method gets 404 and the sign-in carries on', async () => {
+  it('a wrong secret, the secret in a URL, another path or method gets 404 and the sign-in carries on', async () => {
     const browser = fakeBrowser('probed');
     const { cli, authorization } = await loginWith(browser, 'probed');
-    const start = (await browser.calls())[0]![0]!;
-    const { origin, searchParams } = new URL(start);
-    const t = searchParams.get('t')!;
+    const page = readPage((await browser.calls())[0]!.argv[0]!);
+    const { action, secret } = page;
+    const form = (body: string): RequestInit => ({ method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     const probes: [string, RequestInit][] = [
-      [`${origin}/start?t=${'A'.repeat(t.length)}`, {}],
-      [`${origin}/start?t=${t.slice(0, -1)}`, {}],
-      [`${origin}/start?t=${t}x`, {}],
-      [`${origin}/start`, {}],
-      [`${origin}/start/?t=${t}`, {}],
-      [start, { method: 'POST' }],
-      [start, { method: 'HEAD' }],
+      [action, form(`t=${'A'.repeat(secret.length)}`)],
+      [action, form(`t=${secret.slice(0, -1)}`)],
+      [action, form(`t=${secret}x`)],
+      [action, form('')],
+      [`${action}?t=${secret}`, {}],
+      [`${action}?t=${secret}`, form('')],
+      [`${action}/`, form(`t=${secret}`)],
+      [action, { method: 'HEAD' }],
     ];
     for (const [url, init] of probes) {
       const res = await fetch(url, { ...init, redirect: 'manual' });
@@ -337,13 +403,50 @@ describe('latchkey login does not leak the authorization request to other local 
       expect(res.headers.get('location')).toBeNull();
       await res.text();
     }
-    const opened = await fetch(start, { redirect: 'manual' });
-    expect(opened.status).toBe(302);
+    const opened = await post(page);
+    expect(opened.status).toBe(303);
     expect(opened.headers.get('location')).toBe(authorization.href);
     const { landing } = await completeBrowserSignIn(opened.headers.get('location')!);
     expect(landing.status).toBe(200);
     expect(await cli.exit).toBe(0);
     expect(credentials().profiles.probed).toMatchObject({ issuer: server.base });
+  });
+
+  it('the page file is removed when the sign-in is cancelled (Ctrl-C, kill, a closed terminal) or fails', async () => {
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+      const browser = fakeBrowser(`cancelled-${signal}`);
+      const { cli } = await loginWith(browser, 'cancelled');
+      const path = fileURLToPath((await browser.calls())[0]!.argv[0]!);
+      expect(existsSync(path)).toBe(true);
+      cli.child.kill(signal);
+      expect(await cli.exit, signal).toBe(130);
+      expect(cli.stderr()).toContain('latchkey: cancelled');
+      expect(existsSync(dirname(path)), signal).toBe(false);
+    }
+    // A failure: the server answers the callback with an error.
+    const browser = fakeBrowser('failed');
+    const { cli, authorization } = await loginWith(browser, 'failed');
+    const path = fileURLToPath((await browser.calls())[0]!.argv[0]!);
+    const callback = new URL(authorization.searchParams.get('redirect_uri')!);
+    callback.search = new URLSearchParams({ state: authorization.searchParams.get('state')!, error: 'server_error' }).toString();
+    expect((await fetch(callback)).status).toBe(400);
+    expect(await cli.exit).toBe(1);
+    expect(existsSync(dirname(path))).toBe(false);
+    expect(pageFolders()).toEqual([]);
+    expect(existsSync(credentialsPath()) ? credentials().profiles.cancelled : undefined).toBeUndefined();
+    expect(existsSync(credentialsPath()) ? credentials().profiles.failed : undefined).toBeUndefined();
+  });
+
+  it('--no-browser writes no page file and prints the request on stderr, the person\'s own terminal', async () => {
+    const cli = spawnCli(['login', '--no-browser', '--profile', 'printed'], cliEnv);
+    running.push(cli);
+    const [url] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
+    expect(cli.stderr()).toContain(`Open this address in a browser to sign in:\n\n  ${url}\n\n`);
+    expect(cli.stderr()).not.toContain('Opening your browser');
+    expect(pageFolders()).toEqual([]);
+    const { landing } = await completeBrowserSignIn(url);
+    expect(landing.status).toBe(200);
+    expect(await cli.exit).toBe(0);
   });
 });
 

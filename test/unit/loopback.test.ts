@@ -1,10 +1,11 @@
 /**
- * The loopback listener of `latchkey login` on a real local socket: its one-time start address
- * (what the browser command is given instead of the authorization request, which any local account
- * could read from the command line) redirects once, and a second opening cancels the sign-in.
+ * The loopback listener of `latchkey login` on a real local socket: its one-time start form (what
+ * the sign-in page file posts, in place of any address on a command line that any local account
+ * could read) is answered once with a redirect to the request, and presented twice it cancels the
+ * sign-in.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { listenForCallback, SignInHijacked, type Callback, type CallbackListener } from '../../src/cli/client/loopback.js';
+import { listenForCallback, SignInHijacked, type Callback, type CallbackListener, type StartForm } from '../../src/cli/client/loopback.js';
 
 const authorizationUrl = 'https://id.example/authorize?client_id=latchkey-cli&state=the-state&nonce=n&code_challenge=c';
 let listener: CallbackListener | undefined;
@@ -25,19 +26,23 @@ const get = async (url: string, init: RequestInit = {}) => {
   return { status: res.status, headers: res.headers, body: await res.text() };
 };
 
+/** What the sign-in page's form sends. */
+const present = (form: StartForm, secret = form.secret) => get(form.action, { method: 'POST', body: new URLSearchParams({ t: secret }) });
+
 const pending = Symbol('pending');
 const settledYet = (promise: Promise<unknown>) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve(pending), 50))]);
 
-describe('the start address', () => {
-  it('is a fresh 256-bit address on the callback port that answers once with a 302 to the request', async () => {
+describe('the start form', () => {
+  it('posts a fresh 256-bit secret to /start on the callback port, answered once with a 303 to the request', async () => {
     const { listener, outcome } = await listen();
-    const start = listener.startAddress(authorizationUrl);
+    const start = listener.startForm(authorizationUrl);
     const port = new URL(listener.redirectUri).port;
-    expect(start).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/start\\?t=[A-Za-z0-9_-]{43}$`));
-    expect(start).not.toContain('the-state');
+    expect(start.action).toBe(`http://127.0.0.1:${port}/start`);
+    expect(start.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(start.secret).not.toContain('the-state');
 
-    const opened = await get(start);
-    expect(opened.status).toBe(302);
+    const opened = await present(start);
+    expect(opened.status).toBe(303);
     expect(opened.headers.get('location')).toBe(authorizationUrl);
     expect(opened.headers.get('cache-control')).toBe('no-store');
     expect(opened.headers.get('referrer-policy')).toBe('no-referrer');
@@ -51,11 +56,11 @@ describe('the start address', () => {
     expect((await answer).status).toBe(200);
   });
 
-  it('opened a second time answers 400, rejects the callback with SignInHijacked, and refuses every callback after', async () => {
+  it('presented a second time answers 400, rejects the callback with SignInHijacked, and refuses every callback after', async () => {
     const { listener, outcome } = await listen();
-    const start = listener.startAddress(authorizationUrl);
-    expect((await get(start)).status).toBe(302);
-    const again = await get(start);
+    const start = listener.startForm(authorizationUrl);
+    expect((await present(start)).status).toBe(303);
+    const again = await present(start);
     expect(again.status).toBe(400);
     expect(again.headers.get('location')).toBeNull();
     expect(again.headers.get('cache-control')).toBe('no-store');
@@ -67,18 +72,18 @@ describe('the start address', () => {
     const late = await get(`${listener.redirectUri}?code=c&state=the-state`);
     expect(late.status).toBe(400);
     expect(late.body).toContain('Sign-in cancelled');
-    expect((await get(start)).status).toBe(400);
+    expect((await present(start)).status).toBe(400);
   });
 
-  it('opened a second time while the code is being redeemed: openedTwice() tells the caller not to store', async () => {
+  it('presented a second time while the code is being redeemed: openedTwice() tells the caller not to store', async () => {
     const { listener, outcome } = await listen();
-    const start = listener.startAddress(authorizationUrl);
-    expect((await get(start)).status).toBe(302);
+    const start = listener.startForm(authorizationUrl);
+    expect((await present(start)).status).toBe(303);
     const answer = fetch(`${listener.redirectUri}?code=c&state=the-state`);
     const result = await outcome;
     expect('callback' in result).toBe(true);
     expect(listener.openedTwice()).toBe(false);
-    const again = await get(start);
+    const again = await present(start);
     expect(again.status).toBe(400);
     expect(again.body).toContain('Sign-in cancelled');
     expect(listener.openedTwice()).toBe(true);
@@ -86,49 +91,61 @@ describe('the start address', () => {
     expect((await answer).status).toBe(400);
   });
 
-  it('opened a second time after the sign-in finished: a page that says so, not that nothing was saved', async () => {
+  it('presented a second time after the sign-in finished: a page that says so, not that nothing was saved', async () => {
     const { listener, outcome } = await listen();
-    const start = listener.startAddress(authorizationUrl);
-    expect((await get(start)).status).toBe(302);
+    const start = listener.startForm(authorizationUrl);
+    expect((await present(start)).status).toBe(303);
     const answer = fetch(`${listener.redirectUri}?code=c&state=the-state`);
     const result = await outcome;
     if ('callback' in result) result.callback.finish(true);
     expect((await answer).status).toBe(200);
-    const again = await get(start);
+    const again = await present(start);
     expect(again.status).toBe(400);
     expect(again.body).toContain('after the sign-in had finished');
     expect(again.body).not.toContain('Nothing was saved');
   });
 
-  it('a wrong t, no t, another path or another method gets 404 and leaves it usable', async () => {
+  it('a wrong or missing secret, the secret in a URL, another path, method or body gets 404 and leaves it usable', async () => {
     const { listener, outcome } = await listen();
-    const start = listener.startAddress(authorizationUrl);
-    const { origin, searchParams } = new URL(start);
-    const t = searchParams.get('t')!;
+    const start = listener.startForm(authorizationUrl);
+    const { action, secret } = start;
+    const form = (body: string, type = 'application/x-www-form-urlencoded'): RequestInit => ({ method: 'POST', body, headers: { 'content-type': type } });
     const probes: [string, RequestInit][] = [
-      [`${origin}/start?t=${'A'.repeat(t.length)}`, {}],
-      [`${origin}/start?t=${t.slice(0, -1)}`, {}],
-      [`${origin}/start?t=${t}A`, {}],
-      [`${origin}/start?t=`, {}],
-      [`${origin}/start`, {}],
-      [`${origin}/begin?t=${t}`, {}],
-      [`${origin}/start/?t=${t}`, {}],
-      [start, { method: 'POST' }],
-      [start, { method: 'HEAD' }],
+      [action, form(`t=${'A'.repeat(secret.length)}`)],
+      [action, form(`t=${secret.slice(0, -1)}`)],
+      [action, form(`t=${secret}A`)],
+      [action, form('t=')],
+      [action, form('')],
+      [action, form(`t=${secret}&t=${secret}`)],
+      [action, form(`t=${secret}&state=the-state`)],
+      [action, form(`t=${secret}&pad=${'x'.repeat(4096)}`)],
+      [action, form(JSON.stringify({ t: secret }), 'application/json')],
+      [action, form(`t=${secret}`, 'text/plain')],
+      // The secret never travels in a URL, where it could end up in a log or a history.
+      [`${action}?t=${secret}`, form('')],
+      [`${action}?t=${secret}`, {}],
+      [`${action}?t=${secret}`, { method: 'HEAD' }],
+      [`${action}/`, form(`t=${secret}`)],
+      [action.replace('/start', '/begin'), form(`t=${secret}`)],
+      [action, { method: 'PUT', body: `t=${secret}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
     ];
     for (const [url, init] of probes) {
       const res = await get(url, init);
-      expect(res.status, `${init.method ?? 'GET'} ${url}`).toBe(404);
+      expect(res.status, `${init.method ?? 'GET'} ${url} ${String(init.body ?? '').slice(0, 80)}`).toBe(404);
       expect(res.headers.get('location')).toBeNull();
     }
     expect(await settledYet(outcome)).toBe(pending);
-    expect((await get(start)).status).toBe(302);
+    expect(listener.openedTwice()).toBe(false);
+    const opened = await present(start);
+    expect(opened.status).toBe(303);
+    expect(opened.headers.get('location')).toBe(authorizationUrl);
   });
 
   it('does not exist until it is asked for (--no-browser), and is made once', async () => {
     const { listener } = await listen();
-    expect((await get(`${new URL(listener.redirectUri).origin}/start?t=`)).status).toBe(404);
-    listener.startAddress(authorizationUrl);
-    expect(() => listener.startAddress(authorizationUrl)).toThrow();
+    const action = `${new URL(listener.redirectUri).origin}/start`;
+    expect((await get(action, { method: 'POST', body: new URLSearchParams({ t: '' }) })).status).toBe(404);
+    listener.startForm(authorizationUrl);
+    expect(() => listener.startForm(authorizationUrl)).toThrow();
   });
 });

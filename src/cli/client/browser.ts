@@ -1,6 +1,8 @@
 /**
  * Opens a URL in the person's default browser ($BROWSER, else the platform's opener). The URL is
- * on the opener's command line, which every local account can read: pass nothing secret.
+ * on the opener's and the browser's command lines, which every local account can read
+ * (/proc/PID/cmdline): pass nothing secret — `latchkey login` passes the address of a file only
+ * the person can read (sign_in_page.ts).
  */
 import { spawn } from 'node:child_process';
 

@@ -2,7 +2,9 @@
  * `latchkey login`: the Authorization Code flow with PKCE, state and nonce through a loopback
  * listener and the default browser, or with --device the Device Code flow for machines without
  * one. The tokens are stored for the profile; the id_token is verified by openid-client. The
- * browser is started with a one-time local address (see loopback.ts), never with the request.
+ * browser is started with the address of a page file only this account can read, never with the
+ * request or anything else that would let another account start or finish the sign-in
+ * (sign_in_page.ts, loopback.ts).
  */
 import { homedir } from 'node:os';
 import QRCode from 'qrcode';
@@ -15,6 +17,7 @@ import { CredentialsStore, type Profile } from './credentials.js';
 import { clientHelp } from './help.js';
 import { pollForTokens } from './device_poll.js';
 import { listenForCallback, SignInAborted, SignInHijacked, SignInTimeout, type Callback } from './loopback.js';
+import { writeSignInPage, type SignInPage } from './sign_in_page.js';
 import { describe, discover, oidc, printable } from './oidc.js';
 import { dpopHandle, dpopProof, newDpopKey } from './dpop_key.js';
 import { tokenTypeName } from './session.js';
@@ -32,9 +35,10 @@ const deviceTokenResponse = z.object({
 });
 const browserTimeoutMs = 5 * 60 * 1000;
 /**
- * How long after starting the browser a second opening of the start address is still awaited
- * before anything is stored: a program racing the person can finish a whole sign-in before a
- * browser has even started, and is caught only when the browser then opens the address too.
+ * How long after starting the browser a second presentation of the start secret is still awaited
+ * before anything is stored. No other account can read the secret; should it leak all the same,
+ * a program racing the person can finish a whole sign-in before a browser has even started, and
+ * is caught only when the browser then opens the page too.
  */
 const settleAfterLaunchMs = 5000;
 
@@ -42,7 +46,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const openedTwice = () =>
   new CommandError(
-    'the sign-in address was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run latchkey login again.',
+    'the sign-in page was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run latchkey login again.',
     exitCodes.failure,
   );
 
@@ -56,10 +60,16 @@ interface LoginOptions {
   dpopJwk: JWK | undefined;
 }
 
-async function browserLogin(context: CommandContext, config: oidc.Configuration, o: LoginOptions, hints: { ssh: boolean; browser: string | undefined }) {
+async function browserLogin(
+  context: CommandContext,
+  config: oidc.Configuration,
+  o: LoginOptions,
+  hints: { ssh: boolean; browser: string | undefined; home: string },
+) {
   const state = oidc.randomState();
   const listener = await listenForCallback(state, browserTimeoutMs, o.signal);
   let answer: ((ok: boolean) => void) | undefined;
+  let page: SignInPage | undefined;
   try {
     const verifier = oidc.randomPKCECodeVerifier();
     const nonce = oidc.randomNonce();
@@ -77,12 +87,21 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
     context.stderr.write(`Open this address in a browser to sign in:\n\n  ${url.href}\n\n`);
     let launchedAt: number | undefined;
     if (context.values['no-browser'] !== true) {
-      // Not the request itself: the browser's command line is readable by every local account
-      // (/proc/PID/cmdline), and whoever opened the request first could sign in as themselves and
-      // have their tokens stored here. The start address works once, and a second use cancels.
-      openBrowser(listener.startAddress(url.href), hints.browser);
-      launchedAt = Date.now();
-      context.stderr.write('Opening your browser… (waiting up to 5 minutes)\n');
+      // Not the request itself, nor any address that leads to it: the browser's command line is
+      // readable by every local account (/proc/PID/cmdline), and whoever opened such an address
+      // first could sign in as themselves and have their tokens stored here. The browser gets a
+      // file only this account can read, which posts the one-time secret; a second post cancels.
+      try {
+        page = writeSignInPage(hints.home, listener.startForm(url.href));
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+        context.stderr.write(`Could not open your browser (cannot write the sign-in page in ${printable(hints.home)}: ${printable(code)}): open the address above. (waiting up to 5 minutes)\n`);
+      }
+      if (page) {
+        openBrowser(page.url, hints.browser);
+        launchedAt = Date.now();
+        context.stderr.write('Opening your browser… (waiting up to 5 minutes; if it shows no sign-in page, open the address above)\n');
+      }
     }
     let callback: Callback;
     try {
@@ -115,7 +134,7 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
       throw new CommandError(`the sign-in could not be completed: ${describe(err)}`);
     }
     // A sign-in finished this soon after the browser started may be another program's, done before
-    // the person's browser opened the start address: wait until it would have, then look.
+    // the person's browser opened the page: wait until it would have, then look.
     if (launchedAt !== undefined && !listener.openedTwice() && Date.now() < launchedAt + settleAfterLaunchMs) {
       context.stderr.write('Finishing the sign-in…\n');
       while (Date.now() < launchedAt + settleAfterLaunchMs && !listener.openedTwice() && !o.signal.aborted) await sleep(100);
@@ -127,6 +146,7 @@ async function browserLogin(context: CommandContext, config: oidc.Configuration,
     return tokens;
   } finally {
     answer?.(false);
+    page?.remove();
     listener.close();
   }
 }
@@ -198,7 +218,7 @@ export const loginCommand: Command = {
       '  --dpop            bind the tokens to a key made on this machine (DPoP, RFC 9449): a copied',
       '                    token is useless without it; the key stays in the credentials file (0600)',
       '  --no-browser      print the address, do not open the browser (the browser is given a',
-      '                    one-time local address, never the sign-in request itself)',
+      '                    page file only you can read, never the sign-in request itself)',
       '',
     ].join('\n'),
   ),
@@ -233,13 +253,15 @@ export const loginCommand: Command = {
 
     const abort = new AbortController();
     const onInterrupt = () => abort.abort();
-    process.once('SIGINT', onInterrupt);
+    // Ctrl-C, kill, or a closed terminal: the sign-in ends the ordinary way, so the page file goes.
+    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+    for (const name of signals) process.once(name, onInterrupt);
     try {
       const o = { ...options, signal: abort.signal };
       const tokens =
         context.values.device === true
           ? await deviceLogin(context, config, o)
-          : await browserLogin(context, config, o, { ssh: client.sshWithoutDisplay, browser: client.browserCommand });
+          : await browserLogin(context, config, o, { ssh: client.sshWithoutDisplay, browser: client.browserCommand, home: client.home });
       const profile: Profile = {
         issuer: options.issuer,
         client_id: options.clientId,
@@ -272,7 +294,7 @@ export const loginCommand: Command = {
       context.stderr.write(`Signed in to ${options.issuer}${who}${profileName === 'default' ? '' : ` (profile ${profileName})`}.\n`);
       return exitCodes.ok;
     } finally {
-      process.off('SIGINT', onInterrupt);
+      for (const name of signals) process.off(name, onInterrupt);
     }
   },
 };

@@ -5,10 +5,11 @@
  * program or a web page probing ports cannot end or spoil the sign-in. The browser's answer is
  * held until the caller has finished (code exchanged, id_token verified), so it tells the truth.
  *
- * It also serves the one-time start address given to the browser command in place of the
- * authorization request, since a command line is readable by every local account
- * (/proc/PID/cmdline). The start address redirects once; opened a second time, two parties raced
- * for it and there is no telling which was the person, so the sign-in is cancelled.
+ * It also takes the one-time start secret that the browser posts from the sign-in page file (see
+ * sign_in_page.ts) and answers it, once, with a redirect to the authorization request. Only the
+ * secret opens the way: a port is visible to every local account, but the secret travels in no
+ * URL and no command line. Presented a second time, two parties had it and there is no telling
+ * which was the person, so the sign-in is cancelled.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,16 +21,24 @@ export interface Callback {
   finish(ok: boolean): void;
 }
 
+export interface StartForm {
+  /** `http://127.0.0.1:<port>/start`: where the form posts; nothing secret. */
+  action: string;
+  /** The value of the form's one field, `t`. */
+  secret: string;
+}
+
 export interface CallbackListener {
   redirectUri: string;
   /**
-   * Returns `http://127.0.0.1:<port>/start?t=<256 random bits>`, which redirects once to
-   * `authorizationUrl`: safe to put on a command line. At most one per listener.
+   * Makes the one-time start form: posting `t=<secret>` (256 random bits) to `action` answers once
+   * with a 303 to `authorizationUrl`. The secret must reach the browser only through something no
+   * other account can read. At most one per listener.
    */
-  startAddress(authorizationUrl: string): string;
-  /** Resolves with the callback carrying the expected state; rejects on timeout, abort or a start address opened twice. */
+  startForm(authorizationUrl: string): StartForm;
+  /** Resolves with the callback carrying the expected state; rejects on timeout, abort or a start secret presented twice. */
   callback: Promise<Callback>;
-  /** Whether the start address was opened twice, which may happen after the callback came. */
+  /** Whether the start secret was presented twice, which may happen after the callback came. */
   openedTwice(): boolean;
   close(): void;
 }
@@ -45,8 +54,31 @@ const page = (title: string, message: string) =>
 
 export class SignInTimeout extends Error {}
 export class SignInAborted extends Error {}
-/** The start address was opened a second time: someone else may have used it first. */
+/** The start secret was presented a second time: someone else may have used it first. */
 export class SignInHijacked extends Error {}
+
+/** A start form is one 43-character field; anything much longer is not one. */
+const maxStartBody = 1024;
+
+/** The body of a form post, or undefined when it is not a small urlencoded form. */
+function readForm(request: IncomingMessage): Promise<URLSearchParams | undefined> {
+  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') {
+    request.resume();
+    return Promise.resolve(undefined);
+  }
+  return new Promise((resolve) => {
+    let body = '';
+    request.setEncoding('latin1');
+    request.on('data', (chunk: string) => {
+      // Past the limit the rest is read and dropped; the answer closes the connection.
+      if (body.length <= maxStartBody) body += chunk;
+      if (body.length > maxStartBody) resolve(undefined);
+    });
+    request.on('end', () => resolve(body.length > maxStartBody ? undefined : new URLSearchParams(body)));
+    request.on('error', () => resolve(undefined));
+  });
+}
 
 const headers = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', connection: 'close' };
 
@@ -56,42 +88,56 @@ export async function listenForCallback(expectedState: string, timeoutMs: number
     settle = { resolve, reject };
   });
   let accepted = false;
-  let start: { token: string; location: string; used: boolean } | undefined;
+  let start: { secret: string; location: string; used: boolean } | undefined;
   let cancelled = false;
   let signedIn = false;
-  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
-    const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-    if (request.method === 'GET' && url.pathname === '/start' && start && constantTimeEqual(url.searchParams.get('t') ?? '', start.token)) {
-      if (!start.used) {
-        start.used = true;
-        // no-referrer: the authorization server need not learn the start address either.
-        response.writeHead(302, { location: start.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', connection: 'close' }).end();
-        return;
-      }
-      if (signedIn) {
-        // Too late to stop it: say so, rather than claim nothing was saved.
-        response
-          .writeHead(400, headers)
-          .end(
-            page(
-              'Sign-in address opened twice',
-              'This sign-in address was opened twice, after the sign-in had finished. If it was not you who signed in, run latchkey logout and then latchkey login in your terminal.',
-            ),
-          );
-        return;
-      }
-      // Whoever came first got the authorization request and may be signing in as themselves, so
-      // no callback is taken any more, whichever of the two it comes from.
-      cancelled = true;
+  const answerStart = (response: ServerResponse) => {
+    if (!start!.used) {
+      start!.used = true;
+      // 303: the browser follows a post with a GET (RFC 9110 §15.4.4). no-referrer: the
+      // authorization server need not learn where the browser came from either.
+      response.writeHead(303, { location: start!.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', connection: 'close' }).end();
+      return;
+    }
+    if (signedIn) {
+      // Too late to stop it: say so, rather than claim nothing was saved.
       response
         .writeHead(400, headers)
         .end(
           page(
-            'Sign-in cancelled',
-            'This sign-in address was opened twice, so another program on this computer may have tried to take over the sign-in. Nothing was saved. Run latchkey login again in your terminal.',
+            'Sign-in page opened twice',
+            'This sign-in page was opened twice, after the sign-in had finished. If it was not you who signed in, run latchkey logout and then latchkey login in your terminal.',
           ),
         );
-      settle?.reject(new SignInHijacked('the start address was opened twice'));
+      return;
+    }
+    // Whoever came first got the authorization request and may be signing in as themselves, so
+    // no callback is taken any more, whichever of the two it comes from.
+    cancelled = true;
+    response
+      .writeHead(400, headers)
+      .end(
+        page(
+          'Sign-in cancelled',
+          'This sign-in page was opened twice, so another program on this computer may have tried to take over the sign-in. Nothing was saved. Run latchkey login again in your terminal.',
+        ),
+      );
+    settle?.reject(new SignInHijacked('the start secret was presented twice'));
+  };
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+    if (request.method === 'POST' && url.pathname === '/start' && url.search === '' && start) {
+      void readForm(request)
+        .then((form) => {
+          const fields = form ? [...form.keys()] : [];
+          const presented = form && fields.length === 1 && fields[0] === 't' ? form.get('t')! : undefined;
+          if (presented === undefined || !start || !constantTimeEqual(presented, start.secret)) {
+            response.writeHead(404, headers).end(page('Not found', 'There is nothing here.'));
+            return;
+          }
+          answerStart(response);
+        })
+        .catch(() => response.destroy());
       return;
     }
     if (request.method !== 'GET' || url.pathname !== '/callback' || accepted) {
@@ -136,10 +182,10 @@ export async function listenForCallback(expectedState: string, timeoutMs: number
     server.close();
     server.closeAllConnections();
   };
-  const startAddress = (authorizationUrl: string) => {
-    if (start) throw new Error('a sign-in has one start address');
-    start = { token: randomSecret(), location: authorizationUrl, used: false };
-    return `http://127.0.0.1:${port}/start?t=${start.token}`;
+  const startForm = (authorizationUrl: string): StartForm => {
+    if (start) throw new Error('a sign-in has one start form');
+    start = { secret: randomSecret(), location: authorizationUrl, used: false };
+    return { action: `http://127.0.0.1:${port}/start`, secret: start.secret };
   };
-  return { redirectUri, startAddress, callback, openedTwice: () => cancelled, close };
+  return { redirectUri, startForm, callback, openedTwice: () => cancelled, close };
 }

@@ -139,13 +139,14 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
         return { user: undefined, matches: false, connectorId };
       }
       try {
-        const { user, created } = await userForUpstream(
+        const { user, created, refused } = await userForUpstream(
           store,
           { connectorId, emailTrusted: true, linkByEmail: false },
           outcome.profile,
           epochSeconds(services.clock),
         );
         if (created) audit(request, 'upstream.user_created', { connectorId, userId: user.id });
+        if (refused.length > 0) audit(request, 'upstream.attributes_refused', { connectorId, userId: user.id, attributes: refused });
         services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: 'success' });
         return { user, matches: true, connectorId };
       } catch (err) {

@@ -2,11 +2,13 @@
  * LDAP directories behind the ordinary password form (issue 15), against a real OpenLDAP server
  * started by the test (test/helpers/slapd.ts): local accounts first, then each directory in order;
  * the typed name escaped in the filter (RFC 4515); groups from the directory; the sign-in back-off
- * exactly as for local accounts, whatever spelling of a name the directory takes for it.
+ * exactly as for local accounts, whatever spelling of a name the directory takes for it; what the
+ * directory says of a person checked before it is stored.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectorSecretContext } from '../../src/connectors/runtime.js';
-import { addUser, testApp, type TestApp } from '../helpers/app.js';
+import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
+import { tokensFor } from '../helpers/flows.js';
 import { Browser, injectTransport, signIn } from '../helpers/browser.js';
 import { directory, ldapRequired, slapdAvailable, startSlapd, type RunningSlapd } from '../helpers/slapd.js';
 import { startSilentDirectory, startStallingStartTlsDirectory } from '../helpers/upstreams.js';
@@ -121,6 +123,24 @@ if (!slapdAvailable && ldapRequired) {
     expect((await t.store.listUsers()).filter((u) => u.source === 'corp')).toEqual([]);
     const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).not.toMatch(/latchkey_upstream_signins_total\{connector="corp"/);
+  });
+
+  it("an entry's displayName with terminal escapes and a mail with CR LF are not stored, and /userinfo does not assert them", async () => {
+    const res = await attempt('mallory', directory.people.mallory.password);
+    expect(res.status).toBe(303);
+    const user = await t.store.findUserByUsername('mallory');
+    expect(user).toMatchObject({ source: 'corp', email: '', emailVerified: false, name: undefined });
+    await addClient(t.store, 'tv');
+    const tokens = await tokensFor(t, user!, 'tv', { scope: 'openid email profile' });
+    const userinfo = await t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(userinfo.statusCode).toBe(200);
+    const claims = userinfo.json();
+    expect(claims.email_verified).not.toBe(true);
+    expect(JSON.stringify(claims)).not.toContain('mallory@example.org');
+    expect(Object.values(claims).join(' ')).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    await t.app.services.auditTrail.flush();
+    const [refused] = await t.store.listAuditEvents({ event: 'upstream.attributes_refused', limit: 10 });
+    expect(refused).toMatchObject({ userId: user!.id, details: { connectorId: 'corp', attributes: ['email', 'name'] } });
   });
 
   it('a local account with a password owns its name: the directory is not asked for it, so its entry is no second way in', async () => {

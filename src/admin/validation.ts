@@ -13,16 +13,31 @@ export class AdminInputError extends Error {
   }
 }
 
+/**
+ * Characters that have no place in a stored name, email or group: control characters (C0, DEL,
+ * C1: a terminal that prints them runs them, ESC [ … rewrites the screen, CR LF starts a line of
+ * the sender's choosing), line and paragraph separators, and the bidirectional embeddings,
+ * overrides and isolates that make text read otherwise than it is (Unicode TR #9; CVE-2021-42574).
+ * Marks such as LRM, RLM or ZWNJ stay: names in right-to-left and many other scripts need them.
+ */
+const unprintable = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+
+export function hasControlCharacters(value: string): boolean {
+  return unprintable.test(value);
+}
+
 export function validUsername(value: string): string {
   if (!/^[A-Za-z0-9._@-]{1,64}$/.test(value)) {
-    throw new AdminInputError(`"${value.slice(0, 80)}" is not a valid username: use 1-64 letters, digits or . _ @ -`);
+    throw new AdminInputError(`"${printableSample(value)}" is not a valid username: use 1-64 letters, digits or . _ @ -`);
   }
   return value;
 }
 
 export function validEmail(value: string | undefined): string {
   if (value === undefined || value === '') throw new AdminInputError('--email is required');
-  if (value.length > 254 || !/^[^\s@]+@[^\s@]+$/.test(value)) throw new AdminInputError(`"${value.slice(0, 80)}" is not a valid email address`);
+  if (value.length > 254 || !/^[^\s@]+@[^\s@]+$/.test(value) || hasControlCharacters(value)) {
+    throw new AdminInputError(`"${printableSample(value)}" is not a valid email address`);
+  }
   return value;
 }
 
@@ -30,7 +45,13 @@ export function validName(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   const trimmed = value.trim();
   if (trimmed.length > 256) throw new AdminInputError('--name must be at most 256 characters');
+  if (hasControlCharacters(trimmed)) throw new AdminInputError('--name must not contain control characters (escape sequences, line breaks, direction overrides)');
   return trimmed === '' ? undefined : trimmed;
+}
+
+/** A refused value, shortened, as a message may quote it: its control characters as `?`. */
+function printableSample(value: string): string {
+  return value.slice(0, 80).replace(new RegExp(unprintable.source, 'gu'), '?');
 }
 
 export const minPasswordLength = 8;

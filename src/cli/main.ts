@@ -12,6 +12,7 @@ import type { SecretBox } from '../crypto/secret_box.js';
 import type { Store } from '../store/store.js';
 import { CommandError, exitCodes, type Command, type CommandIo } from './command.js';
 import { commandIndex, type CommandEntry } from './command_index.js';
+import { visible } from './terminal_text.js';
 
 export const configExitCode = 3;
 
@@ -109,27 +110,28 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
   } catch (err) {
     const [{ ConfigError }, { SecretKeyError }, { AdminInputError }] = await Promise.all([import('../config.js'), import('../crypto/secret_box.js'), import('../admin/validation.js')]);
     if (err instanceof ConfigError) {
-      for (const problem of err.problems) io.stderr.write(`latchkey: ${problem}\n`);
+      for (const problem of err.problems) io.stderr.write(`latchkey: ${visible(problem)}\n`);
       return configExitCode;
     }
     if (err instanceof SecretKeyError) {
-      io.stderr.write(`latchkey: LATCHKEY_SECRET_KEY: ${err.message}\n`);
+      io.stderr.write(`latchkey: LATCHKEY_SECRET_KEY: ${visible(err.message)}\n`);
       return configExitCode;
     }
+    // Messages may quote stored or typed values: their control characters are shown, not run.
     if (err instanceof AdminInputError) {
-      io.stderr.write(`latchkey: ${err.message}\n`);
+      io.stderr.write(`latchkey: ${visible(err.message)}\n`);
       return exitCodes.usage;
     }
     if (err instanceof CommandError) {
-      io.stderr.write(`latchkey: ${err.message}\n`);
+      io.stderr.write(`latchkey: ${visible(err.message)}\n`);
       return err.exitCode;
     }
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
-      io.stderr.write(`latchkey: PORT/HOST: cannot listen: ${(err as Error).message}\n`);
+      io.stderr.write(`latchkey: PORT/HOST: cannot listen: ${visible((err as Error).message)}\n`);
       return exitCodes.failure;
     }
-    io.stderr.write(`latchkey: unexpected error: ${(err as Error).message}\n`);
+    io.stderr.write(`latchkey: unexpected error: ${visible(String((err as Error)?.message ?? err))}\n`);
     return exitCodes.failure;
   } finally {
     // A store that failed to open has nothing to close (its error was reported above).
@@ -152,7 +154,7 @@ if (isEntryPoint()) {
       process.exitCode = code;
     },
     (err: unknown) => {
-      process.stderr.write(`latchkey: unexpected error: ${(err as Error).message}\n`);
+      process.stderr.write(`latchkey: unexpected error: ${visible(String((err as Error)?.message ?? err))}\n`);
       process.exitCode = 1;
     },
   );

@@ -6,10 +6,11 @@
  * is verified and the same. Never by username, never by an unverified email, never to a user
  * another upstream made: each would let one upstream account take over someone else's. Each
  * sign-in refreshes what the upstream knows (the profile of users it created; the groups of every
- * user).
+ * user), after checking it as an administrator's input is checked (upstream_attributes.ts).
  */
 import { randomUuid, randomString } from '../crypto/secrets.js';
 import { DuplicateError, type Store, type UserRecord } from '../store/store.js';
+import { checkedProfile, type RefusedAttribute } from './upstream_attributes.js';
 import { UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
 export interface SignInThrough {
@@ -31,6 +32,8 @@ export interface UpstreamUser {
   created: boolean;
   /** The first sign-in linked this identity to an existing local account by its email. */
   linked: boolean;
+  /** What the upstream sent that was left out, failing the checks of `users add`. */
+  refused: RefusedAttribute[];
 }
 
 /** Usernames follow the rule of `users add`: 1-64 of A-Z a-z 0-9 . _ @ -. */
@@ -49,8 +52,9 @@ export function usernameCandidates(profile: UpstreamProfile, connectorId: string
 
 const disabledError = (userId: string) => new UpstreamError('This account has been disabled.', 'disabled', `user ${userId} is disabled`);
 
-export async function userForUpstream(store: Store, through: SignInThrough, profile: UpstreamProfile, now: number): Promise<UpstreamUser> {
+export async function userForUpstream(store: Store, through: SignInThrough, given: UpstreamProfile, now: number): Promise<UpstreamUser> {
   const { connectorId } = through;
+  const { profile, refused } = checkedProfile(given);
   const emailVerified = through.emailTrusted && profile.emailVerified && profile.email !== undefined;
   const identity = { connectorId, subject: profile.subject, createdAt: now, lastSignInAt: now };
   let user = await existingUser(store, connectorId, profile.subject);
@@ -79,11 +83,14 @@ export async function userForUpstream(store: Store, through: SignInThrough, prof
   }
   if (user.disabled) throw disabledError(user.id);
   const createdHere = user.source === connectorId;
+  // An email the upstream stopped sending is kept; one it sent broken is not: the address the
+  // person had may no longer be theirs, so it is no longer asserted (verified or not).
+  const email = profile.email !== undefined ? { email: profile.email, emailVerified } : refused.includes('email') ? { email: '', emailVerified: false } : {};
   await store.recordUpstreamSignIn(connectorId, profile.subject, now, {
     groups: profile.groups,
-    ...(createdHere ? { ...(profile.email === undefined ? {} : { email: profile.email, emailVerified }), name: profile.name } : {}),
+    ...(createdHere ? { ...email, name: profile.name } : {}),
   });
-  return { user: (await store.findUserById(user.id)) ?? user, created, linked };
+  return { user: (await store.findUserById(user.id)) ?? user, created, linked, refused };
 }
 
 async function existingUser(store: Store, connectorId: string, subject: string): Promise<UserRecord | undefined> {

@@ -1,11 +1,12 @@
 /**
- * An LDAP directory (OpenLDAP, Active Directory) behind the ordinary password form, with ldapts:
- * bind as the service account, find the person by the configured filter (the typed name escaped,
- * RFC 4515), bind as the entry found with the typed password, then read the groups that name the
- * entry. StartTLS when asked (or ldaps://). The whole attempt has one deadline
- * (LATCHKEY_UPSTREAM_TIMEOUT) — a directory that stalls, even in the middle of a TLS handshake, is
- * cut off and its connections destroyed — and an empty password never reaches the directory (an
- * empty simple bind is an anonymous bind, RFC 4513 §5.1.2).
+ * An LDAP directory (OpenLDAP, Active Directory) behind the ordinary password form, with ldapts,
+ * in two steps: find the entry (bind as the service account, search with the configured filter,
+ * the typed name escaped, RFC 4515), then — once the sign-in throttle has counted the attempt
+ * against that entry — bind as the entry with the typed password and read the groups that name it.
+ * StartTLS when asked (or ldaps://). Each step has one deadline (LATCHKEY_UPSTREAM_TIMEOUT) — a
+ * directory that stalls, even in the middle of a TLS handshake, is cut off and its connections
+ * destroyed — and an empty password never reaches the directory (an empty simple bind is an
+ * anonymous bind, RFC 4513 §5.1.2).
  */
 import { isIP } from 'node:net';
 import { Client, InvalidCredentialsError } from 'ldapts';
@@ -13,11 +14,21 @@ import type { LdapConfig } from './connector_config.js';
 import { escapeFilterValue, userFilter } from './ldap_filter.js';
 import { cleanGroups, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
-export type LdapOutcome =
-  | { kind: 'signed_in'; profile: UpstreamProfile }
-  | { kind: 'no_such_user' }
-  | { kind: 'wrong_password' }
-  | { kind: 'unavailable'; detail: string };
+/** The one entry a name resolved to, before any password is tried against it. */
+export interface LdapEntry {
+  dn: string;
+  /** Names the entry for good (stableIdAttributes, else `dn:` and the DN): the identity's subject. */
+  subject: string;
+  /** What the entry says of the person, as read by the service account. */
+  uid: string | undefined;
+  username: string | undefined;
+  email: string | undefined;
+  name: string | undefined;
+}
+
+export type LdapLookup = { kind: 'found'; entry: LdapEntry } | { kind: 'no_such_user' } | { kind: 'unavailable'; detail: string };
+
+export type LdapOutcome = { kind: 'signed_in'; profile: UpstreamProfile } | { kind: 'wrong_password' } | { kind: 'unavailable'; detail: string };
 
 /**
  * Attributes that name an entry for good, whatever it is renamed to: OpenLDAP's entryUUID, Active
@@ -47,8 +58,15 @@ function destroy(client: Client): void {
   (client as unknown as { socket?: { destroy(): void } }).socket?.destroy();
 }
 
-export async function ldapSignIn(settings: LdapConfig, bindPassword: string, username: string, password: string, timeoutSeconds: number): Promise<LdapOutcome> {
-  if (username === '' || password === '') return { kind: 'wrong_password' };
+/**
+ * Runs `work` against the directory under one deadline: connections are opened through `connect`
+ * (StartTLS first when asked) and all destroyed once the answer is given, whichever came first.
+ */
+async function withDirectory<T>(
+  settings: LdapConfig,
+  timeoutSeconds: number,
+  work: (connect: () => Promise<Client>) => Promise<T>,
+): Promise<T | { kind: 'unavailable'; detail: string }> {
   const timeoutMs = timeoutSeconds * 1000;
   const clients: Client[] = [];
   // Set once the answer is given (the deadline may win while a step is still under way): no
@@ -66,11 +84,11 @@ export async function ldapSignIn(settings: LdapConfig, bindPassword: string, use
     return client;
   };
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<LdapOutcome>((resolve) => {
+  const deadline = new Promise<{ kind: 'unavailable'; detail: string }>((resolve) => {
     timer = setTimeout(() => resolve({ kind: 'unavailable', detail: `no answer within ${timeoutSeconds} s` }), timeoutMs);
   });
   try {
-    return await Promise.race([attempt(settings, bindPassword, username, password, connect), deadline]);
+    return await Promise.race([work(connect), deadline]);
   } catch (err) {
     return { kind: 'unavailable', detail: (err as Error).message?.slice(0, 300) ?? String(err) };
   } finally {
@@ -83,51 +101,82 @@ export async function ldapSignIn(settings: LdapConfig, bindPassword: string, use
   }
 }
 
-async function attempt(settings: LdapConfig, bindPassword: string, username: string, password: string, connect: () => Promise<Client>): Promise<LdapOutcome> {
-  const service = await connect();
-  await service.bind(settings.bindDn, bindPassword);
-  const { searchEntries } = await service.search(settings.userBase, {
-    scope: 'sub',
-    filter: userFilter(settings.userFilter, username),
-    attributes: ['uid', 'cn', 'displayName', 'mail', 'sAMAccountName', ...stableIdAttributes],
-    explicitBufferAttributes: ['objectGUID'],
-    sizeLimit: 2,
-  });
-  // Nobody, or more than one entry for a name: no sign-in (a broad filter must not pick one).
-  if (searchEntries.length !== 1) return { kind: 'no_such_user' };
-  const entry = searchEntries[0]!;
-  const person = await connect();
-  try {
-    await person.bind(entry.dn, password);
-  } catch (err) {
-    if (err instanceof InvalidCredentialsError) return { kind: 'wrong_password' };
-    throw err;
-  }
-  let groups: string[] = [];
-  if (settings.groupBase !== undefined) {
-    const dn = escapeFilterValue(entry.dn);
-    const uid = escapeFilterValue(first(entry.uid) ?? username);
-    const found = await service.search(settings.groupBase, {
+/**
+ * Which entry the (prepared) name means: bound as the service account, the configured filter with
+ * the name escaped (RFC 4515). Nobody, or more than one entry: no such user (a broad filter must
+ * not pick one). No password is sent: the caller counts the attempt against the entry first.
+ */
+export async function ldapFindEntry(settings: LdapConfig, bindPassword: string, username: string, timeoutSeconds: number): Promise<LdapLookup> {
+  if (username === '') return { kind: 'no_such_user' };
+  return withDirectory(settings, timeoutSeconds, async (connect): Promise<LdapLookup> => {
+    const service = await connect();
+    await service.bind(settings.bindDn, bindPassword);
+    const { searchEntries } = await service.search(settings.userBase, {
       scope: 'sub',
-      filter: `(|(member=${dn})(uniqueMember=${dn})(memberUid=${uid}))`,
-      attributes: ['cn'],
-      sizeLimit: 500,
+      filter: userFilter(settings.userFilter, username),
+      attributes: ['uid', 'cn', 'displayName', 'mail', 'sAMAccountName', ...stableIdAttributes],
+      explicitBufferAttributes: ['objectGUID'],
+      sizeLimit: 2,
     });
-    // A directory returns entries in no particular order: sorted, tokens do not change for nothing.
-    groups = cleanGroups(found.searchEntries.map((g) => first(g.cn))).sort();
-  }
-  return {
-    kind: 'signed_in',
-    profile: {
-      subject: stableId(entry) ?? `dn:${entry.dn}`,
-      username: first(entry.uid) ?? first(entry.sAMAccountName) ?? username,
-      email: first(entry.mail),
-      // A directory's mail attribute is set by its administrators, as our own entries are.
-      emailVerified: first(entry.mail) !== undefined,
-      name: first(entry.displayName) ?? first(entry.cn),
-      groups,
-    },
-  };
+    if (searchEntries.length !== 1) return { kind: 'no_such_user' };
+    const entry = searchEntries[0]!;
+    const uid = first(entry.uid);
+    return {
+      kind: 'found',
+      entry: {
+        dn: entry.dn,
+        subject: stableId(entry) ?? `dn:${entry.dn}`,
+        uid,
+        username: uid ?? first(entry.sAMAccountName) ?? username,
+        email: first(entry.mail),
+        name: first(entry.displayName) ?? first(entry.cn),
+      },
+    };
+  });
+}
+
+/**
+ * Binds as the entry found with the typed password (an empty one never reaches the directory: an
+ * empty simple bind is an anonymous bind, RFC 4513 §5.1.2), then reads the groups that name it.
+ */
+export async function ldapSignIn(settings: LdapConfig, bindPassword: string, entry: LdapEntry, password: string, timeoutSeconds: number): Promise<LdapOutcome> {
+  if (password === '') return { kind: 'wrong_password' };
+  return withDirectory(settings, timeoutSeconds, async (connect): Promise<LdapOutcome> => {
+    const person = await connect();
+    try {
+      await person.bind(entry.dn, password);
+    } catch (err) {
+      if (err instanceof InvalidCredentialsError) return { kind: 'wrong_password' };
+      throw err;
+    }
+    let groups: string[] = [];
+    if (settings.groupBase !== undefined) {
+      const service = await connect();
+      await service.bind(settings.bindDn, bindPassword);
+      const dn = escapeFilterValue(entry.dn);
+      const uid = escapeFilterValue(entry.uid ?? entry.username ?? '');
+      const found = await service.search(settings.groupBase, {
+        scope: 'sub',
+        filter: `(|(member=${dn})(uniqueMember=${dn})(memberUid=${uid}))`,
+        attributes: ['cn'],
+        sizeLimit: 500,
+      });
+      // A directory returns entries in no particular order: sorted, tokens do not change for nothing.
+      groups = cleanGroups(found.searchEntries.map((g) => first(g.cn))).sort();
+    }
+    return {
+      kind: 'signed_in',
+      profile: {
+        subject: entry.subject,
+        username: entry.username,
+        email: entry.email,
+        // A directory's mail attribute is set by its administrators, as our own entries are.
+        emailVerified: entry.email !== undefined,
+        name: entry.name,
+        groups,
+      },
+    };
+  });
 }
 
 export { UpstreamError };

@@ -1,3 +1,5 @@
+import { hasControlCharacters } from '../admin/validation.js';
+
 /** What a connector learns about the person from the upstream, in one shape for every kind. */
 export interface UpstreamProfile {
   /** The upstream's stable id of the person: never an email or a name, which can change hands. */
@@ -33,6 +35,6 @@ export class UpstreamError extends Error {
 /** Groups from a claim or an API answer: strings only, trimmed, de-duplicated, bounded. */
 export function cleanGroups(value: unknown): string[] {
   const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(/[\s,]+/) : [];
-  const groups = list.filter((g): g is string => typeof g === 'string').map((g) => g.trim()).filter((g) => g !== '' && g.length <= 256 && !/[\u0000-\u001f]/.test(g));
+  const groups = list.filter((g): g is string => typeof g === 'string').map((g) => g.trim()).filter((g) => g !== '' && g.length <= 256 && !hasControlCharacters(g));
   return [...new Set(groups)].slice(0, 200);
 }

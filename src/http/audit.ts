@@ -24,6 +24,7 @@ export type AuditEvent =
   | 'upstream.signin_failure'
   | 'upstream.user_created'
   | 'upstream.identity_linked'
+  | 'upstream.attributes_refused'
   | 'connector.created'
   | 'connector.removed'
   | 'signout'

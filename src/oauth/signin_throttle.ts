@@ -13,8 +13,10 @@
  *   pause — so thousands of addresses guessing in parallel get one guess per pause, not thousands,
  *   while the owner still gets in (after a wait) instead of being refused.
  * Every attempt is counted before the password is checked, in one atomic step with the decision.
- * Accounts are keyed by a keyed digest of the typed name: people type passwords into that field,
- * and the counters must not keep what they typed.
+ * Accounts are keyed by a keyed digest of the typed name, prepared as a directory prepares it
+ * (oauth/typed_username.ts): people type passwords into that field, and the counters must not keep
+ * what they typed. Once a directory has said which entry a name means, the attempt counts against
+ * that entry as well (throttleResolvedAccount), so no spelling of its name has a back-off of its own.
  */
 import type { RateLimiters } from '../services.js';
 import type { RateLimitState } from './rate_limit.js';
@@ -23,7 +25,7 @@ import type { RateLimitState } from './rate_limit.js';
 export const slowDownMs = 3000;
 
 export interface SignInAttempt {
-  /** A keyed digest of the typed username, lower-cased (an unknown name is throttled like a real one). */
+  /** A keyed digest of the account: the prepared typed username (an unknown name is throttled like a real one), or the entry it resolved to. */
   account: string;
   /** The address, as rate limits key it (rateLimitKey). */
   addressKey: string;
@@ -43,12 +45,27 @@ export type ThrottleDecision =
       cancel(): Promise<void>;
     };
 
-export async function throttleSignIn(limits: RateLimiters, attempt: SignInAttempt): Promise<ThrottleDecision> {
+export function throttleSignIn(limits: RateLimiters, attempt: SignInAttempt): Promise<ThrottleDecision> {
+  return throttle(limits, attempt, true);
+}
+
+/**
+ * The same attempt counted against the account the typed name turned out to mean — the directory
+ * entry it resolved to — with the same per-(account, address) back-off and the same total, so that
+ * every name the directory takes for that entry (another spelling, another attribute the filter
+ * matches) shares one. The address was counted with the typed name already: not twice.
+ */
+export function throttleResolvedAccount(limits: RateLimiters, attempt: SignInAttempt): Promise<ThrottleDecision> {
+  return throttle(limits, attempt, false);
+}
+
+async function throttle(limits: RateLimiters, attempt: SignInAttempt, countAddress: boolean): Promise<ThrottleDecision> {
   const known = attempt.knownDevice !== undefined;
+  const byAddress = !known && countAddress;
   const pairKey = known ? `${attempt.account}|device:${attempt.knownDevice}` : `${attempt.account}|${attempt.addressKey}`;
   const pair = await limits.signInAccount.attempt(pairKey);
   if (pair.limited) return { kind: 'refused', state: pair };
-  if (!known) {
+  if (byAddress) {
     const address = await limits.signInAddress.attempt(attempt.addressKey);
     if (address.limited) {
       // Neither refused attempt stays counted.
@@ -63,14 +80,14 @@ export async function throttleSignIn(limits: RateLimiters, attempt: SignInAttemp
     async finish(success) {
       if (success) {
         await limits.signInAccount.reset(pairKey);
-        if (!known) await limits.signInAddress.undo(attempt.addressKey);
+        if (byAddress) await limits.signInAddress.undo(attempt.addressKey);
       } else if (!known) {
         await limits.signInAccountTotal.hit(attempt.account);
       }
     },
     async cancel() {
       await limits.signInAccount.undo(pairKey);
-      if (!known) await limits.signInAddress.undo(attempt.addressKey);
+      if (byAddress) await limits.signInAddress.undo(attempt.addressKey);
     },
   };
 }

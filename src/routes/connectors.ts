@@ -145,6 +145,7 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
       user = outcome.user;
       if (outcome.created) audit(request, 'upstream.user_created', { connectorId: record.id, userId: user.id });
       if (outcome.linked) audit(request, 'upstream.identity_linked', { connectorId: record.id, userId: user.id });
+      if (outcome.refused.length > 0) audit(request, 'upstream.attributes_refused', { connectorId: record.id, userId: user.id, attributes: outcome.refused });
     } catch (err) {
       return fail(request, reply, record.id, record.name, err, pending.returnTo);
     }

@@ -16,13 +16,14 @@ import { relyingParty } from '../mfa/webauthn.js';
 import { formActionSource } from '../oauth/redirect.js';
 import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { userForUpstream } from '../connectors/accounts.js';
-import { ldapSignIn } from '../connectors/ldap_directory.js';
+import { ldapFindEntry, ldapSignIn } from '../connectors/ldap_directory.js';
 import { buttonConnectors, connectorSecret, freshSignInAsked, loadConnectors } from '../connectors/runtime.js';
 import { UpstreamError } from '../connectors/upstream_profile.js';
 import type { UserRecord } from '../store/store.js';
 import { epochSeconds } from '../clock.js';
 import { currentSession } from '../http/session.js';
-import { startSignInAttempt } from '../http/signin_attempt.js';
+import { startSignInAttempt, type SignInAttempt } from '../http/signin_attempt.js';
+import { preparedUsername } from '../oauth/typed_username.js';
 import { afterFirstFactor } from '../mfa/sign_in_steps.js';
 
 /** A return_to may carry a sealed authorization request (see oauth/interaction.ts). */
@@ -90,8 +91,16 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
    * directory in order; the first that knows the name answers for it (a directory that is down or
    * does not know it passes to the next). An unknown local name still costs a full scrypt, so
    * the answer's timing does not tell which local accounts exist among those without a directory.
+   * `username` is prepared (oauth/typed_username.ts): a spelling the directory would take for a
+   * local account's name (`ａｌｉｃｅ`, ` ALICE`) is that name here too, and so owned by the account.
+   * A wrong password at a directory counts against the entry it found as well as the typed name.
    */
-  async function checkPassword(request: FastifyRequest, username: string, password: string): Promise<{ user: UserRecord | undefined; matches: boolean; connectorId?: string }> {
+  async function checkPassword(
+    request: FastifyRequest,
+    attempt: SignInAttempt,
+    username: string,
+    password: string,
+  ): Promise<{ user: UserRecord | undefined; matches: boolean; connectorId?: string }> {
     const found = await store.findUserByUsername(username);
     const hasPassword = found?.passwordHash.startsWith('scrypt$') === true;
     const matches = await verifyPassword(password, hasPassword ? found!.passwordHash : await decoyPasswordHash());
@@ -111,24 +120,33 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
         unavailable(`the bind password cannot be opened: ${(err as Error).message}`);
         continue;
       }
-      const outcome = await ldapSignIn(connector.config, bindPassword, username, password, services.config.upstreamTimeout);
+      const lookup = await ldapFindEntry(connector.config, bindPassword, username, services.config.upstreamTimeout);
+      if (lookup.kind === 'unavailable') {
+        unavailable(lookup.detail);
+        continue;
+      }
+      if (lookup.kind === 'no_such_user') continue;
+      const { entry } = lookup;
+      // Whatever name found the entry, its password is guessed at under the entry's one back-off.
+      const againstEntry = await attempt.alsoCountAgainst(`ldap:${connectorId}:${entry.subject}`);
+      const outcome = await againstEntry(() => ldapSignIn(connector.config, bindPassword, entry, password, services.config.upstreamTimeout));
       if (outcome.kind === 'unavailable') {
         unavailable(outcome.detail);
         continue;
       }
-      if (outcome.kind === 'no_such_user') continue;
       if (outcome.kind === 'wrong_password') {
         services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: 'wrong_password' });
         return { user: undefined, matches: false, connectorId };
       }
       try {
-        const { user, created } = await userForUpstream(
+        const { user, created, refused } = await userForUpstream(
           store,
           { connectorId, emailTrusted: true, linkByEmail: false },
           outcome.profile,
           epochSeconds(services.clock),
         );
         if (created) audit(request, 'upstream.user_created', { connectorId, userId: user.id });
+        if (refused.length > 0) audit(request, 'upstream.attributes_refused', { connectorId, userId: user.id, attributes: refused });
         services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: 'success' });
         return { user, matches: true, connectorId };
       } catch (err) {
@@ -164,11 +182,12 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
         },
         status,
       );
-    if (form.username === '' || form.password === '') return again('Enter your username and password.', 400);
+    const username = preparedUsername(form.username);
+    if (username === '' || form.password === '') return again('Enter your username and password.', 400);
 
-    const attempt = await startSignInAttempt(request, services, form.username);
+    const attempt = await startSignInAttempt(request, services, username);
     const { who } = attempt;
-    const { user, matches: passwordMatches, connectorId } = await attempt.run(() => checkPassword(request, form.username, form.password));
+    const { user, matches: passwordMatches, connectorId } = await attempt.run(() => checkPassword(request, attempt, username, form.password));
     // A disabled account answers like a wrong password: otherwise the answer would confirm a guess.
     if (!user || !passwordMatches || user.disabled) {
       await attempt.finish(false);

@@ -190,7 +190,9 @@ describe('latchkey login (browser)', () => {
     expect(answer.status).toBe(400);
     expect(await cli.exit).toBe(1);
     expect(cli.stderr()).not.toContain('\u001b');
-    expect(cli.stderr()).toContain('latchkey: the sign-in failed: server_error:  [31mRED [0m FAKE LINE');
+    expect(cli.stderr()).not.toContain('\nFAKE LINE');
+    // Shown as escapes, so the person sees what was sent (src/cli/terminal_text.ts).
+    expect(cli.stderr()).toContain('latchkey: the sign-in failed: server_error: \\x1b[31mRED\\x1b[0m\\nFAKE LINE');
   });
 
   it('an --issuer that is not a URL is a usage error', async () => {

@@ -16,7 +16,7 @@ import Provider from 'oidc-provider';
 import { decodeJwt } from 'jose';
 import { deviceGrantType } from '../helpers/app.js';
 import { Browser, fetchTransport, inputValue, signIn, type BrowserResponse } from '../helpers/browser.js';
-import { runCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { runCli, spawnCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { directory, ldapRequired, slapdAvailable, startSlapd, type RunningSlapd } from '../helpers/slapd.js';
 import { startFakeGithub, type FakeGithub } from '../helpers/upstreams.js';
 
@@ -324,6 +324,53 @@ if (!slapdAvailable && ldapRequired) {
     db.close();
     expect(row.secret).toMatch(/^lk1\./);
     expect(row.secret).not.toContain(directory.bindPassword);
+  });
+
+  // What a terminal would run: ESC and the other C0 controls but the new lines of the output, DEL, C1.
+  const rawControl = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+
+  it("an entry with terminal escapes in its displayName and CR LF in its mail: neither is stored, and users list and whoami print no raw control character, even of values stored before the check", async () => {
+    const home = mkdtempSync(join(tmpdir(), 'latchkey-home-'));
+    try {
+      const cliEnv = { HOME: home, LATCHKEY_ISSUER: server.base };
+      // The person runs `latchkey login` and signs in with the directory's password.
+      const cli = spawnCli(['login', '--no-browser'], cliEnv);
+      const [url] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
+      const person = new Browser(fetchTransport(server.base));
+      const authorization = new URL(url!);
+      const toLogin = await person.get(authorization.pathname + authorization.search);
+      const signedIn = await signIn(person, await person.get(toLogin.location!), 'mallory', directory.people.mallory.password);
+      expect(signedIn.status).toBe(303);
+      let page = await person.get(signedIn.location!);
+      if (page.status === 200) page = await person.post('/authorize/decision', { csrf_token: inputValue(page.body, 'csrf_token')!, interaction: inputValue(page.body, 'interaction')!, decision: 'allow' });
+      expect(page.location).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
+      await fetch(page.location!);
+      expect(await cli.exit).toBe(0);
+
+      const mallory = (await users()).find((u) => u.username === 'mallory');
+      expect(mallory).toMatchObject({ source: 'corp', email: '', name: null });
+      const whoami = await runCli(['whoami', '--json'], cliEnv);
+      expect(whoami.code, whoami.stderr).toBe(0);
+      expect(JSON.parse(whoami.stdout)).not.toHaveProperty('email_verified', true);
+
+      // A row written before upstream values were checked: the listings show, and do not run, it.
+      const Database = (await import('better-sqlite3')).default;
+      const db = new Database(env.LATCHKEY_DB!);
+      db.prepare('UPDATE users SET name = ?, email = ? WHERE username = ?').run(directory.people.mallory.name, directory.people.mallory.mail, 'mallory');
+      db.close();
+      for (const args of [['users', 'list'], ['users', 'list', '--json'], ['whoami'], ['whoami', '--json']]) {
+        const out = await runCli(args, args[0] === 'whoami' ? cliEnv : env);
+        expect(out.code, out.stderr).toBe(0);
+        expect(out.stdout, args.join(' ')).not.toMatch(rawControl);
+        expect(out.stderr, args.join(' ')).not.toMatch(rawControl);
+        if (!args.includes('--json')) expect(out.stdout).toContain('\\x1b[2J\\x1b[HMallory');
+      }
+      const listed = await runCli(['users', 'list'], env);
+      expect(listed.stdout).toContain('mallory@example.org\\r\\nX-Injected: yes');
+      expect(JSON.parse((await runCli(['whoami', '--json'], cliEnv)).stdout).name).toBe(directory.people.mallory.name);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('a StartTLS directory whose certificate is not trusted is unavailable, not a 500', async () => {

@@ -24,8 +24,16 @@ export const directory = {
   people: {
     dora: { password: 'dora-password', mail: 'dora@example.org', name: 'Dora Directory' },
     ezra: { password: 'ezra-password', mail: 'ezra@example.org', name: 'Ezra Entry' },
+    /**
+     * An entry whose attributes would rewrite an operator's terminal: a displayName that clears
+     * the screen and sets the window title, a mail with a line break and a header after it.
+     */
+    mallory: { password: 'mallory-password', mail: 'mallory@example.org\r\nX-Injected: yes', name: '\x1b[2J\x1b[HMallory\x1b]0;pwned\x07' },
   },
 };
+
+/** An LDIF line of a value that is not a safe string (control characters): base64 (RFC 2849). */
+const ldifValue = (attribute: string, value: string) => `${attribute}:: ${Buffer.from(value, 'utf8').toString('base64')}`;
 
 const seed = `dn: dc=example,dc=org
 objectClass: dcObject
@@ -58,6 +66,15 @@ cn: Ezra Entry
 sn: Entry
 mail: ${directory.people.ezra.mail}
 userPassword: ${directory.people.ezra.password}
+
+dn: uid=mallory,ou=people,dc=example,dc=org
+objectClass: inetOrgPerson
+uid: mallory
+cn: Mallory
+sn: Mallory
+${ldifValue('displayName', directory.people.mallory.name)}
+${ldifValue('mail', directory.people.mallory.mail)}
+userPassword: ${directory.people.mallory.password}
 
 dn: ou=groups,dc=example,dc=org
 objectClass: organizationalUnit

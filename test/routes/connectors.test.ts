@@ -471,6 +471,61 @@ describe('a GitHub upstream', () => {
   });
 });
 
+describe("what an upstream says of a person is checked as `users add` checks an administrator's input", () => {
+  const escapes = '\x1b[2J\x1b[HPat\x1b]0;pwned\x07';
+
+  it('OIDC (--trust-email): a name with terminal escapes, an email with CR LF and a group with a C1 control are left out; a verified email is not asserted', async () => {
+    await addConnector('trusting', 'oidc', { issuer: idp.base, clientId: idp.clientId, trustEmail: true, groupsClaim: 'groups' }, idp.clientSecret, 'Trusting');
+    idp.behaviour.person = { sub: 'hostile-1', email: 'pat@upstream.example\r\nBcc: everyone@example.com', email_verified: true, name: escapes, preferred_username: 'pat', groups: ['staff', 'ops\u009b2J'] };
+    const { answer } = await throughUpstream(await startWith('trusting'));
+    expect(answer.status).toBe(303);
+    const user = await t.store.findUserById((await t.store.findIdentity('trusting', 'hostile-1'))!.userId);
+    expect(user).toMatchObject({ username: 'pat', email: '', emailVerified: false, name: undefined, groups: ['staff'] });
+    await t.app.services.auditTrail.flush();
+    const [refused] = await t.store.listAuditEvents({ event: 'upstream.attributes_refused', limit: 10 });
+    expect(refused).toMatchObject({ userId: user!.id, details: { connectorId: 'trusting', attributes: ['email', 'name'] } });
+  });
+
+  it('OIDC: an email the upstream later sends broken is no longer asserted as verified; a good one again is taken', async () => {
+    await addConnector('trusting', 'oidc', { issuer: idp.base, clientId: idp.clientId, trustEmail: true }, idp.clientSecret, 'Trusting');
+    idp.behaviour.person = { sub: 'changing-1', email: 'pat@upstream.example', email_verified: true, name: 'Pat', preferred_username: 'pat' };
+    await throughUpstream(await startWith('trusting'));
+    const userId = (await t.store.findIdentity('trusting', 'changing-1'))!.userId;
+    expect(await t.store.findUserById(userId)).toMatchObject({ email: 'pat@upstream.example', emailVerified: true });
+    await browser.post('/logout', {});
+    idp.behaviour.person = { ...idp.behaviour.person, email: 'pat@upstream.example\u0085\u001b[31m' };
+    await throughUpstream(await startWith('trusting'));
+    expect(await t.store.findUserById(userId)).toMatchObject({ email: '', emailVerified: false, name: 'Pat' });
+    await browser.post('/logout', {});
+    idp.behaviour.person = { ...idp.behaviour.person, email: 'pat@upstream.example' };
+    await throughUpstream(await startWith('trusting'));
+    expect(await t.store.findUserById(userId)).toMatchObject({ email: 'pat@upstream.example', emailVerified: true });
+  });
+
+  it('OIDC: a subject with control characters refuses the sign-in (it names the identity for good), nothing created', async () => {
+    idp.behaviour.person = { sub: 'sub\r\nforged', email: 'pat@upstream.example', email_verified: true, preferred_username: 'pat' };
+    const { answer } = await throughUpstream(await startWith('acme'));
+    expect(answer.status).toBe(400);
+    expect(answer.body).toContain('did not say who you are');
+    expect(usersCount()).toBe(1);
+    expect(identitiesCount()).toBe(0);
+  });
+
+  it('GitHub: a profile name with terminal escapes and a primary email with CR LF are left out', async () => {
+    const saved = { name: github.account.name, emails: github.account.emails };
+    github.account.name = escapes;
+    github.account.emails = [{ email: 'octo@example.com\r\nX-Injected: yes', primary: true, verified: true }];
+    try {
+      const { answer } = await throughUpstream(await startWith('gh'));
+      expect(answer.status).toBe(303);
+      const user = await t.store.findUserById((await t.store.findIdentity('gh', '4242'))!.userId);
+      expect(user).toMatchObject({ username: 'octo-cat', email: '', emailVerified: false, name: undefined });
+    } finally {
+      Object.assign(github.account, saved);
+    }
+  });
+});
+
 describe('the device flow through a connector', () => {
   it('/activate → sign in with the upstream → back to confirm the device', async () => {
     const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'latchkey-cli' }) })).json();

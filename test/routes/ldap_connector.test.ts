@@ -2,11 +2,13 @@
  * LDAP directories behind the ordinary password form (issue 15), against a real OpenLDAP server
  * started by the test (test/helpers/slapd.ts): local accounts first, then each directory in order;
  * the typed name escaped in the filter (RFC 4515); groups from the directory; the sign-in back-off
- * exactly as for local accounts.
+ * exactly as for local accounts, whatever spelling of a name the directory takes for it; what the
+ * directory says of a person checked before it is stored.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectorSecretContext } from '../../src/connectors/runtime.js';
-import { addUser, testApp, type TestApp } from '../helpers/app.js';
+import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
+import { tokensFor } from '../helpers/flows.js';
 import { Browser, injectTransport, signIn } from '../helpers/browser.js';
 import { directory, ldapRequired, slapdAvailable, startSlapd, type RunningSlapd } from '../helpers/slapd.js';
 import { startSilentDirectory, startStallingStartTlsDirectory } from '../helpers/upstreams.js';
@@ -82,6 +84,63 @@ if (!slapdAvailable && ldapRequired) {
   it('the sign-in back-off applies as for local accounts', async () => {
     for (let i = 0; i < 5; i++) expect((await attempt('dora', 'guess-guess')).status).toBe(401);
     expect((await attempt('dora', directory.people.dora.password)).status).toBe(429);
+  });
+
+  // The directory prepares names before it compares them (RFC 4518): fullwidth letters, case and
+  // surrounding spaces do not matter to it, so they must not give a guesser a fresh back-off.
+  it('every spelling the directory takes for one name counts against one back-off', async () => {
+    for (const spelling of ['ｄｏｒａ', ' dora', 'DORA ', 'ｄｏｒａ', ' dora']) {
+      expect((await attempt(spelling, 'guess-guess')).status, spelling).toBe(401);
+    }
+    for (const spelling of ['DORA ', 'dora', 'Ｄｏｒａ']) {
+      expect((await attempt(spelling, directory.people.dora.password)).status, spelling).toBe(429);
+    }
+    expect((await t.store.listUsers()).filter((u) => u.source === 'corp')).toEqual([]);
+  });
+
+  it('names that reach one directory entry through different attributes share its back-off', async () => {
+    await t.store.removeConnector('corp');
+    await addLdap('corp', { userFilter: '(|(uid={username})(mail={username}))' });
+    for (const name of ['dora', directory.people.dora.mail, 'dora', directory.people.dora.mail, 'dora']) {
+      expect((await attempt(name, 'guess-guess')).status, name).toBe(401);
+    }
+    expect((await attempt(directory.people.dora.mail, directory.people.dora.password)).status).toBe(429);
+    // Another entry is not held back by dora's.
+    expect((await attempt('ezra', directory.people.ezra.password)).status).toBe(303);
+  });
+
+  it('a local account owns every spelling of its name: no directory user is made for ｄｏｒａ when a local dora exists', async () => {
+    const local = await addUser(t.store, 'dora', 'local-dora-password');
+    // The same name, however it is spelled: the local account's password signs its owner in.
+    expect((await attempt('ｄｏｒａ', 'local-dora-password')).status).toBe(303);
+    await t.app.services.auditTrail.flush();
+    expect((await t.store.listAuditEvents({ event: 'signin.success', limit: 10 })).map((e) => e.userId)).toEqual([local.id]);
+    await browser.post('/logout', {});
+    // And the directory's password for it is wrong, as for the plain spelling: no user is made.
+    for (const spelling of ['ｄｏｒａ', 'Ｄｏｒａ', ' dora', 'DORA ', 'do\u00adra']) {
+      expect((await attempt(spelling, directory.people.dora.password)).status, spelling).toBe(401);
+    }
+    expect((await t.store.listUsers()).filter((u) => u.source === 'corp')).toEqual([]);
+    const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    expect(metrics).not.toMatch(/latchkey_upstream_signins_total\{connector="corp"/);
+  });
+
+  it("an entry's displayName with terminal escapes and a mail with CR LF are not stored, and /userinfo does not assert them", async () => {
+    const res = await attempt('mallory', directory.people.mallory.password);
+    expect(res.status).toBe(303);
+    const user = await t.store.findUserByUsername('mallory');
+    expect(user).toMatchObject({ source: 'corp', email: '', emailVerified: false, name: undefined });
+    await addClient(t.store, 'tv');
+    const tokens = await tokensFor(t, user!, 'tv', { scope: 'openid email profile' });
+    const userinfo = await t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(userinfo.statusCode).toBe(200);
+    const claims = userinfo.json();
+    expect(claims.email_verified).not.toBe(true);
+    expect(JSON.stringify(claims)).not.toContain('mallory@example.org');
+    expect(Object.values(claims).join(' ')).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    await t.app.services.auditTrail.flush();
+    const [refused] = await t.store.listAuditEvents({ event: 'upstream.attributes_refused', limit: 10 });
+    expect(refused).toMatchObject({ userId: user!.id, details: { connectorId: 'corp', attributes: ['email', 'name'] } });
   });
 
   it('a local account with a password owns its name: the directory is not asked for it, so its entry is no second way in', async () => {

@@ -28,6 +28,21 @@ describe('sign-in attempts', () => {
     expect((await attempt('alice-password')).status).toBe(303);
   });
 
+  it('per account, whatever the spelling: fullwidth letters, case and surrounding spaces are one account to the back-off', async () => {
+    t = await testApp();
+    await addUser(t.store, 'alice', 'alice-password');
+    const browser = new Browser(injectTransport(t.app));
+    for (const spelling of ['ａｌｉｃｅ', 'ALICE ', ' alice', 'Ａｌｉｃｅ', 'al\u200bice']) {
+      expect((await signIn(browser, await browser.get('/login'), spelling, 'wrong-guess')).status, spelling).toBe(401);
+    }
+    for (const spelling of ['alice', 'ａｌｉｃｅ']) {
+      expect((await signIn(browser, await browser.get('/login'), spelling, 'alice-password')).status, spelling).toBe(429);
+    }
+    t.clock.advance(30);
+    // A spelling of the name is the name: the owner signs in with it.
+    expect((await signIn(browser, await browser.get('/login'), 'ＡＬＩＣＥ', 'alice-password')).status).toBe(303);
+  });
+
   it('parallel guesses cannot slip past the check: at most the limit get a password checked', async () => {
     t = await testApp();
     await addUser(t.store, 'alice', 'alice-password');

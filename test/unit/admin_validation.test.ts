@@ -47,7 +47,7 @@ describe('validEmail', () => {
     expect(refusal(() => validEmail(undefined)).message).toBe('--email is required');
     expect(refusal(() => validEmail('')).message).toBe('--email is required');
   });
-  for (const bad of ['alice', '@example.com', 'alice@', 'al ice@example.com', 'a@b@c', `${'a'.repeat(250)}@b.co`]) {
+  for (const bad of ['alice', '@example.com', 'alice@', 'al ice@example.com', 'a@b@c', `${'a'.repeat(250)}@b.co`, 'a@b.c\r\nBcc: x@y', 'a\x1b[31m@b.c', 'a@b.c\u0085', 'a\u202e@b.c']) {
     it(`rejects ${JSON.stringify(bad.slice(0, 30))}`, () => {
       expect(refusal(() => validEmail(bad)).message).toContain('is not a valid email address');
     });
@@ -63,6 +63,12 @@ describe('validName', () => {
   it('rejects more than 256 characters', () => {
     expect(validName('x'.repeat(256))).toBe('x'.repeat(256));
     expect(refusal(() => validName('x'.repeat(257))).message).toBe('--name must be at most 256 characters');
+  });
+  it('rejects control characters and direction overrides, keeps right-to-left names and their marks', () => {
+    for (const bad of ['\x1b[2JAlice', 'Alice\r\nBob', 'Alice\u007f', 'Alice\u009b', 'Alice\u202eecilA', 'A\u2028B']) {
+      expect(refusal(() => validName(bad)).message, JSON.stringify(bad)).toContain('must not contain control characters');
+    }
+    expect(validName('عربي\u200f مثال')).toBe('عربي\u200f مثال');
   });
 });
 

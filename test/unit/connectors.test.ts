@@ -1,8 +1,9 @@
-/** The pure parts of the connectors (issue 15): filter escaping, usernames, groups, settings. */
+/** The pure parts of the connectors: filter escaping, usernames, groups, upstream attributes, settings. */
 import { describe, expect, it } from 'vitest';
 import { escapeFilterValue, userFilter } from '../../src/connectors/ldap_filter.js';
 import { usernameCandidates } from '../../src/connectors/accounts.js';
-import { cleanGroups } from '../../src/connectors/upstream_profile.js';
+import { cleanGroups, UpstreamError } from '../../src/connectors/upstream_profile.js';
+import { checkedProfile } from '../../src/connectors/upstream_attributes.js';
 import { githubWebBase } from '../../src/connectors/github_upstream.js';
 import { connectorIdPattern, ldapConfigSchema, oidcConfigSchema, typedConnector } from '../../src/connectors/connector_config.js';
 import { freshSignInAsked } from '../../src/connectors/runtime.js';
@@ -46,6 +47,50 @@ describe('groups', () => {
     expect(cleanGroups('x y,z')).toEqual(['x', 'y', 'z']);
     expect(cleanGroups(undefined)).toEqual([]);
     expect(cleanGroups(Array.from({ length: 500 }, (_, i) => `g${i}`))).toHaveLength(200);
+  });
+
+  it('DEL, C1 controls and direction overrides are control characters too', () => {
+    expect(cleanGroups(['ops', 'x\u007f', 'y\u009b2J', 'admin\u202egnp.exe', 'عربي'])).toEqual(['ops', 'عربي']);
+  });
+});
+
+describe('upstream attributes, checked as users add checks input', () => {
+  const given = { subject: 'sub-1', username: 'pat', email: 'pat@example.com', emailVerified: true, name: 'Pat Example', groups: ['staff'] };
+
+  it('keeps what users add would take', () => {
+    expect(checkedProfile(given)).toEqual({ profile: given, refused: [] });
+    // Right-to-left names and the marks they need (RLM, ZWNJ) are names.
+    const persian = { ...given, name: 'می\u200cخواهم \u200fپت' };
+    expect(checkedProfile(persian).profile.name).toBe(persian.name);
+  });
+
+  it('leaves out, never cleans up, a name, email, username or group with control characters', () => {
+    const { profile, refused } = checkedProfile({
+      ...given,
+      name: '\x1b[2JPat',
+      email: 'pat@example.com\r\nBcc: all@example.com',
+      username: 'pat\x1b[0m',
+      groups: ['staff', 'ops\n'],
+    });
+    expect(profile).toMatchObject({ name: undefined, email: undefined, emailVerified: false, username: undefined, groups: ['staff'] });
+    expect(refused).toEqual(['email', 'name', 'username', 'groups']);
+  });
+
+  it('an email users add would refuse is not verified, whatever the upstream says', () => {
+    for (const email of ['not-an-address', 'a b@example.com', 'pat@example.com\u0085', `${'a'.repeat(250)}@b.co`]) {
+      expect(checkedProfile({ ...given, email }).profile, email).toMatchObject({ email: undefined, emailVerified: false });
+    }
+  });
+
+  it('a name is trimmed; a blank one is no name (and not a refusal); a name over 256 characters is left out', () => {
+    expect(checkedProfile({ ...given, name: '  Pat  ' }).profile.name).toBe('Pat');
+    expect(checkedProfile({ ...given, name: '   ' })).toMatchObject({ profile: { name: undefined }, refused: [] });
+    expect(checkedProfile({ ...given, name: 'x'.repeat(257) })).toMatchObject({ profile: { name: undefined }, refused: ['name'] });
+  });
+
+  it('a subject with control characters, or none, refuses the sign-in', () => {
+    expect(() => checkedProfile({ ...given, subject: 'a\nb' })).toThrow(UpstreamError);
+    expect(() => checkedProfile({ ...given, subject: '' })).toThrow(UpstreamError);
   });
 });
 

@@ -19,6 +19,7 @@ import { pollForTokens } from './device_poll.js';
 import { listenForCallback, SignInAborted, SignInHijacked, SignInTimeout, type Callback } from './loopback.js';
 import { writeSignInPage, type SignInPage } from './sign_in_page.js';
 import { describe, discover, oidc, printable } from './oidc.js';
+import { visible } from '../terminal_text.js';
 import { dpopHandle, dpopProof, newDpopKey } from './dpop_key.js';
 import { tokenTypeName } from './session.js';
 import type { JWK } from 'jose';
@@ -159,7 +160,7 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
     throw new CommandError(`could not start the device sign-in: ${describe(err)}`);
   }
   const complete = start.verification_uri_complete ?? start.verification_uri;
-  context.stderr.write(`To sign in, open ${start.verification_uri} on any device and enter the code\n\n    ${start.user_code}\n\nor open ${complete}\n\n`);
+  context.stderr.write(`To sign in, open ${visible(start.verification_uri)} on any device and enter the code\n\n    ${visible(start.user_code)}\n\nor open ${visible(complete)}\n\n`);
   if ((context.stdout as { isTTY?: boolean }).isTTY && (context.stderr as { isTTY?: boolean }).isTTY) {
     context.stderr.write(await QRCode.toString(complete, { type: 'terminal', small: true }));
   }
@@ -287,7 +288,7 @@ export const loginCommand: Command = {
           oidc.skipSubjectCheck,
           options.dpopJwk ? { DPoP: await dpopHandle(config, options.dpopJwk) } : undefined,
         );
-        who = ` as ${String(claims.preferred_username ?? claims.email ?? claims.sub)}`;
+        who = ` as ${visible(String(claims.preferred_username ?? claims.email ?? claims.sub))}`;
       } catch {
         // Who it is shows in `latchkey whoami`; the sign-in itself succeeded.
       }

@@ -5,6 +5,7 @@
  */
 import * as oidc from 'openid-client';
 import { CommandError, exitCodes } from '../command.js';
+import { visible } from '../terminal_text.js';
 
 export { oidc };
 
@@ -18,9 +19,9 @@ export async function discover(issuer: string, clientId: string): Promise<oidc.C
   }
 }
 
-/** Text from a server or a callback, made safe for a terminal: no control characters (escape codes, new lines). */
+/** Text from a server or a callback, made safe for a terminal (terminal_text.ts) and kept short. */
 export function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ').slice(0, 300);
+  return visible(text.slice(0, 300));
 }
 
 type Challenge = { scheme?: string; parameters?: Record<string, string> };

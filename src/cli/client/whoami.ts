@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { loadClientConfig } from '../../config.js';
 import { CommandError, exitCodes, type Command } from '../command.js';
 import { json } from '../output.js';
+import { visible } from '../terminal_text.js';
 import { CredentialsStore } from './credentials.js';
 import { clientHelp } from './help.js';
 import { describe, discover, oauthErrorCode, oidc } from './oidc.js';
@@ -44,7 +45,8 @@ export const whoamiCommand: Command = {
         `  client:  ${profile.client_id}${name === 'default' ? '' : `, profile ${name}`}`,
         `  scope:   ${profile.scope}`,
       ];
-      context.stdout.write(lines.join('\n') + '\n');
+      // The claims are what the server holds (a name or email an upstream may have sent): shown, never run.
+      context.stdout.write(lines.map(visible).join('\n') + '\n');
     }
     return exitCodes.ok;
   },

@@ -6,6 +6,7 @@
 import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 import { revocationTime } from '../revocation_time.js';
+import { visible } from '../terminal_text.js';
 
 export const sessionsRevokeCommand: Command = {
   usage: 'latchkey sessions revoke <id>',
@@ -23,7 +24,7 @@ export const sessionsRevokeCommand: Command = {
     const family = await store.revokeRefreshFamilyOf(id, undefined, await revocationTime(store));
     if (family) {
       await cliAudit(context, 'session.revoked', { kind: 'app', userId: family.userId, clientId: family.clientId, familyId: id });
-      context.stderr.write(`Ended the sign-in of ${family.clientId} (${id})\n`);
+      context.stderr.write(`Ended the sign-in of ${visible(family.clientId)} (${id})\n`);
       return 0;
     }
     throw new CommandError(`no live sign-in "${id.slice(0, 80)}"`);

@@ -6,6 +6,7 @@
  */
 import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
+import { visible } from '../terminal_text.js';
 
 export const usersMfaResetCommand: Command = {
   usage: 'latchkey users mfa-reset <username>',
@@ -24,7 +25,7 @@ export const usersMfaResetCommand: Command = {
     if (!user) throw new CommandError(`no user "${username}"`);
     const removed = await store.resetSecondFactors(user.id);
     await cliAudit(context, 'user.second_factors_reset', { username, userId: user.id, hadFactors: removed });
-    context.stderr.write(removed ? `Removed the second factors of ${user.username}\n` : `${user.username} had no second factors\n`);
+    context.stderr.write(removed ? `Removed the second factors of ${visible(user.username)}\n` : `${visible(user.username)} had no second factors\n`);
     return 0;
   },
 };

@@ -2,6 +2,7 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
+import { visible } from '../terminal_text.js';
 
 export const usersGrantCommand: Command = {
   usage: 'latchkey users grant <username> <role>',
@@ -15,7 +16,7 @@ export const usersGrantCommand: Command = {
     if (!(await store.findRole(role))) throw new CommandError(`no role "${role}" (roles list shows them)`);
     if (!(await store.grantRole(user.id, role, epochSeconds(systemClock)))) throw new CommandError(`could not grant ${role} to ${username}`);
     await cliAudit(context, 'user.role_granted', { userId: user.id, username: user.username, role });
-    context.stderr.write(`${user.username} now holds ${role}\n`);
+    context.stderr.write(`${visible(user.username)} now holds ${role}\n`);
     return 0;
   },
 };
@@ -31,7 +32,7 @@ export const usersRevokeCommand: Command = {
     if (!user) throw new CommandError(`no user "${username}"`);
     if (!(await store.revokeRole(user.id, role))) throw new CommandError(`${user.username} does not hold "${role}"`);
     await cliAudit(context, 'user.role_revoked', { userId: user.id, username: user.username, role });
-    context.stderr.write(`${user.username} no longer holds ${role}\n`);
+    context.stderr.write(`${visible(user.username)} no longer holds ${role}\n`);
     return 0;
   },
 };

@@ -2,6 +2,7 @@ import { epochSeconds, systemClock } from '../../clock.js';
 import { profileOptions, profileOptionsHelp, userChangeFrom } from '../../admin/profile_claims.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
+import { visible } from '../terminal_text.js';
 
 export const usersUpdateCommand: Command = {
   usage: 'latchkey users update <username> [--email <email>] [--name <full name>] [profile claim options] [--clear <claim>]...',
@@ -28,12 +29,12 @@ export const usersUpdateCommand: Command = {
     if (!user) throw new CommandError(`no user "${username}"`);
     const { change, changedClaims } = userChangeFrom(user, context.values, now);
     if (changedClaims.length === 0) {
-      context.stderr.write(`Nothing changed: ${user.username} already has these values\n`);
+      context.stderr.write(`Nothing changed: ${visible(user.username)} already has these values\n`);
       return 0;
     }
     if (!(await store.updateUser(user.username, change, now))) throw new CommandError(`no user "${username}"`);
     await cliAudit(context, 'user.updated', { username: user.username, claims: changedClaims });
-    context.stderr.write(`Updated ${user.username}: ${changedClaims.join(', ')}\n`);
+    context.stderr.write(`Updated ${visible(user.username)}: ${changedClaims.join(', ')}\n`);
     return 0;
   },
 };

@@ -35,11 +35,14 @@ export const maxLinksPerHour = 3;
 /** At most this many accounts get a reset mail for one address typed. */
 const maxAccountsPerAddress = 5;
 
+/** The links this page mails (enrolment links are handed over by administrators, never mailed). */
+type MailedLinkPurpose = Exclude<EmailTokenPurpose, 'factor_enrolment'>;
+
 /** Type prefixes, as crypto/secrets.ts secretPrefix has for the other secrets: scanners recognise a leaked link. */
-export const linkPrefix = { password_reset: secretPrefix.passwordResetLink, email_verification: secretPrefix.emailVerificationLink } as const satisfies Record<EmailTokenPurpose, string>;
+export const linkPrefix = { password_reset: secretPrefix.passwordResetLink, email_verification: secretPrefix.emailVerificationLink } as const satisfies Record<MailedLinkPurpose, string>;
 
 /** A well-formed link secret of the purpose: anything else is refused before the store is asked. */
-export function isLinkSecret(purpose: EmailTokenPurpose, value: string): boolean {
+export function isLinkSecret(purpose: MailedLinkPurpose, value: string): boolean {
   return value.length === linkPrefix[purpose].length + 43 && value.startsWith(linkPrefix[purpose]) && /^[A-Za-z0-9_-]{43}$/.test(value.slice(linkPrefix[purpose].length));
 }
 
@@ -85,7 +88,7 @@ export async function mailSettled(services: Services): Promise<void> {
 }
 
 /** A new link of the purpose for the account's current address, stored as its digest. */
-async function issueLink(services: Services, user: UserRecord, purpose: EmailTokenPurpose, now: number): Promise<string> {
+async function issueLink(services: Services, user: UserRecord, purpose: MailedLinkPurpose, now: number): Promise<string> {
   const secret = randomSecret(linkPrefix[purpose]);
   await services.store.createEmailToken({
     tokenHash: sha256(secret),

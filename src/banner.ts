@@ -18,6 +18,10 @@ export function banner(config: Config, port: number, result: BootstrapResult, wo
         ? `Created the first user "${result.createdUser}" with password: ${result.generatedPassword}  (shown only once)`
         : `Created the first user "${result.createdUser}" with the password from LATCHKEY_BOOTSTRAP_PASSWORD`,
     );
+    // The console wants a second factor, and a password alone cannot add an administrator's first one.
+    if (config.mfa !== 'off') {
+      lines.push(`To open the admin console (${config.issuer}/admin), get ${result.createdUser} a one-time link to set up a second factor: npx latchkey users mfa-enroll ${result.createdUser}`);
+    }
   }
   lines.push(
     '',

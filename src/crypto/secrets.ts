@@ -23,6 +23,7 @@ export const secretPrefix = {
   clientSecret: 'lk_cs_',
   passwordResetLink: 'lk_pr_',
   emailVerificationLink: 'lk_ev_',
+  factorEnrolmentLink: 'lk_fe_',
   registrationToken: 'lk_it_',
   registrationAccessToken: 'lk_ra_',
 } as const;

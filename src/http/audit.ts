@@ -19,6 +19,11 @@ export type AuditEvent =
   | 'second_factor.renamed'
   | 'second_factor.removed'
   | 'second_factor.recovery_codes_generated'
+  | 'second_factor.enrolment_refused'
+  | 'second_factor.enrolment_link_created'
+  | 'second_factor.enrolment_links_cancelled'
+  | 'second_factor.enrolment_link_used'
+  | 'second_factor.enrolment_link_refused'
   | 'upstream.signin_started'
   | 'upstream.signin_success'
   | 'upstream.signin_failure'
@@ -97,7 +102,16 @@ export interface AuditSource {
   server?: { services?: { auditTrail?: AuditTrail | undefined; clock(): number } };
 }
 
-const warnings = new Set<AuditEvent>(['refresh_token.reuse_detected', 'authorization_code.replayed', 'logout.backchannel_failed', 'client.assertion_replayed', 'admin.access_denied']);
+const warnings = new Set<AuditEvent>([
+  'refresh_token.reuse_detected',
+  'authorization_code.replayed',
+  'logout.backchannel_failed',
+  'client.assertion_replayed',
+  'admin.access_denied',
+  // An administrator's password used to try to add a first factor: the password may be stolen.
+  'second_factor.enrolment_refused',
+  'second_factor.enrolment_link_refused',
+]);
 
 export function audit(source: AuditSource, event: AuditEvent, fields: Record<string, unknown> = {}): void {
   const line = { event, ip: source.ip, ...fields };

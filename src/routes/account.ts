@@ -7,7 +7,8 @@
  *
  * Every change is a CSRF-protected form. Changing the email (where password-reset links go) needs
  * a sign-in of the last 15 minutes; changing the password needs the current one, counted in the
- * sign-in back-off like any password guess. Every change is audited.
+ * sign-in back-off like any password guess. Every change is audited; a new password and a new
+ * email are told to the person by mail (to the old address and the new one for an email change).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -21,6 +22,7 @@ import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
 import { currentSession, endSession, startSession, type SignedIn } from '../http/session.js';
 import { startSignInAttempt } from '../http/signin_attempt.js';
 import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
+import { sendSecurityNoticesLater } from '../mail/security_notice_sender.js';
 import type { ClientRecord, SessionRecord } from '../store/store.js';
 import { recentSignInSeconds } from './account_security.js';
 import { sendVerificationEmail } from './password_reset.js';
@@ -148,6 +150,8 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     await store.updateUserProfile(user.id, { name, email }, epochSeconds(clock));
     audit(request, 'user.profile_changed', { userId: user.id, emailChanged });
     const updated = await reloaded(signedIn);
+    // The address before hears of it too: should someone else have made the change, reset links no longer reach the owner.
+    if (emailChanged) sendSecurityNoticesLater(services, request, updated.user, { kind: 'email_changed', previous: user.email });
     const mailed = emailChanged ? await sendVerificationEmail(services, updated.user, request) : undefined;
     const text = mailed === 'sent' ? 'Saved. We sent a link to your new address to verify it.' : emailChanged ? 'Saved. Your new email is not verified yet.' : 'Saved.';
     return showAccount(request, reply, updated, { kind: 'notice', text });
@@ -190,6 +194,7 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
       tellClients(request, ended);
     }
     audit(request, 'user.password_changed', { userId: user.id, source: 'account', endedOtherSignIns: !keepOthers });
+    sendSecurityNoticesLater(services, request, user, { kind: 'password_changed', how: 'changed' });
     if (keepOthers) return showAccount(request, reply, signedIn, { kind: 'notice', text: 'Your password was changed. Your other sign-ins continue.' });
     const fresh = await store.findUserById(user.id);
     const again = fresh && (await startSession(request, reply, services, fresh, { amr: session.amr, signedInAt: now }));

@@ -5,9 +5,13 @@
  *
  * Every change needs a sign-in made here within the last 15 minutes, and — for someone who already
  * has a factor — a session that used one: a session cookie taken from an unlocked laptop must not
- * be able to swap the factors and keep the account. Under LATCHKEY_MFA=required the last factor
- * cannot be removed. Setting up a factor for a sign-in that needs one (LATCHKEY_MFA=required, or a
- * client's acr_values) counts as that sign-in's second factor, and the person goes on from there.
+ * be able to swap the factors and keep the account. The first factor of an account holding the
+ * `admin` role needs a one-time enrolment link from another administrator (mfa/enrolment_link.ts):
+ * a stolen password alone must not be able to bind the thief's factor to the accounts that run the
+ * server. Under LATCHKEY_MFA=required — and for such an account — the last factor cannot be
+ * removed. Setting up a factor for a sign-in that needs one (LATCHKEY_MFA=required, or a client's
+ * acr_values) counts as that sign-in's second factor, and the person goes on from there. Every
+ * change is told to the person by mail (mail/security_notice.ts), after the answer.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import QRCode from 'qrcode';
@@ -23,6 +27,8 @@ import { formActionSource } from '../oauth/redirect.js';
 import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { currentSession, startSession, type SignedIn } from '../http/session.js';
 import { isMultiFactor, withMethods } from '../mfa/amr.js';
+import { enrolmentPath, enrolmentSecretIn, firstFactorNeedsLink, spendEnrolmentLink } from '../mfa/enrolment_link.js';
+import { clearEnrolmentPermit, grantEnrolmentPermit, hasEnrolmentPermit } from '../mfa/enrolment_permit.js';
 import { hasSecondFactor, secondFactorsOf, stepUpPath, type SecondFactors } from '../mfa/policy.js';
 import { newRecoveryCodes, normalizeRecoveryCode, recoveryCodeDigest } from '../mfa/recovery_codes.js';
 import { newTotpSecret, spacedSecret, totpStepOf, totpUri } from '../mfa/totp.js';
@@ -30,6 +36,8 @@ import { totpSecretContext } from '../mfa/totp_secret.js';
 import { parseRegistrationResponse, registrationOptions, relyingParty, verifyRegistration } from '../mfa/webauthn.js';
 import { saveChallenge, takeChallenge } from '../mfa/webauthn_challenge.js';
 import { DuplicateError, type AuthMethod } from '../store/store.js';
+import { adminRole } from '../admin/roles.js';
+import { sendSecurityNoticesLater } from '../mail/security_notice_sender.js';
 import { maxReturnToLength } from './login.js';
 
 /** A change needs a sign-in made here at most this long ago. */
@@ -48,6 +56,8 @@ const plainForm = z.object(baseForm);
 const totpForm = z.object({ ...baseForm, setup: z.string().max(1024).default(''), otp: z.string().max(64).default('') });
 const passkeyForm = z.object({ ...baseForm, credential: z.string().max(65_536).default(''), name: z.string().max(256).default('') });
 const passkeyChange = z.object({ ...baseForm, id: z.string().max(1400).default(''), name: z.string().max(256).default('') });
+const enrolQuery = z.object({ code: z.string().max(2048).optional(), return_to: z.string().max(maxReturnToLength).optional() });
+const enrolForm = z.object({ ...baseForm, code: z.string().max(2048).default('') });
 
 /** Names people give their passkeys: 1-64 printable characters, no control or format characters. */
 export function passkeyName(typed: string, fallback: string): string | undefined {
@@ -105,6 +115,34 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     allowFormActionTo(reply, interaction && formActionSource(interaction.request.redirectUri));
   }
 
+  /** The command an administrator runs to let this person set up their first factor. */
+  const enrolCommand = (username: string) => `latchkey users mfa-enroll ${/^[A-Za-z0-9._@-]+$/.test(username) ? username : `'${username.replace(/'/g, "'\\''")}'`}`;
+
+  /**
+   * Whether this person may set up a factor now: anyone with a factor already (the guard made sure
+   * their session used one), anyone without the admin role, and an administrator whose browser
+   * holds the permit an enrolment link left.
+   */
+  function mayEnroll(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, factors: SecondFactors): boolean {
+    return !firstFactorNeedsLink(signedIn.user, factors) || hasEnrolmentPermit(request, reply, services, signedIn, epochSeconds(clock));
+  }
+
+  /** The page that turns away a first factor without an enrolment link, saying what to do instead. */
+  function enrolmentRefused(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, returnTo: string | undefined, factor: 'totp' | 'passkey') {
+    audit(request, 'second_factor.enrolment_refused', { userId: signedIn.user.id, factor, reason: 'no_enrolment_link' });
+    return renderErrorPage(
+      request,
+      reply,
+      services,
+      {
+        heading: 'Ask an administrator for an enrolment link',
+        message: `Your account holds the admin role, so a password alone cannot add its first second factor. Ask an administrator to run \`${enrolCommand(signedIn.user.username)}\` (or to make an enrolment link on your page of the admin console), then open the link they give you while signed in here.`,
+        link: { href: here(returnTo), label: 'Back to security' },
+      },
+      403,
+    );
+  }
+
   async function showOverview(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, returnTo: string | undefined, notice?: string) {
     const { user, session } = signedIn;
     const [totp, passkeys, recoveryCodes] = await Promise.all([store.findTotp(user.id), store.listPasskeys(user.id), store.countRecoveryCodes(user.id)]);
@@ -113,13 +151,18 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     allowFormsToEndAtClient(request, reply, returnTo);
     const date = (t: number | undefined) => (t === undefined ? undefined : new Date(t * 1000).toISOString().slice(0, 10));
     const now = epochSeconds(clock);
+    const factors = { totp: totp !== undefined, passkeys: passkeys.length, recoveryCodes };
+    const linkNeeded = config.mfa !== 'off' && firstFactorNeedsLink(user, factors);
+    const permitted = linkNeeded && hasEnrolmentPermit(request, reply, services, signedIn, now);
     return renderPage(request, reply, services, 'account_security', {
       title: 'Sign-in security',
       csrfToken: await csrfToken(request, reply, services, 'account_security'),
       off: config.mfa === 'off',
       required: config.mfa === 'required',
       returnTo,
-      needsFactor: returnTo !== undefined && !hasSecondFactor({ totp: totp !== undefined, passkeys: passkeys.length, recoveryCodes }),
+      needsFactor: returnTo !== undefined && !hasSecondFactor(factors),
+      // An administrator without a factor and without a permit sees how to get an enrolment link instead of the set-up buttons.
+      enrolment: linkNeeded ? { permitted, command: enrolCommand(user.username), action: enrolmentPath } : undefined,
       continueTo: returnTo !== undefined && isMultiFactor(session.amr) ? returnTo : undefined,
       recent: now - session.authTime <= recentSignInSeconds,
       signInAgain: signInAgain(returnTo),
@@ -146,6 +189,8 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
       id: session.id,
     });
     if (!upgraded) return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
+    // The permit of an enrolment link has served: from now on the factor itself guards every change.
+    clearEnrolmentPermit(reply, services);
     if (factors.recoveryCodes === 0) return showRecoveryCodes(request, reply, user.id, returnTo);
     return reply.redirect(returnTo ?? '/account/security', 303);
   }
@@ -203,6 +248,7 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const returnTo = returnToOf(return_to);
     const guarded = await guard(request, reply, false, returnTo);
     if (!guarded.ok) return guarded.reply;
+    if (!mayEnroll(request, reply, guarded.signedIn, guarded.factors)) return enrolmentRefused(request, reply, guarded.signedIn, returnTo, 'totp');
     return showTotpSetup(request, reply, guarded.signedIn, newTotpSecret(), returnTo);
   });
 
@@ -212,6 +258,7 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const guarded = await guard(request, reply, form.csrf_token, returnTo);
     if (!guarded.ok) return guarded.reply;
     const { signedIn, factors } = guarded;
+    if (!mayEnroll(request, reply, signedIn, factors)) return enrolmentRefused(request, reply, signedIn, returnTo, 'totp');
     const userId = signedIn.user.id;
     let setup: z.infer<typeof setupSchema> | undefined;
     try {
@@ -233,19 +280,22 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     await store.saveTotp({ userId, secret: services.secretBox.seal(totpSecretContext(userId), setup.secret), lastStep: step, createdAt: now });
     metrics.secondFactorEvents.inc({ factor: 'totp', event: 'enrolled' });
     audit(request, 'second_factor.enrolled', { userId, factor: 'totp', replaced: factors.totp });
+    sendSecurityNoticesLater(services, request, signedIn.user, { kind: 'factor_enrolled', factor: 'totp', replaced: factors.totp });
     return afterEnrollment(request, reply, signedIn, factors, ['otp'], returnTo);
   });
 
-  /** Under LATCHKEY_MFA=required nobody is left without a factor. */
-  function lastFactorRefused(request: FastifyRequest, reply: FastifyReply, remaining: SecondFactors, returnTo: string | undefined) {
-    if (config.mfa !== 'required' || hasSecondFactor(remaining)) return undefined;
-    return renderErrorPage(
-      request,
-      reply,
-      services,
-      { heading: 'This is your last second factor', message: 'This server requires one. Add another (a passkey or an authenticator app) before you remove this one.', link: { href: here(returnTo), label: 'Back to security' } },
-      409,
-    );
+  /**
+   * Under LATCHKEY_MFA=required nobody is left without a factor; nor is an administrator, whose
+   * next first factor would need an enrolment link from someone else.
+   */
+  function lastFactorRefused(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, remaining: SecondFactors, returnTo: string | undefined) {
+    const administrator = signedIn.user.roles.includes(adminRole);
+    if ((config.mfa !== 'required' && !administrator) || hasSecondFactor(remaining)) return undefined;
+    const message =
+      config.mfa === 'required'
+        ? 'This server requires one. Add another (a passkey or an authenticator app) before you remove this one.'
+        : 'Your account holds the admin role: without a factor, a new one would need an enrolment link from another administrator. Add another (a passkey or an authenticator app) before you remove this one.';
+    return renderErrorPage(request, reply, services, { heading: 'This is your last second factor', message, link: { href: here(returnTo), label: 'Back to security' } }, 409);
   }
 
   app.post('/account/security/totp/remove', page, async (request, reply) => {
@@ -254,11 +304,12 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const guarded = await guard(request, reply, form.csrf_token, returnTo);
     if (!guarded.ok) return guarded.reply;
     const { signedIn, factors } = guarded;
-    const refused = lastFactorRefused(request, reply, { ...factors, totp: false }, returnTo);
+    const refused = lastFactorRefused(request, reply, signedIn, { ...factors, totp: false }, returnTo);
     if (refused) return refused;
     if (await store.removeTotp(signedIn.user.id)) {
       metrics.secondFactorEvents.inc({ factor: 'totp', event: 'removed' });
       audit(request, 'second_factor.removed', { userId: signedIn.user.id, factor: 'totp' });
+      sendSecurityNoticesLater(services, request, signedIn.user, { kind: 'factor_removed', factor: 'totp' });
     }
     return reply.redirect(here(returnTo), 303);
   });
@@ -278,6 +329,10 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     if (epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds || (hasSecondFactor(factors) && !isMultiFactor(signedIn.session.amr))) {
       throw new OAuthError('invalid_request', 'Sign in again to add a passkey.', { status: 401 });
     }
+    if (!mayEnroll(request, reply, signedIn, factors)) {
+      audit(request, 'second_factor.enrolment_refused', { userId: signedIn.user.id, factor: 'passkey', reason: 'no_enrolment_link' });
+      throw new OAuthError('access_denied', `Your account holds the admin role: ask an administrator to run \`${enrolCommand(signedIn.user.username)}\`, then open the link they give you.`, { status: 403 });
+    }
     const passkeys = await store.listPasskeys(signedIn.user.id);
     if (passkeys.length >= maxPasskeys) throw new OAuthError('invalid_request', `You have ${maxPasskeys} passkeys: remove one first.`, { status: 409 });
     const options = await registrationOptions(rp, signedIn.user, passkeys);
@@ -291,6 +346,7 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const guarded = await guard(request, reply, form.csrf_token, returnTo);
     if (!guarded.ok) return guarded.reply;
     const { signedIn, factors } = guarded;
+    if (!mayEnroll(request, reply, signedIn, factors)) return enrolmentRefused(request, reply, signedIn, returnTo, 'passkey');
     const userId = signedIn.user.id;
     const back = { href: here(returnTo), label: 'Back to security' };
     const rp = relyingParty(config);
@@ -315,6 +371,7 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     }
     metrics.secondFactorEvents.inc({ factor: 'passkey', event: 'enrolled' });
     audit(request, 'second_factor.enrolled', { userId, factor: 'passkey' });
+    sendSecurityNoticesLater(services, request, signedIn.user, { kind: 'factor_enrolled', factor: 'passkey' });
     return afterEnrollment(request, reply, signedIn, factors, ['hwk', 'user'], returnTo);
   });
 
@@ -337,12 +394,13 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const { signedIn, factors } = guarded;
     const owned = (await store.listPasskeys(signedIn.user.id)).some((p) => p.id === form.id);
     if (owned) {
-      const refused = lastFactorRefused(request, reply, { ...factors, passkeys: factors.passkeys - 1 }, returnTo);
+      const refused = lastFactorRefused(request, reply, signedIn, { ...factors, passkeys: factors.passkeys - 1 }, returnTo);
       if (refused) return refused;
     }
     if (owned && (await store.removePasskey(signedIn.user.id, form.id))) {
       metrics.secondFactorEvents.inc({ factor: 'passkey', event: 'removed' });
       audit(request, 'second_factor.removed', { userId: signedIn.user.id, factor: 'passkey' });
+      sendSecurityNoticesLater(services, request, signedIn.user, { kind: 'factor_removed', factor: 'passkey' });
     }
     return reply.redirect(here(returnTo), 303);
   });
@@ -358,6 +416,64 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
       return renderErrorPage(request, reply, services, { heading: 'Set up a second factor first', message: 'Recovery codes stand in for a passkey or an authenticator app you have lost.', link: { href: here(returnTo), label: 'Back to security' } }, 400);
     }
     // New codes replace the old ones at once: a list that may have been seen is dead.
+    sendSecurityNoticesLater(services, request, guarded.signedIn.user, { kind: 'recovery_codes_replaced' });
     return showRecoveryCodes(request, reply, guarded.signedIn.user.id, returnTo);
+  });
+
+  // ─── Enrolment links (the first factor of an administrator) ──────────────────────────────────
+
+  /** The link's own address, to come back to after signing in (the secret is in it, as in a reset link). */
+  const enrolHere = (secret: string | undefined, returnTo: string | undefined) => {
+    const query = new URLSearchParams({ ...(secret === undefined ? {} : { code: secret }), ...(returnTo === undefined ? {} : { return_to: returnTo }) }).toString();
+    return `${enrolmentPath}${query === '' ? '' : `?${query}`}`;
+  };
+  const expiredLink = (returnTo: string | undefined) => ({
+    heading: 'This enrolment link has expired or was used',
+    message: 'An enrolment link works once, for the account it was made for, until the time it was given for. Ask the administrator for a new one.',
+    link: { href: here(returnTo), label: 'Back to security' },
+  });
+
+  // Opening the link spends nothing (previews and scanners open links too): the form does.
+  app.get(enrolmentPath, page, async (request, reply) => {
+    const { code, return_to } = parseFields(enrolQuery, request.query);
+    const returnTo = returnToOf(return_to);
+    const secret = code === undefined ? undefined : enrolmentSecretIn(code);
+    if (secret === undefined) return renderErrorPage(request, reply, services, expiredLink(returnTo), 400);
+    const signedIn = await currentSession(request, services);
+    if (!signedIn) return reply.redirect(`/login?return_to=${encodeURIComponent(enrolHere(secret, returnTo))}`, 303);
+    // The form that spends the link asks for a recent sign-in: ask for it now, and come back here.
+    if (epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) return reply.redirect(`/login?fresh=1&return_to=${encodeURIComponent(enrolHere(secret, returnTo))}`, 303);
+    const factors = await secondFactorsOf(store, signedIn.user.id);
+    return renderPage(request, reply, services, 'factor_enrolment', {
+      title: 'Set up your second factor',
+      csrfToken: await csrfToken(request, reply, services, 'account_security'),
+      username: signedIn.user.username,
+      hasFactor: hasSecondFactor(factors),
+      code: secret,
+      returnTo,
+      back: here(returnTo),
+    });
+  });
+
+  app.post(enrolmentPath, page, async (request, reply) => {
+    const form = parseFields(enrolForm, request.body);
+    const returnTo = returnToOf(form.return_to);
+    const guarded = await guard(request, reply, form.csrf_token, returnTo);
+    if (!guarded.ok) return guarded.reply;
+    const { signedIn, factors } = guarded;
+    // A person with a factor needs no link: theirs stays unspent for another time.
+    if (hasSecondFactor(factors)) return reply.redirect(here(returnTo), 303);
+    const secret = enrolmentSecretIn(form.code);
+    if (secret === undefined) {
+      return renderErrorPage(request, reply, services, { heading: 'That is not an enrolment link', message: 'Paste the whole link the administrator gave you (it starts with the address of this server), or the code in it that starts with lk_fe_.', link: { href: here(returnTo), label: 'Back to security' } }, 400);
+    }
+    const outcome = await spendEnrolmentLink(store, secret, signedIn.user.id, epochSeconds(clock));
+    if (outcome !== 'spent') {
+      audit(request, 'second_factor.enrolment_link_refused', { userId: signedIn.user.id, reason: outcome });
+      return renderErrorPage(request, reply, services, expiredLink(returnTo), 400);
+    }
+    grantEnrolmentPermit(request, reply, services, signedIn, epochSeconds(clock));
+    audit(request, 'second_factor.enrolment_link_used', { userId: signedIn.user.id });
+    return reply.redirect(here(returnTo), 303);
   });
 }

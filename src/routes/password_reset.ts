@@ -8,9 +8,10 @@
  * (store.useEmailToken); opening a reset link spends nothing (mail scanners open links), only the
  * form that sets the new password does. A new password ends every sign-in of the account. Requests
  * are limited per source address and per account; the mail goes to the address stored for the
- * account, never to the text typed.
+ * account, never to the text typed. A password set with a link is told to the account's address
+ * in a security notice (mail/security_notice.ts).
  */
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AdminInputError, validPassword } from '../admin/validation.js';
 import { epochSeconds } from '../clock.js';
@@ -23,7 +24,9 @@ import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, type ErrorPage } from '../http/pages.js';
 import { currentSession, endSession } from '../http/session.js';
+import { afterTheAnswer, mailSettled } from '../mail/after_answer.js';
 import { MailError, type MailMessage } from '../mail/mailer.js';
+import { sendSecurityNoticesLater } from '../mail/security_notice_sender.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
 import type { Services } from '../services.js';
 import type { EmailTokenPurpose, UserRecord } from '../store/store.js';
@@ -35,11 +38,14 @@ export const maxLinksPerHour = 3;
 /** At most this many accounts get a reset mail for one address typed. */
 const maxAccountsPerAddress = 5;
 
+/** The links this page mails (enrolment links are handed over by administrators, never mailed). */
+type MailedLinkPurpose = Exclude<EmailTokenPurpose, 'factor_enrolment'>;
+
 /** Type prefixes, as crypto/secrets.ts secretPrefix has for the other secrets: scanners recognise a leaked link. */
-export const linkPrefix = { password_reset: secretPrefix.passwordResetLink, email_verification: secretPrefix.emailVerificationLink } as const satisfies Record<EmailTokenPurpose, string>;
+export const linkPrefix = { password_reset: secretPrefix.passwordResetLink, email_verification: secretPrefix.emailVerificationLink } as const satisfies Record<MailedLinkPurpose, string>;
 
 /** A well-formed link secret of the purpose: anything else is refused before the store is asked. */
-export function isLinkSecret(purpose: EmailTokenPurpose, value: string): boolean {
+export function isLinkSecret(purpose: MailedLinkPurpose, value: string): boolean {
   return value.length === linkPrefix[purpose].length + 43 && value.startsWith(linkPrefix[purpose]) && /^[A-Za-z0-9_-]{43}$/.test(value.slice(linkPrefix[purpose].length));
 }
 
@@ -63,29 +69,8 @@ function looksLikeEmail(value: string): boolean {
   return value.length <= 254 && /^[^\s@]+@[^\s@]+$/.test(value) && !/[\u0000-\u001f\u007f]/.test(value);
 }
 
-// Mail work runs after the answer: kept here so that closing the app (and tests) can wait for it.
-const inFlight = new WeakMap<Services, Set<Promise<void>>>();
-
-function afterTheAnswer(services: Services, log: FastifyBaseLogger, work: () => Promise<void>): void {
-  let pending = inFlight.get(services);
-  if (!pending) inFlight.set(services, (pending = new Set()));
-  // Started on a later turn of the event loop, once the answer is on its way: the lookup and the
-  // mail then cost the answer nothing, whether or not the account exists.
-  const task: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
-    .then(work)
-    .catch((err: unknown) => log.error({ err: err instanceof MailError ? err.toLog() : { message: String((err as Error)?.message ?? err).slice(0, 300) } }, 'password reset request failed'))
-    .finally(() => pending.delete(task));
-  pending.add(task);
-}
-
-/** Resolves when every mail started so far has been sent or has failed (tests; shutdown). */
-export async function mailSettled(services: Services): Promise<void> {
-  const pending = inFlight.get(services);
-  while (pending && pending.size > 0) await Promise.allSettled([...pending]);
-}
-
 /** A new link of the purpose for the account's current address, stored as its digest. */
-async function issueLink(services: Services, user: UserRecord, purpose: EmailTokenPurpose, now: number): Promise<string> {
+async function issueLink(services: Services, user: UserRecord, purpose: MailedLinkPurpose, now: number): Promise<string> {
   const secret = randomSecret(linkPrefix[purpose]);
   await services.store.createEmailToken({
     tokenHash: sha256(secret),
@@ -274,7 +259,7 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
     // Every request counts, whether or not an account uses the address: the limit tells nothing.
     const counted = await rateLimits.passwordResetAddress.hit(rateLimitKey(request.ip));
     if (counted.limited) throw tooManyRequests(counted.retryAfter, 'Too many requests. Wait a few minutes and try again.');
-    afterTheAnswer(services, request.log, () => requestReset(services, request, email));
+    afterTheAnswer(services, request.log, 'password reset request failed', () => requestReset(services, request, email));
     // Not even the typed address is repeated: this page is the same for every request.
     return renderPage(request, reply, services, 'forgot_password', { title: 'Check your email', sent: true });
   });
@@ -320,6 +305,7 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
     }
     audit(request, 'user.password_reset', { userId: user.id });
     notifyBackchannelLogoutLater(services, endedSessions, request);
+    sendSecurityNoticesLater(services, request, user, { kind: 'password_changed', how: 'reset_link' });
     // The store ended this browser's session too, if it was the account's: forget its cookie.
     const signedIn = await currentSession(request, services);
     if (signedIn?.user.id === user.id) await endSession(request, reply, services);

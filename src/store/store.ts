@@ -420,14 +420,17 @@ export interface RefreshFamilySummary {
   sessionId: string | undefined;
 }
 
-export type EmailTokenPurpose = 'password_reset' | 'email_verification';
+export type EmailTokenPurpose = 'password_reset' | 'email_verification' | 'factor_enrolment';
 
-/** A link sent by email (password reset, email verification): stored only as the SHA-256 of its secret. */
+/**
+ * A one-time link: sent by email (password reset, email verification), or handed over by an
+ * administrator (factor enrolment). Stored only as the SHA-256 of its secret.
+ */
 export interface EmailTokenRecord {
   tokenHash: string;
   userId: string;
   purpose: EmailTokenPurpose;
-  /** The address it was sent to: a verification counts only while the user's email is still this one. */
+  /** The address it was sent to (the account's, when made for an enrolment): a verification counts only while the user's email is still this one. */
   email: string;
   createdAt: number;
   expiresAt: number;
@@ -873,6 +876,11 @@ export interface Store {
   markEmailVerified(userId: string, email: string): Promise<boolean>;
   /** Unused, unexpired email tokens of the user and purpose created after `since` (a per-account limit). */
   countEmailTokens(userId: string, purpose: EmailTokenPurpose, since: number): Promise<number>;
+  /**
+   * Spends, at `now`, every unused and unexpired token of the user and purpose, so that none of
+   * them works any more (a new enrolment link replaces the older ones). Returns how many.
+   */
+  cancelEmailTokens(userId: string, purpose: EmailTokenPurpose, now: number): Promise<number>;
 
   createAuthorizationCode(code: AuthorizationCodeRecord): Promise<void>;
   findAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | undefined>;

@@ -2,7 +2,8 @@
 /**
  * The admin console (/admin, issue 18) in a real browser: playwright-core driving Debian's
  * Chromium against the app on a real socket. An administrator signs in with a password, is sent
- * to add a second factor first (LATCHKEY_MFA=optional: the console wants two), sets up an
+ * to add a second factor first (LATCHKEY_MFA=optional: the console wants two), pastes the one-time
+ * enrolment link an operator made (an administrator's first factor needs one), sets up an
  * authenticator app, and lands in the console; there they register a confidential machine client
  * (its secret shown once), give it a machine grant, create a role from an API's scopes, create a
  * user and give them the role, rotate the signing keys (the JWKS then publishes the new kid), and
@@ -25,6 +26,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { addApi, addUser, testApp, type TestApp } from '../helpers/app.js';
 import { freePort } from '../helpers/process.js';
 import { sha256 } from '../../src/crypto/secrets.js';
+import { createEnrolmentLink } from '../../src/mfa/enrolment_link.js';
 import { totpCodeAt } from '../../src/mfa/totp.js';
 import { totpSecretContext } from '../../src/mfa/totp_secret.js';
 
@@ -135,8 +137,15 @@ async function signInAsAdministrator(page: Page, withNewFactor: boolean) {
   await page.waitForURL(`${base}/login?return_to=%2Fadmin`, step);
   await fillSignIn(page, 'root');
   if (withNewFactor) {
-    // A password alone is not enough here: the step-up sends a person without a factor to set one up.
-    await page.getByRole('alert').filter({ hasText: 'To continue, set up a second factor' }).waitFor();
+    // A password alone is not enough here: the step-up sends a person without a factor to set one
+    // up, and an administrator's first factor needs a one-time link from another administrator.
+    await page.getByRole('alert').filter({ hasText: 'a password alone cannot add its first second factor' }).waitFor();
+    await expectAccessible(page);
+    const root = (await t.store.findUserByUsername('root'))!;
+    const { link } = await createEnrolmentLink(t.store, base, root, Math.floor(t.clock()));
+    await page.getByLabel('Enrolment link or code').fill(link);
+    await page.getByRole('button', { name: 'Use the link' }).click();
+    await page.getByRole('status').filter({ hasText: 'Your enrolment link was accepted' }).waitFor();
     await page.getByRole('link', { name: 'Set up an authenticator app' }).click();
     const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s/g, '');
     await page.getByLabel('Code from the app').fill(totpCodeAt(secret, t.clock()));

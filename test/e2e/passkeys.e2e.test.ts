@@ -6,7 +6,8 @@
  * and as the step after a password (each through a whole Authorization Code flow, the tokens'
  * amr and acr checked), is renamed and removed, and is added again on the way when a client asks
  * for a second factor; an authenticator app is set up by typing the code of the secret shown as
- * text. The flows end at a first-party web application on a name of its own (notes.example, mapped
+ * text; an administrator's first passkey is refused with a password alone and added through an
+ * enrolment link. The flows end at a first-party web application on a name of its own (notes.example, mapped
  * to 127.0.0.1), so each page's form must be allowed to end there (CSP form-action). axe-core
  * checks every page (no serious or critical violation), no request leaves for another host (the
  * WebAuthn browser library is served by Latchkey itself), and with LATCHKEY_SCREENSHOTS=1
@@ -25,6 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decodeJwt } from 'jose';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { createEnrolmentLink } from '../../src/mfa/enrolment_link.js';
 import { totpCodeAt } from '../../src/mfa/totp.js';
 import type { UserRecord } from '../../src/store/store.js';
 import { addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
@@ -459,4 +461,38 @@ describe.skipIf(!run)('second factors in a real browser', () => {
       await context.close();
     }
   }, 90_000);
+
+  it('an administrator’s first passkey: no way to add one with the password alone; through the enrolment link an operator made, it is added', async () => {
+    const hana = await addUser(t.store, 'hana', 'hana-password', { roles: ['admin'] });
+    const { context, page, outside } = await newPage(desktop);
+    const authenticator = await addAuthenticator(context, page);
+    await page.goto(`${base}/login?return_to=${encodeURIComponent('/account/security')}`);
+    await signInWithPassword(page, 'hana', 'hana-password');
+    await page.waitForURL(`${base}/account/security`, step);
+    await page.getByRole('heading', { name: 'Your first second factor needs an enrolment link' }).waitFor(step);
+    await page.getByText('latchkey users mfa-enroll hana').waitFor();
+    expect(await page.locator('form[data-passkey]').count()).toBe(0);
+    await expectAccessible(page);
+    // The server refuses the ceremony too, whatever the page shows: the options answer 403.
+    const refused = await page.evaluate(async (csrf) => {
+      const res = await fetch('/account/security/passkeys/options', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf_token: csrf }).toString() });
+      return res.status;
+    }, (await page.locator('input[name="csrf_token"]').first().getAttribute('value')) ?? '');
+    expect(refused).toBe(403);
+
+    const { link } = await createEnrolmentLink(t.store, base, hana, Math.floor(t.clock()));
+    await page.goto(link);
+    await page.getByRole('heading', { name: 'Set up your second factor' }).waitFor(step);
+    await expectAccessible(page);
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.waitForURL(`${base}/account/security`, step);
+    await page.getByRole('status').filter({ hasText: 'Your enrolment link was accepted' }).waitFor();
+    await page.getByLabel('Name for the new passkey').fill('Admin laptop');
+    await (await passkeyButton(page, 'Add a passkey')).click();
+    expect(await shownRecoveryCodes(page)).toHaveLength(10);
+    expect((await t.store.listPasskeys(hana.id)).map((p) => p.name)).toEqual(['Admin laptop']);
+    expect(await authenticator.credentials()).toHaveLength(1);
+    expect(outside).toEqual([]);
+    await context.close();
+  });
 });

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright-core';
 import { sha256 } from '../../src/crypto/secrets.js';
-import { mailSettled } from '../../src/routes/password_reset.js';
+import { mailSettled } from '../../src/mail/after_answer.js';
 import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, fetchTransport, inputValue, signIn, type BrowserResponse } from '../helpers/browser.js';
 import { refresh, tokensFor } from '../helpers/flows.js';
@@ -298,8 +298,12 @@ describe('email verification by email', () => {
     expect(saved.status).toBe(200);
     expect(saved.body).toContain('We sent a link to your new address');
     expect(saved.body).toContain('Send a verification link');
-    expect(smtp.mails.map((m) => m.to)).toEqual(['carol@new.example']);
-    const link = linkIn(smtp.mails[0]!, `${issuer}/account/verify-email?token=`);
+    await mailSettled(t.app.services);
+    const verification = smtp.mails.filter((m) => m.subject.startsWith('Confirm your email address'));
+    expect(verification.map((m) => m.to)).toEqual(['carol@new.example']);
+    // Besides, the change is told to the address before and to the new one (security notices).
+    expect(smtp.mails.filter((m) => m !== verification[0]).map((m) => m.to).sort()).toEqual(['carol@example.com', 'carol@new.example']);
+    const link = linkIn(verification[0]!, `${issuer}/account/verify-email?token=`);
     expect((await browser.get(pathOf(link))).status).toBe(200);
     expect((await t.store.findUserById(carol.id))).toMatchObject({ email: 'carol@new.example', emailVerified: true });
   });

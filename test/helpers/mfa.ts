@@ -1,5 +1,6 @@
 /** Second factors the way a person sets them up and uses them, through the pages (issue 16). */
 import { expect } from 'vitest';
+import { createEnrolmentLink } from '../../src/mfa/enrolment_link.js';
 import { totpCodeAt } from '../../src/mfa/totp.js';
 import type { TestApp } from './app.js';
 import { decodeEntities, inputValue, type Browser, type BrowserResponse } from './browser.js';
@@ -56,4 +57,25 @@ export async function usePasskeyForm(
   const options = JSON.parse(optionsResponse.body) as Record<string, unknown>;
   const returnTo = inputValue(formHtml, 'return_to');
   return browser.post(action, { csrf_token: csrf, credential: JSON.stringify(respond(options)), ...(returnTo === undefined ? {} : { return_to: returnTo }), ...extra });
+}
+
+/**
+ * The sanctioned way to an administrator's first factor: a one-time enrolment link for `username`
+ * (made as `latchkey users mfa-enroll` makes it), opened in `browser` — signed in as that person —
+ * and accepted with its Continue button. Returns the link and the answer (a 303 to the security page).
+ */
+export async function acceptEnrolmentLink(t: TestApp, browser: Browser, username: string, returnTo?: string): Promise<{ link: string; accepted: BrowserResponse }> {
+  const user = await t.store.findUserByUsername(username);
+  expect(user, `a user ${username}`).toBeDefined();
+  const { link } = await createEnrolmentLink(t.store, t.config.issuer, user!, Math.floor(t.clock()));
+  const url = new URL(link);
+  const page = await browser.get(`${url.pathname}${url.search}${returnTo ? `&return_to=${encodeURIComponent(returnTo)}` : ''}`);
+  expect(page.status, page.body.slice(0, 400)).toBe(200);
+  const accepted = await browser.post('/account/security/enrol', {
+    csrf_token: inputValue(page.body, 'csrf_token')!,
+    code: inputValue(page.body, 'code')!,
+    ...(returnTo ? { return_to: returnTo } : {}),
+  });
+  expect(accepted.status, accepted.body.slice(0, 400)).toBe(303);
+  return { link, accepted };
 }

@@ -11,7 +11,7 @@ import { decodeProtectedHeader } from 'jose';
 import { addApi, addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, decodeEntities, inputValue, injectTransport, signIn, type BrowserResponse } from '../helpers/browser.js';
 import { tokensFor, refresh } from '../helpers/flows.js';
-import { enrollTotp } from '../helpers/mfa.js';
+import { acceptEnrolmentLink, enrollTotp } from '../helpers/mfa.js';
 import { cookieNames } from '../../src/http/cookies.js';
 import { randomId, randomSecret, sha256 } from '../../src/crypto/secrets.js';
 import type { AuditEventRecord, AuthMethod } from '../../src/store/store.js';
@@ -91,6 +91,7 @@ const forms: [string, Record<string, string>][] = [
   ['/admin/users/ID/sign-ins/end', { sign_in: 'SESSION' }],
   ['/admin/users/ID/sign-ins/end-all', {}],
   ['/admin/users/ID/second-factors/reset', {}],
+  ['/admin/users/ID/second-factors/enrolment-link', {}],
   ['/admin/clients', { client_id: 'evil', name: 'Evil', redirect_uris: 'https://evil.example/cb', type: 'confidential', grant_type_0: 'authorization_code' }],
   ['/admin/clients/tv/update', { name: 'Evil TV', redirect_uris: '', post_logout_redirect_uris: '' }],
   ['/admin/clients/tv/rotate-secret', { keep_old_for: '0' }],
@@ -122,7 +123,8 @@ async function snapshot() {
     t.store.listSigningKeys(),
     t.store.listSessions(undefined, now()),
   ]);
-  return JSON.stringify({ users, clients, apis, roles, connectors, keys, sessions: sessions.map((s) => s.id), grants: await t.store.listClientGrants(undefined) });
+  const oneTimeLinks = t.store.db.prepare('SELECT token_hash, used_at FROM email_tokens ORDER BY token_hash').all();
+  return JSON.stringify({ users, clients, apis, roles, connectors, keys, sessions: sessions.map((s) => s.id), grants: await t.store.listClientGrants(undefined), oneTimeLinks });
 }
 
 /** A browser session for `who` made straight in the store, signed in as `amr` says. */
@@ -190,14 +192,16 @@ describe('who may use the console', () => {
     expect(again.status).not.toBe(303);
   });
 
-  it('LATCHKEY_MFA=optional: an administrator signed in with a password alone is sent to the step-up page, which lets them set up a factor first', async () => {
+  it('LATCHKEY_MFA=optional: an administrator signed in with a password alone is sent to the step-up page, which has them set up a factor first, with an enrolment link', async () => {
     const browser = await admin({ LATCHKEY_MFA: 'optional' });
     const first = await browser.get('/admin/users?q=al');
     expect(first.status).toBe(303);
     expect(first.location).toBe(`/login/second-factor?return_to=${encodeURIComponent('/admin/users?q=al')}`);
-    // Without a factor, the step-up page sends them to set one up, and back.
+    // Without a factor, the step-up page sends them to set one up, and back: an administrator's first one needs an enrolment link.
     const stepUp = await browser.get(first.location!);
     expect(stepUp.location).toBe(`/account/security?return_to=${encodeURIComponent('/admin/users?q=al')}`);
+    expect(text(await browser.get(stepUp.location!))).toContain('Ask an administrator to run latchkey users mfa-enroll root');
+    await acceptEnrolmentLink(t, browser, 'root', '/admin/users?q=al');
     const before = await snapshot();
     // A change is refused the same way (before anything else is looked at).
     const post = await browser.post('/admin/users', { csrf_token: 'x', username: 'mallory', email: 'm@example.com', password: 'mallory-password' });
@@ -452,8 +456,9 @@ describe('users', () => {
     await enrollTotp(t, aliceBrowser);
     const alice = await user('alice');
     expect(await t.store.findTotp(alice.id)).toBeDefined();
-    // root signs in with a factor of their own.
+    // root signs in with a factor of their own (the first, through an enrolment link).
     await signInAs(browser, 'root', '/account/security');
+    await acceptEnrolmentLink(t, browser, 'root');
     await enrollTotp(t, browser);
     const page = await browser.get(`/admin/users/${alice.id}`);
     expect(page.status).toBe(200);

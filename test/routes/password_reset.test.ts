@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServer, type AddressInfo } from 'node:net';
-import { mailSettled } from '../../src/routes/password_reset.js';
+import { mailSettled } from '../../src/mail/after_answer.js';
 import { addUser, form, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, inputValue, injectTransport, signIn, type BrowserResponse } from '../helpers/browser.js';
 import { linkIn, startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js';

@@ -2258,6 +2258,36 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           });
         });
 
+        it('factor enrolment links: kept apart from mailed links, spent once; cancelEmailTokens spends every live one of the user and purpose, and nothing else', async () => {
+          await withStore(async (store) => {
+            await store.createUser(user());
+            await store.createUser(user({ username: 'bob' }));
+            const enrol = (tokenHash: string, extra: Partial<Parameters<typeof emailToken>[0]> = {}) =>
+              emailToken({ tokenHash, purpose: 'factor_enrolment', expiresAt: t0 + 86400, ...extra });
+            await store.createEmailToken(enrol('e1'));
+            await store.createEmailToken(enrol('e2', { createdAt: t0 + 10 }));
+            await store.createEmailToken(enrol('e-expired', { expiresAt: t0 + 50 }));
+            await store.createEmailToken(enrol('e-bob', { userId: 'user-bob', email: 'bob@example.com' }));
+            await store.createEmailToken(emailToken({ tokenHash: 'reset' }));
+            // Only for its own purpose, in both directions.
+            expect(await store.useEmailToken('e1', 'password_reset', t0 + 1)).toBeUndefined();
+            expect(await store.useEmailToken('reset', 'factor_enrolment', t0 + 1)).toBeUndefined();
+            expect(await store.countEmailTokens('user-alice', 'factor_enrolment', t0 - 1)).toBe(3);
+            expect(await store.useEmailToken('e1', 'factor_enrolment', t0 + 1)).toStrictEqual({ ...enrol('e1'), usedAt: t0 + 1 });
+            expect(await store.useEmailToken('e1', 'factor_enrolment', t0 + 2)).toBeUndefined();
+            // e2 is the only live one left (e1 used, e-expired past its time at t0 + 100).
+            expect(await store.cancelEmailTokens('user-alice', 'factor_enrolment', t0 + 100)).toBe(1);
+            expect(await store.useEmailToken('e2', 'factor_enrolment', t0 + 101)).toBeUndefined();
+            expect(await store.cancelEmailTokens('user-alice', 'factor_enrolment', t0 + 100)).toBe(0);
+            // Another user's link and another purpose's link are untouched.
+            expect(await store.useEmailToken('e-bob', 'factor_enrolment', t0 + 102)).toMatchObject({ userId: 'user-bob', usedAt: t0 + 102 });
+            expect(await store.useEmailToken('reset', 'password_reset', t0 + 103)).toMatchObject({ usedAt: t0 + 103 });
+            expect(await store.cancelEmailTokens('nobody', 'factor_enrolment', t0)).toBe(0);
+            // Cancelled links count as used: purged like them.
+            expect((await store.purgeExpired(t0 + 200)).emailTokens).toBe(4);
+          });
+        });
+
         it('purgeExpired removes links once used, or a day after they expired, at most batchSize at a time', async () => {
           await withStore(async (store) => {
             await store.createUser(user());

@@ -693,6 +693,32 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
+    it('upgrading to factor enrolment links (0015): the one-time links already sent keep working; the purpose check admits enrolment links and nothing else', async () => {
+      const schema = freshSchema();
+      const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+      try {
+        const all = readMigrations(postgresMigrationsDir);
+        await migrate(pool, all.filter((m) => m.version < 15), t0, schema);
+        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, updated_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1, $1)", [t0]);
+        await pool.query("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('reset-1', 'user-alice', 'password_reset', 'a@example.com', $1, $2, NULL)", [t0, t0 + 1800]);
+        await expect(pool.query("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('e', 'user-alice', 'factor_enrolment', 'a@example.com', 1, 2)")).rejects.toThrow(/check constraint/);
+      } finally {
+        await pool.end();
+      }
+      const store = await openStore(schema);
+      const check = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+      try {
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 15));
+        expect(await store.useEmailToken('reset-1', 'password_reset', t0 + 1)).toMatchObject({ userId: 'user-alice', usedAt: t0 + 1 });
+        await store.createEmailToken({ tokenHash: 'enrol-1', userId: 'user-alice', purpose: 'factor_enrolment', email: 'a@example.com', createdAt: t0, expiresAt: t0 + 86400, usedAt: undefined });
+        expect(await store.useEmailToken('enrol-1', 'factor_enrolment', t0 + 1)).toMatchObject({ purpose: 'factor_enrolment' });
+        await expect(check.query("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('x', 'user-alice', 'anything', 'a@example.com', 1, 2)")).rejects.toThrow(/check constraint/);
+      } finally {
+        await check.end();
+        await store.close();
+      }
+    });
+
     it('a profile or claims column edited by hand into something else reads as no profile / no claims', async () => {
       const schema = freshSchema();
       const store = await openStore(schema);

@@ -299,6 +299,33 @@ describe('SqliteStore specifics', () => {
     }
   });
 
+  it('upgrading to factor enrolment links (0016): the one-time links already sent keep working, and the table stays STRICT', async () => {
+    const path = tempDbPath();
+    const db = new Database(path);
+    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 16), t0);
+    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
+    db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('reset-1', 'user-alice', 'password_reset', 'a@example.com', ?, ?, NULL)").run(t0, t0 + 1800);
+    db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('verify-1', 'user-alice', 'email_verification', 'a@example.com', ?, ?, ?)").run(t0, t0 + 1800, t0 + 5);
+    expect(() => db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('e', 'user-alice', 'factor_enrolment', 'a@example.com', 1, 2)").run()).toThrow(/CHECK/);
+    db.close();
+    const store = new SqliteStore({ path, now: t0 });
+    try {
+      expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 16));
+      expect(await store.useEmailToken('reset-1', 'password_reset', t0 + 1)).toMatchObject({ userId: 'user-alice', usedAt: t0 + 1 });
+      expect(await store.useEmailToken('verify-1', 'email_verification', t0 + 1)).toBeUndefined();
+      await store.createEmailToken({ tokenHash: 'enrol-1', userId: 'user-alice', purpose: 'factor_enrolment', email: 'a@example.com', createdAt: t0, expiresAt: t0 + 86400, usedAt: undefined });
+      expect(await store.useEmailToken('enrol-1', 'factor_enrolment', t0 + 1)).toMatchObject({ purpose: 'factor_enrolment' });
+      expect(store.db.prepare('SELECT strict FROM pragma_table_list WHERE name = ?').get('email_tokens')).toEqual({ strict: 1 });
+      expect(store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'email_tokens' AND name NOT LIKE 'sqlite_%' ORDER BY name").all()).toEqual([{ name: 'email_tokens_expires_at' }, { name: 'email_tokens_user' }]);
+      expect(() => store.db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('x', 'user-alice', 'anything', 'a@example.com', 1, 2)").run()).toThrow(/CHECK/);
+      // A user removed takes their links along (the foreign key survived the rebuild).
+      store.db.prepare("DELETE FROM users WHERE id = 'user-alice'").run();
+      expect(store.db.prepare('SELECT count(*) AS n FROM email_tokens').get()).toEqual({ n: 0 });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a profile or claims column edited by hand into something else reads as no profile / no claims, and keeps only the claims of the right type', async () => {
     const store = new SqliteStore({ path: ':memory:', now: t0 });
     try {

@@ -2,18 +2,22 @@
  * `latchkey users mfa-reset <username>`: for a person who lost their phone and their recovery
  * codes — their authenticator app, passkeys and recovery codes are removed, so their next sign-in
  * is with the password alone (and, under LATCHKEY_MFA=required, sets up a new factor at once).
- * Audited. Their sessions stay: check who is asking before you run it.
+ * Audited, and told to the person by mail (LATCHKEY_SMTP_URL). Their sessions stay: check who is
+ * asking before you run it. An account holding `admin` then needs `users mfa-enroll` for its next
+ * first factor.
  */
 import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 import { visible } from '../terminal_text.js';
+import { mailSecurityNotice } from '../security_notice.js';
 
 export const usersMfaResetCommand: Command = {
   usage: 'latchkey users mfa-reset <username>',
   help: [
     'For a person who lost their second factor and their recovery codes. Their next sign-in needs only',
     'their password; with LATCHKEY_MFA=required they set up a new factor right then. Make sure it is',
-    'really them asking: this undoes what protects the account from a stolen password.',
+    'really them asking: this undoes what protects the account from a stolen password. Someone holding',
+    'the admin role then needs `latchkey users mfa-enroll` to set up a new factor.',
     '',
   ].join('\n'),
   positionals: { min: 1, max: 1 },
@@ -26,6 +30,7 @@ export const usersMfaResetCommand: Command = {
     const removed = await store.resetSecondFactors(user.id);
     await cliAudit(context, 'user.second_factors_reset', { username, userId: user.id, hadFactors: removed });
     context.stderr.write(removed ? `Removed the second factors of ${visible(user.username)}\n` : `${visible(user.username)} had no second factors\n`);
+    if (removed) await mailSecurityNotice(context, user, { kind: 'factors_reset' });
     return 0;
   },
 };

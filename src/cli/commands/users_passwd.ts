@@ -1,9 +1,14 @@
+/**
+ * `latchkey users passwd <username>`: a new password, which ends every sign-in of theirs; the
+ * person is told by mail when LATCHKEY_SMTP_URL is set.
+ */
 import { revocationTime } from '../revocation_time.js';
 import { hashPassword } from '../../crypto/password.js';
 import { cliAudit } from '../audit_log.js';
 import { validPassword } from '../../admin/validation.js';
 import { CommandError, type Command } from '../command.js';
 import { obtainPassword } from '../password_input.js';
+import { mailSecurityNotice } from '../security_notice.js';
 
 export const usersPasswdCommand: Command = {
   usage: 'latchkey users passwd <username> [--password-stdin]',
@@ -12,13 +17,15 @@ export const usersPasswdCommand: Command = {
   async run(context) {
     const username = context.positionals[0] ?? '';
     const store = await context.store();
-    if (!(await store.findUserByUsername(username))) throw new CommandError(`no user "${username}"`);
+    const user = await store.findUserByUsername(username);
+    if (!user) throw new CommandError(`no user "${username}"`);
     const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
     validPassword(password);
     if (!(await store.setUserPassword(username, await hashPassword(password), await revocationTime(store)))) throw new CommandError(`no user "${username}"`);
     await cliAudit(context, 'user.password_changed', { username });
     context.stderr.write(`Changed the password of ${username}; their sessions, refresh tokens and access tokens have ended\n`);
     if (generated) context.stdout.write(`New password for ${username} (shown only once): ${password}\n`);
+    await mailSecurityNotice(context, user, { kind: 'password_changed', how: 'changed' });
     return 0;
   },
 };

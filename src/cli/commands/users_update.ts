@@ -3,6 +3,7 @@ import { profileOptions, profileOptionsHelp, userChangeFrom } from '../../admin/
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { visible } from '../terminal_text.js';
+import { mailSecurityNotice } from '../security_notice.js';
 
 export const usersUpdateCommand: Command = {
   usage: 'latchkey users update <username> [--email <email>] [--name <full name>] [profile claim options] [--clear <claim>]...',
@@ -35,6 +36,8 @@ export const usersUpdateCommand: Command = {
     if (!(await store.updateUser(user.username, change, now))) throw new CommandError(`no user "${username}"`);
     await cliAudit(context, 'user.updated', { username: user.username, claims: changedClaims });
     context.stderr.write(`Updated ${visible(user.username)}: ${changedClaims.join(', ')}\n`);
+    const updated = await store.findUserById(user.id);
+    if (updated && updated.email.toLowerCase() !== user.email.toLowerCase()) await mailSecurityNotice(context, updated, { kind: 'email_changed', previous: user.email });
     return 0;
   },
 };

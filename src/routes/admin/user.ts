@@ -3,9 +3,11 @@
  * (browser sessions and refresh-token families) — and what an administrator may do about them:
  * disable or enable the account (disabling ends everything they hold), set a new password (which
  * ends their sign-ins), grant and revoke roles, end one sign-in or all of them, and remove their
- * second factors. Ended browser sessions are told to the clients that asked for Back-Channel
- * Logout. An administrator cannot disable their own account or take away their own admin role
- * here (they would lock themselves out of the console).
+ * second factors, or give someone without one a one-time link to set up their first (which an
+ * account holding `admin` needs). Ended browser sessions are told to the clients that asked for
+ * Back-Channel Logout; a new password and removed factors are told to the person by mail. An
+ * administrator cannot disable their own account or take away their own admin role here (they
+ * would lock themselves out of the console).
  */
 import { signInRows } from '../../http/sign_ins.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -15,7 +17,9 @@ import { validPassword } from '../../admin/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { hashPassword } from '../../crypto/password.js';
 import { parseFields } from '../../http/form.js';
-import { secondFactorsOf } from '../../mfa/policy.js';
+import { hasSecondFactor, secondFactorsOf } from '../../mfa/policy.js';
+import { createEnrolmentLink } from '../../mfa/enrolment_link.js';
+import { sendSecurityNoticesLater } from '../../mail/security_notice_sender.js';
 import { notifyBackchannelLogoutLater } from '../../oauth/backchannel_logout.js';
 import type { SessionRecord, UserRecord } from '../../store/store.js';
 import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, noticeOf, notFound, pathSegment, renderAdmin, storedKey, when, type Admin, type Notice } from './console.js';
@@ -156,6 +160,7 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
     if (!(await store.setUserPassword(user.username, await hashPassword(valid.value), now))) return notFound(request, reply, services, 'user', backToUsers);
     tellClients(request, ended);
     adminAudit(request, admin, 'user.password_changed', { userId: user.id, source: 'admin' });
+    sendSecurityNoticesLater(services, request, user, { kind: 'password_changed', how: 'changed' }, 'administrator');
     return doneRedirect(reply, pathOf(user), 'password');
   });
 
@@ -222,6 +227,22 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
     }
     const removed = await store.resetSecondFactors(user.id);
     adminAudit(request, admin, 'user.second_factors_reset', { userId: user.id, hadFactors: removed });
+    if (removed) sendSecurityNoticesLater(services, request, user, { kind: 'factors_reset' }, 'administrator');
     return doneRedirect(reply, pathOf(user), removed ? 'factors_reset' : 'factors_none');
+  });
+
+  // An enrolment link for a person without a factor (their first, where a password alone may not
+  // add one: mfa/enrolment_link.ts). Shown once, on the answer to the form, never in an address.
+  app.post('/admin/users/:id/second-factors/enrolment-link', page, async (request, reply) => {
+    const got = await userForm(request, reply, plainForm);
+    if (!got.ok) return got.reply;
+    const { admin, user } = got;
+    if (user.disabled) return showUser(request, reply, admin, user, { kind: 'error', text: 'The account is disabled: enable it first.', about: 'factors' }, 400);
+    if (hasSecondFactor(await secondFactorsOf(store, user.id))) {
+      return showUser(request, reply, admin, user, { kind: 'error', text: 'They have a second factor already: they add more on their security page, no link needed.', about: 'factors' }, 409);
+    }
+    const made = await createEnrolmentLink(store, services.config.issuer, user, epochSeconds(clock));
+    adminAudit(request, admin, 'second_factor.enrolment_link_created', { userId: user.id, expiresAt: made.expiresAt, replaced: made.replaced });
+    return renderAdmin(request, reply, services, 'enrolment_link', 'users', { title: `Enrolment link for ${user.username}`, username: user.username, path: pathOf(user), link: made.link, until: when(made.expiresAt), replaced: made.replaced });
   });
 }

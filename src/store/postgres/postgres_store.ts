@@ -1491,6 +1491,11 @@ export class PostgresStore implements Store {
     return row && toEmailToken(row);
   }
 
+  async cancelEmailTokens(userId: string, purpose: EmailTokenPurpose, now: number): Promise<number> {
+    if (!storable(userId)) return 0;
+    return this.db.run('UPDATE email_tokens SET used_at = $1 WHERE user_id = $2 AND purpose = $3 AND used_at IS NULL AND expires_at > $1', now, userId, purpose);
+  }
+
   async markEmailVerified(userId: string, email: string): Promise<boolean> {
     if (!storable(userId) || !storable(email)) return false;
     return (await this.db.run('UPDATE users SET email_verified = true WHERE id = $1 AND lower(email) = lower($2)', userId, email)) === 1;

@@ -277,6 +277,7 @@ export const writeVerbs = new Set([
   'updateUserPassword',
   'createEmailToken',
   'useEmailToken',
+  'cancelEmailTokens',
   'markEmailVerified',
   'createAuthorizationCode',
   'consumeAuthorizationCode',
@@ -1465,6 +1466,10 @@ export class SqliteStore implements Store {
       now,
     );
     return row && toEmailToken(row);
+  }
+
+  async cancelEmailTokens(userId: string, purpose: EmailTokenPurpose, now: number): Promise<number> {
+    return this.run('UPDATE email_tokens SET used_at = ? WHERE user_id = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?', now, userId, purpose, now);
   }
 
   async markEmailVerified(userId: string, email: string): Promise<boolean> {

@@ -24,6 +24,8 @@ export type AuditEvent =
   | 'upstream.signin_failure'
   | 'upstream.user_created'
   | 'upstream.identity_linked'
+  | 'user.identity_unlinked'
+  | 'user.identity_allowed_again'
   | 'connector.created'
   | 'connector.removed'
   | 'signout'

@@ -108,7 +108,11 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
           lastUsed: when(i.lastSignInAt),
           onlyWayIn: !removable.has(i.connectorId),
         })),
-        removed: removed.map((r) => ({ connectorId: r.connectorId, name: r.connectorName, subject: r.subject, removed: when(r.removedAt) })),
+        // One row per connector, as Allow again lets all of that connector's back (most recent first).
+        removed: [...new Set(removed.map((r) => r.connectorId))].map((connectorId) => {
+          const of = removed.filter((r) => r.connectorId === connectorId);
+          return { connectorId, name: of[0]!.connectorName, subjects: of.map((r) => r.subject), removed: when(of[0]!.removedAt) };
+        }),
         signIns,
         notice,
       },

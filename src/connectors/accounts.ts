@@ -51,6 +51,8 @@ export function usernameCandidates(profile: UpstreamProfile, connectorId: string
 }
 
 const disabledError = (userId: string) => new UpstreamError('This account has been disabled.', 'disabled', `user ${userId} is disabled`);
+const removedError = (connectorId: string) =>
+  new UpstreamError('Signing in this way was removed from your account. Sign in another way, or ask an administrator.', 'not_allowed', `the identity was removed from its account (${connectorId})`);
 
 export async function userForUpstream(store: Store, through: SignInThrough, given: UpstreamProfile, now: number): Promise<UpstreamUser> {
   const { connectorId } = through;
@@ -58,6 +60,8 @@ export async function userForUpstream(store: Store, through: SignInThrough, give
   const emailVerified = through.emailTrusted && profile.emailVerified && profile.email !== undefined;
   const identity = { connectorId, subject: profile.subject, createdAt: now, lastSignInAt: now };
   let user = await existingUser(store, connectorId, profile.subject);
+  // A removed identity (linked_identities.ts) is not linked again by its email, nor given a fresh account.
+  if (!user && (await store.findRemovedIdentity(connectorId, profile.subject))) throw removedError(connectorId);
   let created = false;
   let linked = false;
   if (!user && emailVerified && through.linkByEmail) {
@@ -86,10 +90,12 @@ export async function userForUpstream(store: Store, through: SignInThrough, give
   // An email the upstream stopped sending is kept; one it sent broken is not: the address the
   // person had may no longer be theirs, so it is no longer asserted (verified or not).
   const email = profile.email !== undefined ? { email: profile.email, emailVerified } : refused.includes('email') ? { email: '', emailVerified: false } : {};
-  await store.recordUpstreamSignIn(connectorId, profile.subject, now, {
+  const stillBound = await store.recordUpstreamSignIn(connectorId, profile.subject, now, {
     groups: profile.groups,
     ...(createdHere ? { ...email, name: profile.name } : {}),
   });
+  // Removed while this sign-in was on its way.
+  if (!stillBound) throw removedError(connectorId);
   return { user: (await store.findUserById(user.id)) ?? user, created, linked, refused };
 }
 

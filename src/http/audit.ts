@@ -30,6 +30,8 @@ export type AuditEvent =
   | 'upstream.user_created'
   | 'upstream.identity_linked'
   | 'upstream.attributes_refused'
+  | 'user.identity_unlinked'
+  | 'user.identity_allowed_again'
   | 'connector.created'
   | 'connector.removed'
   | 'signout'

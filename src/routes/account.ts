@@ -1,9 +1,11 @@
 /**
  * /account (issue 17): what a signed-in person controls about their own account — name and email,
- * their password, and "Devices and apps": every live browser session and every refresh-token
- * family (a CLI, a TV, an app) signed in as them, each with a revoke button, "Sign out everywhere",
- * and the applications they consented to, each withdrawable (which ends that application's
- * sign-ins too).
+ * their password, "Linked sign-ins": the upstream identities that sign them in (a link made by
+ * email is a way in that a new password does not touch), each removable while another way in
+ * remains (connectors/linked_identities.ts), "Devices and apps": every live browser session and
+ * every refresh-token family (a CLI, a TV, an app) signed in as them, each with a revoke button,
+ * "Sign out everywhere", and the applications they consented to, each withdrawable (which ends
+ * that application's sign-ins too).
  *
  * Every change is a CSRF-protected form. Changing the email (where password-reset links go) needs
  * a sign-in of the last 15 minutes; changing the password needs the current one, counted in the
@@ -27,6 +29,7 @@ import type { ClientRecord, SessionRecord } from '../store/store.js';
 import { recentSignInSeconds } from './account_security.js';
 import { sendVerificationEmail } from './password_reset.js';
 import { signInRows } from '../http/sign_ins.js';
+import { anotherWayIn, linkedIdentities, removableConnectors, serviceNames, type LinkedIdentity } from '../connectors/linked_identities.js';
 
 const csrfField = z.string().max(256).optional();
 const profileForm = z.object({
@@ -43,11 +46,19 @@ const passwordForm = z.object({
 });
 const revokeForm = z.object({ csrf_token: csrfField, revoke: z.string().max(128).default('') });
 const withdrawForm = z.object({ csrf_token: csrfField, client_id: z.string().max(256).default('') });
+const unlinkForm = z.object({ csrf_token: csrfField, connector: z.string().max(64).default('') });
 const plainForm = z.object({ csrf_token: csrfField });
 
 /** The date and minute, in UTC, as the pages show times. */
 function when(epoch: number | undefined): string | undefined {
   return epoch === undefined ? undefined : `${new Date(epoch * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** After a new password: the ways in it did not change, said on the confirmation (never silently kept). */
+function stillLinked(identities: readonly LinkedIdentity[]): string {
+  if (identities.length === 0) return '';
+  const it = new Set(identities.map((i) => i.connectorId)).size === 1 ? 'it' : 'them';
+  return ` ${serviceNames(identities)} can still sign you in: remove ${it} under “Linked sign-ins” if you did not link ${it} or no longer use ${it}.`;
 }
 
 export async function accountRoutes(app: FastifyInstance): Promise<void> {
@@ -59,12 +70,14 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
   async function showAccount(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, notice?: { kind: 'notice' | 'error'; text: string; about?: string }, status = 200) {
     const { user, session } = signedIn;
     const now = epochSeconds(clock);
-    const [sessions, families, consents, clients] = await Promise.all([
+    const [sessions, families, consents, clients, identities] = await Promise.all([
       store.listSessions(user.id, now),
       store.listRefreshFamilies(user.id, now),
       store.listConsents(user.id),
       store.listClients(),
+      linkedIdentities(store, user.id),
     ]);
+    const removable = await removableConnectors(store, services.config, user, identities);
     const clientName = new Map<string, string>(clients.map((c: ClientRecord) => [c.clientId, c.name ?? c.clientId]));
     const nameOf = (clientId: string) => clientName.get(clientId) ?? clientId;
     const signIns = signInRows(sessions, families, session.id, (at) => when(at)!).map((row) => ({
@@ -86,6 +99,14 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
         canVerifyEmail: services.mailer !== undefined && !user.emailVerified,
         recent: now - session.authTime <= recentSignInSeconds,
         signIns,
+        linked: identities.map((i) => ({
+          connectorId: i.connectorId,
+          name: i.connectorName,
+          linked: when(i.linkedAt),
+          lastUsed: when(i.lastSignInAt),
+          removable: removable.has(i.connectorId),
+        })),
+        passkeysSignIn: anotherWayIn(services.config).passkeysSignIn,
         consents: consents.map((c) => ({ clientId: c.clientId, name: nameOf(c.clientId), scope: c.scope, granted: when(c.grantedAt) })),
         notice,
       },
@@ -195,11 +216,40 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     }
     audit(request, 'user.password_changed', { userId: user.id, source: 'account', endedOtherSignIns: !keepOthers });
     sendSecurityNoticesLater(services, request, user, { kind: 'password_changed', how: 'changed' });
-    if (keepOthers) return showAccount(request, reply, signedIn, { kind: 'notice', text: 'Your password was changed. Your other sign-ins continue.' });
+    const linked = stillLinked(await linkedIdentities(store, user.id));
+    if (keepOthers) return showAccount(request, reply, signedIn, { kind: 'notice', text: `Your password was changed. Your other sign-ins continue.${linked}` });
     const fresh = await store.findUserById(user.id);
     const again = fresh && (await startSession(request, reply, services, fresh, { amr: session.amr, signedInAt: now }));
     if (!again) return reply.redirect(signInFirst, 303);
-    return showAccount(request, reply, again, { kind: 'notice', text: 'Your password was changed, and every other sign-in has ended.' });
+    return showAccount(request, reply, again, { kind: 'notice', text: `Your password was changed, and every other sign-in has ended.${linked}` });
+  });
+
+  app.post('/account/linked-sign-ins/remove', page, async (request, reply) => {
+    const form = parseFields(unlinkForm, request.body);
+    const guarded = await guard(request, reply, form.csrf_token);
+    if (!guarded.ok) return guarded.reply;
+    const { signedIn } = guarded;
+    const { user, session } = signedIn;
+    const now = epochSeconds(clock);
+    // Only the person's own links: the store removes the identities of this connector bound to them, none of anyone else's.
+    const identities = await linkedIdentities(store, user.id);
+    const target = identities.find((i) => i.connectorId === form.connector);
+    if (!target) return showAccount(request, reply, signedIn, { kind: 'error', text: 'That service is not linked to your account.', about: 'linked' }, 404);
+    const ended = await store.listSessions(user.id, now);
+    const removed = await store.unlinkIdentity(user.id, target.connectorId, now, anotherWayIn(services.config));
+    if (removed === 'last_way_in') {
+      const how = anotherWayIn(services.config).passkeysSignIn ? 'Add a passkey under “Sign-in security” first, or ask an administrator to set a password.' : 'Ask an administrator to set a password for you first.';
+      return showAccount(request, reply, signedIn, { kind: 'error', text: `${target.connectorName} is the only way you sign in here, so it cannot be removed. ${how}`, about: 'linked' }, 409);
+    }
+    if (removed.length === 0) return showAccount(request, reply, signedIn, { kind: 'error', text: 'That service is not linked to your account.', about: 'linked' }, 404);
+    audit(request, 'user.identity_unlinked', { userId: user.id, connectorId: target.connectorId, subjects: removed.map((i) => i.subject), source: 'account' });
+    tellClients(request, ended);
+    // Everything the person held ended with the link (whoever came in through it is out); this
+    // browser, where the person just chose it, signs in again at once, as after a new password.
+    const fresh = await store.findUserById(user.id);
+    const again = fresh && (await startSession(request, reply, services, fresh, { amr: session.amr, signedInAt: session.authTime, expiresAt: session.expiresAt }));
+    if (!again) return reply.redirect(signInFirst, 303);
+    return showAccount(request, reply, again, { kind: 'notice', text: `${target.connectorName} no longer signs you in here, and every other sign-in has ended.` });
   });
 
   app.post('/account/revoke', page, async (request, reply) => {

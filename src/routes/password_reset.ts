@@ -6,10 +6,13 @@
  * the mail) happens after the answer is decided, off the request. A link is a 256-bit secret with a
  * type prefix, stored only as its SHA-256, valid 30 minutes, spent by one conditional UPDATE
  * (store.useEmailToken); opening a reset link spends nothing (mail scanners open links), only the
- * form that sets the new password does. A new password ends every sign-in of the account. Requests
- * are limited per source address and per account; the mail goes to the address stored for the
- * account, never to the text typed. A password set with a link is told to the account's address
- * in a security notice (mail/security_notice.ts).
+ * form that sets the new password does. A new password ends every sign-in of the account. The
+ * form names the upstream identities linked to the account — ways in that a new password does not
+ * touch — and offers to remove them in the same step (connectors/linked_identities.ts); what stays
+ * linked is said again on the confirmation. Requests are limited per source address and per
+ * account; the mail goes to the address stored for the account, never to the text typed. A
+ * password set with a link is told to the account's address in a security notice
+ * (mail/security_notice.ts).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -30,6 +33,8 @@ import { sendSecurityNoticesLater } from '../mail/security_notice_sender.js';
 import { rateLimitKey } from '../oauth/rate_limit.js';
 import type { Services } from '../services.js';
 import type { EmailTokenPurpose, UserRecord } from '../store/store.js';
+import { linkedIdentities, serviceNames, type LinkedIdentity } from '../connectors/linked_identities.js';
+import { pageLanguage } from '../i18n/page_language.js';
 
 /** How long a link in a mail works (seconds). */
 export const linkLifetime = 30 * 60;
@@ -53,7 +58,12 @@ const csrfField = z.string().max(256).optional();
 const linkField = z.string().max(1024);
 const forgotForm = z.object({ csrf_token: csrfField, email: z.string().max(1024).default('') });
 const linkQuery = z.object({ token: linkField.optional() });
-const resetForm = z.object({ csrf_token: csrfField, token: linkField.default(''), new_password: z.string().max(4096).default('') });
+const resetForm = z.object({
+  csrf_token: csrfField,
+  token: linkField.default(''),
+  new_password: z.string().max(4096).default(''),
+  remove_linked_sign_ins: z.string().max(8).optional(),
+});
 const plainForm = z.object({ csrf_token: csrfField });
 
 /** Only a local password can be reset: an account made by an upstream signs in there. */
@@ -232,13 +242,27 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
     );
   }
 
+  /** The upstream identities linked to the account a usable link is for (looked up without spending it). */
+  async function linkedToLink(secret: string): Promise<LinkedIdentity[]> {
+    const link = await store.findEmailToken(sha256(secret), 'password_reset', epochSeconds(clock));
+    return link ? linkedIdentities(store, link.userId) : [];
+  }
+
   async function showReset(request: FastifyRequest, reply: FastifyReply, secret: string, error: string | undefined, status = 200) {
+    const linked = await linkedToLink(secret);
     return renderPage(
       request,
       reply,
       services,
       'reset_password',
-      { title: 'Choose a new password', csrfToken: await csrfToken(request, reply, services, 'password_reset', resetBinding(secret)), token: secret, error, done: false },
+      {
+        title: 'Choose a new password',
+        csrfToken: await csrfToken(request, reply, services, 'password_reset', resetBinding(secret)),
+        token: secret,
+        error,
+        done: false,
+        linkedNames: serviceNames(linked, pageLanguage(request)),
+      },
       status,
     );
   }
@@ -306,10 +330,29 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
     audit(request, 'user.password_reset', { userId: user.id });
     notifyBackchannelLogoutLater(services, endedSessions, request);
     sendSecurityNoticesLater(services, request, user, { kind: 'password_changed', how: 'reset_link' });
+    // A reset is recovery: the person may cut the upstream ways in with it. (Without a guard: the
+    // account has a password now.)
+    const removed: LinkedIdentity[] = [];
+    const linked = await linkedIdentities(store, user.id);
+    if (form.remove_linked_sign_ins === '1') {
+      for (const connectorId of new Set(linked.map((i) => i.connectorId))) {
+        const gone = await store.unlinkIdentity(user.id, connectorId, now);
+        if (gone === 'last_way_in' || gone.length === 0) continue;
+        removed.push(...linked.filter((i) => i.connectorId === connectorId));
+        audit(request, 'user.identity_unlinked', { userId: user.id, connectorId, subjects: gone.map((i) => i.subject), source: 'password_reset' });
+      }
+    }
+    const remaining = removed.length === 0 ? linked : await linkedIdentities(store, user.id);
     // The store ended this browser's session too, if it was the account's: forget its cookie.
     const signedIn = await currentSession(request, services);
     if (signedIn?.user.id === user.id) await endSession(request, reply, services);
-    return renderPage(request, reply, services, 'reset_password', { title: 'Your password was changed', done: true, username: user.username });
+    return renderPage(request, reply, services, 'reset_password', {
+      title: 'Your password was changed',
+      done: true,
+      username: user.username,
+      removedNames: serviceNames(removed, pageLanguage(request)),
+      remainingNames: serviceNames(remaining, pageLanguage(request)),
+    });
   });
 
   app.post('/account/verify-email', page, async (request, reply) => {

@@ -30,6 +30,7 @@ import type {
   RefreshTokenRecord,
   RegisteredClientUpdate,
   RegistrationTokenRecord,
+  RemovedIdentityRecord,
   RequestedClaims,
   RoleRecord,
   SessionRecord,
@@ -170,6 +171,16 @@ export function toUserIdentity(r: Row): UserIdentityRecord {
     userId: text(r.user_id),
     createdAt: Number(r.created_at),
     lastSignInAt: optionalNumber(r.last_sign_in_at),
+  };
+}
+
+export function toRemovedIdentity(r: Row): RemovedIdentityRecord {
+  return {
+    connectorId: text(r.connector_id),
+    subject: text(r.subject),
+    userId: text(r.user_id),
+    linkedAt: Number(r.linked_at),
+    removedAt: Number(r.removed_at),
   };
 }
 

@@ -119,6 +119,32 @@ export interface UserIdentityRecord {
   lastSignInAt: number | undefined;
 }
 
+/**
+ * An upstream identity removed from the user it was linked to: it signs in no more (neither as
+ * that user, nor linked again by its email, nor as a new account) until an administrator allows it
+ * again.
+ */
+export interface RemovedIdentityRecord {
+  connectorId: string;
+  subject: string;
+  /** The user it was linked to. */
+  userId: string;
+  /** When it was linked (the identity's createdAt). */
+  linkedAt: number;
+  removedAt: number;
+}
+
+/**
+ * What must remain for a person's own removal of a linked identity to go ahead: some other way to
+ * sign in — a password here, an identity at another connector, or (where passkeys sign in on
+ * their own) a passkey. Checked in the same step as the removal, so two removals at once cannot
+ * both take the last way in.
+ */
+export interface AnotherWayIn {
+  /** Whether a passkey alone signs in on this server (WebAuthn available: LATCHKEY_MFA not off, a secure issuer). */
+  passkeysSignIn: boolean;
+}
+
 /** What an upstream sign-in refreshes on the user; profile fields only for users it created. */
 export interface UpstreamProfileUpdate {
   email?: string;
@@ -684,8 +710,34 @@ export interface Store {
   createUserWithIdentity(user: UserRecord, identity: UserIdentityRecord): Promise<void>;
   /** Binds an upstream identity to an existing user. Throws DuplicateError when it is bound already. */
   linkIdentity(identity: UserIdentityRecord): Promise<void>;
-  /** A sign-in through the identity: records when, and refreshes the user as `update` says, in one step. */
-  recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<void>;
+  /**
+   * A sign-in through the identity: records when, and refreshes the user as `update` says, in one
+   * step. False (nothing changed) when the identity is no longer bound (removed meanwhile).
+   */
+  recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<boolean>;
+  /**
+   * The upstream identities bound to a user, or (undefined) to every user, oldest first
+   * (createdAt, then connectorId, then subject).
+   */
+  listIdentities(userId: string | undefined): Promise<UserIdentityRecord[]>;
+  /**
+   * Removes every identity of `connectorId` bound to the user, in one step with what goes with it:
+   * each is remembered as removed (see RemovedIdentityRecord), and everything the user holds ends
+   * as revokeUserTokens does (whoever signed in through the identity is signed out; which sign-in
+   * came through which connector is not recorded). With `anotherWayIn`, only while the user keeps
+   * another way to sign in: otherwise nothing changes and the answer is 'last_way_in'. Returns the
+   * identities removed ([] when there were none).
+   */
+  unlinkIdentity(userId: string, connectorId: string, now: number, anotherWayIn?: AnotherWayIn): Promise<UserIdentityRecord[] | 'last_way_in'>;
+  /** The removal of this upstream identity, if it was removed (and not allowed again since). */
+  findRemovedIdentity(connectorId: string, subject: string): Promise<RemovedIdentityRecord | undefined>;
+  /** The identities removed from the user, most recent first (removedAt, then connectorId, then subject). */
+  listRemovedIdentities(userId: string): Promise<RemovedIdentityRecord[]>;
+  /**
+   * Lets the user's removed identities of `connectorId` sign in again (a next sign-in through one
+   * may link it again by email, or make a user). Returns how many were allowed.
+   */
+  allowRemovedIdentity(userId: string, connectorId: string): Promise<number>;
 
   createApi(api: ApiRecord): Promise<void>;
   findApi(identifier: string): Promise<ApiRecord | undefined>;
@@ -867,6 +919,8 @@ export interface Store {
   updateUserPassword(userId: string, passwordHash: string): Promise<boolean>;
 
   createEmailToken(token: EmailTokenRecord): Promise<void>;
+  /** The token while it is unused, unexpired at `now` and of this purpose, spending nothing (a form that shows before it spends); else undefined. */
+  findEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined>;
   /**
    * Spends the token atomically: the record for the single caller that won, while unused and
    * unexpired at `now` and of this purpose; else undefined.

@@ -65,7 +65,7 @@ describe('latchkey administration commands', () => {
     expect((await runCli(['users', 'disable', 'erin'], env)).code).toBe(0);
     expect((await runCli(['users', 'disable', 'nobody'], env)).code).toBe(1);
     const table = (await runCli(['users', 'list'], env)).stdout;
-    expect(table.split("\n")[0]).toMatch(/^USERNAME\s+EMAIL\s+NAME\s+STATUS\s+CREATED\s+SOURCE\s+ROLES$/);
+    expect(table.split("\n")[0]).toMatch(/^USERNAME\s+EMAIL\s+NAME\s+STATUS\s+CREATED\s+SOURCE\s+ROLES\s+LINKED$/);
     expect(table).toMatch(/erin\s+erin@example.com\s+disabled/);
   });
 

@@ -92,6 +92,8 @@ const forms: [string, Record<string, string>][] = [
   ['/admin/users/ID/sign-ins/end-all', {}],
   ['/admin/users/ID/second-factors/reset', {}],
   ['/admin/users/ID/second-factors/enrolment-link', {}],
+  ['/admin/users/ID/identities/unlink', { connector: 'corp' }],
+  ['/admin/users/ID/identities/allow', { connector: 'corp' }],
   ['/admin/clients', { client_id: 'evil', name: 'Evil', redirect_uris: 'https://evil.example/cb', type: 'confidential', grant_type_0: 'authorization_code' }],
   ['/admin/clients/tv/update', { name: 'Evil TV', redirect_uris: '', post_logout_redirect_uris: '' }],
   ['/admin/clients/tv/rotate-secret', { keep_old_for: '0' }],

@@ -427,6 +427,140 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
+      it('listIdentities: one user\'s identities oldest first, or everyone\'s', async () => {
+        await withSeededStore(async (store) => {
+          await store.createUser(user({ username: 'bob' }));
+          await store.createConnector(connector('sso'));
+          await store.createConnector(connector('gh', { type: 'github' }));
+          expect(await store.listIdentities('user-alice')).toEqual([]);
+          await store.linkIdentity(identity({ connectorId: 'gh', subject: '42', createdAt: t0 + 5 }));
+          await store.linkIdentity(identity({ createdAt: t0 + 1, lastSignInAt: undefined }));
+          await store.linkIdentity(identity({ subject: 'up-bob', userId: 'user-bob', createdAt: t0 + 3 }));
+          expect(await store.listIdentities('user-alice')).toEqual([identity({ createdAt: t0 + 1, lastSignInAt: undefined }), identity({ connectorId: 'gh', subject: '42', createdAt: t0 + 5 })]);
+          expect((await store.listIdentities(undefined)).map((i) => [i.userId, i.connectorId, i.subject])).toEqual([
+            ['user-alice', 'sso', 'up-1'],
+            ['user-bob', 'sso', 'up-bob'],
+            ['user-alice', 'gh', '42'],
+          ]);
+          expect(await store.listIdentities('nobody')).toEqual([]);
+        });
+      });
+
+      it("unlinkIdentity removes the user's identities of that connector, remembers each as removed, and ends everything the user holds, in one step", async () => {
+        await withSeededStore(async (store) => {
+          await store.createUser(user({ username: 'bob' }));
+          await store.createConnector(connector('sso'));
+          await store.createConnector(connector('gh', { type: 'github' }));
+          // Two upstream accounts of one connector linked to alice (the same verified email), one of another connector, and bob's.
+          await store.linkIdentity(identity());
+          await store.linkIdentity(identity({ subject: 'up-2', createdAt: t0 + 2 }));
+          await store.linkIdentity(identity({ connectorId: 'gh', subject: '42' }));
+          await store.linkIdentity(identity({ subject: 'up-bob', userId: 'user-bob' }));
+          await store.createSession(session({ amr: ['fed'] }));
+          await store.createSession(session({ idHash: 'bob-session', userId: 'user-bob' }));
+          await store.createRefreshToken(refreshToken({ amr: ['fed'] }));
+          // Someone else's identity, or an unknown connector: nothing happens.
+          expect(await store.unlinkIdentity('user-alice', 'nope', t0 + 9)).toEqual([]);
+          expect(await store.unlinkIdentity('user-bob', 'gh', t0 + 9)).toEqual([]);
+          expect(await store.unlinkIdentity('nobody', 'sso', t0 + 9)).toEqual([]);
+          expect(await store.findSession('session-hash-1', t0 + 9)).toBeDefined();
+          expect((await store.findUserById('user-alice'))?.tokensRevokedAt).toBeUndefined();
+
+          expect(await store.unlinkIdentity('user-alice', 'sso', t0 + 10)).toEqual([identity(), identity({ subject: 'up-2', createdAt: t0 + 2 })]);
+          expect(await store.findIdentity('sso', 'up-1')).toBeUndefined();
+          expect(await store.findIdentity('sso', 'up-2')).toBeUndefined();
+          expect((await store.listIdentities('user-alice')).map((i) => i.connectorId)).toEqual(['gh']);
+          expect(await store.findIdentity('sso', 'up-bob')).toBeDefined();
+          expect(await store.findRemovedIdentity('sso', 'up-1')).toEqual({ connectorId: 'sso', subject: 'up-1', userId: 'user-alice', linkedAt: t0, removedAt: t0 + 10 });
+          expect(await store.findRemovedIdentity('sso', 'up-bob')).toBeUndefined();
+          expect((await store.listRemovedIdentities('user-alice')).map((r) => r.subject)).toEqual(['up-1', 'up-2']);
+          expect(await store.listRemovedIdentities('user-bob')).toEqual([]);
+          // Whoever signed in through it is signed out, as revokeUserTokens does; bob keeps his.
+          expect(await store.findSession('session-hash-1', t0 + 10)).toBeUndefined();
+          expect((await store.findRefreshToken('refresh-hash-1'))?.revokedAt).toBe(t0 + 10);
+          expect(await store.isRefreshFamilyRevoked('family-1')).toBe(true);
+          expect((await store.findUserById('user-alice'))?.tokensRevokedAt).toBe(t0 + 10);
+          expect(await store.findSession('bob-session', t0 + 10)).toBeDefined();
+          expect((await store.findUserById('user-bob'))?.tokensRevokedAt).toBeUndefined();
+          // Done once: a second removal finds nothing.
+          expect(await store.unlinkIdentity('user-alice', 'sso', t0 + 11)).toEqual([]);
+          // A sign-in through a removed identity records nothing and says so.
+          expect(await store.recordUpstreamSignIn('sso', 'up-1', t0 + 12, { groups: ['x'] })).toBe(false);
+          expect(await store.recordUpstreamSignIn('gh', '42', t0 + 12, { groups: ['x'] })).toBe(true);
+        });
+      });
+
+      it('unlinkIdentity with anotherWayIn keeps the last way in: a password here, an identity at another connector, or a passkey where passkeys sign in', async () => {
+        await withStore(async (store) => {
+          await store.createConnector(connector('sso'));
+          await store.createConnector(connector('gh', { type: 'github' }));
+          // A user the upstream made: no password.
+          await store.createUserWithIdentity(user({ username: 'pat', passwordHash: 'upstream', source: 'sso' }), identity({ userId: 'user-pat' }));
+          await store.createSession(session({ userId: 'user-pat', amr: ['fed'] }));
+          expect(await store.unlinkIdentity('user-pat', 'sso', t0 + 1, { passkeysSignIn: true })).toBe('last_way_in');
+          expect(await store.findIdentity('sso', 'up-1')).toBeDefined();
+          expect(await store.findRemovedIdentity('sso', 'up-1')).toBeUndefined();
+          expect(await store.findSession('session-hash-1', t0 + 1)).toBeDefined();
+          // A passkey counts only where a passkey signs in on its own.
+          await store.createPasskey(passkey({ userId: 'user-pat' }));
+          expect(await store.unlinkIdentity('user-pat', 'sso', t0 + 1, { passkeysSignIn: false })).toBe('last_way_in');
+          expect(await store.unlinkIdentity('user-pat', 'sso', t0 + 2, { passkeysSignIn: true })).toEqual([identity({ userId: 'user-pat' })]);
+
+          // Another connector's identity.
+          await store.createUserWithIdentity(user({ username: 'quinn', passwordHash: 'upstream', source: 'sso' }), identity({ subject: 'q', userId: 'user-quinn' }));
+          await store.linkIdentity(identity({ connectorId: 'gh', subject: 'q-gh', userId: 'user-quinn' }));
+          expect(await store.unlinkIdentity('user-quinn', 'sso', t0 + 3, { passkeysSignIn: false })).toHaveLength(1);
+          expect(await store.unlinkIdentity('user-quinn', 'gh', t0 + 4, { passkeysSignIn: true })).toBe('last_way_in');
+          // An operator's removal (no guard) may take the last one.
+          expect(await store.unlinkIdentity('user-quinn', 'gh', t0 + 5)).toHaveLength(1);
+          expect(await store.listIdentities('user-quinn')).toEqual([]);
+
+          // A password here.
+          await store.createUser(user({ username: 'rita' }));
+          await store.linkIdentity(identity({ subject: 'r', userId: 'user-rita' }));
+          expect(await store.unlinkIdentity('user-rita', 'sso', t0 + 6, { passkeysSignIn: false })).toHaveLength(1);
+        });
+      });
+
+      it('two removals at once with anotherWayIn cannot both take the last way in', async () => {
+        await withStore(async (store) => {
+          await store.createConnector(connector('sso'));
+          await store.createConnector(connector('gh', { type: 'github' }));
+          await store.createUserWithIdentity(user({ username: 'pat', passwordHash: 'upstream', source: 'sso' }), identity({ userId: 'user-pat' }));
+          await store.linkIdentity(identity({ connectorId: 'gh', subject: 'p-gh', userId: 'user-pat' }));
+          const results = await Promise.all([
+            store.unlinkIdentity('user-pat', 'sso', t0 + 1, { passkeysSignIn: false }),
+            store.unlinkIdentity('user-pat', 'gh', t0 + 1, { passkeysSignIn: false }),
+          ]);
+          expect(results.filter((r) => r === 'last_way_in')).toHaveLength(1);
+          expect(await store.listIdentities('user-pat')).toHaveLength(1);
+        });
+      });
+
+      it('allowRemovedIdentity forgets the removals of that connector (then it may be linked again); removing the connector forgets them too', async () => {
+        await withSeededStore(async (store) => {
+          await store.createConnector(connector('sso'));
+          await store.createConnector(connector('gh', { type: 'github' }));
+          await store.linkIdentity(identity());
+          await store.linkIdentity(identity({ connectorId: 'gh', subject: '42' }));
+          await store.unlinkIdentity('user-alice', 'sso', t0 + 1);
+          await store.unlinkIdentity('user-alice', 'gh', t0 + 2);
+          expect((await store.listRemovedIdentities('user-alice')).map((r) => [r.connectorId, r.removedAt])).toEqual([
+            ['gh', t0 + 2],
+            ['sso', t0 + 1],
+          ]);
+          expect(await store.allowRemovedIdentity('user-bob', 'sso')).toBe(0);
+          expect(await store.allowRemovedIdentity('user-alice', 'sso')).toBe(1);
+          expect(await store.allowRemovedIdentity('user-alice', 'sso')).toBe(0);
+          expect(await store.findRemovedIdentity('sso', 'up-1')).toBeUndefined();
+          await store.linkIdentity(identity({ createdAt: t0 + 3 }));
+          expect((await store.findIdentity('sso', 'up-1'))?.createdAt).toBe(t0 + 3);
+          expect(await store.removeConnector('gh')).toBe(true);
+          expect(await store.findRemovedIdentity('gh', '42')).toBeUndefined();
+          expect(await store.listRemovedIdentities('user-alice')).toEqual([]);
+        });
+      });
+
       it('findUsersByEmail ignores ASCII case', async () => {
         await withStore(async (store) => {
           await store.createUser(user({ username: 'a', id: 'a', email: 'Same@Example.com' }));
@@ -2225,6 +2359,21 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             expect(await store.useEmailToken(reset.tokenHash, 'password_reset', reset.expiresAt - 1)).toBeUndefined();
             expect(await store.useEmailToken('unknown', 'password_reset', t0)).toBeUndefined();
             expect(await store.useEmailToken('verify', 'email_verification', t0 + 2)).toStrictEqual({ ...verify, usedAt: t0 + 2 });
+          });
+        });
+
+        it('findEmailToken reads a link while it is usable, spending nothing', async () => {
+          await withStore(async (store) => {
+            await store.createUser(user());
+            const reset = emailToken();
+            await store.createEmailToken(reset);
+            expect(await store.findEmailToken(reset.tokenHash, 'password_reset', t0 + 1)).toStrictEqual(reset);
+            expect(await store.findEmailToken(reset.tokenHash, 'password_reset', t0 + 1)).toStrictEqual(reset);
+            expect(await store.findEmailToken(reset.tokenHash, 'email_verification', t0 + 1)).toBeUndefined();
+            expect(await store.findEmailToken(reset.tokenHash, 'password_reset', reset.expiresAt)).toBeUndefined();
+            expect(await store.findEmailToken('unknown', 'password_reset', t0)).toBeUndefined();
+            expect(await store.useEmailToken(reset.tokenHash, 'password_reset', t0 + 2)).toBeDefined();
+            expect(await store.findEmailToken(reset.tokenHash, 'password_reset', t0 + 3)).toBeUndefined();
           });
         });
 

@@ -7,7 +7,10 @@ export const usersListCommand: Command = {
   options: { json: { type: 'boolean' } },
   async run(context) {
     const store = await context.store();
-    const users = await store.listUsers();
+    const [users, identities] = await Promise.all([store.listUsers(), store.listIdentities(undefined)]);
+    // The upstream identities that sign each user in (linked by email, or the one that made the user).
+    const linked = new Map<string, Array<{ connector: string; subject: string }>>();
+    for (const i of identities) linked.set(i.userId, [...(linked.get(i.userId) ?? []), { connector: i.connectorId, subject: i.subject }]);
     if (context.values.json) {
       context.stdout.write(
         json(
@@ -20,6 +23,7 @@ export const usersListCommand: Command = {
             source: u.source,
             groups: u.groups,
             roles: u.roles,
+            identities: linked.get(u.id) ?? [],
             profile: u.profile,
             created_at: isoTime(u.createdAt),
             updated_at: isoTime(u.updatedAt),
@@ -29,8 +33,8 @@ export const usersListCommand: Command = {
     } else {
       context.stdout.write(
         table(
-          users.map((u) => [u.username, u.email, u.name ?? '', u.disabled ? 'disabled' : 'active', isoTime(u.createdAt), u.source, u.roles.join(',') || '-']),
-          ['USERNAME', 'EMAIL', 'NAME', 'STATUS', 'CREATED', 'SOURCE', 'ROLES'],
+          users.map((u) => [u.username, u.email, u.name ?? '', u.disabled ? 'disabled' : 'active', isoTime(u.createdAt), u.source, u.roles.join(',') || '-', [...new Set((linked.get(u.id) ?? []).map((i) => i.connector))].join(',') || '-']),
+          ['USERNAME', 'EMAIL', 'NAME', 'STATUS', 'CREATED', 'SOURCE', 'ROLES', 'LINKED'],
         ),
       );
     }

@@ -129,6 +129,8 @@ export const fr: Catalog = {
     'Un problème est survenu pendant votre connexion. Réessayez dans un instant.',
   // … what an upstream identity provider's failure says (connectors/*.ts, UpstreamError)
   'This account has been disabled.': 'Ce compte a été désactivé.',
+  'Signing in this way was removed from your account. Sign in another way, or ask an administrator.':
+    'Cette façon de vous connecter a été retirée de votre compte. Connectez-vous autrement, ou adressez-vous à un administrateur.',
   'No username could be chosen for your account. Ask an administrator.':
     'Aucun nom d’utilisateur n’a pu être choisi pour votre compte. Adressez-vous à un administrateur.',
   'The sign-in service could not be reached. Try again in a moment.': 'Le service de connexion est injoignable. Réessayez dans un instant.',
@@ -230,6 +232,13 @@ export const fr: Catalog = {
   'New password': 'Nouveau mot de passe',
   'At least 8 characters.': 'Au moins 8\u00a0caractères.',
   'Change password': 'Changer le mot de passe',
+  'Signing in with {services} also works for this account, and a new password does not change that.':
+    'La connexion avec {services} fonctionne aussi pour ce compte, et un nouveau mot de passe n’y change rien.',
+  'Remove those sign-ins too (choose this if you did not link them, or think someone else may be using one)':
+    'Retirer aussi ces connexions (à choisir si vous ne les avez pas liées, ou si vous pensez que quelqu’un d’autre s’en sert)',
+  'Signing in with {services} was removed from your account.': 'La connexion avec {services} a été retirée de votre compte.',
+  'Signing in with {services} still works for your account, whatever its password. If you did not link it, or no longer use it, sign in and remove it on your account page.':
+    'La connexion avec {services} fonctionne toujours pour votre compte, quel que soit son mot de passe. Si vous ne l’avez pas liée, ou ne vous en servez plus, connectez-vous et retirez-la depuis la page de votre compte.',
   'Your email is verified': 'Votre adresse e-mail est vérifiée',
   '{email} is confirmed as the address of your account.': 'L’adresse {email} est confirmée comme celle de votre compte.',
   'Your email changed': 'Votre adresse e-mail a changé',

@@ -1,13 +1,15 @@
 /**
- * /admin/users/:id: one user — their profile, roles, second factors, and every live sign-in
- * (browser sessions and refresh-token families) — and what an administrator may do about them:
- * disable or enable the account (disabling ends everything they hold), set a new password (which
- * ends their sign-ins), grant and revoke roles, end one sign-in or all of them, and remove their
- * second factors, or give someone without one a one-time link to set up their first (which an
- * account holding `admin` needs). Ended browser sessions are told to the clients that asked for
- * Back-Channel Logout; a new password and removed factors are told to the person by mail. An
- * administrator cannot disable their own account or take away their own admin role here (they
- * would lock themselves out of the console).
+ * /admin/users/:id: one user — their profile, roles, second factors, linked upstream identities,
+ * and every live sign-in (browser sessions and refresh-token families) — and what an administrator
+ * may do about them: disable or enable the account (disabling ends everything they hold), set a
+ * new password (which ends their sign-ins), grant and revoke roles, end one sign-in or all of
+ * them, remove their second factors or give someone without one a one-time link to set up their
+ * first (which an account holding `admin` needs), unlink an upstream identity (which ends their
+ * sign-ins, and keeps that upstream account out: connectors/linked_identities.ts) or let a removed
+ * one sign in again. Ended browser sessions are told to the clients that asked for Back-Channel
+ * Logout; a new password and removed factors are told to the person by mail. An administrator
+ * cannot disable their own account, take away their own admin role or unlink their own identities
+ * here (they would lock themselves out of the console).
  */
 import { signInRows } from '../../http/sign_ins.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -20,6 +22,7 @@ import { parseFields } from '../../http/form.js';
 import { hasSecondFactor, secondFactorsOf } from '../../mfa/policy.js';
 import { createEnrolmentLink } from '../../mfa/enrolment_link.js';
 import { sendSecurityNoticesLater } from '../../mail/security_notice_sender.js';
+import { linkedIdentities, removableConnectors, removedIdentities } from '../../connectors/linked_identities.js';
 import { notifyBackchannelLogoutLater } from '../../oauth/backchannel_logout.js';
 import type { SessionRecord, UserRecord } from '../../store/store.js';
 import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, noticeOf, notFound, pathSegment, renderAdmin, storedKey, when, type Admin, type Notice } from './console.js';
@@ -31,6 +34,7 @@ const plainForm = z.object({ csrf_token: csrfField });
 const passwordForm = z.object({ csrf_token: csrfField, new_password: z.string().max(4096).default('') });
 const roleForm = z.object({ csrf_token: csrfField, role: storedKey(256).default('') });
 const signInForm = z.object({ csrf_token: csrfField, sign_in: storedKey(256).default('') });
+const connectorForm = z.object({ csrf_token: csrfField, connector: storedKey(64).default('') });
 
 const notices: Record<string, string> = {
   created: 'The user was created.',
@@ -45,6 +49,9 @@ const notices: Record<string, string> = {
   ended_all: 'Every sign-in of theirs has ended, and their access tokens are refused.',
   factors_reset: 'Their second factors were removed. Their next sign-in needs only their password.',
   factors_none: 'They had no second factors.',
+  unlinked: 'The upstream identity was unlinked: it can no longer sign in, and every sign-in of theirs has ended.',
+  allowed: 'That upstream account may sign in again (its next sign-in may link it again by email).',
+  allowed_none: 'Nothing was removed from them at that connector.',
 };
 
 export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
@@ -56,13 +63,16 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
 
   async function showUser(request: FastifyRequest, reply: FastifyReply, admin: Admin, user: UserRecord, notice?: Notice, status = 200) {
     const now = epochSeconds(clock);
-    const [sessions, families, clients, roles, factors] = await Promise.all([
+    const [sessions, families, clients, roles, factors, identities, removed] = await Promise.all([
       store.listSessions(user.id, now),
       store.listRefreshFamilies(user.id, now),
       store.listClients(),
       store.listRoles(),
       secondFactorsOf(store, user.id),
+      linkedIdentities(store, user.id),
+      removedIdentities(store, user.id),
     ]);
+    const removable = await removableConnectors(store, services.config, user, identities);
     const clientName = new Map(clients.map((c) => [c.clientId, c.name || c.clientId]));
     const signIns = signInRows(sessions, families, admin.session.id, when).map((row) => ({
       ...row,
@@ -94,6 +104,19 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
         path: pathOf(user),
         grantable: roles.filter((r) => !user.roles.includes(r.name)).map((r) => r.name),
         factors,
+        identities: identities.map((i) => ({
+          connectorId: i.connectorId,
+          name: i.connectorName,
+          subject: i.subject,
+          linked: when(i.linkedAt),
+          lastUsed: when(i.lastSignInAt),
+          onlyWayIn: !removable.has(i.connectorId),
+        })),
+        // One row per connector, as Allow again lets all of that connector's back (most recent first).
+        removed: [...new Set(removed.map((r) => r.connectorId))].map((connectorId) => {
+          const of = removed.filter((r) => r.connectorId === connectorId);
+          return { connectorId, name: of[0]!.connectorName, subjects: of.map((r) => r.subject), removed: when(of[0]!.removedAt) };
+        }),
         signIns,
         notice,
       },
@@ -215,6 +238,36 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
     tellClients(request, ended);
     adminAudit(request, admin, 'user.tokens_revoked', { userId: user.id, source: 'admin' });
     return doneRedirect(reply, pathOf(user), 'ended_all');
+  });
+
+  app.post('/admin/users/:id/identities/unlink', page, async (request, reply) => {
+    const got = await userForm(request, reply, connectorForm);
+    if (!got.ok) return got.reply;
+    const { admin, user, form } = got;
+    // Unlinking ends every sign-in of theirs: the console's own session too.
+    if (user.id === admin.user.id) {
+      return showUser(request, reply, admin, user, { kind: 'error', text: 'Remove your own linked sign-ins on your account page.', about: 'identities' }, 400);
+    }
+    const now = epochSeconds(clock);
+    const ended = await store.listSessions(user.id, now);
+    // Only this user's identities of that connector: another's are never touched. No guard: an
+    // operator may take the last way in (to give a password after, or to keep them out).
+    const removed = form.connector === '' ? [] : await store.unlinkIdentity(user.id, form.connector, now);
+    if (removed === 'last_way_in' || removed.length === 0) {
+      return showUser(request, reply, admin, user, { kind: 'error', text: 'They have no identity linked at that connector.', about: 'identities' }, 404);
+    }
+    tellClients(request, ended);
+    adminAudit(request, admin, 'user.identity_unlinked', { userId: user.id, connectorId: form.connector, subjects: removed.map((i) => i.subject), source: 'admin' });
+    return doneRedirect(reply, pathOf(user), 'unlinked');
+  });
+
+  app.post('/admin/users/:id/identities/allow', page, async (request, reply) => {
+    const got = await userForm(request, reply, connectorForm);
+    if (!got.ok) return got.reply;
+    const { admin, user, form } = got;
+    const allowed = form.connector === '' ? 0 : await store.allowRemovedIdentity(user.id, form.connector);
+    if (allowed > 0) adminAudit(request, admin, 'user.identity_allowed_again', { userId: user.id, connectorId: form.connector });
+    return doneRedirect(reply, pathOf(user), allowed > 0 ? 'allowed' : 'allowed_none');
   });
 
   app.post('/admin/users/:id/second-factors/reset', page, async (request, reply) => {

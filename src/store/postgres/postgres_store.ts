@@ -17,6 +17,7 @@ import { readMigrations } from '../migration_files.js';
 import {
   DuplicateError,
   MissingReferenceError,
+  type AnotherWayIn,
   type ApiRecord,
   type AuditEventQuery,
   type AuditEventRecord,
@@ -53,6 +54,7 @@ import {
   type RegisteredClientUpdate,
   type RegistrationTokenRecord,
   type PushedRequestRecord,
+  type RemovedIdentityRecord,
 } from '../store.js';
 import { migrate, schemaNamePattern } from './migrate.js';
 import { changesDirectory, DirectoryCache, directoryChannel } from './directory_cache.js';
@@ -83,6 +85,7 @@ import {
   toTotp,
   toUser,
   toUserIdentity,
+  toRemovedIdentity,
   toRegistrationToken,
   registeredClientColumns,
   toPushedRequest,
@@ -599,10 +602,11 @@ export class PostgresStore implements Store {
     }
   }
 
-  async recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<void> {
-    await this.transaction(async (tx) => {
+  async recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<boolean> {
+    if (!storable(connectorId) || !storable(subject)) return false;
+    return this.transaction(async (tx) => {
       const row = await tx.one('UPDATE user_identities SET last_sign_in_at = $1 WHERE connector_id = $2 AND subject = $3 RETURNING user_id', now, connectorId, subject);
-      if (!row) return;
+      if (!row) return false;
       // SET reads the old row: updated_at moves only when the name or the email is really different.
       await tx.run(
         `UPDATE users SET groups = $1, email = coalesce($2, email), name = CASE WHEN $3::boolean THEN $4 ELSE name END,
@@ -618,7 +622,74 @@ export class PostgresStore implements Store {
         row.user_id,
         now,
       );
+      return true;
     });
+  }
+
+  async listIdentities(userId: string | undefined): Promise<UserIdentityRecord[]> {
+    if (userId !== undefined && !storable(userId)) return [];
+    // Byte order ("C"), as SQLite compares text.
+    const order = 'ORDER BY created_at, connector_id COLLATE "C", subject COLLATE "C"';
+    const rows =
+      userId === undefined
+        ? await this.db.many(`SELECT * FROM user_identities ${order}`)
+        : await this.db.many(`SELECT * FROM user_identities WHERE user_id = $1 ${order}`, userId);
+    return rows.map(toUserIdentity);
+  }
+
+  async unlinkIdentity(userId: string, connectorId: string, now: number, anotherWayIn?: AnotherWayIn): Promise<UserIdentityRecord[] | 'last_way_in'> {
+    if (!storable(userId) || !storable(connectorId)) return [];
+    return this.transaction(async (tx) => {
+      // The user's row is locked first: two removals of this user's identities at once take
+      // turns, so the second sees what the first left (and the last way in stays).
+      const user = await tx.one('SELECT id FROM users WHERE id = $1 FOR UPDATE', userId);
+      if (!user) return [];
+      const bound = (
+        await tx.many('SELECT * FROM user_identities WHERE user_id = $1 AND connector_id = $2 ORDER BY created_at, subject COLLATE "C"', userId, connectorId)
+      ).map(toUserIdentity);
+      if (bound.length === 0) return [];
+      if (anotherWayIn) {
+        const other = await tx.one(
+          `SELECT (password_hash LIKE 'scrypt$%'
+             OR EXISTS (SELECT 1 FROM user_identities WHERE user_id = users.id AND connector_id <> $1)
+             OR ($2::boolean AND EXISTS (SELECT 1 FROM webauthn_credentials WHERE user_id = users.id))) AS other
+           FROM users WHERE id = $3`,
+          connectorId,
+          anotherWayIn.passkeysSignIn,
+          userId,
+        );
+        if (other?.other !== true) return 'last_way_in';
+      }
+      await tx.run(
+        `INSERT INTO removed_identities (connector_id, subject, user_id, linked_at, removed_at)
+         SELECT connector_id, subject, user_id, created_at, $1 FROM user_identities WHERE user_id = $2 AND connector_id = $3
+         ON CONFLICT (connector_id, subject) DO UPDATE SET user_id = excluded.user_id, linked_at = excluded.linked_at, removed_at = excluded.removed_at`,
+        now,
+        userId,
+        connectorId,
+      );
+      await tx.run('DELETE FROM user_identities WHERE user_id = $1 AND connector_id = $2', userId, connectorId);
+      await PostgresStore.endEverythingOf(tx, userId, now);
+      return bound;
+    });
+  }
+
+  async findRemovedIdentity(connectorId: string, subject: string): Promise<RemovedIdentityRecord | undefined> {
+    if (!storable(connectorId) || !storable(subject)) return undefined;
+    const row = await this.db.one('SELECT * FROM removed_identities WHERE connector_id = $1 AND subject = $2', connectorId, subject);
+    return row && toRemovedIdentity(row);
+  }
+
+  async listRemovedIdentities(userId: string): Promise<RemovedIdentityRecord[]> {
+    if (!storable(userId)) return [];
+    return (
+      await this.db.many('SELECT * FROM removed_identities WHERE user_id = $1 ORDER BY removed_at DESC, connector_id COLLATE "C", subject COLLATE "C"', userId)
+    ).map(toRemovedIdentity);
+  }
+
+  async allowRemovedIdentity(userId: string, connectorId: string): Promise<number> {
+    if (!storable(userId) || !storable(connectorId)) return 0;
+    return this.db.run('DELETE FROM removed_identities WHERE user_id = $1 AND connector_id = $2', userId, connectorId);
   }
 
   async findUserById(id: string): Promise<UserRecord | undefined> {
@@ -1476,6 +1547,12 @@ export class PostgresStore implements Store {
       t.expiresAt,
       t.usedAt ?? null,
     );
+  }
+
+  async findEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
+    if (!storable(tokenHash)) return undefined;
+    const row = await this.db.one('SELECT * FROM email_tokens WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > $3', tokenHash, purpose, now);
+    return row && toEmailToken(row);
   }
 
   async useEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {

@@ -38,6 +38,7 @@ import {
   toTotp,
   toUser,
   toUserIdentity,
+  toRemovedIdentity,
   toRegistrationToken,
   registeredClientColumns,
   toPushedRequest,
@@ -45,6 +46,7 @@ import {
 } from '../rows.js';
 import {
   DuplicateError,
+  type AnotherWayIn,
   type ApiRecord,
   type AuditEventQuery,
   type AuditEventRecord,
@@ -81,6 +83,7 @@ import {
   type RegisteredClientUpdate,
   type RegistrationTokenRecord,
   type PushedRequestRecord,
+  type RemovedIdentityRecord,
   MissingReferenceError,
 } from '../store.js';
 
@@ -192,6 +195,9 @@ export const readOnlyVerbs = new Set([
   'findConnector',
   'listConnectors',
   'findIdentity',
+  'listIdentities',
+  'findRemovedIdentity',
+  'listRemovedIdentities',
   'findClient',
   'listClients',
   'findApi',
@@ -210,6 +216,7 @@ export const readOnlyVerbs = new Set([
   'listConsents',
   'clientsOfSession',
   'countEmailTokens',
+  'findEmailToken',
   'findAuthorizationCode',
   'findTotp',
   'findPasskey',
@@ -244,6 +251,8 @@ export const writeVerbs = new Set([
   'createUserWithIdentity',
   'linkIdentity',
   'recordUpstreamSignIn',
+  'unlinkIdentity',
+  'allowRemovedIdentity',
   'createApi',
   'updateApi',
   'removeApi',
@@ -653,10 +662,10 @@ export class SqliteStore implements Store {
     this.insertIdentity(identity);
   }
 
-  async recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<void> {
-    this.atomic(() => {
+  async recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<boolean> {
+    return this.atomic(() => {
       const row = this.get('UPDATE user_identities SET last_sign_in_at = ? WHERE connector_id = ? AND subject = ? RETURNING user_id', now, connectorId, subject);
-      if (!row) return;
+      if (!row) return false;
       // SET reads the old row: updated_at moves only when the name or the email is really different.
       const email = update.email ?? null;
       const setsName = 'name' in update ? 1 : 0;
@@ -678,7 +687,59 @@ export class SqliteStore implements Store {
         now,
         row.user_id,
       );
+      return true;
     });
+  }
+
+  async listIdentities(userId: string | undefined): Promise<UserIdentityRecord[]> {
+    const rows =
+      userId === undefined
+        ? this.all('SELECT * FROM user_identities ORDER BY created_at, connector_id, subject')
+        : this.all('SELECT * FROM user_identities WHERE user_id = ? ORDER BY created_at, connector_id, subject', userId);
+    return rows.map(toUserIdentity);
+  }
+
+  async unlinkIdentity(userId: string, connectorId: string, now: number, anotherWayIn?: AnotherWayIn): Promise<UserIdentityRecord[] | 'last_way_in'> {
+    return this.atomic(() => {
+      const bound = this.all('SELECT * FROM user_identities WHERE user_id = ? AND connector_id = ? ORDER BY created_at, subject', userId, connectorId).map(toUserIdentity);
+      if (bound.length === 0) return [];
+      if (anotherWayIn) {
+        const other = this.get(
+          `SELECT (password_hash LIKE 'scrypt$%'
+             OR EXISTS (SELECT 1 FROM user_identities WHERE user_id = users.id AND connector_id <> ?)
+             OR (? AND EXISTS (SELECT 1 FROM webauthn_credentials WHERE user_id = users.id))) AS other
+           FROM users WHERE id = ?`,
+          connectorId,
+          anotherWayIn.passkeysSignIn ? 1 : 0,
+          userId,
+        );
+        if (other?.other !== 1) return 'last_way_in';
+      }
+      this.run(
+        `INSERT INTO removed_identities (connector_id, subject, user_id, linked_at, removed_at)
+         SELECT connector_id, subject, user_id, created_at, ? FROM user_identities WHERE user_id = ? AND connector_id = ?
+         ON CONFLICT (connector_id, subject) DO UPDATE SET user_id = excluded.user_id, linked_at = excluded.linked_at, removed_at = excluded.removed_at`,
+        now,
+        userId,
+        connectorId,
+      );
+      this.run('DELETE FROM user_identities WHERE user_id = ? AND connector_id = ?', userId, connectorId);
+      this.endEverythingOf(userId, now);
+      return bound;
+    });
+  }
+
+  async findRemovedIdentity(connectorId: string, subject: string): Promise<RemovedIdentityRecord | undefined> {
+    const row = this.get('SELECT * FROM removed_identities WHERE connector_id = ? AND subject = ?', connectorId, subject);
+    return row && toRemovedIdentity(row);
+  }
+
+  async listRemovedIdentities(userId: string): Promise<RemovedIdentityRecord[]> {
+    return this.all('SELECT * FROM removed_identities WHERE user_id = ? ORDER BY removed_at DESC, connector_id, subject', userId).map(toRemovedIdentity);
+  }
+
+  async allowRemovedIdentity(userId: string, connectorId: string): Promise<number> {
+    return this.run('DELETE FROM removed_identities WHERE user_id = ? AND connector_id = ?', userId, connectorId);
   }
 
   async findUserById(id: string): Promise<UserRecord | undefined> {
@@ -1455,6 +1516,11 @@ export class SqliteStore implements Store {
       t.expiresAt,
       t.usedAt ?? null,
     );
+  }
+
+  async findEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
+    const row = this.get('SELECT * FROM email_tokens WHERE token_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?', tokenHash, purpose, now);
+    return row && toEmailToken(row);
   }
 
   async useEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {

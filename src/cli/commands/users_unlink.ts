@@ -1,0 +1,46 @@
+/**
+ * `latchkey users unlink <username> <connector>`: removes the upstream identities of that connector
+ * linked to the person — a link made by email (--trust-email) is a way into the account that a new
+ * password does not touch. The upstream account can then no longer sign in here (neither as that
+ * user, nor linked again by its email, nor as a new account; connectors/linked_identities.ts), and
+ * everything the person holds ends, as `users revoke-tokens` does. Audited. Unlike the person on
+ * /account, an operator may take the last way in; the command says so.
+ */
+import { hasUsablePassword } from '../../connectors/linked_identities.js';
+import { cliAudit } from '../audit_log.js';
+import { CommandError, type Command } from '../command.js';
+import { revocationTime } from '../revocation_time.js';
+
+export const usersUnlinkCommand: Command = {
+  usage: 'latchkey users unlink <username> <connector>',
+  help: [
+    'Removes the identities at <connector> (its id, as `connectors list` shows) linked to the person, as',
+    '`users list --json` lists them under "identities". That upstream account can no longer sign in here:',
+    'not as this user, not linked again by its email, not as a new account (an administrator can allow it',
+    'again in the console). Every sign-in of the person ends (browser sessions, refresh tokens, access',
+    'tokens at userinfo and introspection), as with `users revoke-tokens`. Exit code 1 when there is no',
+    'such user or link.',
+    '',
+  ].join('\n'),
+  positionals: { min: 2, max: 2 },
+  options: {},
+  async run(context) {
+    const [username = '', connectorId = ''] = context.positionals;
+    const store = await context.store();
+    const user = await store.findUserByUsername(username);
+    if (!user) throw new CommandError(`no user "${username}"`);
+    const removed = await store.unlinkIdentity(user.id, connectorId, await revocationTime(store));
+    if (removed === 'last_way_in' || removed.length === 0) {
+      if (!(await store.findConnector(connectorId))) throw new CommandError(`no connector "${connectorId}"`);
+      const linked = [...new Set((await store.listIdentities(user.id)).map((i) => i.connectorId))];
+      throw new CommandError(`${user.username} has no identity linked at "${connectorId}"${linked.length > 0 ? ` (linked: ${linked.join(', ')})` : ''}`);
+    }
+    await cliAudit(context, 'user.identity_unlinked', { username: user.username, userId: user.id, connectorId, subjects: removed.map((i) => i.subject), source: 'cli' });
+    context.stderr.write(`Unlinked ${connectorId} from ${user.username}: that upstream account can no longer sign in here, and every sign-in of theirs has ended\n`);
+    const [remaining, passkeys] = await Promise.all([store.listIdentities(user.id), store.listPasskeys(user.id)]);
+    if (!hasUsablePassword(user) && remaining.length === 0 && passkeys.length === 0) {
+      context.stderr.write(`warning: ${user.username} now has no way to sign in (no password, passkey or other linked identity): \`latchkey users passwd ${user.username}\` gives one\n`);
+    }
+    return 0;
+  },
+};

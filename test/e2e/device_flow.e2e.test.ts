@@ -78,8 +78,16 @@ describe('Device Code flow end to end', () => {
     expect(protectedHeader.typ).toBe('at+jwt');
     expect(payload.client_id).toBe('tv');
 
-    t.clock.advance(device.interval);
+    // Spent: polled again, at once, it is invalid_grant.
     expect((await poll(device.device_code)).body.error).toBe('invalid_grant');
+    // A device that lost that answer and polls again at its interval recovers it: new tokens, and
+    // the first ones revoked, so only one set ever lives.
+    t.clock.advance(device.interval);
+    const recovered = await poll(device.device_code);
+    expect(recovered.status).toBe(200);
+    const userinfo = async (token: unknown) => (await fetch(`${base}/userinfo`, { headers: { authorization: `Bearer ${String(token)}` } })).status;
+    expect(await userinfo(tokens.body.access_token)).toBe(401);
+    expect(await userinfo(recovered.body.access_token)).toBe(200);
   });
 
   it('the person types the code by hand, in lower case without the dash', async () => {

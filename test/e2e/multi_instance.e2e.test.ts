@@ -102,10 +102,13 @@ describe.skipIf(!baseUrl)('two instances on one PostgreSQL database', () => {
     const refreshed = await post(b, '/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: tokens.refresh_token ?? '' });
     expect(refreshed.status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 6_000)); // past LATCHKEY_REFRESH_REUSE_GRACE (5 s)
+    // The client rotates on from B; the old token replayed on A is then theft.
+    const onwards = await post(b, '/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: refreshed.body.refresh_token ?? '' });
+    expect(onwards.status).toBe(200);
     const replayed = await post(a, '/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: tokens.refresh_token ?? '' });
     expect(replayed.body.error).toBe('invalid_grant');
     // Reuse detected on A revoked the family B rotated into.
-    const successor = await post(b, '/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: refreshed.body.refresh_token ?? '' });
+    const successor = await post(b, '/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: onwards.body.refresh_token ?? '' });
     expect(successor.body.error).toBe('invalid_grant');
   }, 40_000);
 

@@ -86,6 +86,9 @@ describe('audit events', () => {
     const rotated = (await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: tokens.refresh_token }) })).json();
     secrets.push(rotated.refresh_token);
     t.clock.advance(10);
+    // The rightful client rotates on; the first token presented again is then theft.
+    const onwards = (await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: rotated.refresh_token }) })).json();
+    secrets.push(onwards.refresh_token);
     await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: tokens.refresh_token }) });
 
     const events = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => typeof l.event === 'string');
@@ -96,7 +99,7 @@ describe('audit events', () => {
     expect(byEvent('signin.success')[0]).toMatchObject({ ip: '127.0.0.1' });
     expect(byEvent('device.authorization_requested')[0]).toMatchObject({ clientId: 'tv', ip: '127.0.0.1' });
     expect(byEvent('device.approved')[0]).toMatchObject({ clientId: 'tv' });
-    expect(byEvent('token.issued').map((e) => e.grant)).toEqual(['device_code', 'refresh_token']);
+    expect(byEvent('token.issued').map((e) => e.grant)).toEqual(['device_code', 'refresh_token', 'refresh_token']);
     expect(byEvent('refresh_token.reuse_detected')[0]).toMatchObject({ clientId: 'tv', level: 40 });
     const everything = lines.join('\n');
     for (const secret of secrets) expect({ secret, logged: everything.includes(secret) }).toEqual({ secret, logged: false });

@@ -16,7 +16,7 @@ describe('randomSecret', () => {
   });
 
   it('has the documented prefixes', () => {
-    expect(secretPrefix).toEqual({ deviceCode: 'lk_dc_', authorizationCode: 'lk_ac_', refreshToken: 'lk_rt_', clientSecret: 'lk_cs_', passwordResetLink: 'lk_pr_', emailVerificationLink: 'lk_ev_', registrationToken: 'lk_it_', registrationAccessToken: 'lk_ra_' });
+    expect(secretPrefix).toEqual({ deviceCode: 'lk_dc_', authorizationCode: 'lk_ac_', refreshToken: 'lk_rt_', clientSecret: 'lk_cs_', passwordResetLink: 'lk_pr_', emailVerificationLink: 'lk_ev_', registrationToken: 'lk_it_', registrationAccessToken: 'lk_ra_', factorEnrolmentLink: 'lk_fe_' });
   });
 
   it('never repeats', () => {

@@ -7,10 +7,18 @@ export function addressOf(config: Config, port: number): string {
   return `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
 }
 
+/** What the start did and what an operator should fix, in plain words (each is also in the log). */
+export interface StartReport {
+  notices: string[];
+  warnings: string[];
+}
+
 /** Printed straight to the terminal, never through the log: the password is shown exactly once. */
-export function banner(config: Config, port: number, result: BootstrapResult, workers = 1): string {
+export function banner(config: Config, port: number, result: BootstrapResult, report: StartReport = { notices: [], warnings: [] }, workers = 1): string {
   const lines = [
     `Latchkey is listening on ${addressOf(config, port)} (issuer ${config.issuer}, database ${redactDatabase(config.databasePath)}${workers > 1 ? `, ${workers} worker processes` : ''})`,
+    ...report.notices,
+    ...report.warnings.map((warning) => `warning: ${warning}`),
   ];
   if (result.createdUser) {
     lines.push(

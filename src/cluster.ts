@@ -16,8 +16,8 @@ import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { systemClock } from './clock.js';
 import { retiredKeyRetention, type Config } from './config.js';
 import { createSigner } from './crypto/signer.js';
-import { loadServerSecrets, sealPlaintextSecrets } from './crypto/server_secrets.js';
-import { openSecretBox } from './crypto/secret_key_file.js';
+import { loadServerSecrets } from './crypto/server_secrets.js';
+import { prepareDatabase } from './prepare_database.js';
 import { startupWarnings } from './startup_warnings.js';
 import { startHousekeeping } from './housekeeping.js';
 import { loggerOptions } from './logging.js';
@@ -43,11 +43,15 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
   const log = pino(loggerOptions(config.logLevel, undefined, { sync: true }) as pino.LoggerOptions).child({ role: 'primary' });
   const store = await openConfiguredStore(config, { convertVacuum: true });
   let result: BootstrapResult;
+  let notices: string[];
   try {
+    // The key checked against the database and what an older version left in the clear sealed,
+    // here, once, before the first user is made.
+    const prepared = await prepareDatabase(config, store);
+    const secretBox = prepared.secretBox;
+    notices = prepared.notices;
     result = await bootstrap(store, config, systemClock);
     // Keys and secrets are created (and sealed) here, once, not raced by N workers starting together.
-    const secretBox = await openSecretBox(config, store);
-    await sealPlaintextSecrets(store, secretBox);
     await createSigner(store, systemClock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config), secretBox });
     await loadServerSecrets(store, secretBox);
   } catch (err) {
@@ -55,7 +59,9 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
     await store.close();
     throw err;
   }
-  for (const warning of startupWarnings(config, store)) log.warn({ event: 'startup.warning' }, warning);
+  const warnings = startupWarnings(config, store);
+  for (const notice of notices) log.info({ event: 'startup.notice' }, notice);
+  for (const warning of warnings) log.warn({ event: 'startup.warning' }, warning);
   if (store.vacuumConversion === 'converted') log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
   const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval, config.auditRetention);
   const unsplittable = unsplittableLimits(config);
@@ -86,7 +92,7 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
       listened = true;
       if (bannerShown) return;
       bannerShown = true;
-      out.write(banner(config, address.port, result, config.workers));
+      out.write(banner(config, address.port, result, { notices, warnings }, config.workers));
     });
     worker.once('exit', (code, signal) => {
       live.delete(worker);

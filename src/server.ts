@@ -14,7 +14,7 @@ import { startHousekeeping } from './housekeeping.js';
 import type { Config } from './config.js';
 import { openConfiguredStore } from './store/open.js';
 import { openSecretBox } from './crypto/secret_key_file.js';
-import { sealPlaintextSecrets } from './crypto/server_secrets.js';
+import { prepareDatabase } from './prepare_database.js';
 import { startupWarnings } from './startup_warnings.js';
 
 export interface RunningServer {
@@ -35,10 +35,13 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const store = await openConfiguredStore(config, { server: true, convertVacuum: !options.worker });
   let result: BootstrapResult | undefined;
   let app: FastifyInstance | undefined;
+  let notices: string[] = [];
   try {
-    const secretBox = await openSecretBox(config, store);
-    // Secrets an older version stored in the clear are encrypted now (the primary does it once).
-    if (!options.worker) await sealPlaintextSecrets(store, secretBox);
+    // The key checked against the database, and secrets an older version stored in the clear
+    // encrypted (the primary does it once).
+    const prepared = options.worker ? { secretBox: await openSecretBox(config, store), notices: [] } : await prepareDatabase(config, store);
+    const secretBox = prepared.secretBox;
+    notices = prepared.notices;
     result = options.worker ? undefined : await bootstrap(store, config, systemClock);
     app = await buildApp({ config, store, secretBox, ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}) });
     // The primary gathers every worker's registry for /metrics.
@@ -53,9 +56,11 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const bound = app.server.address();
   const port = typeof bound === 'object' && bound ? bound.port : config.port;
   const address = addressOf(config, port);
-  if (result) out.write(banner(config, port, result));
+  const warnings = options.worker ? [] : startupWarnings(config, store);
+  if (result) out.write(banner(config, port, result, { notices, warnings }));
   if (!options.worker) {
-    for (const warning of startupWarnings(config, store)) app.log.warn({ event: 'startup.warning' }, warning);
+    for (const notice of notices) app.log.info({ event: 'startup.notice' }, notice);
+    for (const warning of warnings) app.log.warn({ event: 'startup.warning' }, warning);
     if (store.vacuumConversion === 'converted') app.log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
   }
 

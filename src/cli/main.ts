@@ -89,10 +89,24 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
   // What only the server's commands need is loaded when asked for (see command_index.ts); the
   // configuration module is loaded before the command runs, so config() stays synchronous.
   const { loadConfig } = await import('../config.js');
-  const openStore = async (c: Config) => (await import('../store/open.js')).openConfiguredStore(c);
   let config: Config | undefined;
   let store: Promise<Store> | undefined;
   let box: Promise<SecretBox> | undefined;
+  // Every command that opens the database first checks that the configured secret key belongs to
+  // it: a command run with a wrong key file must change nothing (a secret sealed under a key the
+  // server does not have would lock the server out of its own database).
+  const openStore = async (c: Config): Promise<Store> => {
+    const opened = await (await import('../store/open.js')).openConfiguredStore(c);
+    try {
+      const [{ openSecretBox }, { checkStoredSecrets }] = await Promise.all([import('../crypto/secret_key_file.js'), import('../crypto/stored_secrets.js')]);
+      box ??= openSecretBox(c, opened);
+      await checkStoredSecrets(opened, await box);
+      return opened;
+    } catch (err) {
+      await opened.close();
+      throw err;
+    }
+  };
   try {
     return await command.run({
       ...io,
@@ -100,12 +114,11 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
       positionals: parsed.positionals,
       config: () => (config ??= loadConfig(io.env)),
       store: () => (store ??= openStore((config ??= loadConfig(io.env)))),
-      secretBox: () =>
-        (box ??= (async () => {
-          const c = (config ??= loadConfig(io.env));
-          const { openSecretBox } = await import('../crypto/secret_key_file.js');
-          return openSecretBox(c, await (store ??= openStore(c)));
-        })()),
+      // Opening the store opens (and checks) the box.
+      secretBox: async () => {
+        await (store ??= openStore((config ??= loadConfig(io.env))));
+        return box!;
+      },
     });
   } catch (err) {
     const [{ ConfigError }, { SecretKeyError }, { AdminInputError }] = await Promise.all([import('../config.js'), import('../crypto/secret_box.js'), import('../admin/validation.js')]);

@@ -768,6 +768,12 @@ export interface Store {
    */
   resealSecrets(reseal: (secret: SealedSecret) => string): Promise<number>;
   /**
+   * What tells whether the configured keys belong to this database, without reading every
+   * secret: every stored secret that is in the clear, and one sealed secret for each key that
+   * sealed any (the "lk1.<key id>." prefix), over the same places resealSecrets covers.
+   */
+  sampleStoredSecrets(): Promise<SealedSecret[]>;
+  /**
    * After secrets stored in the clear were replaced: makes sure their old bytes are gone from the
    * database's files (SQLite: freed space zeroed and the WAL truncated; PostgreSQL: the two small
    * tables rewritten).

@@ -2,8 +2,23 @@ import { isPostgresUrl } from '../../store/database_url.js';
 import { generateSecretKeyText, parseSecretKeys, SecretBox } from '../../crypto/secret_box.js';
 import { keyFileIsLoose, readKeyFile, withKeyFileLock, writeKeyFile } from '../../crypto/secret_key_file.js';
 import { resealAllSecrets } from '../../crypto/server_secrets.js';
+import { checkStoredSecrets } from '../../crypto/stored_secrets.js';
+import type { Store } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command, type CommandContext } from '../command.js';
+
+/**
+ * After a re-encryption that failed: the key file as it was, unless the database holds anything
+ * under the new key (a commit whose answer was lost) or cannot be asked — then both keys stay.
+ */
+async function putBackUnlessUsed(store: Store, box: SecretBox, path: string, old: string[]): Promise<void> {
+  try {
+    const { keyIds } = await checkStoredSecrets(store, box);
+    if (!keyIds.includes(box.currentKeyId)) writeKeyFile(path, old);
+  } catch {
+    // Both keys open everything: the safe state when nothing is certain.
+  }
+}
 
 /** Keys held elsewhere too (the environment, or a key file every PostgreSQL instance shares): re-encrypt under the first one listed. */
 async function resealUnderFirstKey(context: CommandContext, where: string): Promise<number> {
@@ -43,14 +58,24 @@ export const secretKeyRotateCommand: Command = {
     if (isPostgresUrl(config.databasePath)) return withKeyFileLock(path, () => resealUnderFirstKey(context, path));
     const store = await context.store();
     return withKeyFileLock(path, async () => {
-      // The current file must be valid before anything changes; its keys stay readable meanwhile.
-      const old = readKeyFile(path).map((k) => k.key.toString('base64url'));
+      // The file as it is now (another rotation may have just finished) must open every stored
+      // secret before anything changes: a wrong key file changes nothing, file or row.
+      const oldKeys = readKeyFile(path);
+      await checkStoredSecrets(store, new SecretBox(oldKeys));
+      const old = oldKeys.map((k) => k.key.toString('base64url'));
       const fresh = generateSecretKeyText();
       // Both keys in the file while the secrets are re-encrypted: a crash in between loses nothing,
       // and a running server can open values under either.
       writeKeyFile(path, [fresh, ...old]);
       const box = new SecretBox(parseSecretKeys([fresh, ...old].join('\n'))!);
-      const changed = await resealAllSecrets(store, box);
+      let changed: number;
+      try {
+        changed = await resealAllSecrets(store, box);
+      } catch (err) {
+        await putBackUnlessUsed(store, box, path, old);
+        throw err;
+      }
+      // Only once the database has committed does the file lose the old key.
       writeKeyFile(path, [fresh]);
       await cliAudit(context, 'secret_key.rotated', { keyId: box.currentKeyId, resealed: changed });
       context.stderr.write(`New secret key ${box.currentKeyId} in ${path}; re-encrypted ${changed} stored secret${changed === 1 ? '' : 's'} with it.\n`);

@@ -972,6 +972,23 @@ export class PostgresStore implements Store {
     });
   }
 
+  async sampleStoredSecrets(): Promise<SealedSecret[]> {
+    const rows = await this.db.many(
+      `WITH secrets(context, value) AS (
+         SELECT 'signing_key:' || kid, private_key_pem FROM signing_keys
+         UNION ALL SELECT 'server_secret:' || name, value FROM server_secrets
+         UNION ALL SELECT 'connector:' || id, secret FROM connectors WHERE secret IS NOT NULL
+         UNION ALL SELECT 'totp:' || user_id, secret FROM totp_credentials
+         UNION ALL SELECT 'client_secret:' || client_id, secret_sealed FROM clients WHERE secret_sealed IS NOT NULL
+         UNION ALL SELECT 'client_secret:' || client_id, previous_secret_sealed FROM clients WHERE previous_secret_sealed IS NOT NULL
+       )
+       SELECT context, value FROM secrets WHERE substr(value, 1, 4) <> 'lk1.'
+       UNION ALL
+       (SELECT DISTINCT ON (substr(value, 1, 13)) context, value FROM secrets WHERE substr(value, 1, 4) = 'lk1.' ORDER BY substr(value, 1, 13), context)`,
+    );
+    return rows.map((row) => ({ context: String(row.context), value: String(row.value) }));
+  }
+
   async scrubFreedSpace(): Promise<void> {
     // The old rows' versions stay in the table files until rewritten; these tables are tiny.
     await this.db.run('VACUUM FULL signing_keys, server_secrets');

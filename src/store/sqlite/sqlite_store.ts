@@ -231,6 +231,7 @@ export const readOnlyVerbs = new Set([
   'listClientGrants',
   'listAuditEvents',
   'findRegistrationToken',
+  'sampleStoredSecrets',
 ]);
 
 /**
@@ -1006,6 +1007,23 @@ export class SqliteStore implements Store {
         return changed;
       })
       .immediate();
+  }
+
+  async sampleStoredSecrets(): Promise<SealedSecret[]> {
+    // A bare column beside min() comes from the row that has the minimum (SQLite's documented rule).
+    return this.all(
+      `WITH secrets(context, value) AS (
+  SELECT 'signing_key:' || kid, private_key_pem FROM signing_keys
+  UNION ALL SELECT 'server_secret:' || name, value FROM server_secrets
+  UNION ALL SELECT 'connector:' || id, secret FROM connectors WHERE secret IS NOT NULL
+  UNION ALL SELECT 'totp:' || user_id, secret FROM totp_credentials
+  UNION ALL SELECT 'client_secret:' || client_id, secret_sealed FROM clients WHERE secret_sealed IS NOT NULL
+  UNION ALL SELECT 'client_secret:' || client_id, previous_secret_sealed FROM clients WHERE previous_secret_sealed IS NOT NULL
+)
+       SELECT context, value FROM secrets WHERE substr(value, 1, 4) <> 'lk1.'
+       UNION ALL
+       SELECT min(context) AS context, value FROM secrets WHERE substr(value, 1, 4) = 'lk1.' GROUP BY substr(value, 1, 13)`,
+    ).map((row) => ({ context: String(row.context), value: String(row.value) }));
   }
 
   async scrubFreedSpace(): Promise<void> {

@@ -1,0 +1,47 @@
+/**
+ * What the server (the primary of a cluster) makes sure of about its database before it serves,
+ * and tells the operator: the configured secret key belongs to the database (crypto/stored_secrets.ts),
+ * secrets an older version stored in the clear are sealed (only in a database that holds no sealed
+ * value yet: elsewhere they are refused by name), and what the start did — the migrations it ran,
+ * a key file it made, secrets it sealed — is said in plain words, since an upgrade must never
+ * change the database without a word.
+ */
+import { existsSync } from 'node:fs';
+import type { Config } from './config.js';
+import type { SecretBox } from './crypto/secret_box.js';
+import { openSecretBox } from './crypto/secret_key_file.js';
+import { sealPlaintextSecrets } from './crypto/server_secrets.js';
+import { checkStoredSecrets, clearValuesRefused } from './crypto/stored_secrets.js';
+import type { Store } from './store/store.js';
+
+export interface PreparedDatabase {
+  secretBox: SecretBox;
+  /** What the start did to the database and its key, one sentence each, for the terminal and the log. */
+  notices: string[];
+}
+
+export async function prepareDatabase(config: Pick<Config, 'secretKeys' | 'secretKeyFile'>, store: Store): Promise<PreparedDatabase> {
+  const keyFile = config.secretKeys === undefined ? config.secretKeyFile : undefined;
+  const keyFileExisted = keyFile === undefined || existsSync(keyFile);
+  const secretBox = await openSecretBox(config, store);
+  const stored = await checkStoredSecrets(store, secretBox);
+  let sealed = 0;
+  if (stored.inTheClear.length > 0) {
+    if (stored.keyIds.length > 0) throw clearValuesRefused(stored.inTheClear);
+    sealed = await sealPlaintextSecrets(store, secretBox);
+  }
+  const notices: string[] = [];
+  const run = store.migrationRun;
+  if (run.applied.length > 0) {
+    notices.push(
+      run.from === 0
+        ? `Created the database (schema version ${run.to})`
+        : `Upgraded the database from schema version ${run.from} to ${run.to}: ${run.applied.map((name) => name.replace(/\.sql$/, '')).join(', ')}`,
+    );
+  }
+  if (!keyFileExisted && keyFile !== undefined && existsSync(keyFile)) {
+    notices.push(`Created the secret key file ${keyFile}: it encrypts the secrets in the database; back it up, and keep it apart from the database's backups`);
+  }
+  if (sealed > 0) notices.push(`Encrypted ${sealed} stored secret${sealed === 1 ? '' : 's'} that an older version kept in the clear (key ${secretBox.currentKeyId})`);
+  return { secretBox, notices };
+}

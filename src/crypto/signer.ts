@@ -193,7 +193,9 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
     const now = clock();
     if (now - checkedAt >= recheckEverySeconds) {
       checkedAt = now;
-      if (now >= loaded.nextRetirementEnd || (await store.signingKeysFingerprint()) !== loaded.fingerprint) {
+      // While the keys cannot be used, they are read again each time: the fix (a key sealed by
+      // secret-key rotate) need not change what the fingerprint covers.
+      if (problem !== undefined || now >= loaded.nextRetirementEnd || (await store.signingKeysFingerprint()) !== loaded.fingerprint) {
         try {
           await load();
           if (problem !== undefined) options.onSigningProblem?.(undefined);

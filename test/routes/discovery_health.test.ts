@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { testApp, type TestApp } from '../helpers/app.js';
+import { generateSigningKey } from '../../src/crypto/keys.js';
+import { isSealed } from '../../src/crypto/secret_box.js';
 
 let t: TestApp;
 beforeEach(async () => {
@@ -74,6 +76,33 @@ describe('health', () => {
     const res = await t.app.inject({ method: 'GET', url: '/readyz' });
     expect(res.statusCode).toBe(503);
     expect(res.json()).toEqual({ status: 'unavailable', reason: 'database' });
+  });
+});
+
+describe('readiness and signing', () => {
+  it('GET /readyz → 503 (signing) and tokens 503 while the newest signing key cannot be used; 200 again once it can', async () => {
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    // What an older `latchkey keys rotate` wrote: an active key whose private key is in the clear.
+    const clear = generateSigningKey('RS256');
+    await t.store.rotateSigningKeys([{ ...clear, createdAt: Math.floor(t.clock()) }], Math.floor(t.clock()));
+    t.clock.advance(2);
+    const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
+    expect({ status: ready.statusCode, body: ready.json(), retryAfter: ready.headers['retry-after'] }).toEqual({ status: 503, body: { status: 'unavailable', reason: 'signing' }, retryAfter: '2' });
+    const signed = await t.app.services.signer.signAccessToken({ sub: 'x' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(signed).toMatchObject({ code: 'temporarily_unavailable', status: 503 });
+    // The keys it had stay published and keep verifying; the untrusted one is not published.
+    const jwks = await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' });
+    expect(jwks.statusCode).toBe(200);
+    expect(jwks.json().keys.map((k: { kid: string }) => k.kid)).not.toContain(clear.kid);
+    // The operator encrypts it on purpose (what secret-key rotate does): signing resumes with it.
+    const box = t.app.services.secretBox;
+    await t.store.resealSecrets(({ context, value }) => (isSealed(value) ? value : box.seal(context, value)));
+    t.clock.advance(2);
+    expect((await t.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    expect(await t.app.services.signer.activeKid()).toBe(clear.kid);
   });
 });
 

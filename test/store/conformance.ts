@@ -593,6 +593,34 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.findClient('svc')).toMatchObject({ secretHash: 'h2', secretSealed: 're:sealed-2', previousSecretHash: 'h1', previousSecretSealed: 're:sealed-1' });
         });
       });
+      it('sampleStoredSecrets gives every value in the clear and one sealed value per key that sealed any, from every place secrets live', async () => {
+        await withStore(async (store) => {
+          expect(await store.sampleStoredSecrets()).toEqual([]);
+          await store.serverSecret('csrf', () => 'lk1.KEYAAAAA.n.one');
+          await store.serverSecret('user_code', () => 'lk1.KEYAAAAA.n.two');
+          await store.serverSecret('interaction', () => 'lk1.KEYBBBBB.n.three');
+          await store.createConnector(connector('sso', { secret: 'lk1.KEYCCCCC.n.four' }));
+          await store.createClient(client({ clientId: 'svc', secretHash: 'h1', secretSealed: 'in the clear' }));
+          await store.createUser(user());
+          await store.saveTotp({ userId: 'user-alice', secret: 'lk1.KEYAAAAA.n.five', lastStep: 0, createdAt: t0 });
+          const samples = await store.sampleStoredSecrets();
+          const sealedKeys = samples.filter((s) => s.value.startsWith('lk1.')).map((s) => s.value.slice(4, 12)).sort();
+          expect(sealedKeys).toEqual(['KEYAAAAA', 'KEYBBBBB', 'KEYCCCCC']);
+          // Each sample keeps the context it was sealed for.
+          for (const sample of samples) {
+            const expected = new Map([
+              ['lk1.KEYAAAAA.n.one', 'server_secret:csrf'],
+              ['lk1.KEYAAAAA.n.two', 'server_secret:user_code'],
+              ['lk1.KEYAAAAA.n.five', 'totp:user-alice'],
+              ['lk1.KEYBBBBB.n.three', 'server_secret:interaction'],
+              ['lk1.KEYCCCCC.n.four', 'connector:sso'],
+              ['in the clear', 'client_secret:svc'],
+            ]).get(sample.value);
+            expect({ value: sample.value, context: sample.context }).toEqual({ value: sample.value, context: expected });
+          }
+          expect(samples.filter((s) => !s.value.startsWith('lk1.'))).toEqual([{ context: 'client_secret:svc', value: 'in the clear' }]);
+        });
+      });
     });
 
     describe('apis', () => {

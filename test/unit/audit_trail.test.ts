@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AuditTrail, auditRecord } from '../../src/audit/audit_trail.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
+import { StoreUnavailableError } from '../../src/store/unavailable.js';
 
 describe('auditRecord', () => {
   it('takes who and whom out of the fields and keeps the rest as details', () => {
@@ -53,5 +54,38 @@ describe('AuditTrail', () => {
     trail.record(auditRecord(1, 'signin.success', undefined, {}));
     await trail.flush();
     expect(errors).toHaveLength(1);
+  });
+
+  it('a batch the database could not take while it was away is kept and stored once it is back', async () => {
+    const store = new SqliteStore({ path: ':memory:', now: 1_800_000_000 });
+    try {
+      let away = true;
+      let attempts = 0;
+      const flaky = new Proxy(store, {
+        get(target, prop, receiver) {
+          if (prop === 'appendAuditEvents') {
+            return (events: Parameters<SqliteStore['appendAuditEvents']>[0]) => {
+              attempts++;
+              return away ? Promise.reject(new StoreUnavailableError('the database is unreachable', 'connection')) : target.appendAuditEvents(events);
+            };
+          }
+          return Reflect.get(target, prop, receiver);
+        },
+      });
+      const errors: unknown[] = [];
+      const trail = new AuditTrail(flaky, { error: (obj: unknown) => void errors.push(obj), warn: () => undefined } as never);
+      for (let i = 0; i < 3; i++) trail.record(auditRecord(i, 'signin.success', undefined, { userId: `u${i}` }));
+      await trail.flush();
+      expect(attempts).toBe(1);
+      // More events while it is away: one attempt per retry, not one per event.
+      for (let i = 3; i < 250; i++) trail.record(auditRecord(i, 'signin.success', undefined, { userId: `u${i}` }));
+      expect(attempts).toBe(1);
+      away = false;
+      await trail.flush();
+      expect(await store.listAuditEvents({ limit: 500 })).toHaveLength(250);
+      expect(errors).toEqual([]);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -1552,6 +1552,11 @@ export class PostgresStore implements Store {
     return (await this.db.run('UPDATE users SET password_hash = $1 WHERE id = $2', passwordHash, userId)) === 1;
   }
 
+  async upgradePasswordHash(userId: string, expectedHash: string, passwordHash: string): Promise<boolean> {
+    if (!storable(userId) || !storable(expectedHash)) return false;
+    return (await this.db.run('UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = $3', passwordHash, userId, expectedHash)) === 1;
+  }
+
   async createEmailToken(t: EmailTokenRecord): Promise<void> {
     await this.insert(
       'email token',

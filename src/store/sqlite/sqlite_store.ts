@@ -285,6 +285,7 @@ export const writeVerbs = new Set([
   'updateUserProfile',
   'updateUser',
   'updateUserPassword',
+  'upgradePasswordHash',
   'createEmailToken',
   'useEmailToken',
   'cancelEmailTokens',
@@ -1520,6 +1521,10 @@ export class SqliteStore implements Store {
 
   async updateUserPassword(userId: string, passwordHash: string): Promise<boolean> {
     return this.run('UPDATE users SET password_hash = ? WHERE id = ?', passwordHash, userId) === 1;
+  }
+
+  async upgradePasswordHash(userId: string, expectedHash: string, passwordHash: string): Promise<boolean> {
+    return this.run('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?', passwordHash, userId, expectedHash) === 1;
   }
 
   async createEmailToken(t: EmailTokenRecord): Promise<void> {

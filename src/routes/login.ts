@@ -2,7 +2,9 @@
  * Sign-in and sign-out for people. A sign-in always issues a fresh session id (no fixation); an
  * unknown username costs the same password-hash time as a wrong password; the place to return to
  * after sign-in must be a path on this server (no open redirect). Guessing is throttled without
- * ever locking the account's owner out (oauth/signin_throttle.ts, http/device_cookie.ts).
+ * ever locking the account's owner out (oauth/signin_throttle.ts, http/device_cookie.ts). A
+ * password hash of an older kind is stored anew at the sign-in that proves it
+ * (http/password_upgrade.ts).
  */
 import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -22,6 +24,7 @@ import { UpstreamError } from '../connectors/upstream_profile.js';
 import type { UserRecord } from '../store/store.js';
 import { epochSeconds } from '../clock.js';
 import { currentSession } from '../http/session.js';
+import { upgradeOutdatedPasswordHash } from '../http/password_upgrade.js';
 import { startSignInAttempt, type SignInAttempt } from '../http/signin_attempt.js';
 import { preparedUsername } from '../oauth/typed_username.js';
 import { afterFirstFactor } from '../mfa/sign_in_steps.js';
@@ -209,6 +212,8 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       );
       return again('Wrong username or password.', 401);
     }
+    // A local password just proven: stored anew if its hash is of an older kind (a directory's is not ours).
+    if (connectorId === undefined) await upgradeOutdatedPasswordHash(request, services, user, form.password);
     const next = await afterFirstFactor(request, reply, services, user, { amr: ['pwd'], returnTo });
     if (next.kind === 'ended') {
       // The password changed while this one was being checked: it is the old one.

@@ -10,10 +10,13 @@
  *
  * Both run on libuv's thread pool (@node-rs/argon2's async API is a N-API async work item, and
  * node:crypto's scrypt with a callback), so a sign-in never blocks the event loop; the final
- * comparison is the library's constant-time one (timingSafeEqual for scrypt).
+ * comparison is the library's constant-time one (timingSafeEqual for scrypt). At most one hash per
+ * core this process may run on is computed at a time: more would add no throughput, only 19 MiB
+ * of memory each, and would hold libuv threads that file, DNS and zlib work need too.
  */
 import { hash as argon2Hash, parseOptions, verify as argon2Verify, type Algorithm } from '@node-rs/argon2';
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 
 /**
  * The current parameters. @node-rs/argon2 declares its Algorithm and Version as const enums, which
@@ -41,20 +44,39 @@ function normalized(password: string): string {
   return password.normalize('NFKC');
 }
 
+/** The cores this process may run on (its CPU affinity: one when the server is pinned to a core). */
+const maxHashesAtOnce = Math.max(1, availableParallelism());
+let hashesRunning = 0;
+const waitingForSlot: (() => void)[] = [];
+
+/** Runs one hash when a slot is free, in arrival order (libuv's own queue is first-come too). */
+async function inHashSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (hashesRunning < maxHashesAtOnce) hashesRunning++;
+  else await new Promise<void>((resolve) => waitingForSlot.push(resolve));
+  try {
+    return await work();
+  } finally {
+    // The slot passes straight to the next in line, or is freed.
+    const next = waitingForSlot.shift();
+    if (next) next();
+    else hashesRunning--;
+  }
+}
+
 export function hashPassword(password: string): Promise<string> {
-  return argon2Hash(normalized(password), argon2Options);
+  return inHashSlot(() => argon2Hash(normalized(password), argon2Options));
 }
 
 /** False for a wrong password and for a stored hash that is damaged in any way: never throws. */
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   if (stored.startsWith(argon2idPrefix)) {
     try {
-      return await argon2Verify(stored, normalized(password));
+      return await inHashSlot(() => argon2Verify(stored, normalized(password)));
     } catch {
       return false;
     }
   }
-  if (stored.startsWith(scryptPrefix)) return verifyScrypt(password, stored);
+  if (stored.startsWith(scryptPrefix)) return inHashSlot(() => verifyScrypt(password, stored));
   return false;
 }
 

@@ -74,6 +74,14 @@ describe('password hashing (Argon2id)', () => {
     }
   });
 
+  it('many checks at once, damaged hashes among them, all finish with their own answers (hashes wait their turn for a core)', async () => {
+    const checks = Array.from({ length: 9 }, (_, i) =>
+      i % 3 === 0 ? { typed: password, stored, right: true } : i % 3 === 1 ? { typed: 'wrong password', stored, right: false } : { typed: password, stored: '$argon2id$damaged', right: false },
+    );
+    expect(await Promise.all(checks.map((c) => verifyPassword(c.typed, c.stored)))).toEqual(checks.map((c) => c.right));
+    expect(await verifyPassword(password, stored)).toBe(true);
+  });
+
   it('hashing and verifying run off the event loop (the library thread pool): the loop turns while they work', async () => {
     for (const work of [() => hashPassword(password), () => verifyPassword(password, stored), () => verifyPassword(password, earlierScrypt)]) {
       let turned = false;

@@ -515,10 +515,13 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.unlinkIdentity('user-quinn', 'gh', t0 + 5)).toHaveLength(1);
           expect(await store.listIdentities('user-quinn')).toEqual([]);
 
-          // A password here.
+          // A password here: scrypt (earlier versions) or Argon2id.
           await store.createUser(user({ username: 'rita' }));
           await store.linkIdentity(identity({ subject: 'r', userId: 'user-rita' }));
           expect(await store.unlinkIdentity('user-rita', 'sso', t0 + 6, { passkeysSignIn: false })).toHaveLength(1);
+          await store.createUser(user({ username: 'sam', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g' }));
+          await store.linkIdentity(identity({ subject: 's', userId: 'user-sam' }));
+          expect(await store.unlinkIdentity('user-sam', 'sso', t0 + 7, { passkeysSignIn: false })).toHaveLength(1);
         });
       });
 

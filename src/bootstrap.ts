@@ -44,7 +44,7 @@ export async function bootstrap(
   store: Store,
   config: Config,
   clock: Clock,
-  /** How the first user's password is hashed (tests pass a memoized one: scrypt is slow by design). */
+  /** How the first user's password is hashed (tests pass a memoized one: password hashing is slow by design). */
   hash: (password: string) => Promise<string> = hashPassword,
 ): Promise<BootstrapResult> {
   const now = epochSeconds(clock);

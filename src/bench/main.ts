@@ -7,6 +7,11 @@
  *                           [--workers 1,2] [--scales 1000,100000,1000000] [--scenarios all|name,…] [--quick]
  *                           [--peer] [--postgres postgres://user@host:port/db] [--baseline DIR]
  *
+ * The browser_sign_in scenario signs people in through the pages, from /authorize to the token
+ * response (sign_in_load.ts: at most 16 browsers at once), and is reported beside the raw password
+ * rate of the server's core (password_rate.ts, Argon2id verifications a second), measured before
+ * and after it.
+ *
  * --peer measures, in the same run and the same way, oidc-provider (peer_oidc_provider.ts) and a
  * bare Fastify route (peer_bare_fastify.ts) on the device flow's scenarios, right after Latchkey
  * on each, and reports the ratios. --postgres adds runs on PostgreSQL (a database of their own,
@@ -33,8 +38,9 @@ import { signingAlgorithms, type SigningAlgorithm } from '../crypto/keys.js';
 import { openConfiguredStore } from '../store/open.js';
 import pg from 'pg';
 import type { LoadResult, LoadSpec } from './load.js';
-import { baselineComparisons, checkTargets, comparisons, formatReport, type BenchReport, type PeerName, type PeerRun, type RunReport, type ScenarioFigures } from './report.js';
+import { baselineComparisons, checkTargets, comparisons, formatReport, signInRates, type BenchReport, type PeerName, type PeerRun, type RunReport, type ScenarioFigures } from './report.js';
 import {
+  browserSignInRequest,
   codeExchangeRequest,
   deviceAuthorizationRequest,
   devicePollRequest,
@@ -44,7 +50,7 @@ import {
   type ScenarioName,
   type ScenarioRequest,
 } from './scenarios.js';
-import { seedAuthorizationCodes, seedBase, seedDeviceGrants, seedRefreshTokens } from './seed.js';
+import { seedAuthorizationCodes, seedBase, seedDeviceGrants, seedRefreshTokens, seedSignInAccounts, type SignInAccount } from './seed.js';
 import { hasTaskset, pinned, startBenchServer, type BenchServer } from './server_process.js';
 import type { PeerSpec } from './peer_oidc_provider.js';
 import { benchPostgresUrl } from './postgres_option.js';
@@ -76,6 +82,13 @@ const list = (value: string) => value.split(',').map((v) => v.trim()).filter(Boo
 const workerCounts = list(options.workers).map(Number);
 const scales = list(options.scales ?? (quick ? '1000,20000' : '1000,100000,1000000')).map(Number);
 for (const alg of algorithms) if (!signingAlgorithms.includes(alg)) throw new Error(`--alg: unknown algorithm ${alg}`);
+
+/**
+ * Browsers signing in at once in browser_sign_in: enough to keep the server's core busy (a
+ * sign-in's password check alone takes 10-20 ms of it), few enough that each one's latency still
+ * means something; --connections lowers it.
+ */
+const signInBrowsers = Math.min(connections, 16);
 
 const twoCores = cpus().length >= 2;
 const serverCores = twoCores ? '0' : undefined;
@@ -123,6 +136,14 @@ async function signingRate(alg: SigningAlgorithm, seconds = quick ? 1 : 3): Prom
   return result.signaturesPerSecond;
 }
 
+/**
+ * The raw password rate on the server core (Argon2id verifications a second, and per second of
+ * CPU time), measured around the sign-in run as the signing rate is around issuance.
+ */
+async function passwordRate(seconds: number): Promise<{ verificationsPerSecond: number; verificationsPerCpuSecond: number }> {
+  return childJson<{ verificationsPerSecond: number; verificationsPerCpuSecond: number }>([here('./password_rate.js'), String(seconds)], serverCores);
+}
+
 function meanOf(values: number[]): number {
   return values.reduce((sum, v) => sum + v, 0) / values.length;
 }
@@ -137,9 +158,10 @@ async function driveOne(url: string, request: ScenarioRequest, seconds: number, 
     durationSeconds: seconds,
     ...(bodies ? { bodies } : request.body !== undefined ? { bodies: [request.body] } : {}),
   };
-  writeFileSync(join(dir, 'spec.json'), JSON.stringify(spec));
+  writeFileSync(join(dir, 'spec.json'), JSON.stringify(request.signIn ? { ...spec, signIn: request.signIn } : spec));
   try {
-    return await childJson<LoadResult>([here('./load.js'), join(dir, 'spec.json')], cores);
+    // A sign-in is a flow of requests with cookies and forms between them: its own driver.
+    return await childJson<LoadResult>([here(request.signIn ? './sign_in_load.js' : './load.js'), join(dir, 'spec.json')], cores);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -251,6 +273,8 @@ interface Fixtures {
   refresh: string[];
   /** Kept back to get a real access token for /userinfo. */
   reserved: string;
+  /** People who sign in through the pages (browser_sign_in), one per simulated browser. */
+  signInAccounts: SignInAccount[];
 }
 
 interface Sizes {
@@ -287,8 +311,10 @@ function serverEnv(dir: string, port: number, alg: SigningAlgorithm, workers: nu
     LATCHKEY_SIGNING_ALG: alg,
     LATCHKEY_WORKERS: String(workers),
     // Every request comes from one address: the per-address limits would answer 429, not the endpoint.
+    // (Sign-ins in flight count against their address until they succeed: 64 at once would pass 20.)
     LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: 'off',
     LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE: 'off',
+    LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: 'off',
     ...extraServerEnv,
   };
 }
@@ -310,18 +336,20 @@ interface Build {
   seedDeviceGrants: typeof seedDeviceGrants;
   seedAuthorizationCodes: typeof seedAuthorizationCodes;
   seedRefreshTokens: typeof seedRefreshTokens;
+  /** Absent from builds older than the sign-in scenario: they do not run it. */
+  seedSignInAccounts?: typeof seedSignInAccounts | undefined;
   /** The built `latchkey` executable (undefined: this build's). */
   cli: string | undefined;
 }
 
-const thisBuild: Build = { configFrom, openConfiguredStore, seedBase, seedDeviceGrants, seedAuthorizationCodes, seedRefreshTokens, cli: undefined };
+const thisBuild: Build = { configFrom, openConfiguredStore, seedBase, seedDeviceGrants, seedAuthorizationCodes, seedRefreshTokens, seedSignInAccounts, cli: undefined };
 
 /** Another checkout's build (--baseline): its own config, store and seeding code, so that its schema may differ. */
 async function baselineBuild(root: string): Promise<Build> {
   const load = async <T>(file: string) => (await import(pathToFileURL(join(root, 'dist', file)).href)) as T;
   const config = await load<{ configFrom: typeof configFrom }>('config.js');
   const open = await load<{ openConfiguredStore: typeof openConfiguredStore }>('store/open.js');
-  const seeds = await load<Pick<Build, 'seedBase' | 'seedDeviceGrants' | 'seedAuthorizationCodes' | 'seedRefreshTokens'>>('bench/seed.js');
+  const seeds = await load<Pick<Build, 'seedBase' | 'seedDeviceGrants' | 'seedAuthorizationCodes' | 'seedRefreshTokens' | 'seedSignInAccounts'>>('bench/seed.js');
   return { configFrom: config.configFrom, openConfiguredStore: open.openConfiguredStore, ...seeds, cli: join(root, 'dist', 'cli', 'main.js') };
 }
 
@@ -351,6 +379,7 @@ async function seed(build: Build, config: Config, sizes: Sizes, filler: number, 
       refreshWarm: await wanted('refresh', () => seedRefreshTokens(store, count(sizes.issuance, warmup), now, config)),
       refresh: await wanted('refresh', () => seedRefreshTokens(store, count(sizes.issuance, duration), now, config)),
       reserved: (await seedDeviceGrants(store, { count: 1, status: 'approved', now, config }))[0] ?? '',
+      signInAccounts: scenarios.includes('browser_sign_in') && build.seedSignInAccounts ? await build.seedSignInAccounts(store, signInBrowsers, now) : [],
     };
     return fixtures;
   } finally {
@@ -483,8 +512,8 @@ interface Contender {
   requests: Partial<Record<ScenarioName, () => Promise<[ScenarioRequest, ScenarioRequest]>>>;
 }
 
-/** Latchkey's requests for each scenario, from the fixtures seeded for that server. */
-function latchkeyRequests(server: BenchServer, fixtures: Fixtures): Record<ScenarioName, () => Promise<[ScenarioRequest, ScenarioRequest]>> {
+/** Latchkey's requests for each scenario, from the fixtures seeded for that server (no sign-ins for a build that seeds no accounts). */
+function latchkeyRequests(server: BenchServer, fixtures: Fixtures): Partial<Record<ScenarioName, () => Promise<[ScenarioRequest, ScenarioRequest]>>> {
   const pendingExpected = { status: 400, error: 'authorization_pending' };
   return {
     device_authorization: async () => [deviceAuthorizationRequest(), deviceAuthorizationRequest()],
@@ -497,6 +526,7 @@ function latchkeyRequests(server: BenchServer, fixtures: Fixtures): Record<Scena
       return [userinfoRequest(token), userinfoRequest(token)];
     },
     jwks: async () => [jwksRequest(), jwksRequest()],
+    ...(fixtures.signInAccounts.length > 0 ? { browser_sign_in: async () => [browserSignInRequest(fixtures.signInAccounts), browserSignInRequest(fixtures.signInAccounts)] } : {}),
   };
 }
 
@@ -568,17 +598,25 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
     }
     const figures = new Map<string, ScenarioFigures[]>(contenders.map((c) => [c.name, []]));
     const signingSamples: number[] = [];
+    const passwordSamples: { verificationsPerSecond: number; verificationsPerCpuSecond: number }[] = [];
     for (const name of plan.scenarios) {
       const sharing = contenders.filter((c) => c.requests[name] !== undefined);
       const pairs = await Promise.all(sharing.map((c) => c.requests[name]!()));
-      // Issuance on one pinned instance is measured against the raw signing rate of that moment.
-      const bracketSigning = name === 'device_token_issuance' && plan.pin && !plan.postgres && plan.workers === 1;
+      // Issuance on one pinned instance is measured against the raw signing rate of that moment, and
+      // sign-ins against the raw password rate, on the same core.
+      const onePinned = plan.pin && !plan.postgres && plan.workers === 1;
+      const bracketSigning = name === 'device_token_issuance' && onePinned;
+      const bracketPassword = name === 'browser_sign_in' && onePinned;
       const signingSeconds = Math.max(1, Math.min(3, duration / rounds));
+      const bracket = async () => {
+        if (bracketSigning) signingSamples.push(await signingRate(plan.alg, signingSeconds));
+        if (bracketPassword) passwordSamples.push(await passwordRate(signingSeconds));
+      };
       if (sharing.length === 1) {
         const [warm, measured] = pairs[0]!;
-        if (bracketSigning) signingSamples.push(await signingRate(plan.alg, signingSeconds));
+        await bracket();
         const result = await measure(latchkey.server, name, warm, measured);
-        if (bracketSigning) signingSamples.push(await signingRate(plan.alg, signingSeconds));
+        await bracket();
         figures.get('Latchkey')!.push(result);
         process.stderr.write(`  ${plan.label}: ${name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
         continue;
@@ -588,7 +626,7 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
       const stretches = sharing.map(() => [] as Stretch[]);
       for (let round = 0; round < rounds; round++) {
         for (const [i, c] of sharing.entries()) stretches[i]!.push(await stretch(c.server, slice(pairs[i]![1], round, rounds), duration / rounds));
-        if (bracketSigning) signingSamples.push(await signingRate(plan.alg, signingSeconds));
+        await bracket();
       }
       for (const [i, c] of sharing.entries()) {
         const result = figuresOf(name, pairs[i]![1].expected, stretches[i]!);
@@ -625,6 +663,12 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
       ...(peerRuns.length > 0 ? { peers: peerRuns } : {}),
       ...(baseline ? { baseline: figures.get('baseline') ?? [] } : {}),
       ...(signingSamples.length > 0 ? { signingRateAtIssuance: meanOf(signingSamples) } : {}),
+      ...(passwordSamples.length > 0
+        ? {
+            passwordRateAtSignIn: meanOf(passwordSamples.map((p) => p.verificationsPerSecond)),
+            passwordCpuRateAtSignIn: meanOf(passwordSamples.map((p) => p.verificationsPerCpuSecond)),
+          }
+        : {}),
     };
     return [main, ...companionRuns];
   } catch (err) {
@@ -648,7 +692,7 @@ async function main(): Promise<void> {
     // A code exchange with openid signs an access token and an RS256 id_token.
     return { issuance: sign, exchange: 1 / (1 / sign + 1 / rsa), pollRate: maxPollRate };
   };
-  const every: ScenarioName[] = ['device_authorization', 'device_poll_pending', 'device_token_issuance', 'code_exchange', 'refresh', 'userinfo', 'jwks'];
+  const every: ScenarioName[] = ['device_authorization', 'device_poll_pending', 'device_token_issuance', 'code_exchange', 'refresh', 'userinfo', 'jwks', 'browser_sign_in'];
   const chosen = options.scenarios === 'all' ? every : (list(options.scenarios) as ScenarioName[]);
   for (const name of chosen) if (!every.includes(name)) throw new Error(`--scenarios: unknown scenario ${name}`);
   const all = chosen;
@@ -732,7 +776,9 @@ async function main(): Promise<void> {
   };
   const report: BenchReport = { date: started.toISOString(), machine, connections, durationSeconds: duration, signingRates: rates, runs };
   process.stdout.write(formatReport(report));
-  process.stdout.write(`${JSON.stringify({ ...report, comparisons: comparisons(report), ...(baseline ? { againstBaseline: baselineComparisons(report) } : {}), targets: checkTargets(report) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ ...report, comparisons: comparisons(report), signIns: signInRates(report), ...(baseline ? { againstBaseline: baselineComparisons(report) } : {}), targets: checkTargets(report) })}\n`,
+  );
 }
 
 await main();

@@ -1,8 +1,9 @@
 /**
  * What the bench measures: each scenario is one request shape against one endpoint, with the answer
- * that counts as the expected one (a pending poll's expected answer is a 400 authorization_pending).
+ * that counts as the expected one (a pending poll's expected answer is a 400 authorization_pending)
+ * — except the browser sign-in, a whole flow of five requests driven by sign_in_load.ts.
  */
-import { codeVerifier, deviceClientId, deviceScope, redirectUri, webClientId } from './seed.js';
+import { codeVerifier, deviceClientId, deviceScope, redirectUri, signInClientId, signInRedirectUri, signInScope, webClientId, type SignInAccount } from './seed.js';
 
 export type ScenarioName =
   | 'device_authorization'
@@ -11,7 +12,8 @@ export type ScenarioName =
   | 'code_exchange'
   | 'refresh'
   | 'userinfo'
-  | 'jwks';
+  | 'jwks'
+  | 'browser_sign_in';
 
 export interface Expected {
   status: number;
@@ -26,6 +28,17 @@ export interface ScenarioRequest {
   body?: string;
   bodies?: string[];
   expected: Expected;
+  /** A whole browser sign-in per "request" (sign_in_load.ts), instead of one request shape. */
+  signIn?: SignInFlow;
+}
+
+/** What a simulated browser needs to sign in to the web application, from /authorize to its tokens. */
+export interface SignInFlow {
+  clientId: string;
+  redirectUri: string;
+  scope: string;
+  /** One per simulated browser. */
+  accounts: SignInAccount[];
 }
 
 const form = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -74,4 +87,18 @@ export function userinfoRequest(accessToken: string): ScenarioRequest {
 
 export function jwksRequest(): ScenarioRequest {
   return { path: '/.well-known/jwks.json', method: 'GET', headers: {}, expected: { status: 200 } };
+}
+
+/**
+ * GET /authorize → the sign-in page → POST username and password → the code at the application's
+ * redirect → POST /oauth/token: a whole sign-in counts once, answered when the token response is a 200.
+ */
+export function browserSignInRequest(accounts: SignInAccount[]): ScenarioRequest {
+  return {
+    path: '/authorize',
+    method: 'GET',
+    headers: {},
+    expected: { status: 200 },
+    signIn: { clientId: signInClientId, redirectUri: signInRedirectUri, scope: signInScope, accounts },
+  };
 }

@@ -1,11 +1,13 @@
 /**
  * Bench fixtures written through the Store's own verbs (never through a route that exists only for
  * benchmarks): a user, a device client and a browser client, and batches of device grants,
- * authorization codes and refresh tokens whose secrets the load generator then presents.
+ * authorization codes and refresh tokens whose secrets the load generator then presents; and, for
+ * the sign-in scenario, people with passwords and the web application they sign in to.
  */
 import { plainClientFields } from '../admin/clients.js';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.js';
+import { hashPassword } from '../crypto/password.js';
 import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import { s256 } from '../oauth/pkce.js';
 import { newRefreshToken } from '../oauth/refresh_tokens.js';
@@ -20,6 +22,18 @@ export const deviceScope = 'openid profile offline_access';
 export const webScope = 'openid profile offline_access';
 /** One verifier for every seeded code: PKCE is still checked in full on each exchange. */
 export const codeVerifier = randomBytes(32).toString('base64url');
+/**
+ * The web application of the sign-in scenario: first-party (no consent page) with an https
+ * redirect (no one-click loopback confirmation), as a company's own application would be.
+ */
+export const signInClientId = 'bench-signin';
+export const signInRedirectUri = 'https://app.bench.example/callback';
+export const signInScope = 'openid profile';
+
+export interface SignInAccount {
+  username: string;
+  password: string;
+}
 
 /** A store that can run many verbs in one transaction (the SQLite store). */
 type BulkStore = Store & { bulk(work: () => void): void };
@@ -166,4 +180,51 @@ export async function seedRefreshTokens(store: Store, count: number, now: number
     return store.createRefreshToken(token.record).then(() => undefined);
   });
   return tokens;
+}
+
+/**
+ * People who sign in through the pages, one account per simulated browser (nobody signs in twice
+ * at once), with a password hashed as the server hashes new ones. One hash serves every account:
+ * what the scenario measures is the server verifying it.
+ */
+export async function seedSignInAccounts(store: Store, count: number, now: number): Promise<SignInAccount[]> {
+  const password = randomBytes(15).toString('base64url');
+  const passwordHash = await hashPassword(password);
+  await store.createClient({
+    clientId: signInClientId,
+    name: 'Bench web application',
+    secretHash: undefined,
+    redirectUris: [signInRedirectUri],
+    grantTypes: ['authorization_code'],
+    requirePkce: true,
+    firstParty: true,
+    builtIn: false,
+    createdAt: now,
+    tokensRevokedAt: undefined,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: undefined,
+    ...plainClientFields,
+  });
+  const accounts: SignInAccount[] = [];
+  for (let i = 0; i < count; i++) {
+    const username = `signin-${i}`;
+    await store.createUser({
+      id: `bench-signin-${i}`,
+      username,
+      email: `${username}@example.com`,
+      name: `Sign-in ${i}`,
+      passwordHash,
+      disabled: false,
+      createdAt: now,
+      tokensRevokedAt: undefined,
+      source: 'local',
+      emailVerified: true,
+      groups: [],
+      roles: [],
+      profile: {},
+      updatedAt: now,
+    });
+    accounts.push({ username, password });
+  }
+  return accounts;
 }

@@ -13,6 +13,7 @@
  *   recorded, and whoever signed in through it must not stay signed in.
  */
 import type { Config } from '../config.js';
+import { isLocalPasswordHash } from '../crypto/password.js';
 import { relyingParty } from '../mfa/webauthn.js';
 import type { AnotherWayIn, ConnectorType, RemovedIdentityRecord, Store, UserIdentityRecord, UserRecord } from '../store/store.js';
 
@@ -61,9 +62,9 @@ export function anotherWayIn(config: Config): AnotherWayIn {
   return { passkeysSignIn: relyingParty(config) !== undefined };
 }
 
-/** A password this server checks (users an upstream made have none: `upstream`). */
+/** A password this server checks, in any format it verifies (users an upstream made have none: `upstream`). */
 export function hasUsablePassword(user: Pick<UserRecord, 'passwordHash'>): boolean {
-  return user.passwordHash.startsWith('scrypt$');
+  return isLocalPasswordHash(user.passwordHash);
 }
 
 /**

@@ -60,6 +60,7 @@ export type AuditEvent =
   | 'user.disabled'
   | 'user.enabled'
   | 'user.password_changed'
+  | 'user.password_rehashed'
   | 'user.tokens_revoked'
   | 'user.second_factors_reset'
   | 'user.profile_changed'

@@ -1,10 +1,10 @@
 /**
  * One throttled attempt at proving who someone is — a password, or the second factor after it
  * (wrong codes count toward the same back-off as wrong passwords). The attempt is counted before
- * the work (scrypt, a TOTP check), so parallel guesses cannot all slip past the check; a success
- * takes its count back. Under a distributed attack on an account, attempts go one at a time
- * through the slow lane (oauth/signin_throttle.ts); a browser that signed in to the account before
- * is counted alone (http/device_cookie.ts). The name is prepared as a directory prepares it
+ * the work (the password hash, a TOTP check), so parallel guesses cannot all slip past the check;
+ * a success takes its count back. Under a distributed attack on an account, attempts go one at a
+ * time through the slow lane (oauth/signin_throttle.ts); a browser that signed in to the account
+ * before is counted alone (http/device_cookie.ts). The name is prepared as a directory prepares it
  * (oauth/typed_username.ts) before it is keyed, and once a directory has resolved it to an entry,
  * the attempt counts against that entry too: no spelling of a name escapes its back-off.
  */

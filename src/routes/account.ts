@@ -21,6 +21,7 @@ import { audit } from '../http/audit.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
+import { upgradeOutdatedPasswordHash } from '../http/password_upgrade.js';
 import { currentSession, endSession, startSession, type SignedIn } from '../http/session.js';
 import { startSignInAttempt } from '../http/signin_attempt.js';
 import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
@@ -165,6 +166,8 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
       if (!(await currentPasswordRight(request, user, form.current_password, 'account_email_change'))) {
         return showAccount(request, reply, signedIn, { kind: 'error', text: 'To change your email, enter your current password.', about: 'profile' }, 401);
       }
+      // Proven like at a sign-in: a hash of an older kind is stored anew (a password change needs no such step).
+      await upgradeOutdatedPasswordHash(request, services, user, form.current_password);
     } else if (emailChanged && epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) {
       return showAccount(request, reply, signedIn, { kind: 'error', text: 'Changing your email needs a sign-in from the last 15 minutes. Sign out and sign in again first.', about: 'profile' }, 401);
     }

@@ -1,13 +1,15 @@
 /**
  * Sign-in and sign-out for people. A sign-in always issues a fresh session id (no fixation); an
- * unknown username costs the same scrypt time as a wrong password; the place to return to after
- * sign-in must be a path on this server (no open redirect). Guessing is throttled without ever
- * locking the account's owner out (oauth/signin_throttle.ts, http/device_cookie.ts).
+ * unknown username costs the same password-hash time as a wrong password; the place to return to
+ * after sign-in must be a path on this server (no open redirect). Guessing is throttled without
+ * ever locking the account's owner out (oauth/signin_throttle.ts, http/device_cookie.ts). A
+ * password hash of an older kind is stored anew at the sign-in that proves it
+ * (http/password_upgrade.ts).
  */
 import { audit } from '../http/audit.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { decoyPasswordHash, verifyPassword } from '../crypto/password.js';
+import { decoyPasswordHash, isLocalPasswordHash, verifyPassword } from '../crypto/password.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
@@ -22,6 +24,7 @@ import { UpstreamError } from '../connectors/upstream_profile.js';
 import type { UserRecord } from '../store/store.js';
 import { epochSeconds } from '../clock.js';
 import { currentSession } from '../http/session.js';
+import { upgradeOutdatedPasswordHash } from '../http/password_upgrade.js';
 import { startSignInAttempt, type SignInAttempt } from '../http/signin_attempt.js';
 import { preparedUsername } from '../oauth/typed_username.js';
 import { afterFirstFactor } from '../mfa/sign_in_steps.js';
@@ -46,6 +49,8 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
   const services = app.services;
   const { store } = services;
   const page = { config: { page: true } };
+  // Made before the first unknown name is typed, so that even that answer costs no extra hash.
+  await decoyPasswordHash();
 
   /**
    * When the sign-in continues an authorization request, the page names the application, and its
@@ -89,8 +94,9 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
    * wrong, and no directory is asked (else a directory entry of the same name would be a second
    * way in, and a way around this account's throttling). Any other name goes to each LDAP
    * directory in order; the first that knows the name answers for it (a directory that is down or
-   * does not know it passes to the next). An unknown local name still costs a full scrypt, so
-   * the answer's timing does not tell which local accounts exist among those without a directory.
+   * does not know it passes to the next). An unknown local name still costs a full Argon2id
+   * verification against the decoy (made with the current parameters), so the answer's timing does
+   * not tell which local accounts exist among those without a directory.
    * `username` is prepared (oauth/typed_username.ts): a spelling the directory would take for a
    * local account's name (`ａｌｉｃｅ`, ` ALICE`) is that name here too, and so owned by the account.
    * A wrong password at a directory counts against the entry it found as well as the typed name.
@@ -102,7 +108,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     password: string,
   ): Promise<{ user: UserRecord | undefined; matches: boolean; connectorId?: string }> {
     const found = await store.findUserByUsername(username);
-    const hasPassword = found?.passwordHash.startsWith('scrypt$') === true;
+    const hasPassword = found !== undefined && isLocalPasswordHash(found.passwordHash);
     const matches = await verifyPassword(password, hasPassword ? found!.passwordHash : await decoyPasswordHash());
     if (found && hasPassword) return { user: found, matches };
     for (const connector of await loadConnectors(services, request.log)) {
@@ -206,6 +212,8 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       );
       return again('Wrong username or password.', 401);
     }
+    // A local password just proven: stored anew if its hash is of an older kind (a directory's is not ours).
+    if (connectorId === undefined) await upgradeOutdatedPasswordHash(request, services, user, form.password);
     const next = await afterFirstFactor(request, reply, services, user, { amr: ['pwd'], returnTo });
     if (next.kind === 'ended') {
       // The password changed while this one was being checked: it is the old one.

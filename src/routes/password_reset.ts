@@ -18,7 +18,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AdminInputError, validPassword } from '../admin/validation.js';
 import { epochSeconds } from '../clock.js';
-import { hashPassword } from '../crypto/password.js';
+import { hashPassword, isLocalPasswordHash } from '../crypto/password.js';
 import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
 import { tooManyRequests } from '../errors.js';
@@ -68,7 +68,7 @@ const plainForm = z.object({ csrf_token: csrfField });
 
 /** Only a local password can be reset: an account made by an upstream signs in there. */
 function hasLocalPassword(user: UserRecord): boolean {
-  return user.passwordHash !== 'upstream' && user.passwordHash.startsWith('scrypt$');
+  return isLocalPasswordHash(user.passwordHash);
 }
 
 function sameAddress(a: string, b: string): boolean {
@@ -309,7 +309,7 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
       // The link is not spent: the person tries again with it.
       return showReset(request, reply, form.token, 'The new password must be 8 to 1024 characters.', 400);
     }
-    // Spent before the (costly) hashing: an unknown link costs the server one lookup, not an scrypt.
+    // Spent before the (costly) hashing: an unknown link costs the server one lookup, not a password hash.
     const now = epochSeconds(clock);
     const spent = await store.useEmailToken(sha256(form.token), 'password_reset', now);
     const user = spent && (await store.findUserById(spent.userId));

@@ -923,6 +923,13 @@ export interface Store {
   updateUser(username: string, change: { email?: string; name?: string | null; profile?: UserProfileClaims }, now: number): Promise<boolean>;
   /** A new password hash without ending anything (the person chose to keep their other sign-ins). False when there is no such user. */
   updateUserPassword(userId: string, passwordHash: string): Promise<boolean>;
+  /**
+   * The same password stored the current way (a rehash at sign-in): replaces the hash only while it
+   * is still `expectedHash`, in one compare-and-set, so that a password changed meanwhile is never
+   * overwritten by the old one; ends nothing, and leaves updatedAt alone (the person changed
+   * nothing). False when the hash is no longer `expectedHash`, or there is no such user.
+   */
+  upgradePasswordHash(userId: string, expectedHash: string, passwordHash: string): Promise<boolean>;
 
   createEmailToken(token: EmailTokenRecord): Promise<void>;
   /** The token while it is unused, unexpired at `now` and of this purpose, spending nothing (a form that shows before it spends); else undefined. */

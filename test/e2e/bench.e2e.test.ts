@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { bench, expectOnlyExpectedAnswers } from '../helpers/bench.js';
 
 describe('npm run bench (quick)', () => {
-  it('runs every scenario, the store scales and two workers, side by side with oidc-provider and bare Fastify, and prints the table and one JSON line', () => {
+  it('runs every scenario (browser sign-ins too), the store scales and two workers, side by side with oidc-provider and bare Fastify, and prints the table and one JSON line', () => {
     const { report, stdout } = bench(['--peer', '--alg', 'ES256', '--workers', '2', '--scales', '1000,20000']);
     expect(report.signingRates.ES256).toBeGreaterThan(0);
     expect(report.signingRates.RS256).toBeGreaterThan(0);
@@ -24,9 +24,18 @@ describe('npm run bench (quick)', () => {
       'refresh',
       'userinfo',
       'jwks',
+      'browser_sign_in',
     ]);
     for (const run of report.runs) expectOnlyExpectedAnswers(run.scenarios, run.label);
     expect(report.runs[0]?.scenarios[1]?.answers['error:authorization_pending']).toBeGreaterThan(0);
+    // Whole sign-ins through the pages, each ending in a token response, beside the raw password rate of the same core.
+    expect(report.runs[0]?.scenarios[7]?.answers['200']).toBeGreaterThan(0);
+    expect(report.signIns.map((s) => s.run)).toEqual(['ES256, 1 worker']);
+    const signIns = report.signIns[0]!;
+    expect(signIns.passwordVerificationsPerSecond).toBe(report.runs[0]?.passwordRateAtSignIn);
+    expect(signIns.ofPasswordRate).toBeCloseTo(signIns.signInsPerSecond / signIns.passwordVerificationsPerSecond, 6);
+    expect(signIns.ofPasswordCpuRate).toBeCloseTo(1e6 / signIns.cpuMicrosecondsPerSignIn / signIns.passwordVerificationsPerCpuSecond, 6);
+    expect(stdout).toContain('Browser sign-ins');
     // The peers answered what Latchkey answered, the same way (a pending poll is authorization_pending there too).
     const peers = report.runs[0]?.peers ?? [];
     expect(peers.map((p) => [p.peer, p.scenarios.map((s) => s.scenario)])).toEqual([

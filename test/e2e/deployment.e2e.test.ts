@@ -103,7 +103,8 @@ describe('graceful shutdown', () => {
       const page = await fetch(`${base}/login`);
       const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
       const csrf = (await page.text()).match(/name="csrf_token" value="([^"]+)"/)![1]!;
-      // Sign-ins are slow on purpose (scrypt): eight of them are still running when SIGTERM comes.
+      // Sign-ins are slow on purpose (a password hash each, one per core at a time): eight of them
+      // are still running when SIGTERM comes.
       // SIGTERM waits until every request has been written out whole (on a busy machine a fixed
       // pause could come before some were even sent: those would rightly be refused with 503).
       const body = new URLSearchParams({ csrf_token: csrf, username: 'fay', password: 'fay-password' }).toString();

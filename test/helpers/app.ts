@@ -63,7 +63,7 @@ export async function testApp(
 }
 
 /**
- * Fixtures that are slow to make by design, made once per test process: scrypt password hashes
+ * Fixtures that are slow to make by design, made once per test process: password hashes
  * (by password; the same parameters and format as production, only not recomputed) and signing
  * key pairs (by algorithm; each app still gets keys of its own id, sealed with its own box).
  * A route test that builds an app and a user then costs milliseconds, not a second.

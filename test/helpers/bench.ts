@@ -16,7 +16,19 @@ export interface Report {
     peers?: { peer: string; scenarios: Scenario[] }[];
     baseline?: Scenario[];
     signingRateAtIssuance?: number;
+    passwordRateAtSignIn?: number;
+    passwordCpuRateAtSignIn?: number;
     measuredAlongside?: string;
+  }[];
+  signIns: {
+    run: string;
+    signInsPerSecond: number;
+    passwordVerificationsPerSecond: number;
+    ofPasswordRate: number;
+    cpuMicrosecondsPerSignIn: number;
+    signInsPerCpuSecond: number;
+    passwordVerificationsPerCpuSecond: number;
+    ofPasswordCpuRate: number;
   }[];
   comparisons: { scenario: string; latchkey: number; oidcProvider?: number; fastify?: number; overOidcProvider?: number; ofFastify?: number }[];
   againstBaseline?: { run: string; scenario: string; latchkey: number; baseline: number; speedup: number; cpuRatio: number }[];

@@ -21,6 +21,15 @@ import type {
 /** The fixed "now" of record fixtures (epoch seconds). */
 export const t0 = 1_800_000_000;
 
+/**
+ * A password hash as earlier versions stored it (scrypt, N=2^15, r=8, p=1, 16-byte salt, 32-byte
+ * key, base64url), with its password: databases made then still hold such hashes.
+ */
+export const earlierScryptHash = {
+  password: 'correct horse battery staple',
+  hash: 'scrypt$32768$8$1$bGF0Y2hrZXktc2NyeXB0LQ$o6IRvAIUYkcNh8GBhRl4fjMBUVoSRFQ3xDXSwsWozuc',
+} as const;
+
 export function user(overrides: Partial<UserRecord> = {}): UserRecord {
   const username = overrides.username ?? 'alice';
   return {

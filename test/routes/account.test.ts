@@ -6,9 +6,11 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
+import { sha256 } from '../../src/crypto/secrets.js';
 import { addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, inputValue, injectTransport, signIn } from '../helpers/browser.js';
 import { refresh, tokensFor } from '../helpers/flows.js';
+import { earlierScryptHash, session } from '../helpers/records.js';
 
 let t: TestApp;
 const logLines: string[] = [];
@@ -91,6 +93,25 @@ describe('the account page', () => {
     expect(changed.body).toContain('not verified yet');
     expect(await alice()).toMatchObject({ email: 'alice@new.example', emailVerified: false });
     expect(audited().filter((e) => e.event === 'user.profile_changed').map((e) => e.emailChanged)).toEqual([false, true]);
+  });
+});
+
+describe('a password stored by an earlier version (scrypt)', () => {
+  it('proven to change the email, it is stored anew as Argon2id (m=19456, t=2, p=1), and the session goes on', async () => {
+    const browser = await setUp();
+    const carol = await addUser(t.store, 'carol', earlierScryptHash.password, { passwordHash: earlierScryptHash.hash });
+    // A session from before the upgrade (a sign-in now would already rehash).
+    const now = Math.floor(t.clock());
+    await t.store.createSession(session({ idHash: sha256('carol-session'), userId: carol.id, authTime: now, createdAt: now, expiresAt: now + 3600 }));
+    browser.cookies.set('latchkey_session', 'carol-session');
+    const changed = await browser.post('/account/profile', { csrf_token: await csrfOf(browser), name: 'Carol', email: 'carol@new.example', current_password: earlierScryptHash.password });
+    expect(changed.status).toBe(200);
+    const stored = (await t.store.findUserById(carol.id))!;
+    expect(stored.email).toBe('carol@new.example');
+    expect(stored.passwordHash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
+    expect(stored.tokensRevokedAt).toBeUndefined();
+    expect(audited()).toContainEqual(expect.objectContaining({ event: 'user.password_rehashed', userId: carol.id, from: 'scrypt' }));
+    expect((await browser.get('/account')).status).toBe(200);
   });
 });
 

@@ -1,7 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { verifyPassword } from '../../src/crypto/password.js';
 import { sha256 } from '../../src/crypto/secrets.js';
-import { addUser, testApp, type TestApp } from '../helpers/app.js';
+import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, injectTransport, inputValue, signIn } from '../helpers/browser.js';
+import { refresh, tokensFor } from '../helpers/flows.js';
+import { earlierScryptHash, session } from '../helpers/records.js';
 
 let t: TestApp;
 let browser: Browser;
@@ -124,6 +127,65 @@ describe('POST /login', () => {
     await attempt('alice', 'alice-password');
     await t.store.setUserDisabled('alice', true, Math.floor(t.clock()));
     expect((await browser.get('/activate')).body).not.toContain('Signed in as');
+  });
+});
+
+describe('a password stored by an earlier version (scrypt)', () => {
+  const lines: string[] = [];
+  const currentArgon2id = /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/;
+  const carolOf = async () => (await t.store.findUserByUsername('carol'))!;
+  const audited = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event !== undefined);
+
+  beforeEach(async () => {
+    await t.close();
+    lines.length = 0;
+    t = await testApp({}, { logLines: lines });
+    browser = new Browser(injectTransport(t.app));
+  });
+
+  async function attempt(username: string, password: string, who = browser) {
+    return signIn(who, await who.get('/login'), username, password);
+  }
+
+  it("verifies at sign-in and is replaced by Argon2id (m=19456, t=2, p=1) without ending the person's sessions or tokens", async () => {
+    const carol = await addUser(t.store, 'carol', earlierScryptHash.password, { passwordHash: earlierScryptHash.hash });
+    await addClient(t.store, 'tv');
+    // What carol holds from before the upgrade: a browser's session and a device's tokens.
+    const now = Math.floor(t.clock());
+    const sessionId = 'a-session-from-before-the-upgrade';
+    await t.store.createSession(session({ idHash: sha256(sessionId), userId: carol.id, authTime: now, createdAt: now, expiresAt: now + 3600 }));
+    const earlier = new Browser(injectTransport(t.app));
+    earlier.cookies.set('latchkey_session', sessionId);
+    expect((await earlier.get('/activate')).body).toContain('Signed in as <strong>carol</strong>');
+    const tv = await tokensFor(t, carol, 'tv');
+
+    const res = await attempt('carol', earlierScryptHash.password);
+    expect(res.status).toBe(303);
+    expect(browser.cookies.has('latchkey_session')).toBe(true);
+    const upgraded = await carolOf();
+    expect(upgraded.passwordHash).toMatch(currentArgon2id);
+    expect(await verifyPassword(earlierScryptHash.password, upgraded.passwordHash)).toBe(true);
+    expect(upgraded).toStrictEqual({ ...carol, passwordHash: upgraded.passwordHash });
+    expect(audited()).toContainEqual(expect.objectContaining({ event: 'user.password_rehashed', userId: carol.id, from: 'scrypt' }));
+    // Nothing carol held has ended: the same password, stored another way.
+    expect((await earlier.get('/activate')).body).toContain('Signed in as <strong>carol</strong>');
+    expect((await t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${tv.access_token}` } })).statusCode).toBe(200);
+    expect((await refresh(t, 'tv', tv.refresh_token!)).statusCode).toBe(200);
+
+    // The new hash is current: the next sign-in verifies it and stores nothing.
+    expect((await attempt('carol', earlierScryptHash.password, new Browser(injectTransport(t.app)))).status).toBe(303);
+    expect((await carolOf()).passwordHash).toBe(upgraded.passwordHash);
+    expect(audited().filter((e) => e.event === 'user.password_rehashed')).toHaveLength(1);
+  });
+
+  it('a wrong password, or the right one for a disabled account, leaves the hash as it is', async () => {
+    await addUser(t.store, 'carol', earlierScryptHash.password, { passwordHash: earlierScryptHash.hash });
+    expect((await attempt('carol', 'not-the-password')).status).toBe(401);
+    expect((await carolOf()).passwordHash).toBe(earlierScryptHash.hash);
+    await t.store.setUserDisabled('carol', true, Math.floor(t.clock()));
+    expect((await attempt('carol', earlierScryptHash.password)).status).toBe(401);
+    expect((await carolOf()).passwordHash).toBe(earlierScryptHash.hash);
+    expect(audited().filter((e) => e.event === 'user.password_rehashed')).toEqual([]);
   });
 });
 

@@ -515,10 +515,13 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.unlinkIdentity('user-quinn', 'gh', t0 + 5)).toHaveLength(1);
           expect(await store.listIdentities('user-quinn')).toEqual([]);
 
-          // A password here.
+          // A password here: scrypt (earlier versions) or Argon2id.
           await store.createUser(user({ username: 'rita' }));
           await store.linkIdentity(identity({ subject: 'r', userId: 'user-rita' }));
           expect(await store.unlinkIdentity('user-rita', 'sso', t0 + 6, { passkeysSignIn: false })).toHaveLength(1);
+          await store.createUser(user({ username: 'sam', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g' }));
+          await store.linkIdentity(identity({ subject: 's', userId: 'user-sam' }));
+          expect(await store.unlinkIdentity('user-sam', 'sso', t0 + 7, { passkeysSignIn: false })).toHaveLength(1);
         });
       });
 
@@ -2350,6 +2353,46 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             expect(await store.findRefreshToken(rt.tokenHash)).toStrictEqual(rt);
             expect(await store.updateUserPassword('nobody', 'scrypt$x')).toBe(false);
             expect((await store.findUserById('user-bob'))?.passwordHash).toBe(user().passwordHash);
+          });
+        });
+
+        it('upgradePasswordHash replaces the hash only while it is still the expected one, and ends nothing: sessions, refresh families, tokensRevokedAt and updatedAt stay', async () => {
+          await withSeededStore(async (store) => {
+            await store.createUser(user({ username: 'bob' }));
+            const s = session();
+            const rt = refreshToken();
+            await store.createSession(s);
+            await store.createRefreshToken(rt);
+            const old = user().passwordHash;
+            const current = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g';
+            expect(await store.upgradePasswordHash('user-alice', old, current)).toBe(true);
+            expect(await store.findUserById('user-alice')).toStrictEqual(user({ passwordHash: current }));
+            expect(await store.findSession(s.idHash, t0)).toStrictEqual(s);
+            expect(await store.findRefreshToken(rt.tokenHash)).toStrictEqual(rt);
+            expect(await store.isRefreshFamilyRevoked(rt.familyId)).toBe(false);
+            // The hash is no longer the expected one (already upgraded), or there is no such user.
+            expect(await store.upgradePasswordHash('user-alice', old, '$argon2id$other')).toBe(false);
+            expect((await store.findUserById('user-alice'))?.passwordHash).toBe(current);
+            expect(await store.upgradePasswordHash('nobody', old, current)).toBe(false);
+            expect((await store.findUserById('user-bob'))?.passwordHash).toBe(old);
+          });
+        });
+
+        it('upgradePasswordHash never overwrites a password changed meanwhile, and of two racing upgrades exactly one lands', async () => {
+          await withStore(async (store) => {
+            await store.createUser(user());
+            const old = user().passwordHash;
+            // The person changed their password while a sign-in with the old one was being rehashed.
+            expect(await store.setUserPassword('alice', '$argon2id$changed', t0)).toBe(true);
+            expect(await store.upgradePasswordHash('user-alice', old, '$argon2id$rehash-of-the-old-password')).toBe(false);
+            expect((await store.findUserById('user-alice'))?.passwordHash).toBe('$argon2id$changed');
+            // Two sign-ins of the same person rehash at once: one wins, the other sees the hash moved.
+            const outcomes = await Promise.all([
+              store.upgradePasswordHash('user-alice', '$argon2id$changed', '$argon2id$first'),
+              store.upgradePasswordHash('user-alice', '$argon2id$changed', '$argon2id$second'),
+            ]);
+            expect(outcomes.filter(Boolean)).toHaveLength(1);
+            expect((await store.findUserById('user-alice'))?.passwordHash).toBe(outcomes[0] ? '$argon2id$first' : '$argon2id$second');
           });
         });
 

@@ -824,6 +824,8 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect(await store.updateUserProfile('user-alice\u0000', { name: 'x', email: 'x@example.com' }, t0)).toBe(false);
         expect(await store.updateUser('alice\u0000', { name: 'x' }, t0)).toBe(false);
         expect(await store.updateUserPassword('user-alice\u0000', 'scrypt$x')).toBe(false);
+        expect(await store.upgradePasswordHash('user-alice\u0000', user().passwordHash, 'scrypt$x')).toBe(false);
+        expect(await store.upgradePasswordHash('user-alice', `${user().passwordHash}\u0000`, 'scrypt$x')).toBe(false);
         expect(await store.useEmailToken('token\u0000', 'password_reset', t0)).toBeUndefined();
         expect(await store.markEmailVerified('user-alice', 'alice@example.com\u0000')).toBe(false);
         expect(await store.countEmailTokens('user-alice\u0000', 'password_reset', 0)).toBe(0);

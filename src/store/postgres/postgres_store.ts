@@ -649,8 +649,9 @@ export class PostgresStore implements Store {
       ).map(toUserIdentity);
       if (bound.length === 0) return [];
       if (anotherWayIn) {
+        // A password this server verifies (crypto/password.ts: Argon2id, or scrypt of earlier versions).
         const other = await tx.one(
-          `SELECT (password_hash LIKE 'scrypt$%'
+          `SELECT (password_hash LIKE '$argon2id$%' OR password_hash LIKE 'scrypt$%'
              OR EXISTS (SELECT 1 FROM user_identities WHERE user_id = users.id AND connector_id <> $1)
              OR ($2::boolean AND EXISTS (SELECT 1 FROM webauthn_credentials WHERE user_id = users.id))) AS other
            FROM users WHERE id = $3`,
@@ -1550,6 +1551,11 @@ export class PostgresStore implements Store {
   async updateUserPassword(userId: string, passwordHash: string): Promise<boolean> {
     if (!storable(userId)) return false;
     return (await this.db.run('UPDATE users SET password_hash = $1 WHERE id = $2', passwordHash, userId)) === 1;
+  }
+
+  async upgradePasswordHash(userId: string, expectedHash: string, passwordHash: string): Promise<boolean> {
+    if (!storable(userId) || !storable(expectedHash)) return false;
+    return (await this.db.run('UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = $3', passwordHash, userId, expectedHash)) === 1;
   }
 
   async createEmailToken(t: EmailTokenRecord): Promise<void> {

@@ -285,6 +285,7 @@ export const writeVerbs = new Set([
   'updateUserProfile',
   'updateUser',
   'updateUserPassword',
+  'upgradePasswordHash',
   'createEmailToken',
   'useEmailToken',
   'cancelEmailTokens',
@@ -705,8 +706,9 @@ export class SqliteStore implements Store {
       const bound = this.all('SELECT * FROM user_identities WHERE user_id = ? AND connector_id = ? ORDER BY created_at, subject', userId, connectorId).map(toUserIdentity);
       if (bound.length === 0) return [];
       if (anotherWayIn) {
+        // A password this server verifies (crypto/password.ts: Argon2id, or scrypt of earlier versions).
         const other = this.get(
-          `SELECT (password_hash LIKE 'scrypt$%'
+          `SELECT (password_hash LIKE '$argon2id$%' OR password_hash LIKE 'scrypt$%'
              OR EXISTS (SELECT 1 FROM user_identities WHERE user_id = users.id AND connector_id <> ?)
              OR (? AND EXISTS (SELECT 1 FROM webauthn_credentials WHERE user_id = users.id))) AS other
            FROM users WHERE id = ?`,
@@ -1520,6 +1522,10 @@ export class SqliteStore implements Store {
 
   async updateUserPassword(userId: string, passwordHash: string): Promise<boolean> {
     return this.run('UPDATE users SET password_hash = ? WHERE id = ?', passwordHash, userId) === 1;
+  }
+
+  async upgradePasswordHash(userId: string, expectedHash: string, passwordHash: string): Promise<boolean> {
+    return this.run('UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?', passwordHash, userId, expectedHash) === 1;
   }
 
   async createEmailToken(t: EmailTokenRecord): Promise<void> {

@@ -7,8 +7,9 @@ ALTER TABLE refresh_tokens ADD COLUMN access_token_jti TEXT;
 -- How many retries a rotated token got after its grace window.
 ALTER TABLE refresh_tokens ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
 
--- What a device code's redemption handed out (as authorization codes keep it), revoked when the
--- device recovers a lost answer; and how many times it did.
+-- What a device code's redemption handed out (as authorization codes keep it), replaced when the
+-- device recovers a lost answer; when the latest tokens were handed out; and how many recoveries.
 ALTER TABLE device_grants ADD COLUMN access_token_jti TEXT;
 ALTER TABLE device_grants ADD COLUMN refresh_family_id TEXT;
+ALTER TABLE device_grants ADD COLUMN issued_at INTEGER;
 ALTER TABLE device_grants ADD COLUMN recoveries INTEGER NOT NULL DEFAULT 0;

@@ -335,8 +335,8 @@ function errorHandler(services: Services) {
     const oauthError = toOAuthError(error);
     if (oauthError.status === 429) services.metrics.rateLimitHits.inc({ route: request.routeOptions.url ?? 'unmatched' });
     // A database outage is one cause behind many requests: one line each, without a stack.
-    if (oauthError.status === 503) request.log.warn({ event: 'database.unavailable', detail: oauthError.detail }, 'request failed: the database is unavailable');
-    else if (oauthError.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (isStoreUnavailable(error)) request.log.warn({ event: 'database.unavailable', detail: oauthError.detail }, 'request failed: the database is unavailable');
+    else if (oauthError.status >= 500) request.log.error({ err: error, detail: oauthError.detail }, 'request failed');
     else noteRefusal(request, { error: oauthError.code, detail: oauthError.detail });
 
     reply.headers(oauthError.headers).header('cache-control', 'no-store');

@@ -47,7 +47,7 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
   try {
     // The key checked against the database and what an older version left in the clear sealed,
     // here, once, before the first user is made.
-    const prepared = await prepareDatabase(config, store);
+    const prepared = await prepareDatabase(config, store, { refuseClearValues: true });
     const secretBox = prepared.secretBox;
     notices = prepared.notices;
     result = await bootstrap(store, config, systemClock);

@@ -1,6 +1,6 @@
 /**
- * What the server (the primary of a cluster) makes sure of about its database before it serves,
- * and tells the operator: the configured secret key belongs to the database (crypto/stored_secrets.ts),
+ * What the server (the primary of a cluster), and every admin command, makes sure of about the
+ * database before anything else, and tells the operator: the configured secret key belongs to the database (crypto/stored_secrets.ts),
  * secrets an older version stored in the clear are sealed (only in a database that holds no sealed
  * value yet: elsewhere they are refused by name), and what the start did — the migrations it ran,
  * a key file it made, secrets it sealed — is said in plain words, since an upgrade must never
@@ -20,24 +20,26 @@ export interface PreparedDatabase {
   notices: string[];
 }
 
-export async function prepareDatabase(config: Pick<Config, 'secretKeys' | 'secretKeyFile'>, store: Store): Promise<PreparedDatabase> {
+/**
+ * `refuseClearValues`: the server refuses to start on a sealed database holding values in the
+ * clear; an admin command leaves them be (it uses none of them, and `secret-key rotate` is how an
+ * operator encrypts them on purpose).
+ */
+export async function prepareDatabase(config: Pick<Config, 'secretKeys' | 'secretKeyFile'>, store: Store, options: { refuseClearValues: boolean }): Promise<PreparedDatabase> {
   const keyFile = config.secretKeys === undefined ? config.secretKeyFile : undefined;
   const keyFileExisted = keyFile === undefined || existsSync(keyFile);
   const secretBox = await openSecretBox(config, store);
   const stored = await checkStoredSecrets(store, secretBox);
   let sealed = 0;
   if (stored.inTheClear.length > 0) {
-    if (stored.keyIds.length > 0) throw clearValuesRefused(stored.inTheClear);
-    sealed = await sealPlaintextSecrets(store, secretBox);
+    if (stored.keyIds.length === 0) sealed = await sealPlaintextSecrets(store, secretBox);
+    else if (options.refuseClearValues) throw clearValuesRefused(stored.inTheClear);
   }
   const notices: string[] = [];
   const run = store.migrationRun;
-  if (run.applied.length > 0) {
-    notices.push(
-      run.from === 0
-        ? `Created the database (schema version ${run.to})`
-        : `Upgraded the database from schema version ${run.from} to ${run.to}: ${run.applied.map((name) => name.replace(/\.sql$/, '')).join(', ')}`,
-    );
+  // A new database is nothing to report; an upgraded one is.
+  if (run.applied.length > 0 && run.from > 0) {
+    notices.push(`Upgraded the database from schema version ${run.from} to ${run.to}: ${run.applied.map((name) => name.replace(/\.sql$/, '')).join(', ')}`);
   }
   if (!keyFileExisted && keyFile !== undefined && existsSync(keyFile)) {
     notices.push(`Created the secret key file ${keyFile}: it encrypts the secrets in the database; back it up, and keep it apart from the database's backups`);

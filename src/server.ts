@@ -39,7 +39,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   try {
     // The key checked against the database, and secrets an older version stored in the clear
     // encrypted (the primary does it once).
-    const prepared = options.worker ? { secretBox: await openSecretBox(config, store), notices: [] } : await prepareDatabase(config, store);
+    const prepared = options.worker ? { secretBox: await openSecretBox(config, store), notices: [] } : await prepareDatabase(config, store, { refuseClearValues: true });
     const secretBox = prepared.secretBox;
     notices = prepared.notices;
     result = options.worker ? undefined : await bootstrap(store, config, systemClock);

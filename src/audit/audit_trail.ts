@@ -69,7 +69,7 @@ export class AuditTrail {
     this.waiting++;
     this.pending.push(event);
     if (this.pending.length >= flushAtCount && Date.now() >= this.retryingUntil) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), flushAfterMs).unref();
+    else this.timer ??= setTimeout(() => void this.flush(), Math.max(flushAfterMs, this.retryingUntil - Date.now())).unref();
   }
 
   /** Appends what is pending; resolves when it (and every earlier batch) is stored. */

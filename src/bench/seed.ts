@@ -118,6 +118,7 @@ export async function seedDeviceGrants(store: Store, seed: DeviceGrantSeed): Pro
       consumedAt: undefined,
       accessTokenJti: undefined,
       refreshFamilyId: undefined,
+      issuedAt: undefined,
       recoveries: 0,
     });
   });

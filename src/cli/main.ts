@@ -92,15 +92,18 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
   let config: Config | undefined;
   let store: Promise<Store> | undefined;
   let box: Promise<SecretBox> | undefined;
-  // Every command that opens the database first checks that the configured secret key belongs to
-  // it: a command run with a wrong key file must change nothing (a secret sealed under a key the
-  // server does not have would lock the server out of its own database).
+  // Every command that opens the database first does what the server does at start: checks that
+  // the configured secret key belongs to it — a command run with a wrong key file must change
+  // nothing, since a secret sealed under a key the server does not have would lock the server out
+  // of its own database — and seals what a version before encryption left in the clear (else a
+  // value this command seals would make those look like a later hand edit). What it did, an
+  // upgrade above all, is said on stderr.
   const openStore = async (c: Config): Promise<Store> => {
     const opened = await (await import('../store/open.js')).openConfiguredStore(c);
     try {
-      const [{ openSecretBox }, { checkStoredSecrets }] = await Promise.all([import('../crypto/secret_key_file.js'), import('../crypto/stored_secrets.js')]);
-      box ??= openSecretBox(c, opened);
-      await checkStoredSecrets(opened, await box);
+      const prepared = await (await import('../prepare_database.js')).prepareDatabase(c, opened, { refuseClearValues: false });
+      box = Promise.resolve(prepared.secretBox);
+      for (const notice of prepared.notices) io.stderr.write(`${notice}\n`);
       return opened;
     } catch (err) {
       await opened.close();

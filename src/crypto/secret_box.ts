@@ -65,15 +65,21 @@ export function sealedKeyId(value: string): string | undefined {
  * asked for the keys again when a value names a key it does not hold (a key file rotated by
  * `latchkey secret-key rotate` while this process runs).
  */
+export interface KeySource {
+  /** The keys as they are now (a key file rotated by `latchkey secret-key rotate` while this process runs). */
+  reload: () => SecretKey[];
+  /** Whether the keys may have changed since they were last read (checked before sealing). */
+  stale?: () => boolean;
+}
+
 export class SecretBox {
   private keys: SecretKey[];
+  private readonly source: KeySource | undefined;
 
-  constructor(
-    keys: SecretKey[],
-    private readonly reload?: () => SecretKey[],
-  ) {
+  constructor(keys: SecretKey[], source?: KeySource | (() => SecretKey[])) {
     if (keys.length === 0) throw new SecretKeyError('no secret key');
     this.keys = keys;
+    this.source = typeof source === 'function' ? { reload: source } : source;
   }
 
   get currentKeyId(): string {
@@ -85,6 +91,7 @@ export class SecretBox {
   }
 
   seal(context: string, plaintext: string): string {
+    if (this.source?.stale?.()) this.keys = this.source.reload();
     const { id, key } = this.keys[0]!;
     const nonce = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', key, nonce);
@@ -102,8 +109,8 @@ export class SecretBox {
     if (!isSealed(stored)) throw new SecretKeyError(`the stored secret ${context} is not encrypted: refusing to use it`);
     const [, id = '', nonce = '', body = ''] = stored.split('.');
     let key = this.keys.find((k) => k.id === id);
-    if (!key && this.reload) {
-      this.keys = this.reload();
+    if (!key && this.source) {
+      this.keys = this.source.reload();
       key = this.keys.find((k) => k.id === id);
     }
     if (!key) throw new SecretKeyError(`the database's secrets were encrypted with secret key ${id}, which is not among the configured keys (${this.keyIds.join(', ')})`);

@@ -138,5 +138,24 @@ export async function openSecretBox(config: Pick<Config, 'secretKeys' | 'secretK
     }
   }
   ensureKeyFile(path);
-  return new SecretBox(readKeyFile(path), () => readKeyFile(path));
+  let readAs = fileIdentity(path);
+  return new SecretBox(readKeyFile(path), {
+    reload: () => {
+      readAs = fileIdentity(path);
+      return readKeyFile(path);
+    },
+    // `secret-key rotate` replaces the file (a rename) once the database is re-encrypted: a value
+    // sealed afterwards must use the new key, never one the file no longer holds.
+    stale: () => fileIdentity(path) !== readAs,
+  });
+}
+
+/** What changes when the key file is replaced or rewritten (inode, size, modification time). */
+function fileIdentity(path: string): string {
+  try {
+    const stat = statSync(path);
+    return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+  } catch {
+    return 'missing';
+  }
 }

@@ -39,7 +39,7 @@ function openOrExplain(box: SecretBox, sample: SealedSecret): void {
     const held = box.keyIds.join(', ');
     throw new SecretKeyError(
       keyId !== undefined && !box.keyIds.includes(keyId)
-        ? `the database's secrets are encrypted with secret key ${keyId}, but the configured key${box.keyIds.length === 1 ? ' is' : 's are'} ${held}: this key does not belong to this database. Restore the key file made with it (or set LATCHKEY_SECRET_KEY to that key); nothing was changed`
+        ? `the database's secrets are encrypted with secret key ${keyId}, which is not among the configured keys (${held}): the configured key does not belong to this database. Restore the key file made with key ${keyId} (or set LATCHKEY_SECRET_KEY to it); nothing was changed`
         : `${(err as Error).message}; nothing was changed`,
     );
   }

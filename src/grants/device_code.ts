@@ -7,9 +7,10 @@
  * device holds the device code, and it racing itself is not theft.
  *
  * A device whose answer was lost after the redemption committed (a crash, a dropped connection)
- * and that polls again at least one interval later, within LATCHKEY_RETRY_WINDOW, recovers: it
- * gets new tokens and those of the lost answer are revoked, as long as their refresh token was
- * never used (then their holder is not the device that lost them).
+ * and that polls again at least one interval after the latest tokens were handed out, within
+ * LATCHKEY_RETRY_WINDOW of the redemption, recovers: it gets new tokens in the same refresh family
+ * and those of the lost answer are revoked, as long as their refresh token was never used (then
+ * their holder is not the device that lost them).
  */
 import { z } from 'zod';
 import { audit } from '../http/audit.js';
@@ -70,16 +71,21 @@ const recoveryLimit = 3;
  */
 export function recoverable(grant: DeviceGrantRecord, now: number, retryWindow: number): boolean {
   if (retryWindow <= 0 || grant.consumedAt === undefined || grant.accessTokenJti === undefined) return false;
-  const since = now - grant.consumedAt;
-  return since >= grant.interval && since <= retryWindow;
+  return now - (grant.issuedAt ?? grant.consumedAt) >= grant.interval && now - grant.consumedAt <= retryWindow;
 }
 
 async function recover(context: GrantContext, grant: DeviceGrantRecord, now: number): Promise<TokenResponse> {
   const { store, config } = context.services;
-  const issuance = await issuanceFor(context, grant, now);
+  // The new tokens belong to the same sign-in: its refresh family, so that the lost token, should
+  // it turn up in other hands, is reuse that revokes the family (RFC 9700 §4.14.2).
+  const issuance = { ...(await issuanceFor(context, grant, now)), refreshFamilyId: grant.refreshFamilyId };
   const prepared = await prepareIssuance(context.services, issuance);
   const refresh = prepared.newRefreshToken && { token: prepared.newRefreshToken.record, guard: { userTokensRevokedAt: issuance.user.tokensRevokedAt } };
-  const recovered = await store.recoverDeviceGrant(grant.id, now - config.retryWindow, now, recoveryLimit, { accessTokenJti: prepared.jti, ...(refresh ? { refresh } : {}) });
+  const recovered = await store.recoverDeviceGrant(
+    grant.id,
+    { since: now - config.retryWindow, now, minGapSeconds: grant.interval, limit: recoveryLimit },
+    { accessTokenJti: prepared.jti, ...(refresh ? { refresh } : {}) },
+  );
   if (typeof recovered === 'string') {
     throw new OAuthError('invalid_grant', 'The device code has already been used.', { detail: `device code presented again: not recovered (${recovered})` });
   }

@@ -12,7 +12,7 @@ import { audit } from '../http/audit.js';
 import { epochSeconds } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
-import { decideRefresh, graceSuccessorLimit, narrowedScope, newRefreshToken, retryLimit } from '../oauth/refresh_tokens.js';
+import { decideRefresh, graceSuccessorLimit, narrowedScope, newRefreshToken, retryLimit, retryMinimumDelaySeconds } from '../oauth/refresh_tokens.js';
 import { randomId } from '../crypto/secrets.js';
 import { issueTokens } from '../oauth/token_response.js';
 import { isConfidential } from '../admin/clients.js';
@@ -79,7 +79,7 @@ export const refreshTokenGrant = {
       // Past the grace window: the successors from the lost answers are revoked (with their access
       // tokens) as this one is handed out, so there is one live branch; a used successor means the
       // family is someone else's now, and this is theft.
-      const granted = await store.retryRotation(token.id, successor.record, now, retryLimit);
+      const granted = await store.retryRotation(token.id, successor.record, now, retryLimit, Math.max(config.refreshReuseGrace, retryMinimumDelaySeconds));
       if (granted !== true) return revokeFamily(context, token, now);
       audit(context, 'refresh_token.retried', { clientId: client.clientId, userId: token.userId });
     }

@@ -84,6 +84,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
           consumedAt: undefined,
           accessTokenJti: undefined,
           refreshFamilyId: undefined,
+          issuedAt: undefined,
           recoveries: 0,
         });
         const verificationUri = `${config.issuer}/activate`;

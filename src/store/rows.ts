@@ -326,6 +326,7 @@ export function toDeviceGrant(r: Row): DeviceGrantRecord {
     consumedAt: optionalNumber(r.consumed_at),
     accessTokenJti: optionalText(r.access_token_jti),
     refreshFamilyId: optionalText(r.refresh_family_id),
+    issuedAt: optionalNumber(r.issued_at),
     recoveries: r.recoveries === undefined || r.recoveries === null ? 0 : Number(r.recoveries),
   };
 }

@@ -376,9 +376,11 @@ export interface DeviceGrantRecord {
   expiresAt: number;
   decidedAt: number | undefined;
   consumedAt: number | undefined;
-  /** What the redemption handed out (the access token's jti, the refresh family): revoked if the device recovers a lost answer. */
+  /** What the redemption handed out (the access token's jti, the refresh family): replaced if the device recovers a lost answer. */
   accessTokenJti: string | undefined;
   refreshFamilyId: string | undefined;
+  /** When the latest tokens were handed out (the redemption, or the last recovery). */
+  issuedAt: number | undefined;
   /** How many times the device recovered a lost answer (recoverDeviceGrant). */
   recoveries: number;
 }
@@ -470,13 +472,21 @@ export type GraceRefusal = 'limit' | 'successor_used' | 'revoked';
  * Why a device code presented again after its redemption did not recover the lost answer: it was
  * not redeemed with tokens, too long ago, too often, or what it handed out has been used.
  */
-export type DeviceRecoveryRefusal = 'not_redeemed' | 'too_late' | 'limit' | 'used';
+export type DeviceRecoveryRefusal = 'not_redeemed' | 'too_late' | 'too_soon' | 'limit' | 'used';
 
 /**
  * The longest an access token lives (LATCHKEY_ACCESS_TOKEN_TTL's maximum): a revocation the store
  * records by itself keeps its row this long, since the store does not know the configured lifetime.
  */
 export const maxAccessTokenLifetime = 365 * 86400;
+
+/**
+ * A device's replacement refresh token as it joins the family of the one it replaces (see
+ * recoverDeviceGrant): that family, with the replaced token as its parent, within its end.
+ */
+export function joinedFamily(token: RefreshTokenRecord, familyId: string, parentId: string, familyExpiresAt: number): RefreshTokenRecord {
+  return { ...token, familyId, parentId, familyExpiresAt, expiresAt: Math.min(token.expiresAt, familyExpiresAt) };
+}
 
 /**
  * "Only if the user's tokens have not been revoked since I read the user": what the user's
@@ -839,16 +849,17 @@ export interface Store {
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined>;
   /**
    * A device whose token answer was lost presents its device code again: in one step, if grant
-   * `id` was redeemed with tokens at or after `since`, fewer than `limit` recoveries ago, and the
-   * refresh family it started (if any) was never used nor revoked, that family and the access
-   * token it handed out are revoked, `replacement`'s refresh token is stored (guarded like
-   * redeemDeviceGrant's) and recorded with its access token's jti. The grant, or why not.
+   * `id` was redeemed with tokens at or after `since`, its latest tokens were handed out at least
+   * `minGapSeconds` before `now` (recoveries racing each other take turns, and the later ones are
+   * refused), it had fewer than `limit` recoveries, and the refresh family it started (if any) was
+   * never used nor revoked: the family's live token is superseded and `replacement`'s refresh token
+   * joins the family in its place (so the lost token, presented later, is reuse and revokes the
+   * family), the lost access token is revoked, and the grant records the new access token. The
+   * grant, or why not.
    */
   recoverDeviceGrant(
     id: string,
-    since: number,
-    now: number,
-    limit: number,
+    bounds: { since: number; now: number; minGapSeconds: number; limit: number },
     replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal>;
 
@@ -874,10 +885,12 @@ export interface Store {
    * A rotated token `id` presented again after the grace window, by a client whose answer was
    * lost: as one conditional step, only while the family is not revoked, `id` is not superseded,
    * none of its successors has been used and it had fewer than `limit` retries, supersedes every
-   * unused successor of `id` (and revokes the access tokens they were handed out with) and inserts
-   * `successor`. The family keeps exactly one live branch. Returns true, or why not.
+   * unused successor of `id` created more than `raceSeconds` ago (and revokes the access tokens
+   * they were handed out with) and inserts `successor`. Successors younger than that are kept
+   * beside it: retries racing each other (the processes of one CLI after an outage) are siblings,
+   * of which the first used wins, as in the grace window. Returns true, or why not.
    */
-  retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number): Promise<true | GraceRefusal>;
+  retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Promise<true | GraceRefusal>;
   isRefreshFamilyRevoked(familyId: string): Promise<boolean>;
   /**
    * Revokes every refresh token of a family (RFC 9700 §4.14, RFC 6749 §4.1.2), and remembers it:

@@ -20,11 +20,12 @@ export class StoreUnavailableError extends Error {
 /**
  * PostgreSQL SQLSTATEs of a database that is not there for us right now (Appendix A): class 08
  * (connection exception), 53 (insufficient resources: too many connections, disk full, out of
- * memory), 57 (operator intervention: shutdown, statement timeout, recovery), and 55P03
- * (lock_not_available: a lock_timeout or NOWAIT).
+ * memory), 57 (operator intervention: shutdown, statement timeout, recovery), 55P03
+ * (lock_not_available: a lock_timeout or NOWAIT), 25006 (read_only_sql_transaction: a failover
+ * that left us on a standby), and a deadlock or serialisation failure still failing after retries.
  */
 const postgresClasses = ['08', '53', '57'];
-const postgresCodes = new Set(['55P03', '40P01', '40001']);
+const postgresCodes = new Set(['55P03', '25006', '40P01', '40001']);
 
 /** SQLite's primary result codes for a database another process holds, or that cannot be written now. */
 const sqliteCodes = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|PROTOCOL)(_|$)/;
@@ -45,16 +46,35 @@ const postgresDriverMessages = [
   'Cannot use a pool after calling end on the pool',
 ];
 
-/** Whether `err` is a database fault that passes (see above), as opposed to a bug or a refused write. */
-export function isStoreUnavailable(err: unknown): boolean {
-  if (err instanceof StoreUnavailableError) return true;
+/**
+ * Whether an error node-postgres raised means the database is away, slow or locked, as opposed to
+ * a bug or a refused write. The PostgreSQL store turns these into StoreUnavailableError; a socket
+ * error from anywhere else (an upstream, the mail server) is not the database's.
+ */
+export function isPostgresFault(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (code.length === 5 && (postgresClasses.includes(code.slice(0, 2)) || postgresCodes.has(code))) return true;
-    if (sqliteCodes.test(code) || socketCodes.has(code)) return true;
+    if (socketCodes.has(code)) return true;
   }
   return postgresDriverMessages.some((message) => err.message.startsWith(message));
+}
+
+/** Whether the connection itself is broken or stuck (no ROLLBACK can be sent on it), rather than a statement refused. */
+export function isBrokenConnection(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (socketCodes.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02')) return true;
+  return postgresDriverMessages.some((message) => err.message.startsWith(message));
+}
+
+/** Whether `err` is a store's passing fault: a StoreUnavailableError, or SQLite's busy, full or I/O codes. */
+export function isStoreUnavailable(err: unknown): boolean {
+  if (err instanceof StoreUnavailableError) return true;
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && sqliteCodes.test(code);
 }
 
 /** How a StoreUnavailableError names what happened, from the driver's error. */

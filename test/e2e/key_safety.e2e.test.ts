@@ -65,7 +65,9 @@ describe('a key file that does not belong to the database', () => {
     const wrongKey = generateSecretKeyText();
     writeFileSync(keyFile, `${wrongKey}\n`, { mode: 0o600 });
     const before = keyRows(db);
-    const refusal = new RegExp(`^latchkey: LATCHKEY_SECRET_KEY: the database's secrets are encrypted with secret key [A-Za-z0-9_-]{8}, but the configured key is ${secretKeyOf(Buffer.from(wrongKey, 'base64url')).id}: this key does not belong to this database\\. .*nothing was changed\\n$`);
+    const refusal = new RegExp(
+      `^latchkey: LATCHKEY_SECRET_KEY: the database's secrets are encrypted with secret key [A-Za-z0-9_-]{8}, which is not among the configured keys \\(${secretKeyOf(Buffer.from(wrongKey, 'base64url')).id}\\): the configured key does not belong to this database\\. .*nothing was changed\\n$`,
+    );
 
     for (const args of [['secret-key', 'rotate'], ['keys', 'rotate'], ['users', 'add', 'dave', '--email', 'dave@example.com', '--password-stdin']]) {
       const run = await runCli(args, env, 'dave-password\n');

@@ -171,4 +171,21 @@ describe.each(cases.filter((c) => c.store === 'sqlite' || pgTestUrl !== undefine
     expect(list.code).toBe(3);
     expect(list.stderr).toMatch(refusal);
   }, 60_000);
+
+  it.runIf(!sealedBefore)('an admin command run first upgrades it, encrypts what was in the clear and says so; the server then starts on it', async () => {
+    const { env, held } = await restore(fixture, store);
+    env.LATCHKEY_ISSUER = held.issuer;
+    const rotate = await runCli(['keys', 'rotate'], env);
+    expect(rotate.code, rotate.stderr).toBe(0);
+    expect(rotate.stderr).toContain(`Upgraded the database from schema version ${from} to ${latest[store]}`);
+    expect(rotate.stderr).toMatch(/Encrypted \d+ stored secrets that an older version kept in the clear/);
+    const server = await startServerProcess(env);
+    try {
+      expect(server.output()).not.toContain('Upgraded the database');
+      const refreshed = await post(server, '/oauth/token', { grant_type: 'refresh_token', client_id: 'tv', refresh_token: held.refreshToken });
+      expect(refreshed.status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
 });

@@ -136,6 +136,7 @@ export function deviceGrant(overrides: Partial<DeviceGrantRecord> = {}): DeviceG
     consumedAt: undefined,
     accessTokenJti: undefined,
     refreshFamilyId: undefined,
+    issuedAt: undefined,
     recoveries: 0,
     ...overrides,
   };

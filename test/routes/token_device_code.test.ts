@@ -334,9 +334,28 @@ describe('a redemption whose answer was lost (LATCHKEY_RETRY_WINDOW)', () => {
     const recovered = res.json();
     expect(recovered.refresh_token).not.toBe(lost.refresh_token);
     expect((await userinfo(lost.access_token)).statusCode).toBe(401);
-    expect((await refreshWith(lost.refresh_token)).json().error).toBe('invalid_grant');
     expect((await userinfo(recovered.access_token)).statusCode).toBe(200);
     expect((await refreshWith(recovered.refresh_token)).statusCode).toBe(200);
+  });
+
+  it('the lost refresh token turning up later (someone else recovered the device code) is reuse: the whole sign-in is revoked (RFC 9700 §4.14.2)', async () => {
+    const { device_code, lost } = await redeemed();
+    t.clock.advance(5);
+    const recovered = (await poll(device_code)).json();
+    expect((await refreshWith(lost.refresh_token)).json().error).toBe('invalid_grant');
+    expect((await refreshWith(recovered.refresh_token)).json().error).toBe('invalid_grant');
+    expect((await userinfo(recovered.access_token)).statusCode).toBe(401);
+  });
+
+  it('recoveries racing each other: one gets tokens, the others invalid_grant, and nothing is taken from it', async () => {
+    const { device_code } = await redeemed();
+    t.clock.advance(5);
+    const answers = await Promise.all([poll(device_code), poll(device_code), poll(device_code)]);
+    const winners = answers.filter((r) => r.statusCode === 200);
+    expect(winners).toHaveLength(1);
+    for (const loser of answers.filter((r) => r.statusCode !== 200)) await expectError(loser, 400, 'invalid_grant');
+    expect((await userinfo(winners[0]!.json().access_token)).statusCode).toBe(200);
+    expect((await refreshWith(winners[0]!.json().refresh_token)).statusCode).toBe(200);
   });
 
   it('polls racing the redemption still get invalid_grant, and take nothing from the winner', async () => {

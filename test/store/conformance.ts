@@ -1051,6 +1051,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             consumedAt: t0 + 65,
             accessTokenJti: 'at-jti',
             refreshFamilyId: 'redeemed-family',
+            issuedAt: t0 + 65,
           };
           expect(await store.redeemDeviceGrant('grant-1', t0 + 65, { token: rt, guard: { userTokensRevokedAt: undefined } }, 'at-jti')).toEqual({ grant: expected, refreshTokenStored: true });
           expect(await store.findRefreshToken('redeemed-hash')).toEqual(rt);
@@ -1396,7 +1397,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.rotateRefreshToken('p', refreshToken({ id: 'lost', tokenHash: 'lost', parentId: 'p', accessTokenJti: 'jti-lost' }), t0 + 1)).toBe(true);
           expect(await store.addGraceSuccessor('p', refreshToken({ id: 'grace', tokenHash: 'grace', parentId: 'p', accessTokenJti: 'jti-grace' }), 2)).toBe(true);
           const retried = refreshToken({ id: 'retried', tokenHash: 'retried', parentId: 'p', accessTokenJti: 'jti-retried', createdAt: t0 + 30 });
-          expect(await store.retryRotation('p', retried, t0 + 30, 5)).toBe(true);
+          expect(await store.retryRotation('p', retried, t0 + 30, 5, 5)).toBe(true);
           expect(await store.findRefreshToken('retried')).toEqual(retried);
           expect((await store.findRefreshToken('lost'))?.supersededAt).toBe(t0 + 30);
           expect((await store.findRefreshToken('grace'))?.supersededAt).toBe(t0 + 30);
@@ -1413,54 +1414,82 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       it('retryRotation is refused once a successor was used, past the limit, for a token never rotated, a superseded one, or a revoked family', async () => {
         await withSeededStore(async (store) => {
           await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
-          expect(await store.retryRotation('p', refreshToken({ id: 'x', tokenHash: 'x', parentId: 'p' }), t0 + 1, 5)).toBe('revoked');
+          expect(await store.retryRotation('p', refreshToken({ id: 'x', tokenHash: 'x', parentId: 'p' }), t0 + 1, 5, 5)).toBe('revoked');
           expect(await store.rotateRefreshToken('p', refreshToken({ id: 's', tokenHash: 's', parentId: 'p' }), t0 + 1)).toBe(true);
-          expect(await store.retryRotation('p', refreshToken({ id: 'r1', tokenHash: 'r1', parentId: 'p' }), t0 + 10, 2)).toBe(true);
-          expect(await store.retryRotation('p', refreshToken({ id: 'r2', tokenHash: 'r2', parentId: 'p' }), t0 + 20, 2)).toBe(true);
-          expect(await store.retryRotation('p', refreshToken({ id: 'r3', tokenHash: 'r3', parentId: 'p' }), t0 + 30, 2)).toBe('limit');
+          expect(await store.retryRotation('p', refreshToken({ id: 'r1', tokenHash: 'r1', parentId: 'p' }), t0 + 10, 2, 5)).toBe(true);
+          expect(await store.retryRotation('p', refreshToken({ id: 'r2', tokenHash: 'r2', parentId: 'p' }), t0 + 20, 2, 5)).toBe(true);
+          expect(await store.retryRotation('p', refreshToken({ id: 'r3', tokenHash: 'r3', parentId: 'p' }), t0 + 30, 2, 5)).toBe('limit');
           expect(await store.findRefreshToken('r3')).toBeUndefined();
           // s was superseded by the first retry: a dead branch.
-          expect(await store.retryRotation('s', refreshToken({ id: 'sx', tokenHash: 'sx', parentId: 's' }), t0 + 30, 5)).toBe('successor_used');
+          expect(await store.retryRotation('s', refreshToken({ id: 'sx', tokenHash: 'sx', parentId: 's' }), t0 + 30, 5, 5)).toBe('successor_used');
           expect(await store.rotateRefreshToken('r2', refreshToken({ id: 'r2b', tokenHash: 'r2b', parentId: 'r2' }), t0 + 31)).toBe(true);
-          expect(await store.retryRotation('p', refreshToken({ id: 'r4', tokenHash: 'r4', parentId: 'p' }), t0 + 32, 9)).toBe('successor_used');
-          expect(await store.retryRotation('r1', refreshToken({ id: 'r1b', tokenHash: 'r1b', parentId: 'r1' }), t0 + 32, 9)).toBe('successor_used');
+          expect(await store.retryRotation('p', refreshToken({ id: 'r4', tokenHash: 'r4', parentId: 'p' }), t0 + 32, 9, 5)).toBe('successor_used');
+          expect(await store.retryRotation('r1', refreshToken({ id: 'r1b', tokenHash: 'r1b', parentId: 'r1' }), t0 + 32, 9, 5)).toBe('successor_used');
           await store.revokeRefreshFamily('family-1', t0 + 40);
-          expect(await store.retryRotation('r2', refreshToken({ id: 'r2c', tokenHash: 'r2c', parentId: 'r2' }), t0 + 41, 9)).toBe('revoked');
+          expect(await store.retryRotation('r2', refreshToken({ id: 'r2c', tokenHash: 'r2c', parentId: 'r2' }), t0 + 41, 9, 5)).toBe('revoked');
         });
       });
 
-      it('recoverDeviceGrant replaces what the redemption handed out, once its refresh family is unused, within the window and the limit', async () => {
+      it('retryRotation keeps the successors of a retry racing it (younger than raceSeconds) beside its own: the first used wins', async () => {
+        await withSeededStore(async (store) => {
+          await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
+          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'lost', tokenHash: 'lost', parentId: 'p', accessTokenJti: 'jti-lost' }), t0 + 1)).toBe(true);
+          expect(await store.retryRotation('p', refreshToken({ id: 'r1', tokenHash: 'r1', parentId: 'p', createdAt: t0 + 30, accessTokenJti: 'jti-r1' }), t0 + 30, 5, 5)).toBe(true);
+          expect(await store.retryRotation('p', refreshToken({ id: 'r2', tokenHash: 'r2', parentId: 'p', createdAt: t0 + 31, accessTokenJti: 'jti-r2' }), t0 + 31, 5, 5)).toBe(true);
+          expect((await store.findRefreshToken('lost'))?.supersededAt).toBe(t0 + 30);
+          expect((await store.findRefreshToken('r1'))?.supersededAt).toBeUndefined();
+          expect(await store.isAccessTokenRevoked('jti-r1')).toBe(false);
+          expect(await store.rotateRefreshToken('r2', refreshToken({ id: 'r2b', tokenHash: 'r2b', parentId: 'r2' }), t0 + 32)).toBe(true);
+          expect((await store.findRefreshToken('r1'))?.supersededAt).toBe(t0 + 32);
+        });
+      });
+
+      it('recoverDeviceGrant puts a new token in the place of the unused lost one, in its family, and revokes the lost access token; within the window, the gap and the limit', async () => {
         await withSeededStore(async (store) => {
           await store.createDeviceGrant(deviceGrant());
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
           const guard = { userTokensRevokedAt: undefined };
-          const rt = refreshToken({ id: 'lost', tokenHash: 'lost', familyId: 'lost-family', accessTokenJti: 'jti-lost' });
-          expect((await store.redeemDeviceGrant('grant-1', t0 + 20, { token: rt, guard }, 'jti-lost'))?.refreshTokenStored).toBe(true);
-          const replacement = refreshToken({ id: 'new', tokenHash: 'new', familyId: 'new-family', accessTokenJti: 'jti-new' });
-          expect(await store.recoverDeviceGrant('grant-1', t0 + 30, t0 + 40, 3, { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } })).toBe('too_late');
-          const recovered = await store.recoverDeviceGrant('grant-1', t0 + 10, t0 + 40, 3, { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } });
-          expect(recovered).toMatchObject({ grant: { id: 'grant-1', status: 'consumed', accessTokenJti: 'jti-new', refreshFamilyId: 'new-family', recoveries: 1 }, refreshTokenStored: true });
-          expect(await store.isRefreshFamilyRevoked('lost-family')).toBe(true);
-          expect((await store.findRefreshToken('lost'))?.revokedAt).toBe(t0 + 40);
+          const rt = refreshToken({ id: 'lost', tokenHash: 'lost', familyId: 'lost-family', accessTokenJti: 'jti-lost', familyExpiresAt: t0 + 1000 });
+          expect((await store.redeemDeviceGrant('grant-1', t0 + 20, { token: rt, guard }, 'jti-lost'))?.grant.issuedAt).toBe(t0 + 20);
+          // The replacement as the grant makes it: a token of the grant's family, not yet placed.
+          const replacement = refreshToken({ id: 'new', tokenHash: 'new', familyId: 'lost-family', accessTokenJti: 'jti-new', createdAt: t0 + 40 });
+          const bounds = (now: number, since = t0 + 10) => ({ since, now, minGapSeconds: 5, limit: 3 });
+          expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 40, t0 + 30), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } })).toBe('too_late');
+          expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 22), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } })).toBe('too_soon');
+          const recovered = await store.recoverDeviceGrant('grant-1', bounds(t0 + 40), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } });
+          expect(recovered).toMatchObject({ grant: { id: 'grant-1', status: 'consumed', accessTokenJti: 'jti-new', refreshFamilyId: 'lost-family', issuedAt: t0 + 40, recoveries: 1 }, refreshTokenStored: true });
+          expect(await store.findRefreshToken('new')).toEqual({ ...replacement, parentId: 'lost', familyExpiresAt: t0 + 1000, expiresAt: t0 + 1000 });
+          expect((await store.findRefreshToken('lost'))?.supersededAt).toBe(t0 + 40);
+          expect(await store.isRefreshFamilyRevoked('lost-family')).toBe(false);
           expect(await store.isAccessTokenRevoked('jti-lost')).toBe(true);
-          expect(await store.findRefreshToken('new')).toEqual(replacement);
-          expect(await store.recoverDeviceGrant('grant-1', t0 + 10, t0 + 50, 1, { accessTokenJti: 'jti-3' })).toBe('limit');
-          // Its refresh token used: whoever holds the family is not a device that lost its answer.
-          expect(await store.rotateRefreshToken('new', refreshToken({ id: 'new2', tokenHash: 'new2', familyId: 'new-family', parentId: 'new' }), t0 + 55)).toBe(true);
-          expect(await store.recoverDeviceGrant('grant-1', t0 + 10, t0 + 60, 3, { accessTokenJti: 'jti-4' })).toBe('used');
-          expect(await store.isRefreshFamilyRevoked('new-family')).toBe(false);
+          expect(await store.isAccessTokenRevoked('jti-new')).toBe(false);
+          // A recovery racing that one: refused, it takes nothing away.
+          expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 41), { accessTokenJti: 'jti-x' })).toBe('too_soon');
+          expect(await store.isAccessTokenRevoked('jti-new')).toBe(false);
+          // The replacement used: whoever holds the family now is not a device that lost its answer.
+          expect(await store.rotateRefreshToken('new', refreshToken({ id: 'new2', tokenHash: 'new2', familyId: 'lost-family', parentId: 'new' }), t0 + 55)).toBe(true);
+          expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 60), { accessTokenJti: 'jti-4' })).toBe('used');
+          expect(await store.isRefreshFamilyRevoked('lost-family')).toBe(false);
         });
       });
 
-      it('recoverDeviceGrant refuses a grant not redeemed with tokens', async () => {
+      it('recoverDeviceGrant is limited, and refuses a grant not redeemed with tokens', async () => {
         await withSeededStore(async (store) => {
           await store.createDeviceGrant(deviceGrant());
-          expect(await store.recoverDeviceGrant('grant-1', t0, t0 + 40, 3, { accessTokenJti: 'j' })).toBe('not_redeemed');
+          const bounds = (now: number, limit = 3) => ({ since: t0, now, minGapSeconds: 5, limit });
+          expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 40), { accessTokenJti: 'j' })).toBe('not_redeemed');
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
           // Spent without tokens (the roles allowed nothing): nothing to recover.
           expect(await store.consumeDeviceGrant('grant-1', t0 + 20)).toBeDefined();
-          expect(await store.recoverDeviceGrant('grant-1', t0, t0 + 40, 3, { accessTokenJti: 'j' })).toBe('not_redeemed');
-          expect(await store.recoverDeviceGrant('unknown', t0, t0 + 40, 3, { accessTokenJti: 'j' })).toBe('not_redeemed');
+          expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 40), { accessTokenJti: 'j' })).toBe('not_redeemed');
+          expect(await store.recoverDeviceGrant('unknown', bounds(t0 + 40), { accessTokenJti: 'j' })).toBe('not_redeemed');
+          // Redeemed without a refresh token: the access token alone is replaced, at most `limit` times.
+          await store.createDeviceGrant(deviceGrant({ id: 'g2' }));
+          expect(await store.approveDeviceGrant('g2', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
+          expect((await store.redeemDeviceGrant('g2', t0 + 20, undefined, 'jti-a'))?.grant.accessTokenJti).toBe('jti-a');
+          expect(await store.recoverDeviceGrant('g2', bounds(t0 + 30, 1), { accessTokenJti: 'jti-b' })).toMatchObject({ grant: { accessTokenJti: 'jti-b', recoveries: 1 }, refreshTokenStored: false });
+          expect(await store.isAccessTokenRevoked('jti-a')).toBe(true);
+          expect(await store.recoverDeviceGrant('g2', bounds(t0 + 40, 1), { accessTokenJti: 'jti-c' })).toBe('limit');
         });
       });
 

@@ -145,3 +145,28 @@ describe('the key file', () => {
     expect(ephemeral.open('c', ephemeral.seal('c', 'v'))).toBe('v');
   });
 });
+
+describe('a box on a key file that is replaced while it is in use', () => {
+  it('seals with the key the file holds now, never one it no longer holds (secret-key rotate in another process)', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { openSecretBox, writeKeyFile } = await import('../../src/crypto/secret_key_file.js');
+    const { generateSecretKeyText, sealedKeyId, secretKeyOf } = await import('../../src/crypto/secret_box.js');
+    const dir = mkdtempSync(join(tmpdir(), 'latchkey-box-'));
+    try {
+      const path = join(dir, 'db.key');
+      const first = generateSecretKeyText();
+      writeKeyFile(path, [first]);
+      const box = await openSecretBox({ secretKeys: undefined, secretKeyFile: path });
+      expect(sealedKeyId(box.seal('c', 'v'))).toBe(secretKeyOf(Buffer.from(first, 'base64url')).id);
+      const second = generateSecretKeyText();
+      writeKeyFile(path, [second]);
+      const sealed = box.seal('c', 'v');
+      expect(sealedKeyId(sealed)).toBe(secretKeyOf(Buffer.from(second, 'base64url')).id);
+      expect(box.open('c', sealed)).toBe('v');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -34,6 +34,7 @@ import {
   type GraceRefusal,
   type DeviceRecoveryRefusal,
   maxAccessTokenLifetime,
+  joinedFamily,
   type PasskeyRecord,
   type Permission,
   type PurgeCounts,
@@ -58,7 +59,7 @@ import {
 } from '../store.js';
 import { migrate, schemaNamePattern } from './migrate.js';
 import { changesDirectory, DirectoryCache, directoryChannel } from './directory_cache.js';
-import { isStoreUnavailable, StoreUnavailableError, unavailableReason } from '../unavailable.js';
+import { isBrokenConnection, isPostgresFault, StoreUnavailableError, unavailableReason } from '../unavailable.js';
 import type { MigrationRun } from '../migration_history.js';
 import { auditEventConditions, auditLimit, liveToken, rateLimitCounterLifetime } from '../sqlite/sqlite_store.js';
 import {
@@ -170,7 +171,7 @@ class Statements {
 /** A driver error of a database that is away, slow or locked, as the StoreUnavailableError callers know; anything else as it was. */
 function asUnavailable(err: unknown): unknown {
   // A deadlock victim keeps its code: the transaction runs it again (see retryableErrors).
-  if (err instanceof StoreUnavailableError || !isStoreUnavailable(err) || retryableErrors.has(errorCode(err) as string)) return err;
+  if (err instanceof StoreUnavailableError || !isPostgresFault(err) || retryableErrors.has(errorCode(err) as string)) return err;
   const reason = unavailableReason(err);
   return new StoreUnavailableError(
     reason === 'timeout' ? `the database did not answer in time: ${(err as Error).message}` : `the database is unreachable: ${(err as Error).message}`,
@@ -359,12 +360,14 @@ export class PostgresStore implements Store {
   /**
    * Runs `work` in one transaction on one pooled client: COMMIT when it resolves, ROLLBACK when it
    * throws, and the client always goes back to the pool. A deadlock victim is run again. The wait
-   * for the client and the work up to the COMMIT must fit in the time limit: past it the
-   * transaction is rolled back instead of committed, since whoever asked has likely given up and
-   * would never learn of a late commit (an approved device grant spent for nobody).
+   * for the client has the pool's limit; then the work up to the COMMIT must fit in the time limit
+   * too: past it the transaction is rolled back instead of committed, since whoever asked has likely
+   * given up and would never learn of a late commit (an approved device grant spent for nobody).
+   * `bulk` work (re-encrypting every secret, ending every sign-in of a person, purging) has only the
+   * per-statement limit: it is bounded by the data, not by a client waiting, and late is harmless.
    */
-  private async transaction<T>(work: (tx: Statements) => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.timeoutMs;
+  private async transaction<T>(work: (tx: Statements) => Promise<T>, options: { bulk?: boolean } = {}): Promise<T> {
+    const deadlined = this.transactionDeadline && options.bulk !== true;
     for (let attempt = 1; ; attempt++) {
       let client: PoolClient;
       try {
@@ -372,6 +375,7 @@ export class PostgresStore implements Store {
       } catch (err) {
         throw asUnavailable(err);
       }
+      const deadline = Date.now() + this.timeoutMs;
       let broken: Error | undefined;
       let changedDirectory = false;
       try {
@@ -386,15 +390,23 @@ export class PostgresStore implements Store {
               }),
           ),
         );
-        if (this.transactionDeadline && Date.now() > deadline) throw new StoreUnavailableError(`the transaction took longer than ${this.timeoutMs} ms: rolled back`, 'timeout');
+        if (deadlined && Date.now() > deadline) throw new StoreUnavailableError(`the transaction took longer than ${this.timeoutMs} ms: rolled back`, 'timeout');
         await client.query('COMMIT');
         // Also after the commit: a lookup between the statement and the commit read the old row.
         if (changedDirectory) this.directory?.cache.invalidate();
         return result;
       } catch (err) {
-        // A client whose ROLLBACK fails is in an unknown state: it is closed, not reused.
-        await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
-        if (attempt < transactionAttempts && retryableErrors.has(errorCode(err) as string) && (!this.transactionDeadline || Date.now() < deadline)) continue;
+        const cause = err instanceof StoreUnavailableError && err.cause !== undefined ? err.cause : err;
+        if (isBrokenConnection(cause)) {
+          // A dead or stuck connection (the database went away, a read timed out with the query
+          // still running) would make a ROLLBACK wait behind it: it is closed instead, which ends
+          // the transaction on the server just the same.
+          broken = cause instanceof Error ? cause : new Error(String(cause));
+        } else {
+          // A client whose ROLLBACK fails is in an unknown state: it is closed, not reused.
+          await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+        }
+        if (attempt < transactionAttempts && retryableErrors.has(errorCode(err) as string) && (!deadlined || Date.now() < deadline)) continue;
         throw asUnavailable(err);
       } finally {
         client.release(broken);
@@ -475,7 +487,7 @@ export class PostgresStore implements Store {
       await purge('removed_clients', 'removed_at <= $1', now - 366 * 86400);
       await purge('rate_limit_counters', 'last_at <= $1', now - rateLimitCounterLifetime);
       return counts;
-    });
+    }, { bulk: true });
   }
 
   async close(): Promise<void> {
@@ -672,7 +684,7 @@ export class PostgresStore implements Store {
       await tx.run('DELETE FROM user_identities WHERE user_id = $1 AND connector_id = $2', userId, connectorId);
       await PostgresStore.endEverythingOf(tx, userId, now);
       return bound;
-    });
+    }, { bulk: true });
   }
 
   async findRemovedIdentity(connectorId: string, subject: string): Promise<RemovedIdentityRecord | undefined> {
@@ -720,12 +732,10 @@ export class PostgresStore implements Store {
   private static async endEverythingOf(tx: Statements, userId: string, now: number): Promise<void> {
     await tx.run('UPDATE users SET tokens_revoked_at = greatest(coalesce(tokens_revoked_at, 0), $1) WHERE id = $2', now, userId);
     await tx.run('DELETE FROM sessions WHERE user_id = $1', userId);
-    const families = await tx.many('SELECT DISTINCT family_id COLLATE "C" AS family_id FROM refresh_tokens WHERE user_id = $1 ORDER BY 1', userId);
-    for (const { family_id: familyId } of families) {
-      await PostgresStore.lockFamily(tx, String(familyId));
-      await tx.run('INSERT INTO revoked_refresh_families (family_id, revoked_at) VALUES ($1, $2) ON CONFLICT DO NOTHING', familyId, now);
-      await tx.run('UPDATE refresh_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL', now, familyId);
-    }
+    // Only families with a live token need their lock: one wholly revoked cannot grow (a token is
+    // added to a family only by rotating a live one), and its access tokens are refused by the
+    // user's tokens_revoked_at set above.
+    await PostgresStore.revokeLockedFamilies(tx, await PostgresStore.lockUnrevokedFamilies(tx, userId), now);
   }
 
   async setUserDisabled(username: string, disabled: boolean, now: number): Promise<boolean> {
@@ -734,7 +744,7 @@ export class PostgresStore implements Store {
       // A disabled account keeps nothing: enabling it again must not bring old sign-ins back.
       if (changed && disabled) await PostgresStore.endEverythingOf(tx, String(changed.id), now);
       return changed !== undefined;
-    });
+    }, { bulk: true });
   }
 
   async setUserPassword(username: string, passwordHash: string, now: number): Promise<boolean> {
@@ -743,7 +753,7 @@ export class PostgresStore implements Store {
       // Whoever knew the old password is signed out everywhere (RFC 6819 §5.2.2.3).
       if (changed) await PostgresStore.endEverythingOf(tx, String(changed.id), now);
       return changed !== undefined;
-    });
+    }, { bulk: true });
   }
 
   async revokeUserTokens(username: string, now: number): Promise<boolean> {
@@ -752,7 +762,7 @@ export class PostgresStore implements Store {
       const found = await tx.one(`SELECT id FROM users WHERE ${usernameIs('$1')} FOR UPDATE`, username);
       if (found) await PostgresStore.endEverythingOf(tx, String(found.id), now);
       return found !== undefined;
-    });
+    }, { bulk: true });
   }
 
   private clientParams(c: ClientRecord): unknown[] {
@@ -970,7 +980,7 @@ export class PostgresStore implements Store {
         }
       }
       return changed;
-    });
+    }, { bulk: true });
   }
 
   async sampleStoredSecrets(): Promise<SealedSecret[]> {
@@ -1101,7 +1111,7 @@ export class PostgresStore implements Store {
       const ended = await tx.many('DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2 RETURNING expires_at', userId, keepIdHash);
       // Expired sessions were only waiting for the purge: they are removed, not counted.
       return { sessions: ended.filter((row) => Number(row.expires_at) > now).length, refreshFamilies: Number(live?.n ?? 0) };
-    });
+    }, { bulk: true });
   }
 
   async createDeviceGrant(g: DeviceGrantRecord): Promise<void> {
@@ -1231,49 +1241,67 @@ export class PostgresStore implements Store {
       const spent = await PostgresStore.spendDeviceGrant(tx, id, now);
       if (!spent) return undefined;
       const refreshTokenStored = refresh !== undefined && (await PostgresStore.insertGuardedRefreshToken(tx, refresh.token, refresh.guard));
-      const grant = (await PostgresStore.recordDeviceIssuance(tx, id, accessTokenJti, refreshTokenStored ? refresh?.token.familyId : undefined)) ?? spent;
+      const grant = (await PostgresStore.recordDeviceIssuance(tx, id, accessTokenJti, refreshTokenStored ? refresh?.token.familyId : undefined, now)) ?? spent;
       return { grant, refreshTokenStored };
     });
   }
 
-  /** Inside a transaction: what a device grant's redemption handed out, for a recovery to revoke. */
-  private static async recordDeviceIssuance(tx: Statements, id: string, accessTokenJti: string | undefined, refreshFamilyId: string | undefined): Promise<DeviceGrantRecord | undefined> {
+  /** Inside a transaction: what a device grant's redemption handed out, for a recovery to replace. */
+  private static async recordDeviceIssuance(tx: Statements, id: string, accessTokenJti: string | undefined, refreshFamilyId: string | undefined, now: number): Promise<DeviceGrantRecord | undefined> {
     if (accessTokenJti === undefined && refreshFamilyId === undefined) return undefined;
-    const row = await tx.one('UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2 WHERE id = $3 RETURNING *', accessTokenJti ?? null, refreshFamilyId ?? null, id);
+    const row = await tx.one(
+      'UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2, issued_at = $3 WHERE id = $4 RETURNING *',
+      accessTokenJti ?? null,
+      refreshFamilyId ?? null,
+      now,
+      id,
+    );
     return row && toDeviceGrant(row);
   }
 
   async recoverDeviceGrant(
     id: string,
-    since: number,
-    now: number,
-    limit: number,
+    bounds: { since: number; now: number; minGapSeconds: number; limit: number },
     replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal> {
+    const { since, now, minGapSeconds, limit } = bounds;
     return this.transaction(async (tx): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal> => {
-      // The grant's row first (two recoveries at once take turns), then the old family's lock.
+      // Locks in the order every other writer takes them: the grant's row (recoveries take turns),
+      // the user's row (as a revocation of the person's sign-ins takes it before their families),
+      // then the family's.
       const row = await tx.one('SELECT * FROM device_grants WHERE id = $1 FOR UPDATE', id);
       if (!row) return 'not_redeemed';
       const grant = toDeviceGrant(row);
       if (grant.status !== 'consumed' || grant.consumedAt === undefined || grant.accessTokenJti === undefined) return 'not_redeemed';
       if (grant.consumedAt < since) return 'too_late';
-      if ((grant.recoveries ?? 0) >= limit) return 'limit';
+      if ((grant.issuedAt ?? grant.consumedAt) > now - minGapSeconds) return 'too_soon';
+      if (grant.recoveries >= limit) return 'limit';
+      let refresh = replacement.refresh;
+      if (refresh !== undefined) await tx.one('SELECT 1 FROM users WHERE id = $1 FOR SHARE', refresh.token.userId);
       if (grant.refreshFamilyId !== undefined) {
         await PostgresStore.lockFamily(tx, grant.refreshFamilyId);
         // The lost answer's refresh token was used after all: its holder is not the one who lost it.
         if (await tx.one('SELECT 1 AS used FROM refresh_tokens WHERE family_id = $1 AND rotated_at IS NOT NULL LIMIT 1', grant.refreshFamilyId)) return 'used';
         if (await tx.one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', grant.refreshFamilyId)) return 'used';
-        await tx.run('INSERT INTO revoked_refresh_families (family_id, revoked_at) VALUES ($1, $2) ON CONFLICT DO NOTHING', grant.refreshFamilyId, now);
-        await tx.run('UPDATE refresh_tokens SET revoked_at = $1 WHERE family_id = $2 AND revoked_at IS NULL', now, grant.refreshFamilyId);
+        const lost = (
+          await tx.many(
+            'UPDATE refresh_tokens SET superseded_at = $1 WHERE family_id = $2 AND superseded_at IS NULL AND revoked_at IS NULL RETURNING id, access_token_jti, family_expires_at, created_at',
+            now,
+            grant.refreshFamilyId,
+          )
+        ).sort((a, b) => Number(b.created_at) - Number(a.created_at));
+        for (const token of lost) if (token.access_token_jti !== null) await PostgresStore.revokeAccessTokenUntil(tx, String(token.access_token_jti), now);
+        const newest = lost[0];
+        // The new token takes the lost one's place in its family: same family and end, the lost one as its parent.
+        if (refresh !== undefined && newest !== undefined) refresh = { ...refresh, token: joinedFamily(refresh.token, grant.refreshFamilyId, String(newest.id), Number(newest.family_expires_at)) };
       }
       await PostgresStore.revokeAccessTokenUntil(tx, grant.accessTokenJti, now);
-      const refresh = replacement.refresh;
-      // The new family is made up here: nobody else holds or waits for its lock (see lockFamily).
       const refreshTokenStored = refresh !== undefined && (await PostgresStore.insertGuardedRefreshToken(tx, refresh.token, refresh.guard));
       const updated = await tx.one(
-        'UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2, recoveries = recoveries + 1 WHERE id = $3 RETURNING *',
+        'UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2, issued_at = $3, recoveries = recoveries + 1 WHERE id = $4 RETURNING *',
         replacement.accessTokenJti,
-        refreshTokenStored ? refresh.token.familyId : null,
+        refreshTokenStored ? refresh!.token.familyId : null,
+        now,
         id,
       );
       return { grant: toDeviceGrant(updated!), refreshTokenStored };
@@ -1379,7 +1407,7 @@ export class PostgresStore implements Store {
     });
   }
 
-  async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number): Promise<true | GraceRefusal> {
+  async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Promise<true | GraceRefusal> {
     return this.transaction(async (tx): Promise<true | GraceRefusal> => {
       // Every write in the family holds its lock: no successor is rotated while this looks.
       await PostgresStore.lockFamily(tx, successor.familyId);
@@ -1393,9 +1421,10 @@ export class PostgresStore implements Store {
       if (Number(row.retries) >= limit) return 'limit';
       // What the lost answers carried dies with this retry: one live branch, always.
       const lost = await tx.many(
-        'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND rotated_at IS NULL AND superseded_at IS NULL RETURNING access_token_jti',
+        'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND rotated_at IS NULL AND superseded_at IS NULL AND created_at < $3 RETURNING access_token_jti',
         now,
         id,
+        now - raceSeconds,
       );
       for (const token of lost) if (token.access_token_jti !== null) await PostgresStore.revokeAccessTokenUntil(tx, String(token.access_token_jti), now);
       await tx.run('UPDATE refresh_tokens SET retries = retries + 1 WHERE id = $1', id);
@@ -1507,7 +1536,7 @@ export class PostgresStore implements Store {
       const familyIds = await PostgresStore.lockUnrevokedFamilies(tx, userId, clientId);
       await PostgresStore.revokeLockedFamilies(tx, familyIds, now);
       return tx.run('DELETE FROM consents WHERE user_id = $1 AND client_id = $2', userId, clientId);
-    });
+    }, { bulk: true });
   }
 
   async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }, now: number): Promise<boolean> {

@@ -28,9 +28,10 @@ export function migrate(db: Database.Database, migrations: Migration[], now: num
     name       TEXT NOT NULL,
     applied_at INTEGER NOT NULL
   ) STRICT`);
-  // The record's own columns, added in place to the table older builds made.
-  const columns = new Set((db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[]).map((c) => c.name));
+  // The record's own columns, added in place to the table older builds made (looked at under the
+  // write lock: two processes upgrading one file at once add each column once).
   db.transaction(() => {
+    const columns = new Set((db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[]).map((c) => c.name));
     if (!columns.has('checksum')) db.exec('ALTER TABLE schema_migrations ADD COLUMN checksum TEXT');
     if (!columns.has('latchkey_version')) db.exec('ALTER TABLE schema_migrations ADD COLUMN latchkey_version TEXT');
   }).immediate();

@@ -63,6 +63,7 @@ import {
   type GraceRefusal,
   type DeviceRecoveryRefusal,
   maxAccessTokenLifetime,
+  joinedFamily,
   type PasskeyRecord,
   type Permission,
   type PurgeCounts,
@@ -1212,46 +1213,60 @@ export class SqliteStore implements Store {
       const spent = this.spendDeviceGrant(id, now);
       if (!spent) return undefined;
       const refreshTokenStored = refresh !== undefined && this.insertGuardedRefreshToken(refresh.token, refresh.guard);
-      const grant = this.recordDeviceIssuance(id, accessTokenJti, refreshTokenStored ? refresh?.token.familyId : undefined) ?? spent;
+      const grant = this.recordDeviceIssuance(id, accessTokenJti, refreshTokenStored ? refresh?.token.familyId : undefined, now) ?? spent;
       return { grant, refreshTokenStored };
     });
   }
 
-  /** Inside a transaction: what a device grant's redemption handed out, for a recovery to revoke. */
-  private recordDeviceIssuance(id: string, accessTokenJti: string | undefined, refreshFamilyId: string | undefined): DeviceGrantRecord | undefined {
+  /** Inside a transaction: what a device grant's redemption handed out, for a recovery to replace. */
+  private recordDeviceIssuance(id: string, accessTokenJti: string | undefined, refreshFamilyId: string | undefined, now: number): DeviceGrantRecord | undefined {
     if (accessTokenJti === undefined && refreshFamilyId === undefined) return undefined;
-    const row = this.get('UPDATE device_grants SET access_token_jti = ?, refresh_family_id = ? WHERE id = ? RETURNING *', accessTokenJti ?? null, refreshFamilyId ?? null, id);
+    const row = this.get(
+      'UPDATE device_grants SET access_token_jti = ?, refresh_family_id = ?, issued_at = ? WHERE id = ? RETURNING *',
+      accessTokenJti ?? null,
+      refreshFamilyId ?? null,
+      now,
+      id,
+    );
     return row && toDeviceGrant(row);
   }
 
   async recoverDeviceGrant(
     id: string,
-    since: number,
-    now: number,
-    limit: number,
+    bounds: { since: number; now: number; minGapSeconds: number; limit: number },
     replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal> {
+    const { since, now, minGapSeconds, limit } = bounds;
     return this.atomic((): { grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal => {
       const row = this.get('SELECT * FROM device_grants WHERE id = ?', id);
       if (!row) return 'not_redeemed';
       const grant = toDeviceGrant(row);
       if (grant.status !== 'consumed' || grant.consumedAt === undefined || grant.accessTokenJti === undefined) return 'not_redeemed';
       if (grant.consumedAt < since) return 'too_late';
-      if ((grant.recoveries ?? 0) >= limit) return 'limit';
+      if ((grant.issuedAt ?? grant.consumedAt) > now - minGapSeconds) return 'too_soon';
+      if (grant.recoveries >= limit) return 'limit';
+      let refresh = replacement.refresh;
       if (grant.refreshFamilyId !== undefined) {
         // The lost answer's refresh token was used after all: its holder is not the one who lost it.
         if (this.get('SELECT 1 AS used FROM refresh_tokens WHERE family_id = ? AND rotated_at IS NOT NULL LIMIT 1', grant.refreshFamilyId)) return 'used';
         if (this.get('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = ?', grant.refreshFamilyId)) return 'used';
-        this.run('INSERT OR IGNORE INTO revoked_refresh_families (family_id, revoked_at) VALUES (?, ?)', grant.refreshFamilyId, now);
-        this.run('UPDATE refresh_tokens SET revoked_at = ? WHERE family_id = ? AND revoked_at IS NULL', now, grant.refreshFamilyId);
+        const lost = this.all(
+          'UPDATE refresh_tokens SET superseded_at = ? WHERE family_id = ? AND superseded_at IS NULL AND revoked_at IS NULL RETURNING id, access_token_jti, family_expires_at, created_at',
+          now,
+          grant.refreshFamilyId,
+        ).sort((a, b) => Number(b.created_at) - Number(a.created_at));
+        for (const token of lost) if (token.access_token_jti !== null) this.revokeAccessTokenUntil(String(token.access_token_jti), now);
+        const newest = lost[0];
+        // The new token takes the lost one's place in its family: same family and end, the lost one as its parent.
+        if (refresh !== undefined && newest !== undefined) refresh = { ...refresh, token: joinedFamily(refresh.token, grant.refreshFamilyId, String(newest.id), Number(newest.family_expires_at)) };
       }
       this.revokeAccessTokenUntil(grant.accessTokenJti, now);
-      const refresh = replacement.refresh;
       const refreshTokenStored = refresh !== undefined && this.insertGuardedRefreshToken(refresh.token, refresh.guard);
       const updated = this.get(
-        'UPDATE device_grants SET access_token_jti = ?, refresh_family_id = ?, recoveries = recoveries + 1 WHERE id = ? RETURNING *',
+        'UPDATE device_grants SET access_token_jti = ?, refresh_family_id = ?, issued_at = ?, recoveries = recoveries + 1 WHERE id = ? RETURNING *',
         replacement.accessTokenJti,
-        refreshTokenStored ? refresh.token.familyId : null,
+        refreshTokenStored ? refresh!.token.familyId : null,
+        now,
         id,
       );
       return { grant: toDeviceGrant(updated!), refreshTokenStored };
@@ -1350,7 +1365,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number): Promise<true | GraceRefusal> {
+  async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Promise<true | GraceRefusal> {
     return this.atomic((): true | GraceRefusal => {
       const row = this.get('SELECT revoked_at, superseded_at, retries, rotated_at FROM refresh_tokens WHERE id = ?', id);
       if (!row || row.revoked_at !== null) return 'revoked';
@@ -1362,9 +1377,10 @@ export class SqliteStore implements Store {
       if (Number(row.retries) >= limit) return 'limit';
       // What the lost answers carried dies with this retry: one live branch, always.
       for (const lost of this.all(
-        'UPDATE refresh_tokens SET superseded_at = ? WHERE parent_id = ? AND rotated_at IS NULL AND superseded_at IS NULL RETURNING access_token_jti',
+        'UPDATE refresh_tokens SET superseded_at = ? WHERE parent_id = ? AND rotated_at IS NULL AND superseded_at IS NULL AND created_at < ? RETURNING access_token_jti',
         now,
         id,
+        now - raceSeconds,
       )) {
         if (lost.access_token_jti !== null) this.revokeAccessTokenUntil(String(lost.access_token_jti), now);
       }

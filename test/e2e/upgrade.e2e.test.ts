@@ -172,7 +172,10 @@ describe.each(cases.filter((c) => c.store === 'sqlite' || pgTestUrl !== undefine
     expect(list.stderr).toMatch(refusal);
   }, 60_000);
 
-  it.runIf(!sealedBefore)('an admin command run first upgrades it, encrypts what was in the clear and says so; the server then starts on it', async () => {
+});
+
+describe.each(cases.filter((c) => !c.sealedBefore && (c.store === 'sqlite' || pgTestUrl !== undefined)))('an admin command first, on the database the main of $fixture left on $store', ({ fixture, store, from }) => {
+  it('upgrades it, encrypts what was in the clear and says so; the server then starts on it', async () => {
     const { env, held } = await restore(fixture, store);
     env.LATCHKEY_ISSUER = held.issuer;
     const rotate = await runCli(['keys', 'rotate'], env);

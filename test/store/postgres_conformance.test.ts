@@ -39,7 +39,8 @@ afterAll(async () => {
   } finally {
     await admin.end();
   }
-});
+  // Hundreds of schemas to drop: given time on a loaded machine.
+}, 180_000);
 
 function openStore(schema = freshSchema(), now = t0, directoryCache = false): Promise<PostgresStore> {
   return PostgresStore.open({ url: url!, schema, now, directoryCache });

@@ -8,7 +8,7 @@
  * by the server and by the admin commands with one line naming that build.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,8 +50,13 @@ async function restore(fixture: string, store: 'sqlite' | 'postgres'): Promise<{
   if (store === 'sqlite') {
     const tmp = mkdtempSync(join(tmpdir(), `latchkey-upgrade-${fixture}-`));
     cleanups.push(() => rmSync(tmp, { recursive: true, force: true }));
+    // An operator's files are the server's alone (a checkout gives the fixtures 0644).
     copyFileSync(join(dir, 'latchkey.db'), join(tmp, 'latchkey.db'));
-    if (existsSync(join(dir, 'latchkey.db.key'))) copyFileSync(join(dir, 'latchkey.db.key'), join(tmp, 'latchkey.db.key'));
+    chmodSync(join(tmp, 'latchkey.db'), 0o600);
+    if (existsSync(join(dir, 'latchkey.db.key'))) {
+      copyFileSync(join(dir, 'latchkey.db.key'), join(tmp, 'latchkey.db.key'));
+      chmodSync(join(tmp, 'latchkey.db.key'), 0o600);
+    }
     const path = join(tmp, 'latchkey.db');
     const run = (text: string) => {
       const db = new Database(path);

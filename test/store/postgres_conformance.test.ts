@@ -31,6 +31,7 @@ function freshSchema(): string {
   return schema;
 }
 
+// Hundreds of schemas to drop: given time on a loaded machine.
 afterAll(async () => {
   if (!url || schemas.length === 0) return;
   const admin = new pg.Pool({ connectionString: url, max: 1 });
@@ -39,7 +40,7 @@ afterAll(async () => {
   } finally {
     await admin.end();
   }
-});
+}, 180_000);
 
 function openStore(schema = freshSchema(), now = t0, directoryCache = false): Promise<PostgresStore> {
   return PostgresStore.open({ url: url!, schema, now, directoryCache });

@@ -141,6 +141,7 @@ async function migrateOn<T>(connectionString: string, timeoutMs: number, work: (
 export class PostgresStore extends SqlStore {
   /** Several instances share the database: rate limits are counted in it. */
   readonly sharedAcrossInstances = true;
+  protected readonly writableCtes = true;
   /** The migrations this instance applied when it opened (none when another instance had). */
   readonly appliedMigrations: string[];
   private ended: Promise<void> | undefined;

@@ -88,6 +88,7 @@ import {
   toUser,
   toUserIdentity,
   toRegistrationToken,
+  type Row,
 } from '../rows.js';
 import { either } from './dialect.js';
 import { insert, lock, many, one, referring, run, type Mode, type Verb } from './sql.js';
@@ -318,49 +319,51 @@ function* revokeLockedFamilies(familyIds: string[], now: number): Verb<void> {
   );
   yield* run('UPDATE refresh_tokens SET revoked_at = $1 WHERE family_id = ANY($2::text[]) AND revoked_at IS NULL', now, familyIds);
 }
-/** approved → consumed in one conditional UPDATE: the grant for the caller that won. */
-function* spendDeviceGrant(id: string, now: number): Verb<DeviceGrantRecord | undefined> {
+/**
+ * approved → consumed in one conditional UPDATE: the grant for the caller that won, recording
+ * what it hands out (the access token's jti, the refresh family), for a recovery to replace.
+ */
+function* spendDeviceGrant(id: string, now: number, issued: { accessTokenJti?: string | undefined; refreshFamilyId?: string | undefined } = {}): Verb<DeviceGrantRecord | undefined> {
   const row = yield* one(
-    `UPDATE device_grants SET status = 'consumed', consumed_at = $1
-     WHERE id = $2 AND status = 'approved' AND expires_at > $3 RETURNING *`,
+    `UPDATE device_grants SET status = 'consumed', consumed_at = $1, access_token_jti = $3, refresh_family_id = $4,
+       issued_at = CASE WHEN $3::text IS NULL AND $4::text IS NULL THEN issued_at ELSE $1 END
+     WHERE id = $2 AND status = 'approved' AND expires_at > $1 RETURNING *`,
     now,
     id,
-    now,
+    issued.accessTokenJti ?? null,
+    issued.refreshFamilyId ?? null,
   );
   return row && toDeviceGrant(row);
 }
-/** Inside a transaction: what a device grant's redemption handed out, for a recovery to replace. */
-function* recordDeviceIssuance(id: string, accessTokenJti: string | undefined, refreshFamilyId: string | undefined, now: number): Verb<DeviceGrantRecord | undefined> {
-  if (accessTokenJti === undefined && refreshFamilyId === undefined) return undefined;
-  const row = yield* one(
-    'UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2, issued_at = $3 WHERE id = $4 RETURNING *',
-    accessTokenJti ?? null,
-    refreshFamilyId ?? null,
-    now,
-    id,
-  );
-  return row && toDeviceGrant(row);
+
+/** Whether the user's tokensRevokedAt is still what the guard says (held so until the transaction ends: see insertGuardedRefreshToken). */
+function* guardHolds(userId: string, guard: UserRevocationGuard): Verb<boolean> {
+  const row = yield* one('SELECT tokens_revoked_at FROM users WHERE id = $1 FOR SHARE', userId);
+  return row !== undefined && (row.tokens_revoked_at === null ? undefined : Number(row.tokens_revoked_at)) === guard.userTokensRevokedAt;
 }
+
 /** Inside a transaction: the token, only while the user's tokensRevokedAt is what the guard says. */
 function* insertGuardedRefreshToken(t: RefreshTokenRecord, guard: UserRevocationGuard | undefined): Verb<boolean> {
   yield* lockFamily(t.familyId);
-  if (guard !== undefined) {
-    // FOR SHARE waits for a revocation holding the user row (endEverythingOf updates it first),
-    // and holds such a revocation back until this family is committed, so it is then revoked too.
-    const row = yield* one('SELECT tokens_revoked_at FROM users WHERE id = $1 FOR SHARE', t.userId);
-    if (!row || (row.tokens_revoked_at === null ? undefined : Number(row.tokens_revoked_at)) !== guard.userTokensRevokedAt) return false;
-  }
+  // FOR SHARE waits for a revocation holding the user row (endEverythingOf updates it first),
+  // and holds such a revocation back until this family is committed, so it is then revoked too.
+  if (guard !== undefined && !(yield* guardHolds(t.userId, guard))) return false;
   yield* insertRefreshToken(t);
   return true;
 }
 /** Inside a transaction that holds the family's lock (lockFamily). */
 function* insertRefreshToken(t: RefreshTokenRecord): Verb<void> {
-  yield* run(
-    `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at,
-       expires_at, family_expires_at, rotated_at, revoked_at, parent_id, superseded_at, amr, approved_ip, approved_user_agent, session_id, dpop_jkt, claims,
-       access_token_jti)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-             coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+  yield* run(`INSERT INTO refresh_tokens (${refreshTokenColumns}) VALUES (${refreshTokenValues})`, ...refreshTokenParams(t));
+}
+
+/** A refresh token's columns, their values ($1 … $22: refreshTokenParams), born revoked in a family that already is. */
+const refreshTokenColumns = `id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at, rotated_at,
+  revoked_at, parent_id, superseded_at, amr, approved_ip, approved_user_agent, session_id, dpop_jkt, claims, access_token_jti`;
+const refreshTokenValues = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+  coalesce($13, (SELECT revoked_at FROM revoked_refresh_families WHERE family_id = $3)), $14, $15, $16, $17, $18, $19, $20, $21, $22`;
+
+function refreshTokenParams(t: RefreshTokenRecord): unknown[] {
+  return [
     t.id,
     t.tokenHash,
     t.familyId,
@@ -383,8 +386,9 @@ function* insertRefreshToken(t: RefreshTokenRecord): Verb<void> {
     t.dpopJkt ?? null,
     claimsToText(t.claims),
     t.accessTokenJti ?? null,
-  );
+  ];
 }
+
 /**
  * Refuses access token `jti` from now on. Its row is kept while the token could still be valid:
  * it was issued before now, so for at most the longest lifetime (a row kept longer is harmless).
@@ -443,6 +447,11 @@ function* spendRegistrationToken(tokenHash: string, now: number, clientId: strin
 export abstract class SqlStore implements Store {
   abstract readonly sharedAcrossInstances: boolean;
   abstract readonly migrationRun: MigrationRun;
+  /**
+   * Whether a statement may write through its WITH clauses (PostgreSQL; SQLite may not): the one
+   * difference a verb's own steps follow — the device flow's redemption is then one statement.
+   */
+  protected abstract readonly writableCtes: boolean;
 
   /** Runs a verb: `plain` statement by statement, `atomic` in one transaction, `bulk` in one without the request deadline. */
   protected abstract execute<T>(mode: Mode, verb: () => Verb<T>): Promise<T>;
@@ -453,6 +462,27 @@ export abstract class SqlStore implements Store {
   abstract scrubFreedSpace(): Promise<void>;
   abstract reclaimSpace(pages?: number): Promise<number>;
 
+  /** The first row of one statement, as a record; undefined when there is none. */
+  protected first<T>(record: (row: Row) => T, text: string, ...params: unknown[]): Promise<T | undefined> {
+    return this.execute('plain', function* () {
+      const row = yield* one(text, ...params);
+      return row && record(row);
+    });
+  }
+
+  /** Every row of one statement, as records. */
+  protected rows<T>(record: (row: Row) => T, text: string, ...params: unknown[]): Promise<T[]> {
+    return this.execute('plain', function* () {
+      return (yield* many(text, ...params)).map(record);
+    });
+  }
+
+  /** Whether one write changed exactly one row. */
+  protected changedOne(text: string, ...params: unknown[]): Promise<boolean> {
+    return this.execute('plain', function* () {
+      return (yield* run(text, ...params)) === 1;
+    });
+  }
 
   async purgeExpired(now: number, batchSize = -1): Promise<PurgeCounts> {
     const grace = 86400;
@@ -490,28 +520,20 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
-
-
   async countUsers(): Promise<number> {
     return this.execute('plain', function* () {
       return Number((yield* one('SELECT count(*) AS n FROM users'))?.n ?? 0);
     });
   }
 
-
   async createUser(u: UserRecord): Promise<void> {
     return this.execute('plain', () => insertUser(u));
   }
 
-
   async findUsersByEmail(email: string): Promise<UserRecord[]> {
-    return this.execute('plain', function* () {
-      if (!storable(email)) return [];
-      return (yield* many(`SELECT ${userWithRoles} FROM users WHERE ${emailIs('$1')} ORDER BY lower(username COLLATE "C")`, email)).map(toUser);
-    });
+    if (!storable(email)) return [];
+    return this.rows(toUser, `SELECT ${userWithRoles} FROM users WHERE ${emailIs('$1')} ORDER BY lower(username COLLATE "C")`, email);
   }
-
 
   async createConnector(c: Omit<ConnectorRecord, 'position'>): Promise<void> {
     await this.execute('atomic', function* () {
@@ -531,38 +553,24 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findConnector(id: string): Promise<ConnectorRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(id)) return undefined;
-      const row = yield* one('SELECT * FROM connectors WHERE id = $1', id);
-      return row && toConnector(row);
-    });
+    if (!storable(id)) return undefined;
+    return this.first(toConnector, 'SELECT * FROM connectors WHERE id = $1', id);
   }
 
   async listConnectors(): Promise<ConnectorRecord[]> {
-    return this.execute('plain', function* () {
-      return (yield* many('SELECT * FROM connectors ORDER BY position, id COLLATE "C"')).map(toConnector);
-    });
+    return this.rows(toConnector, 'SELECT * FROM connectors ORDER BY position, id COLLATE "C"');
   }
-
 
   async removeConnector(id: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(id)) return false;
-      return (yield* run('DELETE FROM connectors WHERE id = $1', id)) === 1;
-    });
+    if (!storable(id)) return false;
+    return this.changedOne('DELETE FROM connectors WHERE id = $1', id);
   }
-
 
   async findIdentity(connectorId: string, subject: string): Promise<UserIdentityRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(connectorId) || !storable(subject)) return undefined;
-      const row = yield* one('SELECT * FROM user_identities WHERE connector_id = $1 AND subject = $2', connectorId, subject);
-      return row && toUserIdentity(row);
-    });
+    if (!storable(connectorId) || !storable(subject)) return undefined;
+    return this.first(toUserIdentity, 'SELECT * FROM user_identities WHERE connector_id = $1 AND subject = $2', connectorId, subject);
   }
-
 
   async createUserWithIdentity(user: UserRecord, identity: UserIdentityRecord): Promise<void> {
     return this.execute('atomic', function* () {
@@ -571,11 +579,9 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async linkIdentity(identity: UserIdentityRecord): Promise<void> {
     return this.execute('plain', () => insertIdentity(identity));
   }
-
 
   async recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<boolean> {
     if (!storable(connectorId) || !storable(subject)) return false;
@@ -601,7 +607,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async listIdentities(userId: string | undefined): Promise<UserIdentityRecord[]> {
     return this.execute('plain', function* () {
       if (userId !== undefined && !storable(userId)) return [];
@@ -614,7 +619,6 @@ export abstract class SqlStore implements Store {
       return rows.map(toUserIdentity);
     });
   }
-
 
   async unlinkIdentity(userId: string, connectorId: string, now: number, anotherWayIn?: AnotherWayIn): Promise<UserIdentityRecord[] | 'last_way_in'> {
     if (!storable(userId) || !storable(connectorId)) return [];
@@ -654,31 +658,20 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findRemovedIdentity(connectorId: string, subject: string): Promise<RemovedIdentityRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(connectorId) || !storable(subject)) return undefined;
-      const row = yield* one('SELECT * FROM removed_identities WHERE connector_id = $1 AND subject = $2', connectorId, subject);
-      return row && toRemovedIdentity(row);
-    });
+    if (!storable(connectorId) || !storable(subject)) return undefined;
+    return this.first(toRemovedIdentity, 'SELECT * FROM removed_identities WHERE connector_id = $1 AND subject = $2', connectorId, subject);
   }
-
 
   async listRemovedIdentities(userId: string): Promise<RemovedIdentityRecord[]> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return [];
-      return (
-        yield* many('SELECT * FROM removed_identities WHERE user_id = $1 ORDER BY removed_at DESC, connector_id COLLATE "C", subject COLLATE "C"', userId)
-      ).map(toRemovedIdentity);
-    });
+    if (!storable(userId)) return [];
+    return this.rows(toRemovedIdentity, 'SELECT * FROM removed_identities WHERE user_id = $1 ORDER BY removed_at DESC, connector_id COLLATE "C", subject COLLATE "C"', userId);
   }
-
 
   async allowRemovedIdentity(userId: string, connectorId: string): Promise<number> {
     if (!storable(userId) || !storable(connectorId)) return 0;
     return this.execute('plain', () => run('DELETE FROM removed_identities WHERE user_id = $1 AND connector_id = $2', userId, connectorId));
   }
-
 
   async findUserById(id: string): Promise<UserRecord | undefined> {
     if (!storable(id)) return undefined;
@@ -688,15 +681,10 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findUserByUsername(username: string): Promise<UserRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(username)) return undefined;
-      const row = yield* one(`SELECT ${userWithRoles} FROM users WHERE ${usernameIs('$1')}`, username);
-      return row && toUser(row);
-    });
+    if (!storable(username)) return undefined;
+    return this.first(toUser, `SELECT ${userWithRoles} FROM users WHERE ${usernameIs('$1')}`, username);
   }
-
 
   async listUsers(): Promise<UserRecord[]> {
     return this.execute('plain', function* () {
@@ -704,7 +692,6 @@ export abstract class SqlStore implements Store {
       return (yield* many(`SELECT ${userWithRoles} FROM users ORDER BY lower(username COLLATE "C")`)).map(toUser);
     });
   }
-
 
   async setUserDisabled(username: string, disabled: boolean, now: number): Promise<boolean> {
     return this.execute('bulk', function* () {
@@ -715,7 +702,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async setUserPassword(username: string, passwordHash: string, now: number): Promise<boolean> {
     return this.execute('bulk', function* () {
       const changed = yield* one(`UPDATE users SET password_hash = $1 WHERE ${usernameIs('$2')} RETURNING id`, passwordHash, username);
@@ -724,7 +710,6 @@ export abstract class SqlStore implements Store {
       return changed !== undefined;
     });
   }
-
 
   async revokeUserTokens(username: string, now: number): Promise<boolean> {
     if (!storable(username)) return false;
@@ -735,16 +720,13 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async createClient(c: ClientRecord): Promise<void> {
     await this.execute('plain', () => insertClient(c));
   }
 
-
   async ensureClient(c: ClientRecord): Promise<void> {
     await this.execute('plain', () => insertClient(c, true));
   }
-
 
   async findClient(clientId: string): Promise<ClientRecord | undefined> {
     if (!storable(clientId)) return undefined;
@@ -753,7 +735,6 @@ export abstract class SqlStore implements Store {
       return row && toClient(row);
     });
   }
-
 
   async listClients(): Promise<ClientRecord[]> {
     return this.execute('plain', function* () {
@@ -790,7 +771,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async createApi(a: ApiRecord): Promise<void> {
     return this.execute('plain', function* () {
       yield* insert(
@@ -805,22 +785,16 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async updateApi(a: ApiRecord): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(a.identifier)) return false;
-      return (
-        (yield* run(
-          'UPDATE apis SET name = $1, introspection_clients = $2, scopes = $3 WHERE identifier = $4',
-          a.name,
-          JSON.stringify(a.introspectionClients),
-          JSON.stringify(a.scopes),
-          a.identifier,
-        )) === 1
-      );
-    });
+    if (!storable(a.identifier)) return false;
+    return this.changedOne(
+    'UPDATE apis SET name = $1, introspection_clients = $2, scopes = $3 WHERE identifier = $4',
+    a.name,
+    JSON.stringify(a.introspectionClients),
+    JSON.stringify(a.scopes),
+    a.identifier,
+  );
   }
-
 
   async findApi(identifier: string): Promise<ApiRecord | undefined> {
     if (!storable(identifier)) return undefined;
@@ -830,13 +804,9 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async listApis(): Promise<ApiRecord[]> {
-    return this.execute('plain', function* () {
-      return (yield* many('SELECT * FROM apis ORDER BY identifier COLLATE "C"')).map(toApi);
-    });
+    return this.rows(toApi, 'SELECT * FROM apis ORDER BY identifier COLLATE "C"');
   }
-
 
   async removeApi(identifier: string): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -846,13 +816,9 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async listSigningKeys(): Promise<SigningKeyRecord[]> {
-    return this.execute('plain', function* () {
-      return (yield* many('SELECT * FROM signing_keys ORDER BY created_at, kid COLLATE "C"')).map(toSigningKey);
-    });
+    return this.rows(toSigningKey, 'SELECT * FROM signing_keys ORDER BY created_at, kid COLLATE "C"');
   }
-
 
   async ensureSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>): Promise<void> {
     await this.execute('atomic', function* () {
@@ -860,7 +826,6 @@ export abstract class SqlStore implements Store {
       if (!(yield* one('SELECT 1 FROM signing_keys WHERE retired_at IS NULL AND alg = $1', key.alg))) yield* insertSigningKey(key);
     });
   }
-
 
   async rotateSigningKeys(keys: Omit<SigningKeyRecord, 'retiredAt'>[], now: number): Promise<void> {
     await this.execute('atomic', function* () {
@@ -870,7 +835,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async signingKeysFingerprint(): Promise<string> {
     return this.execute('plain', function* () {
       const row = yield* one('SELECT count(*) AS n, max(created_at) AS c, sum(coalesce(retired_at, 0)) AS r FROM signing_keys');
@@ -878,14 +842,12 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async serverSecret(name: string, generate: () => string): Promise<string> {
     return this.execute('plain', function* () {
       yield* run('INSERT INTO server_secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING', name, generate());
       return String((yield* one('SELECT value FROM server_secrets WHERE name = $1', name))?.value);
     });
   }
-
 
   async resealSecrets(reseal: (secret: SealedSecret) => string): Promise<number> {
     return this.execute('bulk', function* () {
@@ -924,7 +886,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async sampleStoredSecrets(): Promise<SealedSecret[]> {
     return this.execute('plain', function* () {
       const rows = yield* many(
@@ -947,9 +908,6 @@ export abstract class SqlStore implements Store {
       return rows.map((row) => ({ context: String(row.context), value: String(row.value) }));
     });
   }
-
-
-
 
   async createSession(s: SessionRecord, guard?: UserRevocationGuard): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -978,21 +936,15 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findSession(idHash: string, now: number): Promise<SessionRecord | undefined> {
-    return this.execute('plain', function* () {
-      const row = yield* one('SELECT * FROM sessions WHERE id_hash = $1 AND expires_at > $2', idHash, now);
-      return row && toSession(row);
-    });
+    return this.first(toSession, 'SELECT * FROM sessions WHERE id_hash = $1 AND expires_at > $2', idHash, now);
   }
-
 
   async deleteSession(idHash: string): Promise<void> {
     return this.execute('plain', function* () {
       yield* run('DELETE FROM sessions WHERE id_hash = $1', idHash);
     });
   }
-
 
   async listSessions(userId: string | undefined, now: number): Promise<SessionRecord[]> {
     return this.execute('plain', function* () {
@@ -1006,7 +958,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async endSessionById(id: string, userId: string | undefined): Promise<SessionRecord | undefined> {
     return this.execute('plain', function* () {
       if (!storable(id) || (userId !== undefined && !storable(userId))) return undefined;
@@ -1017,7 +968,6 @@ export abstract class SqlStore implements Store {
       return row && toSession(row);
     });
   }
-
 
   async touchSession(idHash: string, now: number, every: number): Promise<void> {
     return this.execute('plain', function* () {
@@ -1030,7 +980,6 @@ export abstract class SqlStore implements Store {
       );
     });
   }
-
 
   async endOtherSignIns(userId: string, keepIdHash: string, now: number): Promise<{ sessions: number; refreshFamilies: number }> {
     if (!storable(userId)) return { sessions: 0, refreshFamilies: 0 };
@@ -1047,7 +996,6 @@ export abstract class SqlStore implements Store {
       return { sessions: ended.filter((row) => Number(row.expires_at) > now).length, refreshFamilies: Number(live?.n ?? 0) };
     });
   }
-
 
   async createDeviceGrant(g: DeviceGrantRecord): Promise<void> {
     return this.execute('plain', function* () {
@@ -1080,22 +1028,13 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findDeviceGrantByDeviceCode(deviceCodeHash: string): Promise<DeviceGrantRecord | undefined> {
-    return this.execute('plain', function* () {
-      const row = yield* one('SELECT * FROM device_grants WHERE device_code_hash = $1', deviceCodeHash);
-      return row && toDeviceGrant(row);
-    });
+    return this.first(toDeviceGrant, 'SELECT * FROM device_grants WHERE device_code_hash = $1', deviceCodeHash);
   }
-
 
   async findDeviceGrantByUserCode(userCodeHash: string): Promise<DeviceGrantRecord | undefined> {
-    return this.execute('plain', function* () {
-      const row = yield* one('SELECT * FROM device_grants WHERE user_code_hash = $1', userCodeHash);
-      return row && toDeviceGrant(row);
-    });
+    return this.first(toDeviceGrant, 'SELECT * FROM device_grants WHERE user_code_hash = $1', userCodeHash);
   }
-
 
   async pollDeviceGrant(
     deviceCodeHash: string,
@@ -1113,6 +1052,10 @@ export abstract class SqlStore implements Store {
         if (!row) return { lost: false, grant: undefined };
         const before = toDeviceGrant(row);
         if (before.clientId !== clientId) return { lost: false, grant: before };
+        // Only a pending grant is held to the interval (RFC 8628 §3.5): a decided or spent one is
+        // answered without its poll times, so its polls are not written (on the device flow's
+        // issuing poll, one round trip fewer).
+        if (before.status !== 'pending') return { lost: false, grant: before };
         const stored = yield* run(
           `UPDATE device_grants SET last_polled_at_ms = $1, poll_interval = $2
            WHERE id = $3 AND last_polled_at_ms IS NOT DISTINCT FROM $4 AND poll_interval = $5`,
@@ -1132,7 +1075,7 @@ export abstract class SqlStore implements Store {
             const row = yield* one('SELECT * FROM device_grants WHERE device_code_hash = $1 FOR UPDATE', deviceCodeHash);
             if (!row) return undefined;
             const before = toDeviceGrant(row);
-            if (before.clientId !== clientId) return before;
+            if (before.clientId !== clientId || before.status !== 'pending') return before;
             yield* run('UPDATE device_grants SET last_polled_at_ms = $1, poll_interval = $2 WHERE id = $3', polledAtMs, nextInterval(before), before.id);
             return before;
           })
@@ -1140,43 +1083,31 @@ export abstract class SqlStore implements Store {
     );
   }
 
-
   async approveDeviceGrant(id: string, userId: string, authTime: number, amr: AuthMethod[], now: number): Promise<boolean> {
-    return this.execute('plain', function* () {
-      return (
-        (yield* run(
-          `UPDATE device_grants SET status = 'approved', user_id = $1, auth_time = $2, amr = $3, decided_at = $4
-           WHERE id = $5 AND status = 'pending' AND expires_at > $6`,
-          userId,
-          authTime,
-          amrToText(amr),
-          now,
-          id,
-          now,
-        )) === 1
-      );
-    });
+    return this.changedOne(
+    `UPDATE device_grants SET status = 'approved', user_id = $1, auth_time = $2, amr = $3, decided_at = $4
+     WHERE id = $5 AND status = 'pending' AND expires_at > $6`,
+    userId,
+    authTime,
+    amrToText(amr),
+    now,
+    id,
+    now,
+  );
   }
-
 
   async denyDeviceGrant(id: string, now: number): Promise<boolean> {
-    return this.execute('plain', function* () {
-      return (
-        (yield* run(
-          `UPDATE device_grants SET status = 'denied', decided_at = $1 WHERE id = $2 AND status = 'pending' AND expires_at > $3`,
-          now,
-          id,
-          now,
-        )) === 1
-      );
-    });
+    return this.changedOne(
+    `UPDATE device_grants SET status = 'denied', decided_at = $1 WHERE id = $2 AND status = 'pending' AND expires_at > $3`,
+    now,
+    id,
+    now,
+  );
   }
-
 
   async consumeDeviceGrant(id: string, now: number): Promise<DeviceGrantRecord | undefined> {
     return this.execute('plain', () => spendDeviceGrant(id, now));
   }
-
 
   async redeemDeviceGrant(
     id: string,
@@ -1184,15 +1115,45 @@ export abstract class SqlStore implements Store {
     refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
     accessTokenJti?: string,
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined> {
+    if (refresh === undefined) {
+      return this.execute('plain', function* () {
+        const grant = yield* spendDeviceGrant(id, now, { accessTokenJti });
+        return grant && { grant, refreshTokenStored: false };
+      });
+    }
+    if (this.writableCtes) {
+      // The device flow's hot path, in one statement (one round trip, and a transaction of its
+      // own): the user row held as the guard found it, the grant spent, the refresh token stored.
+      // The new family's lock is not taken: nobody else can know of the family yet.
+      const t = refresh.token;
+      return this.execute('plain', function* () {
+        const row = yield* one(
+          `WITH guard AS (SELECT 1 FROM users WHERE id = $5 AND tokens_revoked_at IS NOT DISTINCT FROM $26::bigint FOR SHARE),
+           spent AS (
+             UPDATE device_grants SET status = 'consumed', consumed_at = $23, access_token_jti = $25,
+               refresh_family_id = CASE WHEN EXISTS (SELECT 1 FROM guard) THEN $3 END, issued_at = $23
+             WHERE id = $24 AND status = 'approved' AND expires_at > $23 RETURNING *),
+           stored AS (
+             INSERT INTO refresh_tokens (${refreshTokenColumns})
+             SELECT ${refreshTokenValues} WHERE EXISTS (SELECT 1 FROM spent) AND EXISTS (SELECT 1 FROM guard) RETURNING 1)
+           SELECT spent.*, EXISTS (SELECT 1 FROM stored) AS refresh_token_stored FROM spent`,
+          ...refreshTokenParams(t),
+          now,
+          id,
+          accessTokenJti ?? null,
+          refresh.guard.userTokensRevokedAt ?? null,
+        );
+        return row && { grant: toDeviceGrant(row), refreshTokenStored: isTrue(row.refresh_token_stored) };
+      });
+    }
     return this.execute('atomic', function* () {
-      const spent = yield* spendDeviceGrant(id, now);
-      if (!spent) return undefined;
-      const refreshTokenStored = refresh !== undefined && (yield* insertGuardedRefreshToken(refresh.token, refresh.guard));
-      const grant = (yield* recordDeviceIssuance(id, accessTokenJti, refreshTokenStored ? refresh?.token.familyId : undefined, now)) ?? spent;
-      return { grant, refreshTokenStored };
+      const guarded = yield* guardHolds(refresh.token.userId, refresh.guard);
+      const grant = yield* spendDeviceGrant(id, now, { accessTokenJti, refreshFamilyId: guarded ? refresh.token.familyId : undefined });
+      if (!grant) return undefined;
+      if (guarded) yield* insertRefreshToken(refresh.token);
+      return { grant, refreshTokenStored: guarded };
     });
   }
-
 
   async recoverDeviceGrant(
     id: string,
@@ -1243,19 +1204,13 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async createRefreshToken(t: RefreshTokenRecord, guard?: UserRevocationGuard): Promise<boolean> {
     return this.execute('atomic', () => insertGuardedRefreshToken(t, guard));
   }
 
-
   async findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined> {
-    return this.execute('plain', function* () {
-      const row = yield* one('SELECT * FROM refresh_tokens WHERE token_hash = $1', tokenHash);
-      return row && toRefreshToken(row);
-    });
+    return this.first(toRefreshToken, 'SELECT * FROM refresh_tokens WHERE token_hash = $1', tokenHash);
   }
-
 
   async rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean> {
     return this.execute('atomic', function* () {
@@ -1282,7 +1237,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal> {
     return this.execute('atomic', function* () {
       yield* lockFamily(successor.familyId);
@@ -1301,7 +1255,6 @@ export abstract class SqlStore implements Store {
       return true;
     });
   }
-
 
   async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Promise<true | GraceRefusal> {
     return this.execute('atomic', function* () {
@@ -1329,13 +1282,11 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async isRefreshFamilyRevoked(familyId: string): Promise<boolean> {
     return this.execute('plain', function* () {
       return (yield* one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', familyId)) !== undefined;
     });
   }
-
 
   async revokeRefreshFamily(familyId: string, now: number): Promise<void> {
     await this.execute('atomic', function* () {
@@ -1345,13 +1296,11 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async listRefreshFamilies(userId: string | undefined, now: number): Promise<RefreshFamilySummary[]> {
     if (userId === undefined) return this.execute('plain', () => familySummaries('true', now));
     if (!storable(userId)) return [];
     return this.execute('plain', () => familySummaries('t.user_id = $2', now, userId));
   }
-
 
   async revokeRefreshFamilyOf(familyId: string, userId: string | undefined, now: number): Promise<RefreshFamilySummary | undefined> {
     if (!storable(familyId) || (userId !== undefined && !storable(userId))) return undefined;
@@ -1364,13 +1313,11 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async revokeAccessToken(jti: string, expiresAt: number): Promise<void> {
     return this.execute('plain', function* () {
       yield* run('INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT DO NOTHING', jti, expiresAt);
     });
   }
-
 
   async isAccessTokenRevoked(jti: string): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -1378,14 +1325,9 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined> {
-    return this.execute('plain', function* () {
-      const row = yield* one('SELECT * FROM consents WHERE user_id = $1 AND client_id = $2 AND audience = $3', userId, clientId, audience);
-      return row && toConsent(row);
-    });
+    return this.first(toConsent, 'SELECT * FROM consents WHERE user_id = $1 AND client_id = $2 AND audience = $3', userId, clientId, audience);
   }
-
 
   async saveConsent(c: ConsentRecord): Promise<void> {
     return this.execute('plain', function* () {
@@ -1401,7 +1343,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async clientsOfSession(sessionId: string): Promise<string[]> {
     return this.execute('plain', function* () {
       if (!storable(sessionId)) return [];
@@ -1414,7 +1355,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async listConsents(userId: string): Promise<ConsentRecord[]> {
     return this.execute('plain', function* () {
       if (!storable(userId)) return [];
@@ -1425,7 +1365,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async withdrawConsent(userId: string, clientId: string, now: number): Promise<number> {
     if (!storable(userId) || !storable(clientId)) return 0;
     return this.execute('bulk', function* () {
@@ -1434,7 +1373,6 @@ export abstract class SqlStore implements Store {
       return yield* run('DELETE FROM consents WHERE user_id = $1 AND client_id = $2', userId, clientId);
     });
   }
-
 
   async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }, now: number): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -1453,7 +1391,6 @@ export abstract class SqlStore implements Store {
       );
     });
   }
-
 
   async updateUser(username: string, change: { email?: string; name?: string | null; profile?: UserProfileClaims }, now: number): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -1479,22 +1416,15 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async updateUserPassword(userId: string, passwordHash: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return false;
-      return (yield* run('UPDATE users SET password_hash = $1 WHERE id = $2', passwordHash, userId)) === 1;
-    });
+    if (!storable(userId)) return false;
+    return this.changedOne('UPDATE users SET password_hash = $1 WHERE id = $2', passwordHash, userId);
   }
-
 
   async upgradePasswordHash(userId: string, expectedHash: string, passwordHash: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId) || !storable(expectedHash)) return false;
-      return (yield* run('UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = $3', passwordHash, userId, expectedHash)) === 1;
-    });
+    if (!storable(userId) || !storable(expectedHash)) return false;
+    return this.changedOne('UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = $3', passwordHash, userId, expectedHash);
   }
-
 
   async createEmailToken(t: EmailTokenRecord): Promise<void> {
     return this.execute('plain', function* () {
@@ -1512,15 +1442,10 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(tokenHash)) return undefined;
-      const row = yield* one('SELECT * FROM email_tokens WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > $3', tokenHash, purpose, now);
-      return row && toEmailToken(row);
-    });
+    if (!storable(tokenHash)) return undefined;
+    return this.first(toEmailToken, 'SELECT * FROM email_tokens WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > $3', tokenHash, purpose, now);
   }
-
 
   async useEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
     return this.execute('plain', function* () {
@@ -1537,7 +1462,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async cancelEmailTokens(userId: string, purpose: EmailTokenPurpose, now: number): Promise<number> {
     if (!storable(userId)) return 0;
     return this.execute('plain', () =>
@@ -1545,14 +1469,10 @@ export abstract class SqlStore implements Store {
     );
   }
 
-
   async markEmailVerified(userId: string, email: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId) || !storable(email)) return false;
-      return (yield* run('UPDATE users SET email_verified = true WHERE id = $1 AND lower(email) = lower($2)', userId, email)) === 1;
-    });
+    if (!storable(userId) || !storable(email)) return false;
+    return this.changedOne('UPDATE users SET email_verified = true WHERE id = $1 AND lower(email) = lower($2)', userId, email);
   }
-
 
   async countEmailTokens(userId: string, purpose: EmailTokenPurpose, since: number): Promise<number> {
     return this.execute('plain', function* () {
@@ -1567,7 +1487,6 @@ export abstract class SqlStore implements Store {
       return Number(row?.n ?? 0);
     });
   }
-
 
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
     return this.execute('plain', function* () {
@@ -1600,14 +1519,9 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findAuthorizationCode(codeHash: string): Promise<AuthorizationCodeRecord | undefined> {
-    return this.execute('plain', function* () {
-      const row = yield* one('SELECT * FROM authorization_codes WHERE code_hash = $1', codeHash);
-      return row && toAuthorizationCode(row);
-    });
+    return this.first(toAuthorizationCode, 'SELECT * FROM authorization_codes WHERE code_hash = $1', codeHash);
   }
-
 
   async consumeAuthorizationCode(
     codeHash: string,
@@ -1628,15 +1542,10 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findTotp(userId: string): Promise<TotpRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return undefined;
-      const row = yield* one('SELECT * FROM totp_credentials WHERE user_id = $1', userId);
-      return row && toTotp(row);
-    });
+    if (!storable(userId)) return undefined;
+    return this.first(toTotp, 'SELECT * FROM totp_credentials WHERE user_id = $1', userId);
   }
-
 
   async saveTotp(t: TotpRecord): Promise<void> {
     return this.execute('plain', function* () {
@@ -1651,7 +1560,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async useTotpStep(userId: string, step: number): Promise<boolean> {
     return this.execute('plain', function* () {
       if (!storable(userId)) return false;
@@ -1661,14 +1569,10 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async removeTotp(userId: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return false;
-      return (yield* run('DELETE FROM totp_credentials WHERE user_id = $1', userId)) === 1;
-    });
+    if (!storable(userId)) return false;
+    return this.changedOne('DELETE FROM totp_credentials WHERE user_id = $1', userId);
   }
-
 
   async createPasskey(p: PasskeyRecord): Promise<void> {
     return this.execute('plain', function* () {
@@ -1689,15 +1593,10 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findPasskey(id: string): Promise<PasskeyRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(id)) return undefined;
-      const row = yield* one('SELECT * FROM webauthn_credentials WHERE id = $1', id);
-      return row && toPasskey(row);
-    });
+    if (!storable(id)) return undefined;
+    return this.first(toPasskey, 'SELECT * FROM webauthn_credentials WHERE id = $1', id);
   }
-
 
   async listPasskeys(userId: string): Promise<PasskeyRecord[]> {
     return this.execute('plain', function* () {
@@ -1707,30 +1606,20 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async recordPasskeyUse(id: string, counter: number, now: number): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(id)) return false;
-      return (yield* run('UPDATE webauthn_credentials SET counter = $1, last_used_at = $2 WHERE id = $3 AND (counter < $1 OR (counter = 0 AND $1 = 0))', counter, now, id)) === 1;
-    });
+    if (!storable(id)) return false;
+    return this.changedOne('UPDATE webauthn_credentials SET counter = $1, last_used_at = $2 WHERE id = $3 AND (counter < $1 OR (counter = 0 AND $1 = 0))', counter, now, id);
   }
-
 
   async renamePasskey(userId: string, id: string, name: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId) || !storable(id)) return false;
-      return (yield* run('UPDATE webauthn_credentials SET name = $1 WHERE id = $2 AND user_id = $3', name, id, userId)) === 1;
-    });
+    if (!storable(userId) || !storable(id)) return false;
+    return this.changedOne('UPDATE webauthn_credentials SET name = $1 WHERE id = $2 AND user_id = $3', name, id, userId);
   }
-
 
   async removePasskey(userId: string, id: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId) || !storable(id)) return false;
-      return (yield* run('DELETE FROM webauthn_credentials WHERE id = $1 AND user_id = $2', id, userId)) === 1;
-    });
+    if (!storable(userId) || !storable(id)) return false;
+    return this.changedOne('DELETE FROM webauthn_credentials WHERE id = $1 AND user_id = $2', id, userId);
   }
-
 
   async replaceRecoveryCodes(userId: string, codeHashes: string[], now: number): Promise<void> {
     await this.execute('atomic', function* () {
@@ -1747,7 +1636,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async useRecoveryCode(userId: string, codeHash: string, now: number): Promise<boolean> {
     return this.execute('plain', function* () {
       if (!storable(userId) || !storable(codeHash)) return false;
@@ -1759,14 +1647,12 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async countRecoveryCodes(userId: string): Promise<number> {
     return this.execute('plain', function* () {
       if (!storable(userId)) return 0;
       return Number((yield* one('SELECT count(*) AS n FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL', userId))?.n ?? 0);
     });
   }
-
 
   async resetSecondFactors(userId: string): Promise<boolean> {
     if (!storable(userId)) return false;
@@ -1800,7 +1686,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async countRateLimitFailure(bucket: string, key: string, now: number, forgetAfterSeconds: number): Promise<RateLimitCounter> {
     return this.execute('plain', function* () {
       const row = yield* one(
@@ -1819,14 +1704,9 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async readRateLimitCounter(bucket: string, key: string): Promise<RateLimitCounter | undefined> {
-    return this.execute('plain', function* () {
-      const row = yield* one('SELECT count, started_at, last_at FROM rate_limit_counters WHERE bucket = $1 AND key = $2', bucket, key);
-      return row && toRateLimitCounter(row);
-    });
+    return this.first(toRateLimitCounter, 'SELECT count, started_at, last_at FROM rate_limit_counters WHERE bucket = $1 AND key = $2', bucket, key);
   }
-
 
   async undoRateLimitEvent(bucket: string, key: string, lastAt?: number): Promise<void> {
     // The row stays locked from the decrement to its removal at zero, so no other instance counts in between.
@@ -1841,7 +1721,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async clearRateLimitCounter(bucket: string, key: string): Promise<void> {
     return this.execute('plain', function* () {
       yield* run('DELETE FROM rate_limit_counters WHERE bucket = $1 AND key = $2', bucket, key);
@@ -1850,7 +1729,6 @@ export abstract class SqlStore implements Store {
 
   /** PostgreSQL's autovacuum makes purged rows' space reusable; nothing to do here. */
 
-
   async createRole(role: Omit<RoleRecord, 'members' | 'builtIn'>): Promise<void> {
     return this.execute('atomic', function* () {
       yield* insert(`role ${role.name}`, 'INSERT INTO roles (name, description, built_in, created_at) VALUES ($1, $2, false, $3)', role.name, role.description ?? null, role.createdAt);
@@ -1858,22 +1736,14 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findRole(name: string): Promise<RoleRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(name)) return undefined;
-      const row = yield* one(`SELECT ${roleWithPermissions} FROM roles WHERE name = $1`, name);
-      return row && toRole(row);
-    });
+    if (!storable(name)) return undefined;
+    return this.first(toRole, `SELECT ${roleWithPermissions} FROM roles WHERE name = $1`, name);
   }
-
 
   async listRoles(): Promise<RoleRecord[]> {
-    return this.execute('plain', function* () {
-      return (yield* many(`SELECT ${roleWithPermissions} FROM roles ORDER BY name COLLATE "C"`)).map(toRole);
-    });
+    return this.rows(toRole, `SELECT ${roleWithPermissions} FROM roles ORDER BY name COLLATE "C"`);
   }
-
 
   async updateRole(name: string, changes: { permissions?: Permission[]; description?: string | undefined }): Promise<boolean> {
     if (!storable(name)) return false;
@@ -1894,7 +1764,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async removeRole(name: string): Promise<boolean> {
     return this.execute('plain', function* () {
       if (!storable(name)) return false;
@@ -1902,7 +1771,6 @@ export abstract class SqlStore implements Store {
       return (yield* run('DELETE FROM roles WHERE name = $1 AND NOT built_in', name)) === 1;
     });
   }
-
 
   async grantRole(userId: string, role: string, now: number): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -1929,24 +1797,15 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async revokeRole(userId: string, role: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId) || !storable(role)) return false;
-      return (yield* run('DELETE FROM user_roles WHERE user_id = $1 AND role = $2', userId, role)) === 1;
-    });
+    if (!storable(userId) || !storable(role)) return false;
+    return this.changedOne('DELETE FROM user_roles WHERE user_id = $1 AND role = $2', userId, role);
   }
-
 
   async listRoleMembers(role: string): Promise<UserRecord[]> {
-    return this.execute('plain', function* () {
-      if (!storable(role)) return [];
-      return (
-        yield* many(`SELECT ${userWithRoles} FROM users WHERE id IN (SELECT user_id FROM user_roles WHERE role = $1) ORDER BY lower(username COLLATE "C")`, role)
-      ).map(toUser);
-    });
+    if (!storable(role)) return [];
+    return this.rows(toUser, `SELECT ${userWithRoles} FROM users WHERE id IN (SELECT user_id FROM user_roles WHERE role = $1) ORDER BY lower(username COLLATE "C")`, role);
   }
-
 
   async permittedScopes(userId: string, api: string): Promise<string[]> {
     return this.execute('plain', function* () {
@@ -1962,7 +1821,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async saveClientGrant(g: ClientGrantRecord): Promise<void> {
     await this.execute('plain', () =>
       referring(
@@ -1977,15 +1835,10 @@ export abstract class SqlStore implements Store {
     );
   }
 
-
   async findClientGrant(clientId: string, api: string): Promise<ClientGrantRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(clientId) || !storable(api)) return undefined;
-      const row = yield* one('SELECT * FROM client_grants WHERE client_id = $1 AND api = $2', clientId, api);
-      return row && toClientGrant(row);
-    });
+    if (!storable(clientId) || !storable(api)) return undefined;
+    return this.first(toClientGrant, 'SELECT * FROM client_grants WHERE client_id = $1 AND api = $2', clientId, api);
   }
-
 
   async listClientGrants(clientId: string | undefined): Promise<ClientGrantRecord[]> {
     return this.execute('plain', function* () {
@@ -1999,14 +1852,10 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async removeClientGrant(clientId: string, api: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(clientId) || !storable(api)) return false;
-      return (yield* run('DELETE FROM client_grants WHERE client_id = $1 AND api = $2', clientId, api)) === 1;
-    });
+    if (!storable(clientId) || !storable(api)) return false;
+    return this.changedOne('DELETE FROM client_grants WHERE client_id = $1 AND api = $2', clientId, api);
   }
-
 
   async updateClient(clientId: string, changes: ClientChanges): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -2018,7 +1867,6 @@ export abstract class SqlStore implements Store {
       return (yield* run(`UPDATE clients SET ${set} WHERE client_id = $${columns.length + 1}`, ...columns.map(([, value]) => value), clientId)) === 1;
     });
   }
-
 
   async rotateClientSecret(clientId: string, secret: { hash: string; sealed: string | undefined }, keepOldUntil: number | undefined): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -2043,14 +1891,10 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async setClientDisabled(clientId: string, disabled: boolean): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(clientId)) return false;
-      return (yield* run('UPDATE clients SET disabled = $1 WHERE client_id = $2', disabled, clientId)) === 1;
-    });
+    if (!storable(clientId)) return false;
+    return this.changedOne('UPDATE clients SET disabled = $1 WHERE client_id = $2', disabled, clientId);
   }
-
 
   async useOnce(purpose: string, key: string, expiresAt: number): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -2072,7 +1916,6 @@ export abstract class SqlStore implements Store {
       );
     });
   }
-
 
   async appendAuditEvents(events: Omit<AuditEventRecord, 'id'>[]): Promise<void> {
     return this.execute('plain', function* () {
@@ -2104,7 +1947,6 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async listAuditEvents(query: AuditEventQuery): Promise<AuditEventRecord[]> {
     return this.execute('plain', function* () {
       // No stored field holds U+0000 (see auditText): such a filter matches nothing.
@@ -2119,7 +1961,6 @@ export abstract class SqlStore implements Store {
       return rows.map(toAuditEvent);
     });
   }
-
 
   async purgeAuditEvents(before: number, batchSize = -1): Promise<number> {
     // The oldest first, so a batch that stops short leaves the newer events.
@@ -2148,21 +1989,15 @@ export abstract class SqlStore implements Store {
     });
   }
 
-
   async findRegistrationToken(tokenHash: string): Promise<RegistrationTokenRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(tokenHash)) return undefined;
-      const row = yield* one('SELECT * FROM registration_tokens WHERE token_hash = $1', tokenHash);
-      return row && toRegistrationToken(row);
-    });
+    if (!storable(tokenHash)) return undefined;
+    return this.first(toRegistrationToken, 'SELECT * FROM registration_tokens WHERE token_hash = $1', tokenHash);
   }
-
 
   async useRegistrationToken(tokenHash: string, now: number): Promise<boolean> {
     if (!storable(tokenHash)) return false;
     return this.execute('plain', () => spendRegistrationToken(tokenHash, now, undefined));
   }
-
 
   async registerClient(c: ClientRecord, initialTokenHash: string, now: number): Promise<boolean> {
     if (!storable(initialTokenHash)) return false;
@@ -2179,7 +2014,6 @@ export abstract class SqlStore implements Store {
       return true;
     });
   }
-
 
   async updateRegisteredClient(clientId: string, update: RegisteredClientUpdate): Promise<boolean> {
     return this.execute('plain', function* () {
@@ -2213,16 +2047,13 @@ export abstract class SqlStore implements Store {
    * winner's row and re-checks `used_at IS NULL` against it, so exactly one gets the request.
    */
   async usePushedRequest(requestHash: string, clientId: string, now: number): Promise<PushedRequestRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(requestHash) || !storable(clientId)) return undefined;
-      const row = yield* one(
-        'UPDATE pushed_requests SET used_at = $1 WHERE request_hash = $2 AND client_id = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *',
-        now,
-        requestHash,
-        clientId,
-      );
-      return row && toPushedRequest(row);
-    });
+    if (!storable(requestHash) || !storable(clientId)) return undefined;
+    return this.first(toPushedRequest, 
+  'UPDATE pushed_requests SET used_at = $1 WHERE request_hash = $2 AND client_id = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *',
+  now,
+  requestHash,
+  clientId,
+);
   }
 
 }

@@ -69,6 +69,7 @@ export class SqliteStore extends SqlStore {
   private readonly statements = new Map<string, Database.Statement>();
   /** One machine: rate limits are counted in each process's memory. */
   readonly sharedAcrossInstances = false;
+  protected readonly writableCtes = false;
   private checkpointer: Checkpointer | undefined;
   private groupCommit: GroupCommit | undefined;
   /** Statements that threw (see GroupCommit: a failed verb is rolled back to its savepoint). */

@@ -31,6 +31,8 @@ function freshSchema(): string {
   return schema;
 }
 
+// Hundreds of schemas, one or more per test, some 20 ms each to drop on an idle machine: the hook
+// gets the time that takes on a busy one, beyond the default limit meant for a single step.
 afterAll(async () => {
   if (!url || schemas.length === 0) return;
   const admin = new pg.Pool({ connectionString: url, max: 1 });
@@ -39,7 +41,7 @@ afterAll(async () => {
   } finally {
     await admin.end();
   }
-});
+}, 180_000);
 
 function openStore(schema = freshSchema(), now = t0, directoryCache = false): Promise<PostgresStore> {
   return PostgresStore.open({ url: url!, schema, now, directoryCache });

@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { epochSeconds, systemClock } from '../../clock.js';
-import { migrationsDir } from '../../paths.js';
+import { sqliteMigrationsDir } from '../../paths.js';
 import { migrate, readMigrations } from './migrate.js';
 import type { MigrationRun } from '../migration_history.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
@@ -100,7 +100,7 @@ export class SqliteStore extends SqlStore {
       this.db.pragma('synchronous = NORMAL');
     }
     this.db.pragma('foreign_keys = ON');
-    this.migrationRun = migrate(this.db, readMigrations(migrationsDir), options.now ?? epochSeconds(systemClock));
+    this.migrationRun = migrate(this.db, readMigrations(sqliteMigrationsDir), options.now ?? epochSeconds(systemClock));
     this.appliedMigrations = this.migrationRun.applied;
     if (options.path !== ':memory:') this.tightenPermissions(options.path);
     if (options.backgroundCheckpoints && options.path !== ':memory:') {

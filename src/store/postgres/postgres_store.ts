@@ -142,6 +142,7 @@ export class PostgresStore extends SqlStore {
   /** Several instances share the database: rate limits are counted in it. */
   readonly sharedAcrossInstances = true;
   protected readonly writableCtes = true;
+  protected readonly arrayParameters = true;
   /** The migrations this instance applied when it opened (none when another instance had). */
   readonly appliedMigrations: string[];
   private ended: Promise<void> | undefined;

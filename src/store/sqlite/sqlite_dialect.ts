@@ -52,7 +52,14 @@ export function compileForSqlite(source: string): CompiledStatement {
       return '?';
     });
   });
-  return { text, params: (values) => order.map((i) => bindable(values[i])) };
+  return {
+    text,
+    params: (values) => {
+      const bound = new Array<unknown>(order.length);
+      for (let i = 0; i < order.length; i++) bound[i] = bindable(values[order[i]!]);
+      return bound;
+    },
+  };
 }
 
 export const sqliteDialect: Dialect = { name: 'sqlite', compile: compiledOnce(compileForSqlite) };

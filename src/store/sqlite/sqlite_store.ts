@@ -67,9 +67,12 @@ export class SqliteStore extends SqlStore {
   /** What the migrations did when this store opened, for the start log. */
   readonly migrationRun: MigrationRun;
   private readonly statements = new Map<string, Database.Statement>();
+  /** Each verb statement's text, written in PostgreSQL's syntax, to its compiled and prepared form. */
+  private readonly prepared = new Map<string, { statement: Database.Statement; params: (values: readonly unknown[]) => unknown[] }>();
   /** One machine: rate limits are counted in each process's memory. */
   readonly sharedAcrossInstances = false;
   protected readonly writableCtes = false;
+  protected readonly arrayParameters = false;
   private checkpointer: Checkpointer | undefined;
   private groupCommit: GroupCommit | undefined;
   /** Statements that threw (see GroupCommit: a failed verb is rolled back to its savepoint). */
@@ -112,8 +115,9 @@ export class SqliteStore extends SqlStore {
       });
     }
     this.directory = new VersionedCache(() => Number(this.get('SELECT version FROM directory_version WHERE id = 1')?.version ?? -2));
-    if (options.groupCommit) this.enableGroupCommit(options.batchReads !== false);
+    // The cache inside the group commit: its version read then shares the batch's transaction.
     cacheDirectory(this, this.directory);
+    if (options.groupCommit) this.enableGroupCommit(options.batchReads !== false);
   }
 
   /**
@@ -175,16 +179,28 @@ export class SqliteStore extends SqlStore {
   /** One step of a verb. */
   private perform(op: Op): unknown {
     if (op.kind === 'lock') return undefined;
-    const compiled = sqliteDialect.compile(op.text);
-    const statement = this.sql(compiled.text);
-    const params = compiled.params(op.params);
+    let prepared = this.prepared.get(op.text);
+    if (prepared === undefined) {
+      const compiled = sqliteDialect.compile(op.text);
+      prepared = { statement: this.sql(compiled.text), params: compiled.params };
+      this.prepared.set(op.text, prepared);
+    }
+    const params = prepared.params(op.params);
     try {
-      if (op.kind === 'one') return statement.get(...params);
-      if (op.kind === 'many') return statement.all(...params);
-      return statement.run(...params).changes;
+      if (op.kind === 'one') return prepared.statement.get(...params);
+      if (op.kind === 'many') return prepared.statement.all(...params);
+      return prepared.statement.run(...params).changes;
     } catch (err) {
       this.failedStatements++;
       throw statementError(err, op);
+    }
+  }
+
+  protected override single(op: Op): Promise<unknown> {
+    try {
+      return Promise.resolve(this.perform(op));
+    } catch (err) {
+      return Promise.reject(err);
     }
   }
 

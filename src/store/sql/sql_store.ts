@@ -348,6 +348,11 @@ export abstract class SqlStore implements Store {
   abstract scrubFreedSpace(): Promise<void>;
   abstract reclaimSpace(pages?: number): Promise<number>;
 
+  /** Runs a verb's steps (a generator function made once, at the end of this file) on `args`. */
+  protected steps<A extends unknown[], T>(mode: Mode, steps: (...args: A) => Verb<T>, ...args: A): Promise<T> {
+    return this.execute(mode, () => steps(...args));
+  }
+
   /**
    * Runs a verb of one statement: its own step, without a generator around it (on SQLite the
    * hottest verbs are single reads, where a generator's steps would be a measurable share).
@@ -412,9 +417,7 @@ export abstract class SqlStore implements Store {
   }
 
   async countUsers(): Promise<number> {
-    return this.execute('plain', function* () {
-      return Number((yield* one('SELECT count(*) AS n FROM users'))?.n ?? 0);
-    });
+    return this.steps('plain', countUsersSteps);
   }
 
   async createUser(u: UserRecord): Promise<void> {
@@ -459,10 +462,7 @@ export abstract class SqlStore implements Store {
   }
 
   async createUserWithIdentity(user: UserRecord, identity: UserIdentityRecord): Promise<void> {
-    return this.execute('atomic', function* () {
-      yield* insertUser(user);
-      yield* insertIdentity(identity);
-    });
+    return this.steps('atomic', createUserWithIdentitySteps, user, identity);
   }
 
   async linkIdentity(identity: UserIdentityRecord): Promise<void> {
@@ -488,16 +488,7 @@ export abstract class SqlStore implements Store {
   }
 
   async listIdentities(userId: string | undefined): Promise<UserIdentityRecord[]> {
-    return this.execute('plain', function* () {
-      if (userId !== undefined && !storable(userId)) return [];
-      // Byte order ("C"), as SQLite compares text.
-      const order = 'ORDER BY created_at, connector_id COLLATE "C", subject COLLATE "C"';
-      const rows =
-        userId === undefined
-          ? yield* many(`SELECT * FROM user_identities ${order}`)
-          : yield* many(`SELECT * FROM user_identities WHERE user_id = $1 ${order}`, userId);
-      return rows.map(toUserIdentity);
-    });
+    return this.steps('plain', listIdentitiesSteps, userId);
   }
 
   async unlinkIdentity(userId: string, connectorId: string, now: number, anotherWayIn?: AnotherWayIn): Promise<UserIdentityRecord[] | 'last_way_in'> {
@@ -565,21 +556,11 @@ export abstract class SqlStore implements Store {
   }
 
   async setUserDisabled(username: string, disabled: boolean, now: number): Promise<boolean> {
-    return this.execute('bulk', function* () {
-      const changed = yield* one(`UPDATE users SET disabled = $1 WHERE ${usernameIs('$2')} RETURNING id`, disabled, username);
-      // A disabled account keeps nothing: enabling it again must not bring old sign-ins back.
-      if (changed && disabled) yield* endEverythingOf(String(changed.id), now);
-      return changed !== undefined;
-    });
+    return this.steps('bulk', setUserDisabledSteps, username, disabled, now);
   }
 
   async setUserPassword(username: string, passwordHash: string, now: number): Promise<boolean> {
-    return this.execute('bulk', function* () {
-      const changed = yield* one(`UPDATE users SET password_hash = $1 WHERE ${usernameIs('$2')} RETURNING id`, passwordHash, username);
-      // Whoever knew the old password is signed out everywhere (RFC 6819 §5.2.2.3).
-      if (changed) yield* endEverythingOf(String(changed.id), now);
-      return changed !== undefined;
-    });
+    return this.steps('bulk', setUserPasswordSteps, username, passwordHash, now);
   }
 
   async revokeUserTokens(username: string, now: number): Promise<boolean> {
@@ -637,13 +618,7 @@ export abstract class SqlStore implements Store {
   }
 
   async createApi(a: ApiRecord): Promise<void> {
-    return this.execute('plain', function* () {
-      yield* insert(
-        `API ${a.identifier}`,
-        'INSERT INTO apis (identifier, name, created_at, introspection_clients, scopes) VALUES ($1, $2, $3, $4, $5)', a.identifier, a.name,
-        a.createdAt, JSON.stringify(a.introspectionClients), JSON.stringify(a.scopes),
-      );
-    });
+    return this.steps('plain', createApiSteps, a);
   }
 
   async updateApi(a: ApiRecord): Promise<boolean> {
@@ -664,11 +639,7 @@ export abstract class SqlStore implements Store {
   }
 
   async removeApi(identifier: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(identifier)) return false;
-      // Its role permissions and client grants go with it by the foreign keys' cascades.
-      return (yield* run('DELETE FROM apis WHERE identifier = $1', identifier)) === 1;
-    });
+    return this.steps('plain', removeApiSteps, identifier);
   }
 
   async listSigningKeys(): Promise<SigningKeyRecord[]> {
@@ -691,93 +662,23 @@ export abstract class SqlStore implements Store {
   }
 
   async signingKeysFingerprint(): Promise<string> {
-    return this.execute('plain', function* () {
-      const row = yield* one('SELECT count(*) AS n, max(created_at) AS c, sum(coalesce(retired_at, 0)) AS r FROM signing_keys');
-      return `${row?.n}:${row?.c}:${row?.r}`;
-    });
+    return this.steps('plain', signingKeysFingerprintSteps);
   }
 
   async serverSecret(name: string, generate: () => string): Promise<string> {
-    return this.execute('plain', function* () {
-      yield* run('INSERT INTO server_secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING', name, generate());
-      return String((yield* one('SELECT value FROM server_secrets WHERE name = $1', name))?.value);
-    });
+    return this.steps('plain', serverSecretSteps, name, generate);
   }
 
   async resealSecrets(reseal: (secret: SealedSecret) => string): Promise<number> {
-    return this.execute('bulk', function* () {
-      yield* lockSigningKeys();
-      yield* lock('server_secrets', '');
-      let changed = 0;
-      for (const row of yield* many('SELECT kid, private_key_pem FROM signing_keys ORDER BY kid COLLATE "C"')) {
-        const value = String(row.private_key_pem);
-        const next = reseal({ context: `signing_key:${String(row.kid)}`, value });
-        if (next !== value) changed += yield* run('UPDATE signing_keys SET private_key_pem = $1 WHERE kid = $2', next, row.kid);
-      }
-      for (const row of yield* many('SELECT name, value FROM server_secrets ORDER BY name COLLATE "C"')) {
-        const value = String(row.value);
-        const next = reseal({ context: `server_secret:${String(row.name)}`, value });
-        if (next !== value) changed += yield* run('UPDATE server_secrets SET value = $1 WHERE name = $2', next, row.name);
-      }
-      for (const row of yield* many('SELECT id, secret FROM connectors WHERE secret IS NOT NULL ORDER BY id COLLATE "C" FOR UPDATE')) {
-        const value = String(row.secret);
-        const next = reseal({ context: `connector:${String(row.id)}`, value });
-        if (next !== value) changed += yield* run('UPDATE connectors SET secret = $1 WHERE id = $2', next, row.id);
-      }
-      for (const row of yield* many('SELECT user_id, secret FROM totp_credentials ORDER BY user_id COLLATE "C" FOR UPDATE')) {
-        const value = String(row.secret);
-        const next = reseal({ context: `totp:${String(row.user_id)}`, value });
-        if (next !== value) changed += yield* run('UPDATE totp_credentials SET secret = $1 WHERE user_id = $2', next, row.user_id);
-      }
-      // Client secrets kept for client_secret_jwt, the current and a rotation's previous one.
-      for (const column of ['secret_sealed', 'previous_secret_sealed'] as const) {
-        for (const row of yield* many(`SELECT client_id, ${column} AS value FROM clients WHERE ${column} IS NOT NULL ORDER BY client_id COLLATE "C" FOR UPDATE`)) {
-          const value = String(row.value);
-          const next = reseal({ context: `client_secret:${String(row.client_id)}`, value });
-          if (next !== value) changed += yield* run(`UPDATE clients SET ${column} = $1 WHERE client_id = $2`, next, row.client_id);
-        }
-      }
-      return changed;
-    });
+    return this.steps('bulk', resealSecretsSteps, reseal);
   }
 
   async sampleStoredSecrets(): Promise<SealedSecret[]> {
-    return this.execute('plain', function* () {
-      const rows = yield* many(
-        `WITH secrets(context, value) AS (
-           SELECT 'signing_key:' || kid, private_key_pem FROM signing_keys
-           UNION ALL SELECT 'server_secret:' || name, value FROM server_secrets
-           UNION ALL SELECT 'connector:' || id, secret FROM connectors WHERE secret IS NOT NULL
-           UNION ALL SELECT 'totp:' || user_id, secret FROM totp_credentials
-           UNION ALL SELECT 'client_secret:' || client_id, secret_sealed FROM clients WHERE secret_sealed IS NOT NULL
-           UNION ALL SELECT 'client_secret:' || client_id, previous_secret_sealed FROM clients WHERE previous_secret_sealed IS NOT NULL
-         )
-         SELECT context, value FROM secrets WHERE substr(value, 1, 4) <> 'lk1.'
-         UNION ALL
-         ${either({
-           // One row per key id: SQLite takes the other column from the row that has the minimum.
-           sqlite: `SELECT min(context) AS context, value FROM secrets WHERE substr(value, 1, 4) = 'lk1.' GROUP BY substr(value, 1, 13)`,
-           postgres: `(SELECT DISTINCT ON (substr(value, 1, 13)) context, value FROM secrets WHERE substr(value, 1, 4) = 'lk1.' ORDER BY substr(value, 1, 13), context)`,
-         })}`,
-      );
-      return rows.map((row) => ({ context: String(row.context), value: String(row.value) }));
-    });
+    return this.steps('plain', sampleStoredSecretsSteps);
   }
 
   async createSession(s: SessionRecord, guard?: UserRevocationGuard): Promise<boolean> {
-    return this.execute('plain', function* () {
-      // One statement: the user row is read under the insert's snapshot; a revocation committing
-      // after it deletes this session (it exists by then), one committing before it is seen here.
-      return (
-        (yield* run(
-          `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id, amr, public_id, ip, user_agent, last_seen_at)
-           SELECT $1, $2, $3, $4, $5, $6, $9, $10, $11, $12, $13 WHERE $7::boolean OR EXISTS (
-             SELECT 1 FROM users WHERE id = $2 AND tokens_revoked_at IS NOT DISTINCT FROM $8::bigint FOR SHARE)`,
-          s.idHash, s.userId, s.authTime, s.createdAt, s.expiresAt, s.interactionId ?? null, guard === undefined, guard?.userTokensRevokedAt ?? null,
-          amrToText(s.amr), s.id, s.ip ?? null, s.userAgent ?? null, s.lastSeenAt ?? null,
-        )) === 1
-      );
-    });
+    return this.steps('plain', createSessionSteps, s, guard);
   }
 
   async findSession(idHash: string, now: number): Promise<SessionRecord | undefined> {
@@ -789,26 +690,11 @@ export abstract class SqlStore implements Store {
   }
 
   async listSessions(userId: string | undefined, now: number): Promise<SessionRecord[]> {
-    return this.execute('plain', function* () {
-      if (userId !== undefined && !storable(userId)) return [];
-      // COLLATE "C": ties in byte order, as SQLite sorts.
-      const rows =
-        userId === undefined
-          ? yield* many('SELECT * FROM sessions WHERE expires_at > $1 ORDER BY created_at DESC, public_id COLLATE "C"', now)
-          : yield* many('SELECT * FROM sessions WHERE user_id = $1 AND expires_at > $2 ORDER BY created_at DESC, public_id COLLATE "C"', userId, now);
-      return rows.map(toSession);
-    });
+    return this.steps('plain', listSessionsSteps, userId, now);
   }
 
   async endSessionById(id: string, userId: string | undefined): Promise<SessionRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(id) || (userId !== undefined && !storable(userId))) return undefined;
-      const row =
-        userId === undefined
-          ? yield* one('DELETE FROM sessions WHERE public_id = $1 RETURNING *', id)
-          : yield* one('DELETE FROM sessions WHERE public_id = $1 AND user_id = $2 RETURNING *', id, userId);
-      return row && toSession(row);
-    });
+    return this.steps('plain', endSessionByIdSteps, id, userId);
   }
 
   async touchSession(idHash: string, now: number, every: number): Promise<void> {
@@ -834,18 +720,7 @@ export abstract class SqlStore implements Store {
   }
 
   async createDeviceGrant(g: DeviceGrantRecord): Promise<void> {
-    return this.execute('plain', function* () {
-      yield* insert(
-        'device code or user code',
-        `INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval,
-           last_polled_at_ms, user_id, auth_time, amr, acr_values, requester_ip, requester_user_agent, created_at, expires_at,
-           decided_at, consumed_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
-        g.id, g.deviceCodeHash, g.userCodeHash, g.clientId, g.scope, g.audience, g.status, g.interval, g.lastPolledAtMs ?? null, g.userId ?? null,
-        g.authTime ?? null, amrToText(g.amr), g.acrValues, g.requesterIp, g.requesterUserAgent, g.createdAt, g.expiresAt, g.decidedAt ?? null,
-        g.consumedAt ?? null,
-      );
-    });
+    return this.steps('plain', createDeviceGrantSteps, g);
   }
 
   async findDeviceGrantByDeviceCode(deviceCodeHash: string): Promise<DeviceGrantRecord | undefined> {
@@ -862,29 +737,7 @@ export abstract class SqlStore implements Store {
     polledAtMs: number,
     nextInterval: (before: DeviceGrantRecord) => number,
   ): Promise<DeviceGrantRecord | undefined> {
-    return this.execute('plain', function* () {
-      // Read, then store this poll only if no other poll was stored since (compare and set): two
-      // statements, against four for a transaction that locks the row. A poll that loses the race
-      // reads again and so sees the one before it; past a few losses it takes the row lock instead.
-      // (On SQLite, with one writer, the first set always holds.)
-      for (let attempt = 0; attempt < pollAttemptsBeforeLocking; attempt++) {
-        const row = yield* one('SELECT * FROM device_grants WHERE device_code_hash = $1', deviceCodeHash);
-        if (!row) return { lost: false, grant: undefined };
-        const before = toDeviceGrant(row);
-        if (before.clientId !== clientId) return { lost: false, grant: before };
-        // Only a pending grant is held to the interval (RFC 8628 §3.5): a decided or spent one is
-        // answered without its poll times, so its polls are not written (on the device flow's
-        // issuing poll, one round trip fewer).
-        if (before.status !== 'pending') return { lost: false, grant: before };
-        const stored = yield* run(
-          `UPDATE device_grants SET last_polled_at_ms = $1, poll_interval = $2
-           WHERE id = $3 AND last_polled_at_ms IS NOT DISTINCT FROM $4 AND poll_interval = $5`,
-          polledAtMs, nextInterval(before), before.id, before.lastPolledAtMs ?? null, before.interval,
-        );
-        if (stored === 1) return { lost: false, grant: before };
-      }
-      return { lost: true, grant: undefined };
-    }).then((outcome) =>
+    return this.steps('plain', pollDeviceGrantSteps, deviceCodeHash, clientId, polledAtMs, nextInterval).then((outcome) =>
       outcome.lost
         ? this.execute('atomic', function* () {
             // FOR UPDATE: a poll racing this one (another process) waits and then sees this poll's time.
@@ -1013,73 +866,19 @@ export abstract class SqlStore implements Store {
   }
 
   async rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean> {
-    return this.execute('atomic', function* () {
-      yield* lockFamily(successor.familyId);
-      const rotated = yield* one(
-        `UPDATE refresh_tokens SET rotated_at = $1, replaced_by = $2
-         WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL AND superseded_at IS NULL RETURNING parent_id`,
-        now, successor.id, id,
-      );
-      if (!rotated) return false;
-      // This branch is now the family's only live one: its unused siblings are dead.
-      if (rotated.parent_id !== null) {
-        yield* run(
-          'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND id <> $3 AND rotated_at IS NULL AND superseded_at IS NULL', now,
-          rotated.parent_id, id,
-        );
-      }
-      yield* insertRefreshToken(successor);
-      return true;
-    });
+    return this.steps('atomic', rotateRefreshTokenSteps, id, successor, now);
   }
 
   async addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal> {
-    return this.execute('atomic', function* () {
-      yield* lockFamily(successor.familyId);
-      const row = yield* one('SELECT revoked_at, superseded_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
-      if (!row || row.revoked_at !== null) return 'revoked';
-      if (row.superseded_at !== null) return 'successor_used';
-      if (Number(row.grace_successors) >= limit) return 'limit';
-      // Any successor already used means a live branch exists: another would be theft. (Every
-      // write in the family holds its lock, so no successor is rotated while this looks.)
-      if (yield* one('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = $1 AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
-      // FOR SHARE: a rotation of the first successor waits until this grace successor is committed.
-      const first = row.replaced_by === null ? undefined : yield* one('SELECT rotated_at FROM refresh_tokens WHERE id = $1 FOR SHARE', row.replaced_by);
-      if (first && first.rotated_at !== null) return 'successor_used';
-      yield* run('UPDATE refresh_tokens SET grace_successors = grace_successors + 1 WHERE id = $1', id);
-      yield* insertRefreshToken(successor);
-      return true;
-    });
+    return this.steps('atomic', addGraceSuccessorSteps, id, successor, limit);
   }
 
   async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Promise<true | GraceRefusal> {
-    return this.execute('atomic', function* () {
-      // Every write in the family holds its lock: no successor is rotated while this looks.
-      yield* lockFamily(successor.familyId);
-      const row = yield* one('SELECT revoked_at, superseded_at, retries, rotated_at FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
-      if (!row || row.revoked_at !== null) return 'revoked';
-      if (row.superseded_at !== null) return 'successor_used';
-      if (row.rotated_at === null) return 'revoked';
-      if (yield* one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', successor.familyId)) return 'revoked';
-      // A successor was used: its holder has the family, and this is a second branch (theft).
-      if (yield* one('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = $1 AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
-      if (Number(row.retries) >= limit) return 'limit';
-      // What the lost answers carried dies with this retry: one live branch, always.
-      const lost = yield* many(
-        'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND rotated_at IS NULL AND superseded_at IS NULL AND created_at < $3 RETURNING access_token_jti',
-        now, id, now - raceSeconds,
-      );
-      for (const token of lost) if (token.access_token_jti !== null) yield* revokeAccessTokenUntil(String(token.access_token_jti), now);
-      yield* run('UPDATE refresh_tokens SET retries = retries + 1 WHERE id = $1', id);
-      yield* insertRefreshToken(successor);
-      return true;
-    });
+    return this.steps('atomic', retryRotationSteps, id, successor, now, limit, raceSeconds);
   }
 
   async isRefreshFamilyRevoked(familyId: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      return (yield* one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', familyId)) !== undefined;
-    });
+    return this.steps('plain', isRefreshFamilyRevokedSteps, familyId);
   }
 
   async revokeRefreshFamily(familyId: string, now: number): Promise<void> {
@@ -1112,9 +911,7 @@ export abstract class SqlStore implements Store {
   }
 
   async isAccessTokenRevoked(jti: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      return (yield* one('SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = $1', jti)) !== undefined;
-    });
+    return this.steps('plain', isAccessTokenRevokedSteps, jti);
   }
 
   async findConsent(userId: string, clientId: string, audience: string): Promise<ConsentRecord | undefined> {
@@ -1130,25 +927,11 @@ export abstract class SqlStore implements Store {
   }
 
   async clientsOfSession(sessionId: string): Promise<string[]> {
-    return this.execute('plain', function* () {
-      if (!storable(sessionId)) return [];
-      // Codes are purged a day after they expire; refresh families live on (sessions may outlast a day).
-      const rows = yield* many(
-        'SELECT client_id FROM (SELECT client_id FROM authorization_codes WHERE session_id = $1 UNION SELECT client_id FROM refresh_tokens WHERE session_id = $1) AS c ORDER BY client_id COLLATE "C"',
-        sessionId,
-      );
-      return rows.map((r) => String(r.client_id));
-    });
+    return this.steps('plain', clientsOfSessionSteps, sessionId);
   }
 
   async listConsents(userId: string): Promise<ConsentRecord[]> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return [];
-      // COLLATE "C": ties in byte order, as SQLite sorts.
-      return (yield* many('SELECT * FROM consents WHERE user_id = $1 ORDER BY granted_at DESC, client_id COLLATE "C", audience COLLATE "C"', userId)).map(
-        toConsent,
-      );
-    });
+    return this.steps('plain', listConsentsSteps, userId);
   }
 
   async withdrawConsent(userId: string, clientId: string, now: number): Promise<number> {
@@ -1161,37 +944,11 @@ export abstract class SqlStore implements Store {
   }
 
   async updateUserProfile(userId: string, profile: { name: string | undefined; email: string }, now: number): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return false;
-      // SET reads the old row: the flag stays only when the address is the same but for case (as
-      // findUsersByEmail compares), and updated_at moves only when the name or the email really changes.
-      return (
-        (yield* run(
-          `UPDATE users SET name = $1, email = $2, email_verified = CASE WHEN lower(email) = lower($2) THEN email_verified ELSE false END,
-             updated_at = CASE WHEN $1::text IS DISTINCT FROM name OR $2 IS DISTINCT FROM email THEN $4 ELSE updated_at END WHERE id = $3`,
-          profile.name ?? null, profile.email, userId, now,
-        )) === 1
-      );
-    });
+    return this.steps('plain', updateUserProfileSteps, userId, profile, now);
   }
 
   async updateUser(username: string, change: { email?: string; name?: string | null; profile?: UserProfileClaims }, now: number): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(username)) return false;
-      // One statement; SET reads the old row. An operator's new address counts as verified; the same
-      // address but for case keeps the flag it had.
-      return (
-        (yield* run(
-          `UPDATE users SET email = coalesce($1, email),
-             email_verified = CASE WHEN $1::text IS NULL OR lower(email) = lower($1::text) THEN email_verified ELSE true END,
-             name = CASE WHEN $2::boolean THEN $3 ELSE name END, profile = coalesce($4, profile),
-             updated_at = $5
-           WHERE ${usernameIs('$6')}`,
-          change.email ?? null, change.name !== undefined, change.name ?? null, change.profile === undefined ? null : profileToText(change.profile),
-          now, username,
-        )) === 1
-      );
-    });
+    return this.steps('plain', updateUserSteps, username, change, now);
   }
 
   async updateUserPassword(userId: string, passwordHash: string): Promise<boolean> {
@@ -1205,13 +962,7 @@ export abstract class SqlStore implements Store {
   }
 
   async createEmailToken(t: EmailTokenRecord): Promise<void> {
-    return this.execute('plain', function* () {
-      yield* insert(
-        'email token',
-        'INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-        t.tokenHash, t.userId, t.purpose, t.email, t.createdAt, t.expiresAt, t.usedAt ?? null,
-      );
-    });
+    return this.steps('plain', createEmailTokenSteps, t);
   }
 
   async findEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
@@ -1220,16 +971,7 @@ export abstract class SqlStore implements Store {
   }
 
   async useEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
-    return this.execute('plain', function* () {
-      if (!storable(tokenHash)) return undefined;
-      // One conditional UPDATE: of two requests with the same link, the second re-checks used_at
-      // against the first one's committed row and changes nothing.
-      const row = yield* one(
-        'UPDATE email_tokens SET used_at = $1 WHERE token_hash = $2 AND purpose = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *', now,
-        tokenHash, purpose,
-      );
-      return row && toEmailToken(row);
-    });
+    return this.steps('plain', useEmailTokenSteps, tokenHash, purpose, now);
   }
 
   async cancelEmailTokens(userId: string, purpose: EmailTokenPurpose, now: number): Promise<number> {
@@ -1245,14 +987,7 @@ export abstract class SqlStore implements Store {
   }
 
   async countEmailTokens(userId: string, purpose: EmailTokenPurpose, since: number): Promise<number> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return 0;
-      // A token created after `since` expires after it too: "unexpired" needs no other bound here.
-      const row = yield* one(
-        'SELECT count(*) AS n FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 AND used_at IS NULL', userId, purpose, since,
-      );
-      return Number(row?.n ?? 0);
-    });
+    return this.steps('plain', countEmailTokensSteps, userId, purpose, since);
   }
 
   async createAuthorizationCode(c: AuthorizationCodeRecord): Promise<void> {
@@ -1276,14 +1011,7 @@ export abstract class SqlStore implements Store {
     now: number,
     issued: { accessTokenJti: string; refreshFamilyId: string },
   ): Promise<AuthorizationCodeRecord | undefined> {
-    return this.execute('plain', function* () {
-      const row = yield* one(
-        `UPDATE authorization_codes SET consumed_at = $1, access_token_jti = $2, refresh_family_id = $3
-         WHERE code_hash = $4 AND consumed_at IS NULL AND expires_at > $5 RETURNING *`,
-        now, issued.accessTokenJti, issued.refreshFamilyId, codeHash, now,
-      );
-      return row && toAuthorizationCode(row);
-    });
+    return this.steps('plain', consumeAuthorizationCodeSteps, codeHash, now, issued);
   }
 
   async findTotp(userId: string): Promise<TotpRecord | undefined> {
@@ -1300,12 +1028,7 @@ export abstract class SqlStore implements Store {
   }
 
   async useTotpStep(userId: string, step: number): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return false;
-      // One conditional UPDATE: a second request with the same code waits for the first one's row
-      // lock, re-checks last_step against the committed row, and changes nothing.
-      return (yield* run('UPDATE totp_credentials SET last_step = $1 WHERE user_id = $2 AND last_step < $1', step, userId)) === 1;
-    });
+    return this.steps('plain', useTotpStepSteps, userId, step);
   }
 
   async removeTotp(userId: string): Promise<boolean> {
@@ -1314,14 +1037,7 @@ export abstract class SqlStore implements Store {
   }
 
   async createPasskey(p: PasskeyRecord): Promise<void> {
-    return this.execute('plain', function* () {
-      yield* insert(
-        'passkey',
-        `INSERT INTO webauthn_credentials (id, user_id, public_key, counter, transports, name, backed_up, created_at, last_used_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        p.id, p.userId, p.publicKey, p.counter, JSON.stringify(p.transports), p.name, p.backedUp, p.createdAt, p.lastUsedAt ?? null,
-      );
-    });
+    return this.steps('plain', createPasskeySteps, p);
   }
 
   async findPasskey(id: string): Promise<PasskeyRecord | undefined> {
@@ -1330,11 +1046,7 @@ export abstract class SqlStore implements Store {
   }
 
   async listPasskeys(userId: string): Promise<PasskeyRecord[]> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return [];
-      // COLLATE "C": ties in byte order, as SQLite sorts.
-      return (yield* many('SELECT * FROM webauthn_credentials WHERE user_id = $1 ORDER BY created_at, id COLLATE "C"', userId)).map(toPasskey);
-    });
+    return this.steps('plain', listPasskeysSteps, userId);
   }
 
   async recordPasskeyUse(id: string, counter: number, now: number): Promise<boolean> {
@@ -1366,21 +1078,11 @@ export abstract class SqlStore implements Store {
   }
 
   async useRecoveryCode(userId: string, codeHash: string, now: number): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId) || !storable(codeHash)) return false;
-      // One conditional UPDATE: of two requests with the same code, the second re-checks used_at
-      // against the first one's committed row and changes nothing.
-      return (
-        (yield* run('UPDATE recovery_codes SET used_at = $1 WHERE user_id = $2 AND code_hash = $3 AND used_at IS NULL', now, userId, codeHash)) === 1
-      );
-    });
+    return this.steps('plain', useRecoveryCodeSteps, userId, codeHash, now);
   }
 
   async countRecoveryCodes(userId: string): Promise<number> {
-    return this.execute('plain', function* () {
-      if (!storable(userId)) return 0;
-      return Number((yield* one('SELECT count(*) AS n FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL', userId))?.n ?? 0);
-    });
+    return this.steps('plain', countRecoveryCodesSteps, userId);
   }
 
   async resetSecondFactors(userId: string): Promise<boolean> {
@@ -1398,33 +1100,11 @@ export abstract class SqlStore implements Store {
   // ON CONFLICT … DO UPDATE takes the row's lock, so simultaneous events on several instances are
   // each counted once, in some order.
   async countRateLimitEvent(bucket: string, key: string, now: number, windowSeconds: number): Promise<RateLimitCounter> {
-    return this.execute('plain', function* () {
-      const row = yield* one(
-        `INSERT INTO rate_limit_counters (bucket, key, count, started_at, last_at) VALUES ($1, $2, 1, $3, $3)
-         ON CONFLICT (bucket, key) DO UPDATE SET
-           count = CASE WHEN rate_limit_counters.started_at + $4 <= EXCLUDED.started_at THEN 1 ELSE rate_limit_counters.count + 1 END,
-           started_at = CASE WHEN rate_limit_counters.started_at + $4 <= EXCLUDED.started_at THEN EXCLUDED.started_at ELSE rate_limit_counters.started_at END,
-           last_at = EXCLUDED.last_at
-         RETURNING count, started_at, last_at`,
-        bucket, key, now, windowSeconds,
-      );
-      return toRateLimitCounter(row ?? {});
-    });
+    return this.steps('plain', countRateLimitEventSteps, bucket, key, now, windowSeconds);
   }
 
   async countRateLimitFailure(bucket: string, key: string, now: number, forgetAfterSeconds: number): Promise<RateLimitCounter> {
-    return this.execute('plain', function* () {
-      const row = yield* one(
-        `INSERT INTO rate_limit_counters (bucket, key, count, started_at, last_at) VALUES ($1, $2, 1, $3, $3)
-         ON CONFLICT (bucket, key) DO UPDATE SET
-           count = CASE WHEN rate_limit_counters.last_at + $4 <= EXCLUDED.last_at THEN 1 ELSE rate_limit_counters.count + 1 END,
-           started_at = CASE WHEN rate_limit_counters.last_at + $4 <= EXCLUDED.last_at THEN EXCLUDED.started_at ELSE rate_limit_counters.last_at END,
-           last_at = EXCLUDED.last_at
-         RETURNING count, started_at, last_at`,
-        bucket, key, now, forgetAfterSeconds,
-      );
-      return toRateLimitCounter(row ?? {});
-    });
+    return this.steps('plain', countRateLimitFailureSteps, bucket, key, now, forgetAfterSeconds);
   }
 
   async readRateLimitCounter(bucket: string, key: string): Promise<RateLimitCounter | undefined> {
@@ -1449,10 +1129,7 @@ export abstract class SqlStore implements Store {
   /** PostgreSQL's autovacuum makes purged rows' space reusable; nothing to do here. */
 
   async createRole(role: Omit<RoleRecord, 'members' | 'builtIn'>): Promise<void> {
-    return this.execute('atomic', function* () {
-      yield* insert(`role ${role.name}`, 'INSERT INTO roles (name, description, built_in, created_at) VALUES ($1, $2, false, $3)', role.name, role.description ?? null, role.createdAt);
-      yield* insertPermissions(role.name, role.permissions);
-    });
+    return this.steps('atomic', createRoleSteps, role);
   }
 
   async findRole(name: string): Promise<RoleRecord | undefined> {
@@ -1484,34 +1161,11 @@ export abstract class SqlStore implements Store {
   }
 
   async removeRole(name: string): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(name)) return false;
-      // Its permissions and every grant of it go by the foreign keys' cascades.
-      return (yield* run('DELETE FROM roles WHERE name = $1 AND NOT built_in', name)) === 1;
-    });
+    return this.steps('plain', removeRoleSteps, name);
   }
 
   async grantRole(userId: string, role: string, now: number): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(userId) || !storable(role)) return false;
-      try {
-        // One statement: nothing is inserted unless both the user and the role exist. A grant held
-        // already keeps its time; the no-op update only makes RETURNING answer for it, even when a
-        // simultaneous grant committed it after this statement's snapshot.
-        const held = yield* referring(
-          'user or role',
-          `INSERT INTO user_roles (user_id, role, granted_at)
-           SELECT users.id, roles.name, $3 FROM users, roles WHERE users.id = $1 AND roles.name = $2
-           ON CONFLICT (user_id, role) DO UPDATE SET granted_at = user_roles.granted_at`,
-          userId, role, now,
-        );
-        return held === 1;
-      } catch (err) {
-        // The user or the role was removed between this statement's snapshot and its insert.
-        if (err instanceof MissingReferenceError) return false;
-        throw err;
-      }
-    });
+    return this.steps('plain', grantRoleSteps, userId, role, now);
   }
 
   async revokeRole(userId: string, role: string): Promise<boolean> {
@@ -1525,16 +1179,7 @@ export abstract class SqlStore implements Store {
   }
 
   async permittedScopes(userId: string, api: string): Promise<string[]> {
-    return this.execute('plain', function* () {
-      if (!storable(userId) || !storable(api)) return [];
-      // Both primary keys lead: user_roles by user, then role_permissions by (role, api).
-      const rows = yield* many(
-        `SELECT DISTINCT p.scope COLLATE "C" AS scope FROM user_roles m JOIN role_permissions p ON p.role = m.role
-         WHERE m.user_id = $1 AND p.api = $2 ORDER BY 1`,
-        userId, api,
-      );
-      return rows.map((r) => String(r.scope));
-    });
+    return this.steps('plain', permittedScopesSteps, userId, api);
   }
 
   async saveClientGrant(g: ClientGrantRecord): Promise<void> {
@@ -1554,15 +1199,7 @@ export abstract class SqlStore implements Store {
   }
 
   async listClientGrants(clientId: string | undefined): Promise<ClientGrantRecord[]> {
-    return this.execute('plain', function* () {
-      if (clientId !== undefined && !storable(clientId)) return [];
-      // COLLATE "C": byte order, as SQLite sorts.
-      const rows =
-        clientId === undefined
-          ? yield* many('SELECT * FROM client_grants ORDER BY client_id COLLATE "C", api COLLATE "C"')
-          : yield* many('SELECT * FROM client_grants WHERE client_id = $1 ORDER BY api COLLATE "C"', clientId);
-      return rows.map(toClientGrant);
-    });
+    return this.steps('plain', listClientGrantsSteps, clientId);
   }
 
   async removeClientGrant(clientId: string, api: string): Promise<boolean> {
@@ -1571,33 +1208,11 @@ export abstract class SqlStore implements Store {
   }
 
   async updateClient(clientId: string, changes: ClientChanges): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(clientId)) return false;
-      const columns = clientChangeColumns(changes, (value) => value);
-      if (columns.length === 0) return (yield* one('SELECT 1 AS found FROM clients WHERE client_id = $1', clientId)) !== undefined;
-      // Column names come from clientChangeColumns, never from the caller.
-      const set = columns.map(([column], n) => `${column} = $${n + 1}`).join(', ');
-      return (yield* run(`UPDATE clients SET ${set} WHERE client_id = $${columns.length + 1}`, ...columns.map(([, value]) => value), clientId)) === 1;
-    });
+    return this.steps('plain', updateClientSteps, clientId, changes);
   }
 
   async rotateClientSecret(clientId: string, secret: { hash: string; sealed: string | undefined }, keepOldUntil: number | undefined): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(clientId)) return false;
-      // SET reads the row as it was, so the current secret becomes the previous one in the same step.
-      // A client without a secret has nothing to keep (nor an expiry for it).
-      return (
-        (yield* run(
-          `UPDATE clients SET
-             previous_secret_hash = CASE WHEN $1::boolean THEN secret_hash END,
-             previous_secret_sealed = CASE WHEN $1::boolean AND secret_hash IS NOT NULL THEN secret_sealed END,
-             previous_secret_expires_at = CASE WHEN $1::boolean AND secret_hash IS NOT NULL THEN $2::bigint END,
-             secret_hash = $3, secret_sealed = $4
-           WHERE client_id = $5`,
-          keepOldUntil !== undefined, keepOldUntil ?? null, secret.hash, secret.sealed ?? null, clientId,
-        )) === 1
-      );
-    });
+    return this.steps('plain', rotateClientSecretSteps, clientId, secret, keepOldUntil);
   }
 
   async setClientDisabled(clientId: string, disabled: boolean): Promise<boolean> {
@@ -1606,22 +1221,7 @@ export abstract class SqlStore implements Store {
   }
 
   async useOnce(purpose: string, key: string, expiresAt: number): Promise<boolean> {
-    return this.execute('plain', function* () {
-      // A key PostgreSQL cannot store (U+0000) is nobody's honest jti: it counts as seen, so it is refused.
-      if (!storable(purpose) || !storable(key)) return false;
-      // One statement: a simultaneous caller of another instance waits for this one's row and then
-      // re-checks the WHERE against it, so exactly one gets the row. A row past its expiry is as good
-      // as purged and is taken over; "past" by the database's clock, since the caller gives no time
-      // and every instance shares that one.
-      return (
-        (yield* run(
-          `INSERT INTO used_once (purpose, key, expires_at) VALUES ($1, $2, $3)
-           ON CONFLICT (purpose, key) DO UPDATE SET expires_at = EXCLUDED.expires_at
-           WHERE used_once.expires_at <= extract(epoch FROM clock_timestamp())`,
-          purpose, key, expiresAt,
-        )) === 1
-      );
-    });
+    return this.steps('plain', useOnceSteps, purpose, key, expiresAt);
   }
 
   async appendAuditEvents(events: Omit<AuditEventRecord, 'id'>[]): Promise<void> {
@@ -1650,18 +1250,7 @@ export abstract class SqlStore implements Store {
   }
 
   async listAuditEvents(query: AuditEventQuery): Promise<AuditEventRecord[]> {
-    return this.execute('plain', function* () {
-      // No stored field holds U+0000 (see auditText): such a filter matches nothing.
-      for (const value of [query.userId, query.clientId, query.event, query.actor]) if (value !== undefined && !storable(value)) return [];
-      const params: unknown[] = [];
-      const where = auditEventConditions(query, params);
-      params.push(auditLimit(query.limit));
-      const rows = yield* many(
-        `SELECT * FROM audit_events ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY id DESC LIMIT $${params.length}`,
-        ...params,
-      );
-      return rows.map(toAuditEvent);
-    });
+    return this.steps('plain', listAuditEventsSteps, query);
   }
 
   async purgeAuditEvents(before: number, batchSize = -1): Promise<number> {
@@ -1677,12 +1266,7 @@ export abstract class SqlStore implements Store {
   // --- Dynamic client registration (issue 19) ---
 
   async createRegistrationToken(t: RegistrationTokenRecord): Promise<void> {
-    return this.execute('plain', function* () {
-      yield* insert(
-        'registration token', 'INSERT INTO registration_tokens (token_hash, created_at, expires_at, used_at, client_id) VALUES ($1, $2, $3, $4, $5)',
-        t.tokenHash, t.createdAt, t.expiresAt, t.usedAt ?? null, t.clientId ?? null,
-      );
-    });
+    return this.steps('plain', createRegistrationTokenSteps, t);
   }
 
   async findRegistrationToken(tokenHash: string): Promise<RegistrationTokenRecord | undefined> {
@@ -1710,25 +1294,13 @@ export abstract class SqlStore implements Store {
   }
 
   async updateRegisteredClient(clientId: string, update: RegisteredClientUpdate): Promise<boolean> {
-    return this.execute('plain', function* () {
-      if (!storable(clientId)) return false;
-      const columns = registeredClientColumns(update, (value) => value);
-      // Column names come from registeredClientColumns, never from the caller.
-      const set = columns.map(([column], n) => `${column} = $${n + 1}`).join(', ');
-      return (yield* run(`UPDATE clients SET ${set} WHERE client_id = $${columns.length + 1}`, ...columns.map(([, value]) => value), clientId)) === 1;
-    });
+    return this.steps('plain', updateRegisteredClientSteps, clientId, update);
   }
 
   // --- Pushed authorization requests (issue 19) ---
 
   async createPushedRequest(r: PushedRequestRecord): Promise<void> {
-    return this.execute('plain', function* () {
-      yield* insert(
-        'pushed request',
-        'INSERT INTO pushed_requests (request_hash, client_id, parameters, created_at, expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6)',
-        r.requestHash, r.clientId, JSON.stringify(r.parameters), r.createdAt, r.expiresAt, r.usedAt ?? null,
-      );
-    });
+    return this.steps('plain', createPushedRequestSteps, r);
   }
 
   /**
@@ -1743,4 +1315,537 @@ export abstract class SqlStore implements Store {
 );
   }
 
+}
+
+// ─── The verbs' steps ──────────────────────────────────────────────────────────────────────
+// One generator function per verb, made once here rather than in the verb at every call: V8 gives
+// each generator function it makes a prototype of its own, which made every call ~2 µs dearer.
+
+function* countUsersSteps(): Verb<number> {
+  return Number((yield* one('SELECT count(*) AS n FROM users'))?.n ?? 0);
+}
+
+function* createUserWithIdentitySteps(user: UserRecord, identity: UserIdentityRecord): Verb<void> {
+  yield* insertUser(user);
+  yield* insertIdentity(identity);
+}
+
+function* listIdentitiesSteps(userId: string | undefined): Verb<UserIdentityRecord[]> {
+  if (userId !== undefined && !storable(userId)) return [];
+  // Byte order ("C"), as SQLite compares text.
+  const order = 'ORDER BY created_at, connector_id COLLATE "C", subject COLLATE "C"';
+  const rows =
+    userId === undefined
+      ? yield* many(`SELECT * FROM user_identities ${order}`)
+      : yield* many(`SELECT * FROM user_identities WHERE user_id = $1 ${order}`, userId);
+  return rows.map(toUserIdentity);
+}
+
+function* setUserDisabledSteps(username: string, disabled: boolean, now: number): Verb<boolean> {
+  const changed = yield* one(`UPDATE users SET disabled = $1 WHERE ${usernameIs('$2')} RETURNING id`, disabled, username);
+  // A disabled account keeps nothing: enabling it again must not bring old sign-ins back.
+  if (changed && disabled) yield* endEverythingOf(String(changed.id), now);
+  return changed !== undefined;
+}
+
+function* setUserPasswordSteps(username: string, passwordHash: string, now: number): Verb<boolean> {
+  const changed = yield* one(`UPDATE users SET password_hash = $1 WHERE ${usernameIs('$2')} RETURNING id`, passwordHash, username);
+  // Whoever knew the old password is signed out everywhere (RFC 6819 §5.2.2.3).
+  if (changed) yield* endEverythingOf(String(changed.id), now);
+  return changed !== undefined;
+}
+
+function* createApiSteps(a: ApiRecord): Verb<void> {
+  yield* insert(
+    `API ${a.identifier}`,
+    'INSERT INTO apis (identifier, name, created_at, introspection_clients, scopes) VALUES ($1, $2, $3, $4, $5)', a.identifier, a.name,
+    a.createdAt, JSON.stringify(a.introspectionClients), JSON.stringify(a.scopes),
+  );
+}
+
+function* removeApiSteps(identifier: string): Verb<boolean> {
+  if (!storable(identifier)) return false;
+  // Its role permissions and client grants go with it by the foreign keys' cascades.
+  return (yield* run('DELETE FROM apis WHERE identifier = $1', identifier)) === 1;
+}
+
+function* signingKeysFingerprintSteps(): Verb<string> {
+  const row = yield* one('SELECT count(*) AS n, max(created_at) AS c, sum(coalesce(retired_at, 0)) AS r FROM signing_keys');
+  return `${row?.n}:${row?.c}:${row?.r}`;
+}
+
+function* serverSecretSteps(name: string, generate: () => string): Verb<string> {
+  yield* run('INSERT INTO server_secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING', name, generate());
+  return String((yield* one('SELECT value FROM server_secrets WHERE name = $1', name))?.value);
+}
+
+function* resealSecretsSteps(reseal: (secret: SealedSecret) => string): Verb<number> {
+  yield* lockSigningKeys();
+  yield* lock('server_secrets', '');
+  let changed = 0;
+  for (const row of yield* many('SELECT kid, private_key_pem FROM signing_keys ORDER BY kid COLLATE "C"')) {
+    const value = String(row.private_key_pem);
+    const next = reseal({ context: `signing_key:${String(row.kid)}`, value });
+    if (next !== value) changed += yield* run('UPDATE signing_keys SET private_key_pem = $1 WHERE kid = $2', next, row.kid);
+  }
+  for (const row of yield* many('SELECT name, value FROM server_secrets ORDER BY name COLLATE "C"')) {
+    const value = String(row.value);
+    const next = reseal({ context: `server_secret:${String(row.name)}`, value });
+    if (next !== value) changed += yield* run('UPDATE server_secrets SET value = $1 WHERE name = $2', next, row.name);
+  }
+  for (const row of yield* many('SELECT id, secret FROM connectors WHERE secret IS NOT NULL ORDER BY id COLLATE "C" FOR UPDATE')) {
+    const value = String(row.secret);
+    const next = reseal({ context: `connector:${String(row.id)}`, value });
+    if (next !== value) changed += yield* run('UPDATE connectors SET secret = $1 WHERE id = $2', next, row.id);
+  }
+  for (const row of yield* many('SELECT user_id, secret FROM totp_credentials ORDER BY user_id COLLATE "C" FOR UPDATE')) {
+    const value = String(row.secret);
+    const next = reseal({ context: `totp:${String(row.user_id)}`, value });
+    if (next !== value) changed += yield* run('UPDATE totp_credentials SET secret = $1 WHERE user_id = $2', next, row.user_id);
+  }
+  // Client secrets kept for client_secret_jwt, the current and a rotation's previous one.
+  for (const column of ['secret_sealed', 'previous_secret_sealed'] as const) {
+    for (const row of yield* many(`SELECT client_id, ${column} AS value FROM clients WHERE ${column} IS NOT NULL ORDER BY client_id COLLATE "C" FOR UPDATE`)) {
+      const value = String(row.value);
+      const next = reseal({ context: `client_secret:${String(row.client_id)}`, value });
+      if (next !== value) changed += yield* run(`UPDATE clients SET ${column} = $1 WHERE client_id = $2`, next, row.client_id);
+    }
+  }
+  return changed;
+}
+
+function* sampleStoredSecretsSteps(): Verb<SealedSecret[]> {
+  const rows = yield* many(
+    `WITH secrets(context, value) AS (
+       SELECT 'signing_key:' || kid, private_key_pem FROM signing_keys
+       UNION ALL SELECT 'server_secret:' || name, value FROM server_secrets
+       UNION ALL SELECT 'connector:' || id, secret FROM connectors WHERE secret IS NOT NULL
+       UNION ALL SELECT 'totp:' || user_id, secret FROM totp_credentials
+       UNION ALL SELECT 'client_secret:' || client_id, secret_sealed FROM clients WHERE secret_sealed IS NOT NULL
+       UNION ALL SELECT 'client_secret:' || client_id, previous_secret_sealed FROM clients WHERE previous_secret_sealed IS NOT NULL
+     )
+     SELECT context, value FROM secrets WHERE substr(value, 1, 4) <> 'lk1.'
+     UNION ALL
+     ${either({
+       // One row per key id: SQLite takes the other column from the row that has the minimum.
+       sqlite: `SELECT min(context) AS context, value FROM secrets WHERE substr(value, 1, 4) = 'lk1.' GROUP BY substr(value, 1, 13)`,
+       postgres: `(SELECT DISTINCT ON (substr(value, 1, 13)) context, value FROM secrets WHERE substr(value, 1, 4) = 'lk1.' ORDER BY substr(value, 1, 13), context)`,
+     })}`,
+  );
+  return rows.map((row) => ({ context: String(row.context), value: String(row.value) }));
+}
+
+function* createSessionSteps(s: SessionRecord, guard?: UserRevocationGuard): Verb<boolean> {
+  // One statement: the user row is read under the insert's snapshot; a revocation committing
+  // after it deletes this session (it exists by then), one committing before it is seen here.
+  return (
+    (yield* run(
+      `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id, amr, public_id, ip, user_agent, last_seen_at)
+       SELECT $1, $2, $3, $4, $5, $6, $9, $10, $11, $12, $13 WHERE $7::boolean OR EXISTS (
+         SELECT 1 FROM users WHERE id = $2 AND tokens_revoked_at IS NOT DISTINCT FROM $8::bigint FOR SHARE)`,
+      s.idHash, s.userId, s.authTime, s.createdAt, s.expiresAt, s.interactionId ?? null, guard === undefined, guard?.userTokensRevokedAt ?? null,
+      amrToText(s.amr), s.id, s.ip ?? null, s.userAgent ?? null, s.lastSeenAt ?? null,
+    )) === 1
+  );
+}
+
+function* listSessionsSteps(userId: string | undefined, now: number): Verb<SessionRecord[]> {
+  if (userId !== undefined && !storable(userId)) return [];
+  // COLLATE "C": ties in byte order, as SQLite sorts.
+  const rows =
+    userId === undefined
+      ? yield* many('SELECT * FROM sessions WHERE expires_at > $1 ORDER BY created_at DESC, public_id COLLATE "C"', now)
+      : yield* many('SELECT * FROM sessions WHERE user_id = $1 AND expires_at > $2 ORDER BY created_at DESC, public_id COLLATE "C"', userId, now);
+  return rows.map(toSession);
+}
+
+function* endSessionByIdSteps(id: string, userId: string | undefined): Verb<SessionRecord | undefined> {
+  if (!storable(id) || (userId !== undefined && !storable(userId))) return undefined;
+  const row =
+    userId === undefined
+      ? yield* one('DELETE FROM sessions WHERE public_id = $1 RETURNING *', id)
+      : yield* one('DELETE FROM sessions WHERE public_id = $1 AND user_id = $2 RETURNING *', id, userId);
+  return row && toSession(row);
+}
+
+function* createDeviceGrantSteps(g: DeviceGrantRecord): Verb<void> {
+  yield* insert(
+    'device code or user code',
+    `INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval,
+       last_polled_at_ms, user_id, auth_time, amr, acr_values, requester_ip, requester_user_agent, created_at, expires_at,
+       decided_at, consumed_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+    g.id, g.deviceCodeHash, g.userCodeHash, g.clientId, g.scope, g.audience, g.status, g.interval, g.lastPolledAtMs ?? null, g.userId ?? null,
+    g.authTime ?? null, amrToText(g.amr), g.acrValues, g.requesterIp, g.requesterUserAgent, g.createdAt, g.expiresAt, g.decidedAt ?? null,
+    g.consumedAt ?? null,
+  );
+}
+
+function* pollDeviceGrantSteps(deviceCodeHash: string, clientId: string, polledAtMs: number, nextInterval: (before: DeviceGrantRecord) => number,) {
+  // Read, then store this poll only if no other poll was stored since (compare and set): two
+  // statements, against four for a transaction that locks the row. A poll that loses the race
+  // reads again and so sees the one before it; past a few losses it takes the row lock instead.
+  // (On SQLite, with one writer, the first set always holds.)
+  for (let attempt = 0; attempt < pollAttemptsBeforeLocking; attempt++) {
+    const row = yield* one('SELECT * FROM device_grants WHERE device_code_hash = $1', deviceCodeHash);
+    if (!row) return { lost: false, grant: undefined };
+    const before = toDeviceGrant(row);
+    if (before.clientId !== clientId) return { lost: false, grant: before };
+    // Only a pending grant is held to the interval (RFC 8628 §3.5): a decided or spent one is
+    // answered without its poll times, so its polls are not written (on the device flow's
+    // issuing poll, one round trip fewer).
+    if (before.status !== 'pending') return { lost: false, grant: before };
+    const stored = yield* run(
+      `UPDATE device_grants SET last_polled_at_ms = $1, poll_interval = $2
+       WHERE id = $3 AND last_polled_at_ms IS NOT DISTINCT FROM $4 AND poll_interval = $5`,
+      polledAtMs, nextInterval(before), before.id, before.lastPolledAtMs ?? null, before.interval,
+    );
+    if (stored === 1) return { lost: false, grant: before };
+  }
+  return { lost: true, grant: undefined };
+}
+
+function* rotateRefreshTokenSteps(id: string, successor: RefreshTokenRecord, now: number): Verb<boolean> {
+  yield* lockFamily(successor.familyId);
+  const rotated = yield* one(
+    `UPDATE refresh_tokens SET rotated_at = $1, replaced_by = $2
+     WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL AND superseded_at IS NULL RETURNING parent_id`,
+    now, successor.id, id,
+  );
+  if (!rotated) return false;
+  // This branch is now the family's only live one: its unused siblings are dead.
+  if (rotated.parent_id !== null) {
+    yield* run(
+      'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND id <> $3 AND rotated_at IS NULL AND superseded_at IS NULL', now,
+      rotated.parent_id, id,
+    );
+  }
+  yield* insertRefreshToken(successor);
+  return true;
+}
+
+function* addGraceSuccessorSteps(id: string, successor: RefreshTokenRecord, limit: number): Verb<true | GraceRefusal> {
+  yield* lockFamily(successor.familyId);
+  const row = yield* one('SELECT revoked_at, superseded_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
+  if (!row || row.revoked_at !== null) return 'revoked';
+  if (row.superseded_at !== null) return 'successor_used';
+  if (Number(row.grace_successors) >= limit) return 'limit';
+  // Any successor already used means a live branch exists: another would be theft. (Every
+  // write in the family holds its lock, so no successor is rotated while this looks.)
+  if (yield* one('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = $1 AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
+  // FOR SHARE: a rotation of the first successor waits until this grace successor is committed.
+  const first = row.replaced_by === null ? undefined : yield* one('SELECT rotated_at FROM refresh_tokens WHERE id = $1 FOR SHARE', row.replaced_by);
+  if (first && first.rotated_at !== null) return 'successor_used';
+  yield* run('UPDATE refresh_tokens SET grace_successors = grace_successors + 1 WHERE id = $1', id);
+  yield* insertRefreshToken(successor);
+  return true;
+}
+
+function* retryRotationSteps(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Verb<true | GraceRefusal> {
+  // Every write in the family holds its lock: no successor is rotated while this looks.
+  yield* lockFamily(successor.familyId);
+  const row = yield* one('SELECT revoked_at, superseded_at, retries, rotated_at FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
+  if (!row || row.revoked_at !== null) return 'revoked';
+  if (row.superseded_at !== null) return 'successor_used';
+  if (row.rotated_at === null) return 'revoked';
+  if (yield* one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', successor.familyId)) return 'revoked';
+  // A successor was used: its holder has the family, and this is a second branch (theft).
+  if (yield* one('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = $1 AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
+  if (Number(row.retries) >= limit) return 'limit';
+  // What the lost answers carried dies with this retry: one live branch, always.
+  const lost = yield* many(
+    'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND rotated_at IS NULL AND superseded_at IS NULL AND created_at < $3 RETURNING access_token_jti',
+    now, id, now - raceSeconds,
+  );
+  for (const token of lost) if (token.access_token_jti !== null) yield* revokeAccessTokenUntil(String(token.access_token_jti), now);
+  yield* run('UPDATE refresh_tokens SET retries = retries + 1 WHERE id = $1', id);
+  yield* insertRefreshToken(successor);
+  return true;
+}
+
+function* isRefreshFamilyRevokedSteps(familyId: string): Verb<boolean> {
+  return (yield* one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', familyId)) !== undefined;
+}
+
+function* isAccessTokenRevokedSteps(jti: string): Verb<boolean> {
+  return (yield* one('SELECT 1 AS revoked FROM revoked_access_tokens WHERE jti = $1', jti)) !== undefined;
+}
+
+function* clientsOfSessionSteps(sessionId: string): Verb<string[]> {
+  if (!storable(sessionId)) return [];
+  // Codes are purged a day after they expire; refresh families live on (sessions may outlast a day).
+  const rows = yield* many(
+    'SELECT client_id FROM (SELECT client_id FROM authorization_codes WHERE session_id = $1 UNION SELECT client_id FROM refresh_tokens WHERE session_id = $1) AS c ORDER BY client_id COLLATE "C"',
+    sessionId,
+  );
+  return rows.map((r) => String(r.client_id));
+}
+
+function* listConsentsSteps(userId: string): Verb<ConsentRecord[]> {
+  if (!storable(userId)) return [];
+  // COLLATE "C": ties in byte order, as SQLite sorts.
+  return (yield* many('SELECT * FROM consents WHERE user_id = $1 ORDER BY granted_at DESC, client_id COLLATE "C", audience COLLATE "C"', userId)).map(
+    toConsent,
+  );
+}
+
+function* updateUserProfileSteps(userId: string, profile: { name: string | undefined; email: string }, now: number): Verb<boolean> {
+  if (!storable(userId)) return false;
+  // SET reads the old row: the flag stays only when the address is the same but for case (as
+  // findUsersByEmail compares), and updated_at moves only when the name or the email really changes.
+  return (
+    (yield* run(
+      `UPDATE users SET name = $1, email = $2, email_verified = CASE WHEN lower(email) = lower($2) THEN email_verified ELSE false END,
+         updated_at = CASE WHEN $1::text IS DISTINCT FROM name OR $2 IS DISTINCT FROM email THEN $4 ELSE updated_at END WHERE id = $3`,
+      profile.name ?? null, profile.email, userId, now,
+    )) === 1
+  );
+}
+
+function* updateUserSteps(username: string, change: { email?: string; name?: string | null; profile?: UserProfileClaims }, now: number): Verb<boolean> {
+  if (!storable(username)) return false;
+  // One statement; SET reads the old row. An operator's new address counts as verified; the same
+  // address but for case keeps the flag it had.
+  return (
+    (yield* run(
+      `UPDATE users SET email = coalesce($1, email),
+         email_verified = CASE WHEN $1::text IS NULL OR lower(email) = lower($1::text) THEN email_verified ELSE true END,
+         name = CASE WHEN $2::boolean THEN $3 ELSE name END, profile = coalesce($4, profile),
+         updated_at = $5
+       WHERE ${usernameIs('$6')}`,
+      change.email ?? null, change.name !== undefined, change.name ?? null, change.profile === undefined ? null : profileToText(change.profile),
+      now, username,
+    )) === 1
+  );
+}
+
+function* createEmailTokenSteps(t: EmailTokenRecord): Verb<void> {
+  yield* insert(
+    'email token',
+    'INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+    t.tokenHash, t.userId, t.purpose, t.email, t.createdAt, t.expiresAt, t.usedAt ?? null,
+  );
+}
+
+function* useEmailTokenSteps(tokenHash: string, purpose: EmailTokenPurpose, now: number): Verb<EmailTokenRecord | undefined> {
+  if (!storable(tokenHash)) return undefined;
+  // One conditional UPDATE: of two requests with the same link, the second re-checks used_at
+  // against the first one's committed row and changes nothing.
+  const row = yield* one(
+    'UPDATE email_tokens SET used_at = $1 WHERE token_hash = $2 AND purpose = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *', now,
+    tokenHash, purpose,
+  );
+  return row && toEmailToken(row);
+}
+
+function* countEmailTokensSteps(userId: string, purpose: EmailTokenPurpose, since: number): Verb<number> {
+  if (!storable(userId)) return 0;
+  // A token created after `since` expires after it too: "unexpired" needs no other bound here.
+  const row = yield* one(
+    'SELECT count(*) AS n FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 AND used_at IS NULL', userId, purpose, since,
+  );
+  return Number(row?.n ?? 0);
+}
+
+function* consumeAuthorizationCodeSteps(codeHash: string, now: number, issued: { accessTokenJti: string; refreshFamilyId: string }): Verb<AuthorizationCodeRecord | undefined> {
+  const row = yield* one(
+    `UPDATE authorization_codes SET consumed_at = $1, access_token_jti = $2, refresh_family_id = $3
+     WHERE code_hash = $4 AND consumed_at IS NULL AND expires_at > $5 RETURNING *`,
+    now, issued.accessTokenJti, issued.refreshFamilyId, codeHash, now,
+  );
+  return row && toAuthorizationCode(row);
+}
+
+function* useTotpStepSteps(userId: string, step: number): Verb<boolean> {
+  if (!storable(userId)) return false;
+  // One conditional UPDATE: a second request with the same code waits for the first one's row
+  // lock, re-checks last_step against the committed row, and changes nothing.
+  return (yield* run('UPDATE totp_credentials SET last_step = $1 WHERE user_id = $2 AND last_step < $1', step, userId)) === 1;
+}
+
+function* createPasskeySteps(p: PasskeyRecord): Verb<void> {
+  yield* insert(
+    'passkey',
+    `INSERT INTO webauthn_credentials (id, user_id, public_key, counter, transports, name, backed_up, created_at, last_used_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    p.id, p.userId, p.publicKey, p.counter, JSON.stringify(p.transports), p.name, p.backedUp, p.createdAt, p.lastUsedAt ?? null,
+  );
+}
+
+function* listPasskeysSteps(userId: string): Verb<PasskeyRecord[]> {
+  if (!storable(userId)) return [];
+  // COLLATE "C": ties in byte order, as SQLite sorts.
+  return (yield* many('SELECT * FROM webauthn_credentials WHERE user_id = $1 ORDER BY created_at, id COLLATE "C"', userId)).map(toPasskey);
+}
+
+function* useRecoveryCodeSteps(userId: string, codeHash: string, now: number): Verb<boolean> {
+  if (!storable(userId) || !storable(codeHash)) return false;
+  // One conditional UPDATE: of two requests with the same code, the second re-checks used_at
+  // against the first one's committed row and changes nothing.
+  return (
+    (yield* run('UPDATE recovery_codes SET used_at = $1 WHERE user_id = $2 AND code_hash = $3 AND used_at IS NULL', now, userId, codeHash)) === 1
+  );
+}
+
+function* countRecoveryCodesSteps(userId: string): Verb<number> {
+  if (!storable(userId)) return 0;
+  return Number((yield* one('SELECT count(*) AS n FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL', userId))?.n ?? 0);
+}
+
+function* countRateLimitEventSteps(bucket: string, key: string, now: number, windowSeconds: number): Verb<RateLimitCounter> {
+  const row = yield* one(
+    `INSERT INTO rate_limit_counters (bucket, key, count, started_at, last_at) VALUES ($1, $2, 1, $3, $3)
+     ON CONFLICT (bucket, key) DO UPDATE SET
+       count = CASE WHEN rate_limit_counters.started_at + $4 <= EXCLUDED.started_at THEN 1 ELSE rate_limit_counters.count + 1 END,
+       started_at = CASE WHEN rate_limit_counters.started_at + $4 <= EXCLUDED.started_at THEN EXCLUDED.started_at ELSE rate_limit_counters.started_at END,
+       last_at = EXCLUDED.last_at
+     RETURNING count, started_at, last_at`,
+    bucket, key, now, windowSeconds,
+  );
+  return toRateLimitCounter(row ?? {});
+}
+
+function* countRateLimitFailureSteps(bucket: string, key: string, now: number, forgetAfterSeconds: number): Verb<RateLimitCounter> {
+  const row = yield* one(
+    `INSERT INTO rate_limit_counters (bucket, key, count, started_at, last_at) VALUES ($1, $2, 1, $3, $3)
+     ON CONFLICT (bucket, key) DO UPDATE SET
+       count = CASE WHEN rate_limit_counters.last_at + $4 <= EXCLUDED.last_at THEN 1 ELSE rate_limit_counters.count + 1 END,
+       started_at = CASE WHEN rate_limit_counters.last_at + $4 <= EXCLUDED.last_at THEN EXCLUDED.started_at ELSE rate_limit_counters.last_at END,
+       last_at = EXCLUDED.last_at
+     RETURNING count, started_at, last_at`,
+    bucket, key, now, forgetAfterSeconds,
+  );
+  return toRateLimitCounter(row ?? {});
+}
+
+function* createRoleSteps(role: Omit<RoleRecord, 'members' | 'builtIn'>): Verb<void> {
+  yield* insert(`role ${role.name}`, 'INSERT INTO roles (name, description, built_in, created_at) VALUES ($1, $2, false, $3)', role.name, role.description ?? null, role.createdAt);
+  yield* insertPermissions(role.name, role.permissions);
+}
+
+function* removeRoleSteps(name: string): Verb<boolean> {
+  if (!storable(name)) return false;
+  // Its permissions and every grant of it go by the foreign keys' cascades.
+  return (yield* run('DELETE FROM roles WHERE name = $1 AND NOT built_in', name)) === 1;
+}
+
+function* grantRoleSteps(userId: string, role: string, now: number): Verb<boolean> {
+  if (!storable(userId) || !storable(role)) return false;
+  try {
+    // One statement: nothing is inserted unless both the user and the role exist. A grant held
+    // already keeps its time; the no-op update only makes RETURNING answer for it, even when a
+    // simultaneous grant committed it after this statement's snapshot.
+    const held = yield* referring(
+      'user or role',
+      `INSERT INTO user_roles (user_id, role, granted_at)
+       SELECT users.id, roles.name, $3 FROM users, roles WHERE users.id = $1 AND roles.name = $2
+       ON CONFLICT (user_id, role) DO UPDATE SET granted_at = user_roles.granted_at`,
+      userId, role, now,
+    );
+    return held === 1;
+  } catch (err) {
+    // The user or the role was removed between this statement's snapshot and its insert.
+    if (err instanceof MissingReferenceError) return false;
+    throw err;
+  }
+}
+
+function* permittedScopesSteps(userId: string, api: string): Verb<string[]> {
+  if (!storable(userId) || !storable(api)) return [];
+  // Both primary keys lead: user_roles by user, then role_permissions by (role, api).
+  const rows = yield* many(
+    `SELECT DISTINCT p.scope COLLATE "C" AS scope FROM user_roles m JOIN role_permissions p ON p.role = m.role
+     WHERE m.user_id = $1 AND p.api = $2 ORDER BY 1`,
+    userId, api,
+  );
+  return rows.map((r) => String(r.scope));
+}
+
+function* listClientGrantsSteps(clientId: string | undefined): Verb<ClientGrantRecord[]> {
+  if (clientId !== undefined && !storable(clientId)) return [];
+  // COLLATE "C": byte order, as SQLite sorts.
+  const rows =
+    clientId === undefined
+      ? yield* many('SELECT * FROM client_grants ORDER BY client_id COLLATE "C", api COLLATE "C"')
+      : yield* many('SELECT * FROM client_grants WHERE client_id = $1 ORDER BY api COLLATE "C"', clientId);
+  return rows.map(toClientGrant);
+}
+
+function* updateClientSteps(clientId: string, changes: ClientChanges): Verb<boolean> {
+  if (!storable(clientId)) return false;
+  const columns = clientChangeColumns(changes, (value) => value);
+  if (columns.length === 0) return (yield* one('SELECT 1 AS found FROM clients WHERE client_id = $1', clientId)) !== undefined;
+  // Column names come from clientChangeColumns, never from the caller.
+  const set = columns.map(([column], n) => `${column} = $${n + 1}`).join(', ');
+  return (yield* run(`UPDATE clients SET ${set} WHERE client_id = $${columns.length + 1}`, ...columns.map(([, value]) => value), clientId)) === 1;
+}
+
+function* rotateClientSecretSteps(clientId: string, secret: { hash: string; sealed: string | undefined }, keepOldUntil: number | undefined): Verb<boolean> {
+  if (!storable(clientId)) return false;
+  // SET reads the row as it was, so the current secret becomes the previous one in the same step.
+  // A client without a secret has nothing to keep (nor an expiry for it).
+  return (
+    (yield* run(
+      `UPDATE clients SET
+         previous_secret_hash = CASE WHEN $1::boolean THEN secret_hash END,
+         previous_secret_sealed = CASE WHEN $1::boolean AND secret_hash IS NOT NULL THEN secret_sealed END,
+         previous_secret_expires_at = CASE WHEN $1::boolean AND secret_hash IS NOT NULL THEN $2::bigint END,
+         secret_hash = $3, secret_sealed = $4
+       WHERE client_id = $5`,
+      keepOldUntil !== undefined, keepOldUntil ?? null, secret.hash, secret.sealed ?? null, clientId,
+    )) === 1
+  );
+}
+
+function* useOnceSteps(purpose: string, key: string, expiresAt: number): Verb<boolean> {
+  // A key PostgreSQL cannot store (U+0000) is nobody's honest jti: it counts as seen, so it is refused.
+  if (!storable(purpose) || !storable(key)) return false;
+  // One statement: a simultaneous caller of another instance waits for this one's row and then
+  // re-checks the WHERE against it, so exactly one gets the row. A row past its expiry is as good
+  // as purged and is taken over; "past" by the database's clock, since the caller gives no time
+  // and every instance shares that one.
+  return (
+    (yield* run(
+      `INSERT INTO used_once (purpose, key, expires_at) VALUES ($1, $2, $3)
+       ON CONFLICT (purpose, key) DO UPDATE SET expires_at = EXCLUDED.expires_at
+       WHERE used_once.expires_at <= extract(epoch FROM clock_timestamp())`,
+      purpose, key, expiresAt,
+    )) === 1
+  );
+}
+
+function* listAuditEventsSteps(query: AuditEventQuery): Verb<AuditEventRecord[]> {
+  // No stored field holds U+0000 (see auditText): such a filter matches nothing.
+  for (const value of [query.userId, query.clientId, query.event, query.actor]) if (value !== undefined && !storable(value)) return [];
+  const params: unknown[] = [];
+  const where = auditEventConditions(query, params);
+  params.push(auditLimit(query.limit));
+  const rows = yield* many(
+    `SELECT * FROM audit_events ${where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`} ORDER BY id DESC LIMIT $${params.length}`,
+    ...params,
+  );
+  return rows.map(toAuditEvent);
+}
+
+function* createRegistrationTokenSteps(t: RegistrationTokenRecord): Verb<void> {
+  yield* insert(
+    'registration token', 'INSERT INTO registration_tokens (token_hash, created_at, expires_at, used_at, client_id) VALUES ($1, $2, $3, $4, $5)',
+    t.tokenHash, t.createdAt, t.expiresAt, t.usedAt ?? null, t.clientId ?? null,
+  );
+}
+
+function* updateRegisteredClientSteps(clientId: string, update: RegisteredClientUpdate): Verb<boolean> {
+  if (!storable(clientId)) return false;
+  const columns = registeredClientColumns(update, (value) => value);
+  // Column names come from registeredClientColumns, never from the caller.
+  const set = columns.map(([column], n) => `${column} = $${n + 1}`).join(', ');
+  return (yield* run(`UPDATE clients SET ${set} WHERE client_id = $${columns.length + 1}`, ...columns.map(([, value]) => value), clientId)) === 1;
+}
+
+function* createPushedRequestSteps(r: PushedRequestRecord): Verb<void> {
+  yield* insert(
+    'pushed request',
+    'INSERT INTO pushed_requests (request_hash, client_id, parameters, created_at, expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    r.requestHash, r.clientId, JSON.stringify(r.parameters), r.createdAt, r.expiresAt, r.usedAt ?? null,
+  );
 }

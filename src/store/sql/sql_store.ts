@@ -358,9 +358,7 @@ export abstract class SqlStore implements Store {
    * hottest verbs are single reads, where a generator's steps would be a measurable share).
    */
   protected single(op: Op): Promise<unknown> {
-    return this.execute('plain', function* () {
-      return yield op;
-    });
+    return this.execute('plain', () => singleStep(op));
   }
 
   /** The first row of one statement, as a record; undefined when there is none. */
@@ -1315,6 +1313,11 @@ export abstract class SqlStore implements Store {
 );
   }
 
+}
+
+/** The one step of a verb of one statement. */
+function* singleStep(op: Op): Verb<unknown> {
+  return yield op;
 }
 
 // ─── The verbs' steps ──────────────────────────────────────────────────────────────────────

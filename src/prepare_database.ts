@@ -37,6 +37,10 @@ export async function prepareDatabase(config: Pick<Config, 'secretKeys' | 'secre
   }
   const notices: string[] = [];
   const run = store.migrationRun;
+  // The one-way step of this upgrade: the build before reads the rewritten record as a newer one's.
+  if (run.renumbered) {
+    notices.push('Renumbered the database\'s record of migrations to the one history SQLite and PostgreSQL now share: Latchkey builds from before it will refuse this database');
+  }
   // A new database is nothing to report; an upgraded one is.
   if (run.applied.length > 0 && run.from > 0) {
     notices.push(`Upgraded the database from schema version ${run.from} to ${run.to}: ${run.applied.map((name) => name.replace(/\.sql$/, '')).join(', ')}`);

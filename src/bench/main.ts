@@ -737,7 +737,7 @@ async function main(): Promise<void> {
   }
   if (postgresUrl) {
     // PostgreSQL: device flow and userinfo on one instance, measured in rounds beside two instances
-    // sharing one database (one pinned to each core) and beside SQLite (device authorizations), so
+    // sharing one database (one pinned to each core) and beside SQLite (device authorization and issuance), so
     // that the two ratios asked for come from the same minutes. Fewer seeded codes: every one is a
     // round trip to PostgreSQL, which answers fewer a second.
     const base = sizesFor(first);
@@ -753,7 +753,15 @@ async function main(): Promise<void> {
       pin: true,
       postgres: { url: postgresUrl, instances },
     });
-    const sqliteAlongside: RunPlan = { label: `${first}, SQLite, beside PostgreSQL`, alg: first, workers: 1, filler: 0, scenarios: only(['device_authorization']), sizes: base, pin: true };
+    const sqliteAlongside: RunPlan = {
+      label: `${first}, SQLite, beside PostgreSQL`,
+      alg: first,
+      workers: 1,
+      filler: 0,
+      scenarios: only(['device_authorization', 'device_token_issuance']),
+      sizes: base,
+      pin: true,
+    };
     runs.push(
       ...(await run(
         {

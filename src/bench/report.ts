@@ -225,6 +225,15 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
   if (pgAuth !== undefined && sqliteAuth !== undefined) {
     checks.push({ target: 'PostgreSQL device_authorization (1 instance) ≥ 50% of SQLite', value: `${((pgAuth / sqliteAuth) * 100).toFixed(0)}% (${whole(pgAuth)} vs ${whole(sqliteAuth)}/s)`, met: pgAuth / sqliteAuth >= 0.5 });
   }
+  const pgIssuance = rateOf(onePg, 'device_token_issuance');
+  const sqliteIssuance = rateOf(sqliteMain, 'device_token_issuance');
+  if (pgIssuance !== undefined && sqliteIssuance !== undefined) {
+    checks.push({
+      target: 'PostgreSQL device_token_issuance (1 instance) ≥ 50% of SQLite',
+      value: `${((pgIssuance / sqliteIssuance) * 100).toFixed(0)}% (${whole(pgIssuance)} vs ${whole(sqliteIssuance)}/s)`,
+      met: pgIssuance / sqliteIssuance >= 0.5,
+    });
+  }
   const twoAuth = rateOf(twoPg, 'device_authorization');
   if (pgAuth !== undefined && twoAuth !== undefined) {
     checks.push({ target: 'PostgreSQL device_authorization: 2 instances ≥ 1.6x 1', value: `${(twoAuth / pgAuth).toFixed(2)}x (${whole(twoAuth)} vs ${whole(pgAuth)}/s)`, met: twoAuth / pgAuth >= 1.6 });

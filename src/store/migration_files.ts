@@ -1,6 +1,7 @@
 /**
- * The numbered SQL files of a migrations folder (0001_init.sql, 0002_…), in order. Each store has
- * its own folder (migrations/ for SQLite, migrations/postgres/) and its own runner.
+ * The numbered SQL files of a migrations folder (0001_init.sql, 0002_…), in order. Each dialect has
+ * its own folder (migrations/sqlite/, migrations/postgres/) and its own runner; the two folders are
+ * one history, the same number and name for the same change.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

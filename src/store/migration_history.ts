@@ -1,9 +1,9 @@
 /**
  * What a database's record of applied migrations must agree with before anything runs, on both
  * stores (what Flyway calls validation):
- * - a migration this build does not have means a newer Latchkey upgraded the database: refused,
- *   with one line naming the version that did it, because this build would misread what the newer
- *   one wrote (and could write what the newer one misreads);
+ * - a migration this build does not have (by number and name) means a newer Latchkey upgraded the
+ *   database: refused, with one line naming the version that did it, because this build would
+ *   misread what the newer one wrote (and could write what the newer one misreads);
  * - a migration whose file differs from the one the database ran was edited after its release:
  *   refused, because databases that ran the earlier text never get the change.
  * Checksums are SHA-256 of the file with line endings normalised (a checkout on Windows is not an
@@ -43,7 +43,9 @@ export function schemaVersion(migrations: { version: number }[]): number {
  */
 export function checkMigrationHistory(applied: AppliedMigration[], known: Migration[], thisVersion: string): AppliedMigration[] {
   const byVersion = new Map(known.map((m) => [m.version, m]));
-  const unknown = applied.filter((a) => !byVersion.has(a.version)).sort((a, b) => b.version - a.version);
+  // Known by number and name: one history numbers both dialects, so a record of the same number
+  // under another name is another history's, which this build cannot read either.
+  const unknown = applied.filter((a) => byVersion.get(a.version)?.name !== a.name).sort((a, b) => b.version - a.version);
   if (unknown.length > 0) {
     const newest = unknown[0]!;
     const writer = newest.latchkeyVersion === undefined ? 'a newer Latchkey' : `Latchkey ${newest.latchkeyVersion}`;
@@ -73,4 +75,6 @@ export interface MigrationRun {
   from: number;
   to: number;
   applied: string[];
+  /** Whether the record was kept in the numbering before the one history and was rewritten to it. */
+  renumbered: boolean;
 }

@@ -818,8 +818,9 @@ export interface Store {
   /**
    * One poll of a device code by `clientId` at `polledAtMs`, as one atomic step: the poll time and
    * the interval it leads to (`nextInterval` is given the grant as it was before this poll) are
-   * stored together. Returns the grant as it was before the poll; a code of another client is
-   * returned untouched, and an unknown code is undefined.
+   * stored together. Returns the grant as it was before the poll; a code of another client, or a
+   * grant no longer pending (whose polls the interval no longer governs), is returned untouched,
+   * and an unknown code is undefined.
    */
   pollDeviceGrant(
     deviceCodeHash: string,

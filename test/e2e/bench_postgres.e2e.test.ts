@@ -1,6 +1,6 @@
 /**
  * `npm run bench --postgres` in its quick form (when the tests have a PostgreSQL server): device
- * authorizations and userinfo on one instance, measured in the same rounds beside two instances
+ * authorizations, device-flow issuance and userinfo on one instance, measured in the same rounds beside two instances
  * sharing one database and beside SQLite, each set-up on a database of its own that the bench drops
  * afterwards.
  */
@@ -21,7 +21,7 @@ describeWithPostgres('npm run bench --postgres (quick)', () => {
       }
     };
     const before = await benchDatabases();
-    const { report } = bench(['--alg', 'ES256', '--workers', '', '--scales', '', '--scenarios', 'device_authorization,userinfo', '--postgres', pgTestUrl ?? '']);
+    const { report } = bench(['--alg', 'ES256', '--workers', '', '--scales', '', '--scenarios', 'device_authorization,device_token_issuance,userinfo', '--postgres', pgTestUrl ?? '']);
     expect(report.runs.map((r) => [r.label, r.database, r.instances, r.measuredAlongside])).toEqual([
       ['ES256, 1 worker', 'sqlite', 1, undefined],
       ['ES256, PostgreSQL, 1 instance', 'postgresql', 1, undefined],
@@ -29,10 +29,10 @@ describeWithPostgres('npm run bench --postgres (quick)', () => {
       ['ES256, SQLite, beside PostgreSQL', 'sqlite', 1, 'ES256, PostgreSQL, 1 instance'],
     ]);
     expect(report.runs.map((r) => r.scenarios.map((s) => s.scenario))).toEqual([
-      ['device_authorization', 'userinfo'],
-      ['device_authorization', 'userinfo'],
-      ['device_authorization', 'userinfo'],
-      ['device_authorization'],
+      ['device_authorization', 'device_token_issuance', 'userinfo'],
+      ['device_authorization', 'device_token_issuance', 'userinfo'],
+      ['device_authorization', 'device_token_issuance', 'userinfo'],
+      ['device_authorization', 'device_token_issuance'],
     ]);
     for (const run of report.runs) expectOnlyExpectedAnswers(run.scenarios, run.label);
     // The ratio to SQLite is to SQLite measured in the same rounds.
@@ -40,6 +40,9 @@ describeWithPostgres('npm run bench --postgres (quick)', () => {
     const onePostgres = report.runs[1]?.scenarios[0]?.requestsPerSecond ?? 0;
     const ratio = report.targets.find((t) => t.target.startsWith('PostgreSQL device_authorization (1 instance)'));
     expect(ratio?.value).toContain(`${((onePostgres / sqliteBeside) * 100).toFixed(0)}%`);
+    const rateOf = (run: number, scenario: string) => report.runs[run]?.scenarios.find((s) => s.scenario === scenario)?.requestsPerSecond ?? 0;
+    const issuanceRatio = report.targets.find((t) => t.target.startsWith('PostgreSQL device_token_issuance (1 instance)'));
+    expect(issuanceRatio?.value).toContain(`${((rateOf(1, 'device_token_issuance') / rateOf(3, 'device_token_issuance')) * 100).toFixed(0)}%`);
     expect(report.targets.map((t) => t.target)).toEqual(expect.arrayContaining([expect.stringContaining('PostgreSQL device_authorization (1 instance)'), expect.stringContaining('2 instances')]));
     expect(await benchDatabases()).toBe(before);
   }, 300_000);

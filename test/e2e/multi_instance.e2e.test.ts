@@ -1,8 +1,8 @@
 /**
  * Several instances behind one proxy: two `latchkey serve` processes started at the same moment on
- * one fresh PostgreSQL database (LATCHKEY_TEST_PG_URL; .ci/run provides one). A device flow is
- * started on one, approved through the other's pages, polled on both, and redeemed by racing
- * requests to both: exactly one token response. Rate limits hold across the two.
+ * one fresh PostgreSQL database (LATCHKEY_TEST_PG_URL; `npm run test:pg` and .ci/run provide one).
+ * A device flow is started on one, approved through the other's pages, polled on both, and
+ * redeemed by racing requests to both: exactly one token response. Rate limits hold across the two.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';

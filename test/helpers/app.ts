@@ -16,7 +16,7 @@ import { configFrom, type Config } from '../../src/config.js';
 import { hashPassword } from '../../src/crypto/password.js';
 import { randomId, randomSecret, secretPrefix, sha256 } from '../../src/crypto/secrets.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
-import type { ClientRecord, GrantTypeName, UserRecord } from '../../src/store/store.js';
+import type { ClientRecord, GrantTypeName, Store, UserRecord } from '../../src/store/store.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -90,7 +90,7 @@ async function seedSigningKeys(store: SqliteStore, box: SecretBox, accessTokenAl
 }
 
 export async function addUser(
-  store: SqliteStore,
+  store: Store,
   username = 'alice',
   password = 'correct horse battery',
   extra: Partial<UserRecord> = {},
@@ -119,7 +119,7 @@ export async function addUser(
 }
 
 export async function addClient(
-  store: SqliteStore,
+  store: Store,
   clientId: string,
   options: {
     grantTypes?: GrantTypeName[];
@@ -162,7 +162,7 @@ export async function addClient(
   return { client, secret };
 }
 
-export async function addApi(store: SqliteStore, identifier: string, name = 'Example API', introspectionClients: string[] = [], scopes: string[] = []): Promise<void> {
+export async function addApi(store: Store, identifier: string, name = 'Example API', introspectionClients: string[] = [], scopes: string[] = []): Promise<void> {
   await store.createApi({ identifier, name, createdAt: 1_800_000_000, introspectionClients, scopes });
 }
 

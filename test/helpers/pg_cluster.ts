@@ -2,7 +2,7 @@
  * A PostgreSQL cluster of the test's own (Debian's server binaries, initdb in a temporary folder,
  * a free loopback port), which the test may stop, restart and meddle with — what a shared test
  * database must never be put through. PostgreSQL refuses to run as root, so as root it runs as the
- * postgres user, as in .ci/run. Without the binaries the tests are skipped, unless
+ * postgres user, as in scripts/with-postgres.sh. Without the binaries the tests are skipped, unless
  * LATCHKEY_REQUIRE_PG=1 (CI), where that fails the run instead.
  */
 import { execFileSync } from 'node:child_process';

@@ -891,6 +891,25 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
+      it('pollDeviceGrant of a grant no longer pending returns it and writes no poll', async () => {
+        await withSeededStore(async (store) => {
+          const g = deviceGrant();
+          await store.createDeviceGrant(g);
+          await store.pollDeviceGrant('device-grant-1', 'cli', t0 * 1000 + 5_000, (before) => before.interval);
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 30, ['pwd'], t0 + 60)).toBe(true);
+          const approved = await store.findDeviceGrantByDeviceCode('device-grant-1');
+          let called = false;
+          const seen = await store.pollDeviceGrant('device-grant-1', 'cli', t0 * 1000 + 6_000, () => {
+            called = true;
+            return 99;
+          });
+          expect(seen).toEqual(approved);
+          expect(called).toBe(false);
+          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toEqual(approved);
+          expect(approved?.lastPolledAtMs).toBe(t0 * 1000 + 5_000);
+        });
+      });
+
       it('pollDeviceGrant of an unknown device code is undefined and changes nothing', async () => {
         await withSeededStore(async (store) => {
           await store.createDeviceGrant(deviceGrant());

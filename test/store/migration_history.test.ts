@@ -3,39 +3,28 @@
  * migration's checksum and the Latchkey version that applied it are recorded; a database that a
  * newer build upgraded is refused with one line naming that build; a migration edited after a
  * database applied it is refused; and a database that ran the intermediate texts of 0005, 0006
- * and 0008 (as released at 055d3d9, 4a595d1 and 03029f9) is brought level by the migration that
- * repeats what they gained later.
+ * and 0008 (as released at 055d3d9, 4a595d1 and 03029f9, in the numbering before the one history:
+ * PostgreSQL's 0003, 0004, 0006) is brought level by the migration that repeats what they gained
+ * later (0015_level_intermediate_builds).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { migrationsDir, postgresMigrationsDir } from '../../src/paths.js';
-import { readMigrations, type Migration } from '../../src/store/migration_files.js';
+import { postgresMigrationsDir, sqliteMigrationsDir } from '../../src/paths.js';
+import { readMigrations } from '../../src/store/migration_files.js';
 import { migrationChecksum } from '../../src/store/migration_history.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { PostgresStore } from '../../src/store/postgres/postgres_store.js';
 import { latchkeyVersion } from '../../src/version.js';
 import { describeWithPostgres, freshSchema, pgTestUrl } from '../helpers/postgres.js';
 import { t0 } from '../helpers/records.js';
+import { applyAsOlderBuildPostgres, applyAsOlderBuildSqlite as applyAsOlderBuild, asIntermediateBuildsRanThem, numberingBefore, type OlderRecord } from '../helpers/older_builds.js';
 
-const intermediate = fileURLToPath(new URL('../fixtures/migrations/intermediate/', import.meta.url));
-
-/** The migrations as a database that ran the intermediate builds got them (up to `through`). */
-function asIntermediateBuildsRanThem(dir: string, fixtureDir: string, through: number): Migration[] {
-  return readMigrations(dir)
-    .filter((m) => m.version <= through)
-    .map((m) => {
-      try {
-        return { ...m, sql: readFileSync(join(fixtureDir, m.name), 'utf8') };
-      } catch {
-        return m;
-      }
-    });
-}
+/** How builds before checksums recorded what they applied. */
+const beforeChecksums: OlderRecord = { checksums: false };
 
 let dirs: string[] = [];
 afterEach(() => {
@@ -49,15 +38,9 @@ function tempDb(): string {
   return join(dir, 'latchkey.db');
 }
 
-/** Applies migrations as builds before this one did: recorded with no checksum and no version. */
-function applyAsOlderBuildSqlite(db: Database.Database, migrations: Migration[]): void {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
-  for (const m of migrations) {
-    db.transaction(() => {
-      db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, t0);
-    })();
-  }
+/** Applies migrations of the numbering before as builds before checksums did: no checksum, no version. */
+function applyAsOlderBuildSqlite(db: Database.Database, migrations: typeof numberingBefore.sqlite): void {
+  applyAsOlderBuild(db, migrations, beforeChecksums, t0);
 }
 
 describe('the migration history on SQLite', () => {
@@ -66,12 +49,12 @@ describe('the migration history on SQLite', () => {
     const store = new SqliteStore({ path, now: t0 });
     try {
       const rows = store.db.prepare('SELECT name, checksum, latchkey_version FROM schema_migrations ORDER BY version').all() as { name: string; checksum: string; latchkey_version: string }[];
-      expect(rows.map((r) => r.name)).toEqual(readMigrations(migrationsDir).map((m) => m.name));
+      expect(rows.map((r) => r.name)).toEqual(readMigrations(sqliteMigrationsDir).map((m) => m.name));
       for (const row of rows) {
-        expect(row.checksum).toBe(migrationChecksum(readFileSync(join(migrationsDir, row.name), 'utf8')));
+        expect(row.checksum).toBe(migrationChecksum(readFileSync(join(sqliteMigrationsDir, row.name), 'utf8')));
         expect(row.latchkey_version).toBe(latchkeyVersion);
       }
-      expect(store.migrationRun).toMatchObject({ from: 0, to: Math.max(...readMigrations(migrationsDir).map((m) => m.version)) });
+      expect(store.migrationRun).toMatchObject({ from: 0, to: Math.max(...readMigrations(sqliteMigrationsDir).map((m) => m.version)) });
     } finally {
       await store.close();
     }
@@ -80,12 +63,12 @@ describe('the migration history on SQLite', () => {
   it('a database an older build made gets the checksums of the files it ran, and its missing migrations, with from → to for the start log', async () => {
     const path = tempDb();
     const db = new Database(path);
-    applyAsOlderBuildSqlite(db, readMigrations(migrationsDir).filter((m) => m.version <= 13));
+    applyAsOlderBuildSqlite(db, numberingBefore.sqlite.filter((m) => m.version <= 13));
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
       expect(store.migrationRun.from).toBe(13);
-      expect(store.migrationRun.applied[0]).toBe('0014_level_intermediate_builds.sql');
+      expect(store.migrationRun.applied.slice(0, 2)).toEqual(['0014_directory_notify.sql', '0015_level_intermediate_builds.sql']);
       const unrecorded = store.db.prepare('SELECT count(*) AS n FROM schema_migrations WHERE checksum IS NULL').get() as { n: number };
       expect(unrecorded.n).toBe(0);
     } finally {
@@ -106,7 +89,7 @@ describe('the migration history on SQLite', () => {
       message = (err as Error).message;
     }
     expect(message).toBe(
-      `the database was upgraded by Latchkey 9.9.9 (schema version 999, 0999_later.sql); this is Latchkey ${latchkeyVersion}, which knows schema versions up to ${Math.max(...readMigrations(migrationsDir).map((m) => m.version))}: run Latchkey 9.9.9 or newer, or restore the backup made before the upgrade`,
+      `the database was upgraded by Latchkey 9.9.9 (schema version 999, 0999_later.sql); this is Latchkey ${latchkeyVersion}, which knows schema versions up to ${Math.max(...readMigrations(sqliteMigrationsDir).map((m) => m.version))}: run Latchkey 9.9.9 or newer, or restore the backup made before the upgrade`,
     );
     expect(message).not.toContain('\n');
   });
@@ -120,10 +103,10 @@ describe('the migration history on SQLite', () => {
     expect(() => new SqliteStore({ path, now: t0 })).toThrow(/^migration 0006_connectors\.sql differs from the one this database applied .*a released migration must never be edited/);
   });
 
-  it('a database that ran the intermediate builds of 0005, 0006 and 0008 is brought level by 0014', async () => {
+  it('a database that ran the intermediate builds of 0005, 0006 and 0008 is brought level by 0015', async () => {
     const path = tempDb();
     const db = new Database(path);
-    applyAsOlderBuildSqlite(db, readMigrations(migrationsDir).filter((m) => m.version <= 4));
+    applyAsOlderBuildSqlite(db, numberingBefore.sqlite.filter((m) => m.version <= 4));
     // Before 0005: a family rotated once (replaced_by known), and one that also handed out a grace
     // successor, which no parent column could record.
     db.exec(`INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('u-admin', 'admin', 'admin@localhost', NULL, 'x', 0, ${t0});
@@ -140,7 +123,7 @@ describe('the migration history on SQLite', () => {
     token('b0', 'forked', 'b1', 1);
     token('b1', 'forked', null);
     token('b2', 'forked', null); // the grace successor: no parent anywhere
-    applyAsOlderBuildSqlite(db, asIntermediateBuildsRanThem(migrationsDir, intermediate, 13).filter((m) => m.version > 4));
+    applyAsOlderBuildSqlite(db, asIntermediateBuildsRanThem('sqlite', 13).filter((m) => m.version > 4));
     // What the intermediate builds left: parents never filled in, the forked family live, the made-up
     // address verified, no index on the session of refresh tokens.
     expect(db.prepare("SELECT parent_id FROM refresh_tokens WHERE id = 'a1'").get()).toEqual({ parent_id: null });
@@ -150,7 +133,7 @@ describe('the migration history on SQLite', () => {
 
     const store = new SqliteStore({ path, now: t0 + 100 });
     try {
-      expect(store.migrationRun.applied[0]).toBe('0014_level_intermediate_builds.sql');
+      expect(store.migrationRun.applied.slice(0, 2)).toEqual(['0014_directory_notify.sql', '0015_level_intermediate_builds.sql']);
       expect((await store.findRefreshToken('h-a1'))?.parentId).toBe('a0');
       expect((await store.findRefreshToken('h-a1'))?.revokedAt).toBeUndefined();
       expect(await store.isRefreshFamilyRevoked('plain')).toBe(false);
@@ -163,10 +146,10 @@ describe('the migration history on SQLite', () => {
     }
   });
 
-  it('on a database that ran the final texts, 0014 changes no row', async () => {
+  it('on a database that ran the final texts, 0015 changes no row', async () => {
     const path = tempDb();
     const db = new Database(path);
-    applyAsOlderBuildSqlite(db, readMigrations(migrationsDir).filter((m) => m.version <= 13));
+    applyAsOlderBuildSqlite(db, numberingBefore.sqlite.filter((m) => m.version <= 13));
     db.exec(`INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, email_verified) VALUES ('u', 'bob', 'bob@example.com', NULL, 'x', 0, ${t0}, 1);
       INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at) VALUES ('cli', 'CLI', NULL, '[]', '["refresh_token"]', 1, 1, 0, ${t0});`);
     const insert = db.prepare(
@@ -194,16 +177,12 @@ describeWithPostgres('the migration history on PostgreSQL', () => {
   const url = pgTestUrl ?? '';
   const schemaPool = (schema: string) => new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
 
-  async function applyAsOlderBuild(schema: string, migrations: Migration[], between?: (pool: pg.Pool) => Promise<void>, split = Infinity): Promise<void> {
+  /** Applies migrations of the numbering before as builds before checksums did; `between` runs before the file numbered `split`. */
+  async function applyAsOlderBuild(schema: string, migrations: typeof numberingBefore.postgres, between: (pool: pg.Pool) => Promise<void>, split: number): Promise<void> {
     const pool = schemaPool(schema);
     try {
       await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-      await pool.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
-      for (const m of migrations) {
-        if (m.version === split && between) await between(pool);
-        await pool.query(m.sql);
-        await pool.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, t0]);
-      }
+      await applyAsOlderBuildPostgres(pool, migrations, beforeChecksums, t0, { before: split, run: between });
     } finally {
       await pool.end();
     }
@@ -223,14 +202,14 @@ describeWithPostgres('the migration history on PostgreSQL', () => {
       await pool.query("INSERT INTO schema_migrations (version, name, applied_at, checksum, latchkey_version) VALUES (999, '0999_later.sql', 1, 'x', '9.9.9')");
       await expect(PostgresStore.open({ url, schema, now: t0 })).rejects.toThrow(/^the database was upgraded by Latchkey 9\.9\.9 \(schema version 999, 0999_later\.sql\); this is Latchkey /);
       await pool.query('DELETE FROM schema_migrations WHERE version = 999');
-      await pool.query("UPDATE schema_migrations SET checksum = 'ffff' WHERE name = '0004_connectors.sql'");
-      await expect(PostgresStore.open({ url, schema, now: t0 })).rejects.toThrow(/^migration 0004_connectors\.sql differs from the one this database applied/);
+      await pool.query("UPDATE schema_migrations SET checksum = 'ffff' WHERE name = '0006_connectors.sql'");
+      await expect(PostgresStore.open({ url, schema, now: t0 })).rejects.toThrow(/^migration 0006_connectors\.sql differs from the one this database applied/);
     } finally {
       await pool.end();
     }
   });
 
-  it('a database that ran the intermediate builds of 0003, 0004 and 0006 is brought level by 0013', async () => {
+  it('a database that ran the intermediate builds of 0003, 0004 and 0006 (numbered as they were) is brought level by 0015', async () => {
     const schema = freshSchema();
     const insertData = async (pool: pg.Pool) => {
       await pool.query(`INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('u-admin', 'admin', 'admin@localhost', NULL, 'x', false, ${t0})`);
@@ -247,12 +226,13 @@ describeWithPostgres('the migration history on PostgreSQL', () => {
       await token('b1', 'forked', null);
       await token('b2', 'forked', null);
     };
-    // The data goes in before 0003, as it would have on a build older than parents.
-    await applyAsOlderBuild(schema, asIntermediateBuildsRanThem(postgresMigrationsDir, join(intermediate, 'postgres'), 12), insertData, 3);
+    // The data goes in before 0003 (hardening, as numbered then), as it would have on a build older than parents.
+    await applyAsOlderBuild(schema, asIntermediateBuildsRanThem('postgres', 12), insertData, 3);
     const store = await PostgresStore.open({ url, schema, now: t0 + 100 });
     try {
-      expect(store.migrationRun.from).toBe(12);
-      expect(store.migrationRun.applied[0]).toBe('0013_level_intermediate_builds.sql');
+      // Its 0012_directory_notify is 0014 in the one history.
+      expect(store.migrationRun).toMatchObject({ from: 14, renumbered: true });
+      expect(store.migrationRun.applied[0]).toBe('0015_level_intermediate_builds.sql');
       expect((await store.findRefreshToken('h-a1'))?.parentId).toBe('a0');
       expect(await store.isRefreshFamilyRevoked('plain')).toBe(false);
       expect(await store.isRefreshFamilyRevoked('forked')).toBe(true);

@@ -31,6 +31,8 @@ function freshSchema(): string {
   return schema;
 }
 
+// Hundreds of schemas, one or more per test, some 20 ms each to drop on an idle machine: the hook
+// gets the time that takes on a busy one, beyond the default limit meant for a single step.
 afterAll(async () => {
   if (!url || schemas.length === 0) return;
   const admin = new pg.Pool({ connectionString: url, max: 1 });
@@ -466,12 +468,12 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
-    it('upgrading to connectors (0004): the first administrator\'s made-up admin@localhost is not a verified email; real ones are', async () => {
+    it('upgrading to connectors (0006): the first administrator\'s made-up admin@localhost is not a verified email; real ones are', async () => {
       const schema = freshSchema();
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 4), t0, schema);
+        await migrate(pool, all.filter((m) => m.version < 6), t0, schema);
         for (const [id, username, email] of [['u1', 'admin', 'admin@localhost'], ['u2', 'alice', 'alice@example.com']]) {
           await pool.query('INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ($1, $2, $3, NULL, $4, false, $5)', [id, username, email, 'scrypt$x', t0]);
         }
@@ -486,12 +488,12 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
-    it('upgrading to second factors (0005): sessions, codes, refresh tokens and device grants made before read amr [] and acrValues \'\'', async () => {
+    it('upgrading to second factors (0007): sessions, codes, refresh tokens and device grants made before read amr [] and acrValues \'\'', async () => {
       const schema = freshSchema();
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 5), t0, schema);
+        await migrate(pool, all.filter((m) => m.version < 7), t0, schema);
         await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0]);
         await pool.query(
           `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
@@ -520,7 +522,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
       const store = await openStore(schema);
       try {
-        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 5));
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 7));
         expect((await store.findSession('old-session', t0))?.amr).toEqual([]);
         expect((await store.findAuthorizationCode('old-code'))?.amr).toEqual([]);
         expect((await store.findRefreshToken('old-rt'))?.amr).toEqual([]);
@@ -533,12 +535,12 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
-    it('upgrading to accounts (0006): every session made before gets a public id of its own, and so does one a previous version still inserts', async () => {
+    it('upgrading to accounts (0008): every session made before gets a public id of its own, and so does one a previous version still inserts', async () => {
       const schema = freshSchema();
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 6), t0, schema);
+        await migrate(pool, all.filter((m) => m.version < 8), t0, schema);
         await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0]);
         await pool.query(
           `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
@@ -566,7 +568,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
       const store = await openStore(schema);
       try {
-        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 6));
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 8));
         const [second, first] = await store.listSessions('user-alice', t0);
         expect(first?.id).toMatch(/^[0-9a-f]{32}$/);
         expect(second?.id).toMatch(/^[0-9a-f]{32}$/);
@@ -605,12 +607,12 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
-    it('upgrading to roles (0007): users hold no roles, APIs declare no scopes, clients keep their secret and are enabled without keys, and the admin role is there', async () => {
+    it('upgrading to roles (0009): users hold no roles, APIs declare no scopes, clients keep their secret and are enabled without keys, and the admin role is there', async () => {
       const schema = freshSchema();
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 7), t0, schema);
+        await migrate(pool, all.filter((m) => m.version < 9), t0, schema);
         await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0]);
         await pool.query(
           `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
@@ -624,7 +626,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       const before = Math.floor(Date.now() / 1000);
       const store = await openStore(schema);
       try {
-        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 7));
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 9));
         expect(await store.findUserById('user-alice')).toMatchObject({ username: 'alice', roles: [] });
         expect(await store.findApi('https://api.example.com')).toStrictEqual({
           identifier: 'https://api.example.com',
@@ -656,12 +658,12 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
-    it('upgrading to profile claims (0011): users read no profile and their createdAt as updatedAt; codes and refresh tokens made before read no claims', async () => {
+    it('upgrading to profile claims (0013): users read no profile and their createdAt as updatedAt; codes and refresh tokens made before read no claims', async () => {
       const schema = freshSchema();
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 11), t0, schema);
+        await migrate(pool, all.filter((m) => m.version < 13), t0, schema);
         await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0 - 500]);
         await pool.query(
           `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
@@ -683,7 +685,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
       const store = await openStore(schema);
       try {
-        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 11));
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 13));
         expect(await store.findUserById('user-alice')).toMatchObject({ profile: {}, createdAt: t0 - 500, updatedAt: t0 - 500 });
         expect((await store.findAuthorizationCode('old-code'))?.claims).toBeUndefined();
         expect((await store.findRefreshToken('old-rt'))?.claims).toBeUndefined();
@@ -694,12 +696,12 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
-    it('upgrading to factor enrolment links (0015): the one-time links already sent keep working; the purpose check admits enrolment links and nothing else', async () => {
+    it('upgrading to factor enrolment links (0017): the one-time links already sent keep working; the purpose check admits enrolment links and nothing else', async () => {
       const schema = freshSchema();
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 15), t0, schema);
+        await migrate(pool, all.filter((m) => m.version < 17), t0, schema);
         await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, updated_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1, $1)", [t0]);
         await pool.query("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('reset-1', 'user-alice', 'password_reset', 'a@example.com', $1, $2, NULL)", [t0, t0 + 1800]);
         await expect(pool.query("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('e', 'user-alice', 'factor_enrolment', 'a@example.com', 1, 2)")).rejects.toThrow(/check constraint/);
@@ -709,7 +711,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       const store = await openStore(schema);
       const check = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
-        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 15));
+        expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 17));
         expect(await store.useEmailToken('reset-1', 'password_reset', t0 + 1)).toMatchObject({ userId: 'user-alice', usedAt: t0 + 1 });
         await store.createEmailToken({ tokenHash: 'enrol-1', userId: 'user-alice', purpose: 'factor_enrolment', email: 'a@example.com', createdAt: t0, expiresAt: t0 + 86400, usedAt: undefined });
         expect(await store.useEmailToken('enrol-1', 'factor_enrolment', t0 + 1)).toMatchObject({ purpose: 'factor_enrolment' });

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { migrate, readMigrations } from '../../src/store/sqlite/migrate.js';
-import { migrationsDir } from '../../src/paths.js';
+import { sqliteMigrationsDir } from '../../src/paths.js';
 import { storeConformance, t0, user } from './conformance.js';
 import { api, authorizationCode, client, passkey, refreshToken, session } from '../helpers/records.js';
 
@@ -36,7 +36,7 @@ storeConformance(
 );
 
 describe('SqliteStore specifics', () => {
-  const migrationNames = readMigrations(migrationsDir).map((m) => m.name);
+  const migrationNames = readMigrations(sqliteMigrationsDir).map((m) => m.name);
 
   it('the migrations folder starts with 0001_init.sql', () => {
     expect(migrationNames[0]).toBe('0001_init.sql');
@@ -106,7 +106,7 @@ describe('SqliteStore specifics', () => {
   it('upgrading to connectors (0006): the first administrator\'s made-up admin@localhost is not a verified email; real ones are', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    const all = readMigrations(migrationsDir);
+    const all = readMigrations(sqliteMigrationsDir);
     migrate(db, all.filter((m) => m.version < 6), t0);
     const insert = db.prepare('INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES (?, ?, ?, NULL, ?, 0, ?)');
     insert.run('u1', 'admin', 'admin@localhost', 'scrypt$x', t0);
@@ -122,7 +122,7 @@ describe('SqliteStore specifics', () => {
   it('upgrading to second factors (0007): sessions, codes, refresh tokens and device grants made before read amr [] and acrValues \'\'', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 7), t0);
+    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 7), t0);
     db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
     db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
                 VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`).run(t0);
@@ -152,7 +152,7 @@ describe('SqliteStore specifics', () => {
   it('upgrading to accounts (0008): every session made before gets a public id of its own, and so does one a previous version still inserts', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 8), t0);
+    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 8), t0);
     db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
     db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
                 VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`).run(t0);
@@ -209,7 +209,7 @@ describe('SqliteStore specifics', () => {
   it('upgrading to roles (0009): users hold no roles, APIs declare no scopes, clients keep their secret and are enabled without keys, and the admin role is there', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 9), t0);
+    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 9), t0);
     db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
     db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
                 VALUES ('svc', 'Service', 'sha256-old', '[]', '["authorization_code"]', 0, 0, 0, ?)`).run(t0);
@@ -259,7 +259,7 @@ describe('SqliteStore specifics', () => {
   it('upgrading to pushed authorization requests (0011, issue 19): existing clients need no PAR, and pushed_requests is STRICT', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 11), t0);
+    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 11), t0);
     db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
                 VALUES ('web', 'Web', NULL, '["https://rp.example.com/cb"]', '["authorization_code"]', 1, 0, 0, ?)`).run(t0);
     db.close();
@@ -276,7 +276,7 @@ describe('SqliteStore specifics', () => {
   it('upgrading to profile claims (0013): users read no profile and their createdAt as updatedAt; codes and refresh tokens made before read no claims', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 13), t0);
+    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 13), t0);
     db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0 - 500);
     db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
                 VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`).run(t0);
@@ -299,10 +299,10 @@ describe('SqliteStore specifics', () => {
     }
   });
 
-  it('upgrading to factor enrolment links (0016): the one-time links already sent keep working, and the table stays STRICT', async () => {
+  it('upgrading to factor enrolment links (0017): the one-time links already sent keep working, and the table stays STRICT', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(migrationsDir).filter((m) => m.version < 16), t0);
+    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 17), t0);
     db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
     db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('reset-1', 'user-alice', 'password_reset', 'a@example.com', ?, ?, NULL)").run(t0, t0 + 1800);
     db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('verify-1', 'user-alice', 'email_verification', 'a@example.com', ?, ?, ?)").run(t0, t0 + 1800, t0 + 5);
@@ -310,7 +310,7 @@ describe('SqliteStore specifics', () => {
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
-      expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 16));
+      expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 17));
       expect(await store.useEmailToken('reset-1', 'password_reset', t0 + 1)).toMatchObject({ userId: 'user-alice', usedAt: t0 + 1 });
       expect(await store.useEmailToken('verify-1', 'email_verification', t0 + 1)).toBeUndefined();
       await store.createEmailToken({ tokenHash: 'enrol-1', userId: 'user-alice', purpose: 'factor_enrolment', email: 'a@example.com', createdAt: t0, expiresAt: t0 + 86400, usedAt: undefined });

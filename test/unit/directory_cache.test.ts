@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import type pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { changesDirectory, directoryChannel, DirectoryCache } from '../../src/store/postgres/directory_cache.js';
+import { directoryChannel, DirectoryCache } from '../../src/store/postgres/directory_cache.js';
 
 /** A listening connection; announcements made elsewhere reach it unless it is `deaf`. */
 class FakeListener extends EventEmitter {
@@ -104,16 +104,5 @@ describe('DirectoryCache', () => {
     expect(loads).toBe(2);
     listener.emit('end');
     expect(cache.active).toBe(false);
-  });
-});
-
-describe('changesDirectory', () => {
-  it('tells the writes to what the cache keeps (or to a user\'s roles) from everything else', () => {
-    for (const sql of ['INSERT INTO clients (client_id) VALUES ($1)', '  UPDATE users SET disabled = $1', 'DELETE FROM roles WHERE name = $1', 'DELETE FROM user_roles WHERE user_id = $1', 'UPDATE apis SET scopes = $1', 'UPDATE connectors SET secret = $1', 'TRUNCATE users']) {
-      expect({ sql, changes: changesDirectory(sql) }).toEqual({ sql, changes: true });
-    }
-    for (const sql of ['SELECT * FROM clients', 'INSERT INTO removed_clients (client_id) VALUES ($1)', 'UPDATE device_grants SET status = $1', 'DELETE FROM sessions WHERE user_id = $1', 'INSERT INTO user_identities VALUES ($1)']) {
-      expect({ sql, changes: changesDirectory(sql) }).toEqual({ sql, changes: false });
-    }
   });
 });

@@ -6,7 +6,7 @@
  * Kept honest across instances by LISTEN/NOTIFY: triggers (migration 0012) announce every change to
  * those tables on the channel latchkey_directory when it commits, and each instance drops its whole
  * cache when it hears of one. An instance's own writes drop it at once too, without waiting for the
- * announcement.
+ * announcement (cached_directory.ts: the verbs that write the directory say so).
  *
  * Hearing is proved, not assumed: every `heartbeatMs` the instance announces a probe from another
  * connection (the store's pool) and must hear it on the listening one, as it would hear another
@@ -24,6 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { deepFreeze } from '../../deep_freeze.js';
+import type { RecordCache } from '../cached_directory.js';
 
 export const directoryChannel = 'latchkey_directory';
 
@@ -40,13 +41,6 @@ const maxRetryMs = 5_000;
 /** Connecting, LISTEN and closing may take this long before the connection counts as broken. */
 const connectionTimeoutMs = 10_000;
 
-/** A write whose target table holds what the cache keeps (or, by a cascade, a user's roles). */
-const directoryWrite = /^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|TRUNCATE)\s+(?:TABLE\s+)?(?:clients|users|apis|connectors|user_roles|roles|role_permissions)\b/i;
-
-export function changesDirectory(sql: string): boolean {
-  return directoryWrite.test(sql);
-}
-
 export interface DirectoryCacheOptions {
   /** A client with the store's connection settings, for the listening connection. */
   connect: () => pg.Client;
@@ -57,7 +51,7 @@ export interface DirectoryCacheOptions {
   heartbeatMs?: number;
 }
 
-export class DirectoryCache {
+export class DirectoryCache implements RecordCache {
   private readonly maps = new Set<Map<string, object>>();
   /** Bumped by every drop: a lookup that started before one does not keep what it read. */
   private generation = 0;

@@ -3,13 +3,15 @@
  * recorded in schema_migrations (with its checksum and the Latchkey version that applied it), so
  * an interrupted upgrade leaves the database at the last complete version. The whole run holds a
  * session advisory lock on one connection: instances starting at once take turns, and the later
- * ones find every file recorded and apply nothing. Before anything is applied, the record is
- * checked (migration_history.ts): a database upgraded by a newer build, or one whose migrations
+ * ones find every file recorded and apply nothing. Before anything is applied, a record kept in the
+ * numbering before the one history is rewritten to it (migration_renumbering.ts), and the record
+ * is checked (migration_history.ts): a database upgraded by a newer build, or one whose migrations
  * were edited since it ran them, is refused.
  */
 import type { Pool, PoolClient } from 'pg';
 import type { Migration } from '../migration_files.js';
-import { checkMigrationHistory, migrationChecksum, schemaVersion, type AppliedMigration, type MigrationRun } from '../migration_history.js';
+import { checkMigrationHistory, migrationChecksum, schemaVersion, type MigrationRun } from '../migration_history.js';
+import { renumberedRecords, type MigrationRecord } from '../migration_renumbering.js';
 import { latchkeyVersion } from '../../version.js';
 
 /**
@@ -22,16 +24,42 @@ export const migrationLockKey = '5494765668321150297';
 /** A schema name used as is in SQL and in search_path, so it is limited to what needs no quoting. */
 export const schemaNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
 
-async function appliedMigrations(client: PoolClient): Promise<AppliedMigration[]> {
-  const { rows } = await client.query<{ version: number; name: string; checksum: string | null; latchkey_version: string | null }>(
-    'SELECT version, name, checksum, latchkey_version FROM schema_migrations ORDER BY version',
+async function appliedMigrations(client: PoolClient): Promise<MigrationRecord[]> {
+  const { rows } = await client.query<{ version: number; name: string; applied_at: string; checksum: string | null; latchkey_version: string | null }>(
+    'SELECT version, name, applied_at, checksum, latchkey_version FROM schema_migrations ORDER BY version',
   );
   return rows.map((row) => ({
     version: Number(row.version),
     name: row.name,
+    appliedAt: Number(row.applied_at),
     checksum: row.checksum ?? undefined,
     latchkeyVersion: row.latchkey_version ?? undefined,
   }));
+}
+
+/** Rewrites a record kept in the numbering before the one history, in one transaction; true when there was one. */
+async function renumber(client: PoolClient, version: string): Promise<boolean> {
+  await client.query('BEGIN');
+  try {
+    const records = renumberedRecords('postgres', await appliedMigrations(client), version);
+    if (records !== undefined) {
+      await client.query('DELETE FROM schema_migrations');
+      for (const r of records) {
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at, checksum, latchkey_version) VALUES ($1, $2, $3, $4, $5)', [
+          r.version,
+          r.name,
+          r.appliedAt,
+          r.checksum ?? null,
+          r.latchkeyVersion ?? null,
+        ]);
+      }
+    }
+    await client.query('COMMIT');
+    return records !== undefined;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
 }
 
 /**
@@ -52,6 +80,8 @@ export async function migrate(pool: Pool, migrations: Migration[], now: number, 
     )`);
     // The record's own columns, added in place to the table older builds made.
     await client.query('ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum TEXT, ADD COLUMN IF NOT EXISTS latchkey_version TEXT');
+    // Before anything else: the record in the numbers of the one history.
+    const renumbered = await renumber(client, version);
 
     const history = await appliedMigrations(client);
     const from = schemaVersion(history);
@@ -82,7 +112,7 @@ export async function migrate(pool: Pool, migrations: Migration[], now: number, 
       }
     }
     await client.query('SELECT pg_advisory_unlock($1)', [migrationLockKey]);
-    return { from, to: Math.max(from, schemaVersion(migrations)), applied };
+    return { from, to: Math.max(from, schemaVersion(migrations)), applied, renumbered };
   } finally {
     // The connection is closed rather than returned to the pool: ending the session also ends the
     // lock when a failure left it held, and no half-finished transaction can reach another caller.

@@ -1,25 +1,38 @@
 /**
- * Applies the numbered SQL files of migrations/ in order, each in its own IMMEDIATE transaction
+ * Applies the numbered SQL files of migrations/sqlite/ in order, each in its own IMMEDIATE transaction
  * and recorded in schema_migrations (with its checksum and the Latchkey version that applied it),
  * so an interrupted upgrade leaves the database at the last complete version and two processes
- * starting at once never apply a file twice. Before anything is applied, the record is checked
- * (migration_history.ts): a database upgraded by a newer build, or one whose migrations were
- * edited since it ran them, is refused.
+ * starting at once never apply a file twice. Before anything is applied, a record kept in the
+ * numbering before the one history is rewritten to it (migration_renumbering.ts), and the record
+ * is checked (migration_history.ts): a database upgraded by a newer build, or one whose migrations
+ * were edited since it ran them, is refused.
  */
 import type Database from 'better-sqlite3';
 import type { Migration } from '../migration_files.js';
-import { checkMigrationHistory, migrationChecksum, schemaVersion, type AppliedMigration, type MigrationRun } from '../migration_history.js';
+import { checkMigrationHistory, migrationChecksum, schemaVersion, type MigrationRun } from '../migration_history.js';
+import { renumberedRecords, type MigrationRecord } from '../migration_renumbering.js';
 import { latchkeyVersion } from '../../version.js';
 
 export { readMigrations, type Migration } from '../migration_files.js';
 
-function appliedMigrations(db: Database.Database): AppliedMigration[] {
-  return (db.prepare('SELECT version, name, checksum, latchkey_version FROM schema_migrations ORDER BY version').all() as Record<string, unknown>[]).map((row) => ({
+function appliedMigrations(db: Database.Database): MigrationRecord[] {
+  return (db.prepare('SELECT version, name, applied_at, checksum, latchkey_version FROM schema_migrations ORDER BY version').all() as Record<string, unknown>[]).map((row) => ({
     version: Number(row.version),
     name: String(row.name),
+    appliedAt: Number(row.applied_at),
     checksum: row.checksum === null ? undefined : String(row.checksum),
     latchkeyVersion: row.latchkey_version === null ? undefined : String(row.latchkey_version),
   }));
+}
+
+/** Rewrites a record kept in the numbering before the one history; true when there was one. */
+function renumber(db: Database.Database, version: string): boolean {
+  const records = renumberedRecords('sqlite', appliedMigrations(db), version);
+  if (records === undefined) return false;
+  db.exec('DELETE FROM schema_migrations');
+  const insert = db.prepare('INSERT INTO schema_migrations (version, name, applied_at, checksum, latchkey_version) VALUES (?, ?, ?, ?, ?)');
+  for (const r of records) insert.run(r.version, r.name, r.appliedAt, r.checksum ?? null, r.latchkeyVersion ?? null);
+  return true;
 }
 
 export function migrate(db: Database.Database, migrations: Migration[], now: number, version = latchkeyVersion): MigrationRun {
@@ -28,13 +41,17 @@ export function migrate(db: Database.Database, migrations: Migration[], now: num
     name       TEXT NOT NULL,
     applied_at INTEGER NOT NULL
   ) STRICT`);
-  // The record's own columns, added in place to the table older builds made (looked at under the
-  // write lock: two processes upgrading one file at once add each column once).
-  db.transaction(() => {
-    const columns = new Set((db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[]).map((c) => c.name));
-    if (!columns.has('checksum')) db.exec('ALTER TABLE schema_migrations ADD COLUMN checksum TEXT');
-    if (!columns.has('latchkey_version')) db.exec('ALTER TABLE schema_migrations ADD COLUMN latchkey_version TEXT');
-  }).immediate();
+  // The record's own columns, added in place to the table older builds made, and the record in the
+  // numbers of the one history, in one transaction before anything else (looked at under the write
+  // lock: two processes upgrading one file at once add each column once and rewrite the record once).
+  const renumbered = db
+    .transaction(() => {
+      const columns = new Set((db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[]).map((c) => c.name));
+      if (!columns.has('checksum')) db.exec('ALTER TABLE schema_migrations ADD COLUMN checksum TEXT');
+      if (!columns.has('latchkey_version')) db.exec('ALTER TABLE schema_migrations ADD COLUMN latchkey_version TEXT');
+      return renumber(db, version);
+    })
+    .immediate();
 
   const history = appliedMigrations(db);
   const from = schemaVersion(history);
@@ -54,5 +71,5 @@ export function migrate(db: Database.Database, migrations: Migration[], now: num
     });
     if (apply.immediate()) applied.push(migration.name);
   }
-  return { from, to: Math.max(from, schemaVersion(migrations)), applied };
+  return { from, to: Math.max(from, schemaVersion(migrations)), applied, renumbered };
 }

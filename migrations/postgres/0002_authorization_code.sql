@@ -1,0 +1,3 @@
+-- Nothing to do on PostgreSQL: its 0001_init was written after SQLite's 0001_init and
+-- 0002_authorization_code and already makes what this change makes on SQLite (interactions,
+-- consents, authorization_codes, revoked_access_tokens).

@@ -1,0 +1,4 @@
+-- Nothing to do on PostgreSQL. On SQLite this change adds the directory_version counter that every
+-- change to clients, users and APIs bumps, so that each process drops its directory cache when the
+-- counter moves. PostgreSQL announces such changes with NOTIFY instead (0014_directory_notify) and
+-- keeps no counter.

@@ -1,0 +1,4 @@
+-- Nothing to do on SQLite. On PostgreSQL this change announces every change to what the servers'
+-- directory cache keeps (clients, users and their roles, APIs, connectors) with NOTIFY, so that
+-- each instance drops its cache. SQLite has no NOTIFY: its processes compare the directory_version
+-- counter instead, which the triggers of 0003_directory_version, 0006_connectors and 0009_roles bump.

@@ -219,7 +219,7 @@ describe.skipIf(!run)('pages in a real browser', () => {
     await context.close();
   });
 
-  it('the remaining pages at both sizes: accessible, and captured for the README', async () => {
+  it('the remaining pages at both sizes: accessible, and captured for the docs', async () => {
     for (const [sizeName, size] of [['phone', phone], ['desktop', desktop]] as const) {
       const { context, page } = await newPage(size);
       await page.goto(`${base}/login`);

@@ -3,7 +3,7 @@
  * `latchkey serve`, one sign-in for an API with `latchkey login --device --audience` (and one for
  * no API, which every helper refuses), then kubectl's ExecCredential as kubectl parses it, git's
  * helper protocol driven by Debian's git (`git credential fill`), and docker's helper protocol
- * through the wrapper script the README tells people to create. Without
+ * through the wrapper script docs/cli.md tells people to create. Without
  * git the git tests are skipped, unless LATCHKEY_REQUIRE_GIT=1 (as in .ci/run), where that fails.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,11 +52,11 @@ function writeScript(path: string, text: string): void {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'latchkey-credential-'));
-  // `latchkey` on PATH as an installed package puts it, so the README's configuration runs as written.
+  // `latchkey` on PATH as an installed package puts it, so the configuration in docs/cli.md runs as written.
   bin = join(dir, 'bin');
   mkdirSync(bin);
   writeScript(join(bin, 'latchkey'), `#!/bin/sh\nexec '${process.execPath}' '${executable}' "$@"\n`);
-  // The docker wrapper as the README has it, for this test's API.
+  // The docker wrapper as docs/cli.md has it, for this test's API.
   writeScript(join(bin, 'docker-credential-latchkey'), `#!/bin/sh\nexec latchkey credential docker --host registry.example.com --audience ${api} "$@"\n`);
 
   const serverEnv = { LATCHKEY_DB: join(dir, 'server.db') };
@@ -168,7 +168,7 @@ describe('latchkey credential kubectl', () => {
     expect(other.stdout + other.stderr).not.toContain(token);
   });
 
-  it("the README's configuration: the helper only for its host, and no other helper keeps the token", async () => {
+  it('the configuration docs/cli.md gives: the helper only for its host, and no other helper keeps the token', async () => {
     const home = join(dir, 'git-home');
     mkdirSync(home);
     const env = gitEnv(signedIn, home);
@@ -178,7 +178,7 @@ describe('latchkey credential kubectl', () => {
     };
     // A plain-text helper configured for everything, as many people have.
     await git('config', '--global', 'credential.helper', 'store');
-    // The README's two commands, for this test's profile and API.
+    // The two commands of docs/cli.md, for this test's profile and API.
     await git('config', '--global', '--replace-all', 'credential.https://git.example.com.helper', '');
     await git('config', '--global', '--add', 'credential.https://git.example.com.helper', `!latchkey credential git --audience ${api} --host git.example.com`);
 

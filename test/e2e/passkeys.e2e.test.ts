@@ -404,7 +404,7 @@ describe.skipIf(!run)('second factors in a real browser', () => {
     await context.close();
   });
 
-  it('the second-factor pages at both sizes: accessible, and captured for the README', async () => {
+  it('the second-factor pages at both sizes: accessible, and captured for the docs', async () => {
     for (const [sizeName, size] of [['phone', phone], ['desktop', desktop]] as const) {
       // Grace starts with no second factor at each size.
       await t.store.removeTotp(grace.id);

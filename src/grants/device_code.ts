@@ -13,7 +13,7 @@
  * their holder is not the device that lost them).
  */
 import { z } from 'zod';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { OAuthError, tooManyRequests } from '../errors.js';
 import { sha256 } from '../crypto/secrets.js';
 import { decidePoll } from '../oauth/device_poll.js';

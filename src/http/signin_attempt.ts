@@ -15,7 +15,7 @@ import { rateLimitKey } from '../oauth/rate_limit.js';
 import { laneFull, slowDownMs, throttleResolvedAccount, throttleSignIn, type ThrottleDecision } from '../oauth/signin_throttle.js';
 import { preparedUsername } from '../oauth/typed_username.js';
 import type { Services } from '../services.js';
-import { audit } from './audit.js';
+import { audit } from '../audit/audit_events.js';
 import { knownFor, readDeviceCookie, rememberDevice } from './device_cookie.js';
 
 export type GuardedCheck = <T>(check: () => Promise<T>) => Promise<T>;

@@ -14,10 +14,10 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AdminInputError, validEmail, validName, validPassword } from '../admin/validation.js';
+import { AdminInputError, validEmail, validName, validPassword } from '../directory/validation.js';
 import { epochSeconds } from '../clock.js';
 import { hashPassword, verifyPassword } from '../crypto/password.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';

@@ -18,7 +18,7 @@ import QRCode from 'qrcode';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { OAuthError } from '../errors.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
@@ -36,7 +36,7 @@ import { totpSecretContext } from '../mfa/totp_secret.js';
 import { parseRegistrationResponse, registrationOptions, relyingParty, verifyRegistration } from '../mfa/webauthn.js';
 import { saveChallenge, takeChallenge } from '../mfa/webauthn_challenge.js';
 import { DuplicateError, type AuthMethod } from '../store/store.js';
-import { adminRole } from '../admin/roles.js';
+import { adminRole } from '../directory/roles.js';
 import { sendSecurityNoticesLater } from '../mail/security_notice_sender.js';
 import { maxReturnToLength } from './login.js';
 

@@ -10,7 +10,7 @@
  * flood of anonymous requests costs no disk. A request pushed to /oauth/par first (RFC 9126)
  * arrives as a request_uri, redeemed once; clients registered with --require-par need one.
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';

@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import * as oidc from 'openid-client';
 import { epochSeconds } from '../clock.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';

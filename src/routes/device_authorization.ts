@@ -3,7 +3,7 @@
  * Creates a pending grant holding only digests of the device code and user code, and remembers
  * the requester's address and user agent to show the person who approves (RFC 8628 §5.4).
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';

@@ -5,7 +5,7 @@
  * came from (RFC 8628 §5.4). Arriving with a code never approves anything by itself.
  * Wrong codes are counted per source address (RFC 8628 §5.1); past the limit the answer is 429.
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';

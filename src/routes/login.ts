@@ -6,7 +6,7 @@
  * password hash of an older kind is stored anew at the sign-in that proves it
  * (http/password_upgrade.ts).
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decoyPasswordHash, isLocalPasswordHash, verifyPassword } from '../crypto/password.js';

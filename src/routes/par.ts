@@ -9,7 +9,7 @@ import { currentNonce, dpopContext, dpopHeader, verifyDpopProof } from '../oauth
 import type { FastifyInstance } from 'fastify';
 import { epochSeconds } from '../clock.js';
 import { OAuthError, tooManyRequests } from '../errors.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { singleValued } from '../http/form.js';
 import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
 import { authenticateClient, clientAuthContext, readClientCredentials } from '../oauth/client_auth.js';

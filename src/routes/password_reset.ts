@@ -16,13 +16,13 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AdminInputError, validPassword } from '../admin/validation.js';
+import { AdminInputError, validPassword } from '../directory/validation.js';
 import { epochSeconds } from '../clock.js';
 import { hashPassword, isLocalPasswordHash } from '../crypto/password.js';
 import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
 import { tooManyRequests } from '../errors.js';
-import { audit, type AuditSource } from '../http/audit.js';
+import { audit, type AuditSource } from '../audit/audit_events.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, type ErrorPage } from '../http/pages.js';

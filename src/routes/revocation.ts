@@ -4,7 +4,7 @@
  * or already invalid tokens answer 200 (§2.2); a token issued to another client is refused and
  * left alone (§2.1).
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';

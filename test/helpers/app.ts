@@ -2,7 +2,8 @@
  * A fresh app per test: its own :memory: SQLite store, a manual clock, logs off. Seeding helpers
  * create users, clients and APIs through the Store, the way the admin commands do.
  */
-import { clientSecretContext, plainClientFields } from '../../src/admin/clients.js';
+import { plainClientFields } from '../../src/directory/clients.js';
+import { clientSecretContext } from '../../src/oauth/client_secret.js';
 import type { SecretBox } from '../../src/crypto/secret_box.js';
 import type { FastifyInstance } from 'fastify';
 import { createHash, randomBytes, type KeyObject } from 'node:crypto';

@@ -11,7 +11,7 @@ import {
   validPassword,
   validRedirectUri,
   validUsername,
-} from '../../src/admin/validation.js';
+} from '../../src/directory/validation.js';
 
 function refusal(fn: () => unknown): AdminInputError {
   try {

@@ -6,8 +6,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { validScopeNames } from '../../admin/roles.js';
-import { validApiIdentifier, validName } from '../../admin/validation.js';
+import { validScopeNames } from '../../directory/roles.js';
+import { validApiIdentifier, validName } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
 import { DuplicateError, type ApiRecord } from '../../store/store.js';

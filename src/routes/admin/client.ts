@@ -9,8 +9,9 @@
 import { openSecretBox } from '../../crypto/secret_key_file.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { isConfidential, maxSecretOverlapSeconds, newClientSecret } from '../../admin/clients.js';
-import { AdminInputError, validName, validRedirectUri } from '../../admin/validation.js';
+import { maxSecretOverlapSeconds, newClientSecret } from '../../directory/clients.js';
+import { isConfidential } from '../../oauth/client_type.js';
+import { AdminInputError, validName, validRedirectUri } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
 import type { Services } from '../../services.js';

@@ -6,7 +6,7 @@
 import { MissingReferenceError } from '../../store/store.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { isConfidential } from '../../admin/clients.js';
+import { isConfidential } from '../../oauth/client_type.js';
 import { epochSeconds } from '../../clock.js';
 import { clientForm, clientPath, showClientPage } from './client.js';
 import { adminAudit, checkedValues, doneRedirect, storedKey } from './console.js';

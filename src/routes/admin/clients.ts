@@ -6,8 +6,9 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { isConfidential, newClientSecret } from '../../admin/clients.js';
-import { AdminInputError, validClientId, validGrantTypes, validName, validRedirectUri } from '../../admin/validation.js';
+import { newClientSecret } from '../../directory/clients.js';
+import { isConfidential } from '../../oauth/client_type.js';
+import { AdminInputError, validClientId, validGrantTypes, validName, validRedirectUri } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
 import { DuplicateError, type GrantTypeName } from '../../store/store.js';

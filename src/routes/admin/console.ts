@@ -7,9 +7,9 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { adminRole } from '../../admin/roles.js';
-import { AdminInputError } from '../../admin/validation.js';
-import { audit, type AuditEvent } from '../../http/audit.js';
+import { adminRole } from '../../directory/roles.js';
+import { AdminInputError } from '../../directory/validation.js';
+import { audit, type AuditEvent } from '../../audit/audit_events.js';
 import { csrfToken, csrfTokenValid } from '../../http/csrf.js';
 import { parseFields } from '../../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../../http/pages.js';

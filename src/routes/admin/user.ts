@@ -14,8 +14,8 @@
 import { signInRows } from '../../http/sign_ins.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { adminRole } from '../../admin/roles.js';
-import { validPassword } from '../../admin/validation.js';
+import { adminRole } from '../../directory/roles.js';
+import { validPassword } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { hashPassword } from '../../crypto/password.js';
 import { parseFields } from '../../http/form.js';

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AdminInputError, validEmail, validName, validPassword, validUsername } from '../../admin/validation.js';
+import { AdminInputError, validEmail, validName, validPassword, validUsername } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { hashPassword } from '../../crypto/password.js';
 import { randomUuid } from '../../crypto/secrets.js';

@@ -14,7 +14,7 @@ import { grantableScope, parseScope } from '../oauth/scope.js';
 import { formatUserCode, generateCanonicalUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { DuplicateError } from '../store/store.js';
 import { tooManyRequests } from '../errors.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
 import { parseFields } from '../http/form.js';
 import { headerText } from '../http/header_text.js';
 import { postOnly } from './method_not_allowed.js';

@@ -15,7 +15,7 @@ import { describeScopes } from '../oauth/scope.js';
 import { pageLanguage } from '../i18n/page_language.js';
 import { translator } from '../i18n/translate.js';
 import { nothingPermitted, permittedScope } from '../oauth/permissions.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
 import { formatUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';

@@ -2,7 +2,7 @@
  * Sign-in and sign-out for people. A sign-in always issues a fresh session id (no fixation); an
  * unknown username costs the same password-hash time as a wrong password; the place to return to
  * after sign-in must be a path on this server (no open redirect). Guessing is throttled without
- * ever locking the account's owner out (oauth/signin_throttle.ts, http/device_cookie.ts). A
+ * ever locking the account's owner out (limits/signin_throttle.ts, http/device_cookie.ts). A
  * password hash of an older kind is stored anew at the sign-in that proves it
  * (http/password_upgrade.ts).
  */

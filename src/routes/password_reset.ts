@@ -30,7 +30,7 @@ import { currentSession, endSession } from '../http/session.js';
 import { afterTheAnswer, mailSettled } from '../mail/after_answer.js';
 import { MailError, type MailMessage } from '../mail/mailer.js';
 import { sendSecurityNoticesLater } from '../mail/security_notice_sender.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
 import type { Services } from '../services.js';
 import type { EmailTokenPurpose, UserRecord } from '../store/store.js';
 import { linkedIdentities, serviceNames, type LinkedIdentity } from '../connectors/linked_identities.js';

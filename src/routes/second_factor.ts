@@ -29,7 +29,7 @@ import { normalizeTotpCode, totpStepOf } from '../mfa/totp.js';
 import { totpSecretContext } from '../mfa/totp_secret.js';
 import { authenticationOptions, parseAuthenticationResponse, relyingParty, userHandle, verifyAuthentication } from '../mfa/webauthn.js';
 import { saveChallenge, takeChallenge } from '../mfa/webauthn_challenge.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
 import type { AuthMethod, SessionRecord, UserRecord } from '../store/store.js';
 import { maxReturnToLength } from './login.js';
 

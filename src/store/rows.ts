@@ -4,7 +4,6 @@
  * over as a string, since it may exceed 2^53); a flag is SQLite's 1 or PostgreSQL's true; JSON kept
  * as TEXT is parsed.
  */
-import type { SigningAlgorithm } from '../crypto/keys.js';
 import type {
   RateLimitCounter,
   ApiRecord,
@@ -34,6 +33,7 @@ import type {
   RequestedClaims,
   RoleRecord,
   SessionRecord,
+  SigningAlgorithm,
   SigningKeyRecord,
   TokenEndpointAuthMethod,
   TotpRecord,

@@ -3,8 +3,23 @@
  * unit and returns a Promise so that a PostgreSQL implementation fits behind the same interface.
  * Nothing outside src/store/ touches SQL. A missing record is `undefined`, never an exception.
  */
-import type { PublicJwk, SigningAlgorithm } from '../crypto/keys.js';
 import type { MigrationRun } from './migration_history.js';
+
+/** The algorithms a signing key may have (crypto/keys.ts makes them). */
+export type SigningAlgorithm = 'RS256' | 'ES256' | 'EdDSA';
+
+/** A signing key's public half as the JWKS publishes it (RFC 7517 §4). */
+export interface PublicJwk {
+  kty: string;
+  kid: string;
+  alg: string;
+  use: 'sig';
+  n?: string;
+  e?: string;
+  crv?: string;
+  x?: string;
+  y?: string;
+}
 
 export type GrantTypeName = 'authorization_code' | 'device_code' | 'refresh_token' | 'client_credentials';
 

@@ -24,8 +24,7 @@ import { oidcAuthorizationUrl, oidcCallback } from '../connectors/oidc_upstream.
 import { canProveFreshSignIn, connectorSecret, freshSignInAsked } from '../connectors/runtime.js';
 import { saveUpstreamState, takeUpstreamState, upstreamStateLifetime } from '../connectors/upstream_state.js';
 import { UpstreamError, type UpstreamProfile } from '../connectors/upstream_profile.js';
-import { maxReturnToLength } from './login.js';
-import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
+import { maxReturnToLength, openSealedInteraction, sealedInteractionOf } from '../http/sealed_interaction.js';
 
 const startForm = z.object({
   connector: z.string().max(64).default(''),

@@ -17,7 +17,7 @@ import { tooManyRequests } from '../errors.js';
 import { rateLimitKey } from '../limits/rate_limit.js';
 import { parseFields } from '../http/form.js';
 import { headerText } from '../http/header_text.js';
-import { postOnly } from './method_not_allowed.js';
+import { postOnly } from '../http/method_not_allowed.js';
 import { requestedAcrValues } from '../mfa/policy.js';
 
 const deviceAuthorizationParams = z.object({

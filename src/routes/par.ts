@@ -15,7 +15,7 @@ import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
 import { authenticateClient, clientAuthContext, readClientCredentials } from '../oauth/client_auth.js';
 import { maxPushedParametersLength, newRequestUri, pushedParameters, pushedRequestLifetime } from '../oauth/pushed_request.js';
 import { rateLimitKey } from '../limits/rate_limit.js';
-import { postOnly } from './method_not_allowed.js';
+import { postOnly } from '../http/method_not_allowed.js';
 
 export const parPath = '/oauth/par';
 

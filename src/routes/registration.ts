@@ -24,7 +24,7 @@ import {
   type ClientMetadata,
 } from '../directory/client_registration.js';
 import type { ClientRecord } from '../store/store.js';
-import { postOnly } from './method_not_allowed.js';
+import { postOnly } from '../http/method_not_allowed.js';
 
 /** The same bound as the app's other bodies: client metadata is small. */
 const maxBodyBytes = 64 * 1024;

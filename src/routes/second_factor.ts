@@ -17,7 +17,6 @@ import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
 import { allowFormActionTo, allowOwnScripts } from '../http/security_headers.js';
 import { formActionSource } from '../oauth/redirect.js';
-import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { currentSession } from '../http/session.js';
 import { startSignInAttempt } from '../http/signin_attempt.js';
 import { hasFirstFactor, isMultiFactor, withMethods } from '../mfa/amr.js';
@@ -31,7 +30,7 @@ import { authenticationOptions, parseAuthenticationResponse, relyingParty, userH
 import { saveChallenge, takeChallenge } from '../mfa/webauthn_challenge.js';
 import { rateLimitKey } from '../limits/rate_limit.js';
 import type { AuthMethod, SessionRecord, UserRecord } from '../store/store.js';
-import { maxReturnToLength } from './login.js';
+import { maxReturnToLength, openSealedInteraction, sealedInteractionOf } from '../http/sealed_interaction.js';
 
 const pageQuery = z.object({ return_to: z.string().max(maxReturnToLength).optional() });
 const codeForm = z.object({

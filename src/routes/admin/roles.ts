@@ -31,7 +31,7 @@ import {
   type Admin,
   type Gate,
   type Notice,
-} from './console.js';
+} from '../../console/console_page.js';
 
 const params = z.object({ name: storedKey(64).min(1) });
 const csrfField = z.string().max(256).optional();

@@ -94,7 +94,7 @@ export type AuditEvent =
   | 'client.registration_updated'
   | 'client.registration_deleted'
   | 'client.registration_refused'
-  // --- Pushed authorization requests (issue 19) ---
+  // Pushed authorization requests (RFC 9126).
   | 'authorization.pushed';
 
 export interface AuditSource {

@@ -1,5 +1,5 @@
 /**
- * /account (issue 17): what a signed-in person controls about their own account — name and email,
+ * /account: what a signed-in person controls about their own account — name and email,
  * their password, "Linked sign-ins": the upstream identities that sign them in (a link made by
  * email is a way in that a new password does not touch), each removable while another way in
  * remains (connectors/linked_identities.ts), "Devices and apps": every live browser session and

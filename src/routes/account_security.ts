@@ -1,5 +1,5 @@
 /**
- * /account/security (issue 16): a signed-in person sets up and removes their second factors — a
+ * /account/security: a signed-in person sets up and removes their second factors — a
  * TOTP app (QR code and the secret as text, confirmed with a code), passkeys (registered, named,
  * removed) and ten recovery codes (shown once, stored as keyed digests).
  *

@@ -1,5 +1,5 @@
 /**
- * Signing in with an upstream identity provider (issue 15): the sign-in page's connector buttons
+ * Signing in with an upstream identity provider: the sign-in page's connector buttons
  * post here (CSRF-protected like every form); the person is sent upstream with state, nonce and
  * PKCE, and comes back to `/connectors/<id>/callback`, where the answer is checked and the person
  * mapped to a local user (connectors/accounts.ts). Whatever goes wrong upstream — denied, an error,

@@ -1,5 +1,5 @@
 /**
- * The second step of a sign-in (issue 16): a TOTP code, a recovery code, or a passkey, after a
+ * The second step of a sign-in: a TOTP code, a recovery code, or a passkey, after a
  * password or an upstream sign-in — or later, to raise a session to two factors when a client or
  * LATCHKEY_MFA asks (a step-up). And the sign-in with a passkey alone, without a username: a
  * passkey registered with user verification is two factors by itself.

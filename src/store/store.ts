@@ -1052,7 +1052,7 @@ export interface Store {
    */
   reclaimSpace(maxPages?: number): Promise<number>;
 
-  // --- Roles, API permissions, machine clients (issue 18) ---
+  // --- Roles, API permissions, machine clients ---
 
   /**
    * Throws DuplicateError when a role of that name exists, MissingReferenceError when a permission
@@ -1109,7 +1109,7 @@ export interface Store {
   /** Removes events older than `before` (epoch ms), at most batchSize (all when omitted). Returns how many. */
   purgeAuditEvents(before: number, batchSize?: number): Promise<number>;
 
-  // --- Dynamic client registration (issue 19) ---
+  // --- Dynamic client registration (RFC 7591/7592) ---
 
   /**
    * Stores an initial access token (its digest); purgeExpired removes it once expired, used or not.
@@ -1130,7 +1130,7 @@ export interface Store {
   /** An RFC 7592 update in one step: metadata, registered method and secret. False when there is no such client. */
   updateRegisteredClient(clientId: string, update: RegisteredClientUpdate): Promise<boolean>;
 
-  // --- Pushed authorization requests (issue 19) ---
+  // --- Pushed authorization requests (RFC 9126) ---
 
   /**
    * Stores a pushed authorization request (RFC 9126) under the digest of its request_uri's random

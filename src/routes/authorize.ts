@@ -31,7 +31,6 @@ import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
 import { allowFormActionTo } from '../http/security_headers.js';
 import { continuePath, openSealedInteraction } from '../http/sealed_interaction.js';
 import { currentSession, type SignedIn } from '../http/session.js';
-import type { Services } from '../services.js';
 import { asksForMfa } from '../mfa/amr.js';
 import { headerText } from '../http/header_text.js';
 import { pageLanguage, setPageLanguage } from '../i18n/page_language.js';

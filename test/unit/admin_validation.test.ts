@@ -1,7 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import {
   AdminInputError,
-  isLoopbackHost,
   minPasswordLength,
   validApiIdentifier,
   validClientId,
@@ -12,6 +11,7 @@ import {
   validRedirectUri,
   validUsername,
 } from '../../src/directory/validation.js';
+import { isLoopbackHost } from '../../src/oauth/redirect.js';
 
 function refusal(fn: () => unknown): AdminInputError {
   try {

@@ -1,9 +1,9 @@
 /**
- * What every page of the admin console shares: who may use it — a signed-in person
- * holding the built-in role `admin`, with a multi-factor session unless LATCHKEY_MFA=off (else the
- * step-up page, which also lets a person without a factor set one up) — the CSRF check of every
- * form, the page frame with its navigation, the notice a change leaves behind after its 303, and
- * the audit line naming the acting admin.
+ * What every page of the admin console shares: who may use it — a signed-in person holding the
+ * built-in role `admin`, with a multi-factor session unless LATCHKEY_MFA=off (else the step-up
+ * page, which also lets a person without a factor set one up) — the CSRF check of every form, the
+ * page frame with its navigation, the notice a change leaves behind after its 303, and the audit
+ * line naming the acting admin. The console's route plugins (routes/admin/) are built from these.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';

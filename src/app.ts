@@ -11,7 +11,7 @@ import view from '@fastify/view';
 import { Eta } from 'eta';
 import { ZodError } from 'zod';
 import { systemClock, type Clock } from './clock.js';
-import { retiredKeyRetention, type Config, type RateLimitSetting, type TrustProxy } from './config.js';
+import { retiredKeyRetention, type Config, type TrustProxy } from './config.js';
 import type { Socket } from 'node:net';
 import { createSigner, type Signer } from './crypto/signer.js';
 import { loadServerSecrets } from './crypto/server_secrets.js';
@@ -24,11 +24,10 @@ import { loggerOptions } from './logging.js';
 import { AccessLog, noteRefusal } from './http/access_log.js';
 import { createMetrics } from './http/metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
-import { BackoffLimiter, RateLimiter } from './oauth/rate_limit.js';
-import { SharedBackoffLimiter, SharedWindowLimiter } from './oauth/shared_rate_limit.js';
-import { SlowLane } from './oauth/signin_throttle.js';
+import { defaultRateLimits, type RateLimiters } from './limits/rate_limiters.js';
+import { SlowLane } from './limits/signin_throttle.js';
 import { viewsDir } from './paths.js';
-import type { RateLimiters, Services } from './services.js';
+import type { Services } from './services.js';
 import type { Store } from './store/store.js';
 import { isStoreUnavailable } from './store/unavailable.js';
 import { assetRoutes } from './routes/assets.js';
@@ -90,55 +89,6 @@ export interface AppDependencies {
 
 /** OAuth bodies are small; anything larger is refused before parsing (413). */
 const bodyLimitBytes = 64 * 1024;
-
-/**
- * The limiters count in process memory. With LATCHKEY_WORKERS=N the primary hands connections to
- * the N workers in turn, so each worker allows 1/N of every limit, rounded down: together they
- * never allow more than the configured budget, and one connection alone gets less. A limit below
- * N cannot be split (each worker needs at least 1); the server warns about it at start.
- */
-export function perWorker(setting: RateLimitSetting | undefined, workers: number): RateLimitSetting | undefined {
-  if (setting === undefined || workers <= 1) return setting;
-  return { ...setting, limit: Math.max(1, Math.floor(setting.limit / workers)) };
-}
-
-/** The configured limits that N workers cannot share without allowing more than configured. */
-export function unsplittableLimits(config: Config): string[] {
-  return Object.entries(config.rateLimits)
-    .filter(([, setting]) => setting !== undefined && setting.limit < config.workers)
-    .map(([name]) => name);
-}
-
-/**
- * The server's limiters: in a store several instances share, counted there (one count for the
- * whole deployment); otherwise in this process's memory, each cluster worker with its share.
- */
-export function defaultRateLimits(config: Config, clock: Clock, store?: Store): RateLimiters {
-  const limits = config.rateLimits;
-  if (store?.sharedAcrossInstances) {
-    return {
-      userCodeEntry: new SharedWindowLimiter(store, 'user_code', limits.userCode, clock),
-      unknownDeviceCode: new SharedWindowLimiter(store, 'unknown_device_code', limits.unknownDeviceCode, clock),
-      deviceAuthorization: new SharedWindowLimiter(store, 'device_authorization', limits.deviceAuthorization, clock),
-      signInAccount: new SharedBackoffLimiter(store, 'signin_account', limits.signInAccount, clock),
-      signInAddress: new SharedBackoffLimiter(store, 'signin_address', limits.signInAddress, clock),
-      signInAccountTotal: new SharedWindowLimiter(store, 'signin_account_total', limits.signInAccountTotal, clock),
-      secondFactor: new SharedBackoffLimiter(store, 'second_factor', limits.secondFactor, clock),
-      passwordResetAddress: new SharedWindowLimiter(store, 'password_reset_address', limits.passwordReset, clock),
-    };
-  }
-  const share = (setting: RateLimitSetting | undefined) => perWorker(setting, config.workers);
-  return {
-    userCodeEntry: new RateLimiter(share(limits.userCode), clock),
-    unknownDeviceCode: new RateLimiter(share(limits.unknownDeviceCode), clock),
-    deviceAuthorization: new RateLimiter(share(limits.deviceAuthorization), clock),
-    signInAccount: new BackoffLimiter(share(limits.signInAccount), clock),
-    signInAddress: new BackoffLimiter(share(limits.signInAddress), clock),
-    signInAccountTotal: new RateLimiter(share(limits.signInAccountTotal), clock),
-    secondFactor: new BackoffLimiter(share(limits.secondFactor), clock),
-    passwordResetAddress: new RateLimiter(share(limits.passwordReset), clock),
-  };
-}
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
   const { config, store } = deps;

@@ -9,8 +9,8 @@ import type { Config } from './config.js';
 import { hashPassword } from './crypto/password.js';
 import { randomUuid, randomString } from './crypto/secrets.js';
 import { DuplicateError, type ClientRecord, type Store } from './store/store.js';
-import { plainClientFields } from './admin/clients.js';
-import { adminRole } from './admin/roles.js';
+import { plainClientFields } from './directory/clients.js';
+import { adminRole } from './directory/roles.js';
 
 export const builtinCliClientId = 'latchkey-cli';
 

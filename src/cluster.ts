@@ -11,7 +11,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { AggregatorRegistry } from 'prom-client';
 import { pino } from 'pino';
-import { unsplittableLimits } from './app.js';
+import { unsplittableLimits } from './limits/rate_limiters.js';
 import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { systemClock } from './clock.js';
 import { retiredKeyRetention, type Config } from './config.js';

@@ -2,36 +2,15 @@
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Signer } from './crypto/signer.js';
-import type { FailureLimiter, WindowLimiter } from './oauth/rate_limit.js';
 import type { Metrics } from './http/metrics.js';
 import type { Store } from './store/store.js';
 import type { SecretBox } from './crypto/secret_box.js';
-import type { SlowLane } from './oauth/signin_throttle.js';
+import type { RateLimiters } from './limits/rate_limiters.js';
+import type { SlowLane } from './limits/signin_throttle.js';
 import type { Mailer } from './mail/mailer.js';
 import type { AuditTrail } from './audit/audit_trail.js';
 import type { DevicePolls } from './oauth/device_polls.js';
 import type { ClientOutbound } from './oauth/client_outbound.js';
-
-export interface RateLimiters {
-  /** Wrong user codes entered at /activate, per source address (RFC 8628 §5.1). */
-  userCodeEntry: WindowLimiter;
-  /** Unknown device codes presented at the token endpoint, per source address (RFC 8628 §5.2). */
-  unknownDeviceCode: WindowLimiter;
-  /** Device authorization requests, per client and source address. */
-  deviceAuthorization: WindowLimiter;
-  /**
-   * Failed sign-ins per account (lower-cased username) and address, or per account and known
-   * browser (device cookie); and per source address (see oauth/signin_throttle.ts).
-   */
-  signInAccount: FailureLimiter;
-  signInAddress: FailureLimiter;
-  /** Failed sign-ins on one account from unknown browsers, all addresses together: past it, attempts are slowed. */
-  signInAccountTotal: WindowLimiter;
-  /** Failed second factors per person (user id), all addresses together; browsers the person signed in on are exempt. */
-  secondFactor: FailureLimiter;
-  /** "Forgot your password?" requests per source address, whatever address was typed. */
-  passwordResetAddress: WindowLimiter;
-}
 
 export interface Services {
   config: Config;

@@ -1,5 +1,5 @@
 /**
- * The stored audit log (issue 18): every audit event is also appended to the store, so that the
+ * The stored audit log: every audit event is also appended to the store, so that the
  * admin console can show and filter it. Writes are batched — collected for a moment and appended in
  * one transaction — so that an event never adds a database write to the request that caused it
  * (token issuance is the hot path). close() writes what is left; a crash loses at most the last

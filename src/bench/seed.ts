@@ -4,7 +4,7 @@
  * authorization codes and refresh tokens whose secrets the load generator then presents; and, for
  * the sign-in scenario, people with passwords and the web application they sign in to.
  */
-import { plainClientFields } from '../admin/clients.js';
+import { plainClientFields } from '../directory/clients.js';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.js';
 import { hashPassword } from '../crypto/password.js';

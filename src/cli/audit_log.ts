@@ -6,7 +6,7 @@
  */
 import { pino } from 'pino';
 import { auditRecord } from '../audit/audit_trail.js';
-import type { AuditEvent } from '../http/audit.js';
+import type { AuditEvent } from '../audit/audit_events.js';
 import type { CommandContext } from './command.js';
 
 export async function cliAudit(context: CommandContext, event: AuditEvent, fields: Record<string, unknown>): Promise<void> {

@@ -124,7 +124,7 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
       },
     });
   } catch (err) {
-    const [{ ConfigError }, { SecretKeyError }, { AdminInputError }] = await Promise.all([import('../config.js'), import('../crypto/secret_box.js'), import('../admin/validation.js')]);
+    const [{ ConfigError }, { SecretKeyError }, { AdminInputError }] = await Promise.all([import('../config.js'), import('../crypto/secret_box.js'), import('../directory/validation.js')]);
     if (err instanceof ConfigError) {
       for (const problem of err.problems) io.stderr.write(`latchkey: ${visible(problem)}\n`);
       return configExitCode;

@@ -1,5 +1,5 @@
 /**
- * From an upstream identity to a local user (issue 15): the identity (connector, upstream subject)
+ * From an upstream identity to a local user: the identity (connector, upstream subject)
  * names one user for good, so `sub` never changes. A first sign-in creates a user — or, only when
  * the connector trusts its emails (`--trust-email`) and the upstream says this one is verified,
  * links to the one local account (made by an administrator, not by another connector) whose email

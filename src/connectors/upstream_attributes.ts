@@ -1,6 +1,6 @@
 /**
  * What an upstream says of a person is checked as an administrator's `users add` input is
- * (admin/validation.ts) before any of it is stored or handed on: a directory's displayName with
+ * (directory/validation.ts) before any of it is stored or handed on: a directory's displayName with
  * terminal escapes, or a mail attribute with CR LF in it, would otherwise reach /userinfo, id_tokens
  * (as a verified email), `latchkey users list` and `whoami` as it came. A value that fails is left
  * out, never cleaned into something else: a name or username is dropped (the username then comes
@@ -8,7 +8,7 @@
  * user then has no email, never an unverified copy of a broken one), a group is dropped. A subject
  * that fails refuses the sign-in: it names the identity for good and cannot be left out.
  */
-import { AdminInputError, hasControlCharacters, validEmail, validName } from '../admin/validation.js';
+import { AdminInputError, hasControlCharacters, validEmail, validName } from '../directory/validation.js';
 import { UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
 export type RefusedAttribute = 'name' | 'email' | 'username' | 'groups';

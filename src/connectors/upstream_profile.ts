@@ -1,4 +1,4 @@
-import { hasControlCharacters } from '../admin/validation.js';
+import { hasControlCharacters } from '../directory/validation.js';
 
 /** What a connector learns about the person from the upstream, in one shape for every kind. */
 export interface UpstreamProfile {

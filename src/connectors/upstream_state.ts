@@ -3,7 +3,7 @@
  * verifier sent, the connector, and where to return — waits in a cookie, encrypted (AES-GCM, the
  * server's secret key) so the browser can neither read the verifier nor change a thing, and
  * expiring after ten minutes. Nothing is stored for a sign-in that is never finished, as for
- * /authorize (issue 14). SameSite=Lax lets the upstream's redirect back (a top-level GET) carry it.
+ * /authorize. SameSite=Lax lets the upstream's redirect back (a top-level GET) carry it.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { constantTimeEqual } from '../crypto/secrets.js';

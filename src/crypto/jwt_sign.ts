@@ -9,7 +9,7 @@
  */
 import { sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import type { SigningAlgorithm } from './keys.js';
+import type { SigningAlgorithm } from '../store/store.js';
 
 export interface JwsKey {
   alg: SigningAlgorithm;

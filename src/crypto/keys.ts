@@ -3,10 +3,12 @@
  * store (they must be usable to sign); only public JWKs leave the server.
  */
 import { generateKeyPairSync, createPrivateKey, createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
+import type { PublicJwk, SigningAlgorithm } from '../store/store.js';
 
 /** RS256 for the widest compatibility (and every id_token); ES256 and EdDSA sign 20× faster. */
-export const signingAlgorithms = ['RS256', 'ES256', 'EdDSA'] as const;
-export type SigningAlgorithm = (typeof signingAlgorithms)[number];
+export const signingAlgorithms = ['RS256', 'ES256', 'EdDSA'] as const satisfies readonly SigningAlgorithm[];
+/** The type lives with the signing key record (store/store.ts), below this layer; named here beside the list. */
+export type { SigningAlgorithm };
 
 /** OIDC Core §15.1: RS256 is the one algorithm every relying party can verify id_tokens with. */
 export const idTokenAlgorithm: SigningAlgorithm = 'RS256';
@@ -16,18 +18,6 @@ export interface GeneratedKey {
   alg: SigningAlgorithm;
   privateKeyPem: string;
   publicJwk: PublicJwk;
-}
-
-export interface PublicJwk {
-  kty: string;
-  kid: string;
-  alg: string;
-  use: 'sig';
-  n?: string;
-  e?: string;
-  crv?: string;
-  x?: string;
-  y?: string;
 }
 
 function generatePrivateKey(alg: SigningAlgorithm): KeyObject {

@@ -1,5 +1,5 @@
 /**
- * Server secrets at rest (issue 14): signing keys' private keys and the server's HMAC keys (CSRF,
+ * Server secrets at rest: signing keys' private keys and the server's HMAC keys (CSRF,
  * user codes) are stored encrypted with a key kept outside the database, so a stolen database or
  * backup cannot forge tokens. AES-256-GCM with a fresh 96-bit nonce per value, and the value's
  * place in the database ("signing_key:<kid>", "server_secret:<name>") as additional data, so a

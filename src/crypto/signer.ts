@@ -13,8 +13,8 @@
  */
 import { compactVerify, createLocalJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import type { Clock } from '../clock.js';
-import type { Store, SigningKeyRecord } from '../store/store.js';
-import { generateSigningKey, idTokenAlgorithm, privateKeyFromPem, type PublicJwk, type SigningAlgorithm } from './keys.js';
+import type { PublicJwk, SigningAlgorithm, Store, SigningKeyRecord } from '../store/store.js';
+import { generateSigningKey, idTokenAlgorithm, privateKeyFromPem } from './keys.js';
 import { signJws, type JwsKey } from './jwt_sign.js';
 import type { SecretBox } from './secret_box.js';
 import { deepFreeze } from '../deep_freeze.js';

@@ -6,8 +6,7 @@
  * the key file's lock).
  */
 import type { Config } from '../config.js';
-import type { SigningKeyRecord, Store } from '../store/store.js';
-import type { SigningAlgorithm } from './keys.js';
+import type { SigningAlgorithm, SigningKeyRecord, Store } from '../store/store.js';
 import type { SecretBox } from './secret_box.js';
 import { withKeyFileLock } from './secret_key_file.js';
 import { algorithmsInUse, newSealedSigningKey } from './signer.js';

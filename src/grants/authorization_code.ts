@@ -6,7 +6,7 @@
  * a second redemption is invalid_grant and revokes what the first one issued (RFC 6749 §4.1.2).
  */
 import { z } from 'zod';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { epochSeconds } from '../clock.js';
 import { randomId, sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';

@@ -6,11 +6,11 @@
  * id_token: there is no person.
  */
 import { z } from 'zod';
-import { isConfidential } from '../admin/clients.js';
+import { isConfidential } from '../oauth/client_type.js';
 import { epochSeconds } from '../clock.js';
 import { randomId } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { isOidcScope, scopeTokenPattern } from '../oauth/scope.js';
 import type { TokenResponse } from '../oauth/token_response.js';
 import type { GrantHandler } from './types.js';

@@ -13,11 +13,11 @@
  * their holder is not the device that lost them).
  */
 import { z } from 'zod';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { OAuthError, tooManyRequests } from '../errors.js';
 import { sha256 } from '../crypto/secrets.js';
 import { decidePoll } from '../oauth/device_poll.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
 import { finishIssuance, prepareIssuance, signInEnded, type IssueTokensInput, type PreparedIssuance, type TokenResponse } from '../oauth/token_response.js';
 import type { DeviceGrantRecord } from '../store/store.js';
 import type { GrantContext, GrantHandler } from './types.js';

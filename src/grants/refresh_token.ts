@@ -8,14 +8,14 @@
  * scope may be asked for; the refresh token keeps the original one.
  */
 import { z } from 'zod';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { epochSeconds } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
 import { decideRefresh, graceSuccessorLimit, narrowedScope, newRefreshToken, retryLimit, retryMinimumDelaySeconds } from '../oauth/refresh_tokens.js';
 import { randomId } from '../crypto/secrets.js';
 import { issueTokens } from '../oauth/token_response.js';
-import { isConfidential } from '../admin/clients.js';
+import { isConfidential } from '../oauth/client_type.js';
 import type { RefreshTokenRecord } from '../store/store.js';
 import type { GrantContext, GrantHandler } from './types.js';
 

@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import { hashPassword, passwordHashNeedsRehash, passwordHashScheme } from '../crypto/password.js';
 import type { Services } from '../services.js';
 import type { UserRecord } from '../store/store.js';
-import { audit } from './audit.js';
+import { audit } from '../audit/audit_events.js';
 
 /** Call only once `password` matched `user.passwordHash`. Never throws: the old hash still verifies. */
 export async function upgradeOutdatedPasswordHash(request: FastifyRequest, services: Services, user: UserRecord, password: string): Promise<void> {

@@ -3,7 +3,7 @@
  * (wrong codes count toward the same back-off as wrong passwords). The attempt is counted before
  * the work (the password hash, a TOTP check), so parallel guesses cannot all slip past the check;
  * a success takes its count back. Under a distributed attack on an account, attempts go one at a
- * time through the slow lane (oauth/signin_throttle.ts); a browser that signed in to the account
+ * time through the slow lane (limits/signin_throttle.ts); a browser that signed in to the account
  * before is counted alone (http/device_cookie.ts). The name is prepared as a directory prepares it
  * (oauth/typed_username.ts) before it is keyed, and once a directory has resolved it to an entry,
  * the attempt counts against that entry too: no spelling of a name escapes its back-off.
@@ -11,11 +11,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hmacSha256 } from '../crypto/secrets.js';
 import { tooManyRequests } from '../errors.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
-import { laneFull, slowDownMs, throttleResolvedAccount, throttleSignIn, type ThrottleDecision } from '../oauth/signin_throttle.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
+import { laneFull, slowDownMs, throttleResolvedAccount, throttleSignIn, type ThrottleDecision } from '../limits/signin_throttle.js';
 import { preparedUsername } from '../oauth/typed_username.js';
 import type { Services } from '../services.js';
-import { audit } from './audit.js';
+import { audit } from '../audit/audit_events.js';
 import { knownFor, readDeviceCookie, rememberDevice } from './device_cookie.js';
 
 export type GuardedCheck = <T>(check: () => Promise<T>) => Promise<T>;

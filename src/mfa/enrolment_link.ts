@@ -12,7 +12,7 @@
  * (in the one-time token table, as mailed links are), valid a day by default, spent once by one
  * conditional UPDATE; making a new one cancels the older ones.
  */
-import { adminRole } from '../admin/roles.js';
+import { adminRole } from '../directory/roles.js';
 import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import type { Store, UserRecord } from '../store/store.js';
 import { hasSecondFactor, type SecondFactors } from './policy.js';

@@ -9,11 +9,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { epochSeconds } from '../clock.js';
 import { startSession, type SignedIn } from '../http/session.js';
-import { openSealedInteraction, sealedInteractionOf } from '../routes/authorize.js';
 import type { Services } from '../services.js';
 import type { AuthMethod, UserRecord } from '../store/store.js';
 import { pendingSignInLifetime, savePendingSignIn } from './pending_sign_in.js';
 import { hasSecondFactor, secondFactorsOf } from './policy.js';
+import { openSealedInteraction, sealedInteractionOf } from '../http/sealed_interaction.js';
 
 export type FirstStepOutcome =
   /** Signed in: go on to where the sign-in was for. */

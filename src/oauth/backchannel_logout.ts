@@ -10,7 +10,7 @@
  */
 import { randomId } from '../crypto/secrets.js';
 import { epochSeconds } from '../clock.js';
-import { audit, type AuditSource } from '../http/audit.js';
+import { audit, type AuditSource } from '../audit/audit_events.js';
 import { OutboundRefused, type OutboundFetch } from '../net/outbound_guard.js';
 import type { Services } from '../services.js';
 import type { SessionRecord } from '../store/store.js';

@@ -11,7 +11,7 @@
  * instance (Store.useOnce), so a captured assertion cannot be replayed.
  */
 import { createLocalJWKSet, createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { clientSecretContext } from '../admin/clients.js';
+import { clientSecretContext } from './client_secret.js';
 import type { Clock } from '../clock.js';
 import type { SecretBox } from '../crypto/secret_box.js';
 import type { OutboundFetch } from '../net/outbound_guard.js';

@@ -15,7 +15,7 @@ import type { ClientRecord, Store } from '../store/store.js';
 import { jwtBearerAssertionType, verifyClientAssertion } from './client_assertion.js';
 import { invalidClient } from './client_auth_errors.js';
 import type { ClientOutbound } from './client_outbound.js';
-import { audit, type AuditSource } from '../http/audit.js';
+import { audit, type AuditSource } from '../audit/audit_events.js';
 import type { Services } from '../services.js';
 
 export { invalidClient };

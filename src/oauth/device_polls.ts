@@ -16,7 +16,7 @@
 import type { Config } from '../config.js';
 import type { DeviceGrantRecord, Store } from '../store/store.js';
 import { decidePoll, slowDownIncrement } from './device_poll.js';
-import { DevicePollLedger } from './device_poll_ledger.js';
+import { DevicePollLedger } from '../limits/device_poll_ledger.js';
 
 export interface DevicePolls {
   /**

@@ -1,7 +1,7 @@
 /**
  * A pending authorization request ("interaction") travels sealed in the browser's URLs and forms
  * instead of a database row: nothing is stored for a request nobody has acted on, so anonymous
- * /authorize requests cannot fill the disk (issue 14). The seal is an HMAC over the validated
+ * /authorize requests cannot fill the disk. The seal is an HMAC over the validated
  * request, its expiry and the browser's CSRF cookie, so it cannot be forged or altered, expires
  * after ten minutes, and works only in the browser that started it. Its contents (redirect URI,
  * state, nonce, PKCE challenge) are what the client already put in the /authorize URL.

@@ -1,5 +1,5 @@
 /**
- * What a person's roles allow (issue 18): the OIDC scopes are the person's own to give and pass
+ * What a person's roles allow: the OIDC scopes are the person's own to give and pass
  * through; an API's scopes are kept only when one of the person's roles holds that permission
  * and the API still declares it. Applied when the person is asked (the consent page shows only
  * what they can give) and again at every issuance, refresh included, so a role taken away ends

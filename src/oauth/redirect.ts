@@ -4,7 +4,13 @@
  * a native app listens on whatever port is free. Responses are appended to the query (RFC 6749
  * §4.1.2) together with `iss` (RFC 9207).
  */
-import { isLoopbackHost } from '../admin/validation.js';
+
+const loopbackHosts = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/** The loopback hosts a native app's redirect may name (RFC 8252 §7.3). */
+export function isLoopbackHost(hostname: string): boolean {
+  return loopbackHosts.has(hostname);
+}
 
 function parse(uri: string): URL | undefined {
   try {

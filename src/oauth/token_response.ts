@@ -14,7 +14,7 @@ import { authenticationClaims } from '../mfa/amr.js';
 import { idTokenClaims } from './claims.js';
 import { newRefreshToken, type NewRefreshToken } from './refresh_tokens.js';
 import { nothingPermitted, permittedAccess, type PermittedAccess } from './permissions.js';
-import { isConfidential } from '../admin/clients.js';
+import { isConfidential } from './client_type.js';
 
 export interface TokenResponse {
   access_token: string;

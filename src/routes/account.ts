@@ -1,5 +1,5 @@
 /**
- * /account (issue 17): what a signed-in person controls about their own account — name and email,
+ * /account: what a signed-in person controls about their own account — name and email,
  * their password, "Linked sign-ins": the upstream identities that sign them in (a link made by
  * email is a way in that a new password does not touch), each removable while another way in
  * remains (connectors/linked_identities.ts), "Devices and apps": every live browser session and
@@ -14,10 +14,10 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AdminInputError, validEmail, validName, validPassword } from '../admin/validation.js';
+import { newPasswordInput, ownProfileInput } from '../account/self_service_input.js';
 import { epochSeconds } from '../clock.js';
 import { hashPassword, verifyPassword } from '../crypto/password.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
@@ -27,8 +27,8 @@ import { startSignInAttempt } from '../http/signin_attempt.js';
 import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
 import { sendSecurityNoticesLater } from '../mail/security_notice_sender.js';
 import type { ClientRecord, SessionRecord } from '../store/store.js';
-import { recentSignInSeconds } from './account_security.js';
-import { sendVerificationEmail } from './password_reset.js';
+import { recentSignInSeconds } from '../account/recent_sign_in.js';
+import { sendVerificationEmail } from '../mail/mailed_links.js';
 import { signInRows } from '../http/sign_ins.js';
 import { anotherWayIn, linkedIdentities, removableConnectors, serviceNames, type LinkedIdentity } from '../connectors/linked_identities.js';
 
@@ -148,17 +148,11 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     if (!guarded.ok) return guarded.reply;
     const { signedIn } = guarded;
     const { user } = signedIn;
-    let name: string | undefined;
-    let email: string;
-    try {
-      // No control characters: they have no place in a name or an address (and PostgreSQL refuses NUL).
-      if (/[\u0000-\u001f\u007f]/.test(form.name + form.email)) throw new AdminInputError('control characters');
-      name = validName(form.name);
-      email = validEmail(form.email.trim());
-    } catch (err) {
-      if (!(err instanceof AdminInputError)) throw err;
+    const typed = ownProfileInput(form.name, form.email);
+    if (typed === undefined) {
       return showAccount(request, reply, signedIn, { kind: 'error', text: 'Enter a name of at most 256 characters and a valid email address.', about: 'profile' }, 400);
     }
+    const { name, email } = typed;
     const emailChanged = email.toLowerCase() !== user.email.toLowerCase();
     // Reset links go to this address, so changing it is as good as knowing the password: it needs
     // the password (counted as a guess), or — for people who have none here — a recent sign-in.
@@ -196,11 +190,8 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     if (user.passwordHash === 'upstream') {
       return showAccount(request, reply, signedIn, { kind: 'error', text: 'You sign in through another identity provider: there is no password here to change.', about: 'password' }, 400);
     }
-    let newPassword: string;
-    try {
-      newPassword = validPassword(form.new_password);
-    } catch (err) {
-      if (!(err instanceof AdminInputError)) throw err;
+    const newPassword = newPasswordInput(form.new_password);
+    if (newPassword === undefined) {
       return showAccount(request, reply, signedIn, { kind: 'error', text: 'The new password must be 8 to 1024 characters.', about: 'password' }, 400);
     }
     if (!(await currentPasswordRight(request, user, form.current_password, 'account_password_change'))) {

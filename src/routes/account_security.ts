@@ -1,5 +1,5 @@
 /**
- * /account/security (issue 16): a signed-in person sets up and removes their second factors — a
+ * /account/security: a signed-in person sets up and removes their second factors — a
  * TOTP app (QR code and the secret as text, confirmed with a code), passkeys (registered, named,
  * removed) and ten recovery codes (shown once, stored as keyed digests).
  *
@@ -18,13 +18,12 @@ import QRCode from 'qrcode';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { OAuthError } from '../errors.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
 import { allowFormActionTo, allowOwnScripts } from '../http/security_headers.js';
 import { formActionSource } from '../oauth/redirect.js';
-import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { currentSession, startSession, type SignedIn } from '../http/session.js';
 import { isMultiFactor, withMethods } from '../mfa/amr.js';
 import { enrolmentPath, enrolmentSecretIn, firstFactorNeedsLink, spendEnrolmentLink } from '../mfa/enrolment_link.js';
@@ -35,13 +34,13 @@ import { newTotpSecret, spacedSecret, totpStepOf, totpUri } from '../mfa/totp.js
 import { totpSecretContext } from '../mfa/totp_secret.js';
 import { parseRegistrationResponse, registrationOptions, relyingParty, verifyRegistration } from '../mfa/webauthn.js';
 import { saveChallenge, takeChallenge } from '../mfa/webauthn_challenge.js';
+import { passkeyName } from '../mfa/passkey_name.js';
+import { recentSignInSeconds } from '../account/recent_sign_in.js';
 import { DuplicateError, type AuthMethod } from '../store/store.js';
-import { adminRole } from '../admin/roles.js';
+import { adminRole } from '../directory/roles.js';
 import { sendSecurityNoticesLater } from '../mail/security_notice_sender.js';
-import { maxReturnToLength } from './login.js';
+import { maxReturnToLength, openSealedInteraction, sealedInteractionOf } from '../http/sealed_interaction.js';
 
-/** A change needs a sign-in made here at most this long ago. */
-export const recentSignInSeconds = 15 * 60;
 /** A TOTP set-up page stays usable this long. */
 const totpSetupLifetime = 10 * 60;
 /** Passkeys per person: plenty for every device they own, and a bound on what one account can store. */
@@ -58,14 +57,6 @@ const passkeyForm = z.object({ ...baseForm, credential: z.string().max(65_536).d
 const passkeyChange = z.object({ ...baseForm, id: z.string().max(1400).default(''), name: z.string().max(256).default('') });
 const enrolQuery = z.object({ code: z.string().max(2048).optional(), return_to: z.string().max(maxReturnToLength).optional() });
 const enrolForm = z.object({ ...baseForm, code: z.string().max(2048).default('') });
-
-/** Names people give their passkeys: 1-64 printable characters, no control or format characters. */
-export function passkeyName(typed: string, fallback: string): string | undefined {
-  const name = typed.normalize('NFC').trim();
-  if (name === '') return fallback;
-  if (name.length > 64 || /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(name)) return undefined;
-  return name;
-}
 
 type Guarded = { ok: true; signedIn: SignedIn; factors: SecondFactors } | { ok: false; reply: FastifyReply };
 

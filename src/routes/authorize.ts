@@ -10,7 +10,7 @@
  * flood of anonymous requests costs no disk. A request pushed to /oauth/par first (RFC 9126)
  * arrives as a request_uri, redeemed once; clients registered with --require-par need one.
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
@@ -19,7 +19,7 @@ import { OAuthError } from '../errors.js';
 import { audienceName } from '../oauth/audience.js';
 import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
 import { isPushedRequestUri, redeemPushedRequest } from '../oauth/pushed_request.js';
-import { newInteraction, openInteraction, sealInteraction, sealedInteractionPattern, type Interaction } from '../oauth/interaction.js';
+import { newInteraction, sealInteraction, type Interaction } from '../oauth/interaction.js';
 import { formActionSource, isLoopbackRedirect, isPrivateUseRedirect, redirectUriAllowed, withResponseParams } from '../oauth/redirect.js';
 import { describeScopes } from '../oauth/scope.js';
 import { claimScopes } from '../oauth/claims.js';
@@ -29,8 +29,8 @@ import { browserBinding, csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
 import { allowFormActionTo } from '../http/security_headers.js';
+import { continuePath, openSealedInteraction } from '../http/sealed_interaction.js';
 import { currentSession, type SignedIn } from '../http/session.js';
-import type { Services } from '../services.js';
 import { asksForMfa } from '../mfa/amr.js';
 import { headerText } from '../http/header_text.js';
 import { pageLanguage, setPageLanguage } from '../i18n/page_language.js';
@@ -51,29 +51,6 @@ const decisionForm = z.object({
   decision: z.string().max(16).optional(),
   csrf_token: z.string().max(256).optional(),
 });
-
-export function continuePath(sealed: string): string {
-  return `/authorize/continue?interaction=${sealed}`;
-}
-
-/** The sealed interaction behind a return_to of the sign-in page, if it is one. */
-export function sealedInteractionOf(returnTo: string): string | undefined {
-  const prefix = '/authorize/continue?interaction=';
-  if (!returnTo.startsWith(prefix)) return undefined;
-  const sealed = returnTo.slice(prefix.length);
-  return sealedInteractionPattern.test(sealed) ? sealed : undefined;
-}
-
-/**
- * Opens the interaction sealed in a return_to or form field, if genuine, for this browser, and
- * unexpired. The pages answering it are then in the language its client asked for (ui_locales).
- */
-export function openSealedInteraction(request: FastifyRequest, reply: FastifyReply, services: Services, sealed: string | undefined): Interaction | undefined {
-  if (sealed === undefined || sealed === '') return undefined;
-  const interaction = openInteraction(services.interactionKey, browserBinding(request, reply, services.config), sealed, epochSeconds(services.clock));
-  if (interaction) setPageLanguage(request, interaction.request.uiLocales);
-  return interaction;
-}
 
 /**
  * What the person is asked to allow: the request's scopes, and the scopes of the claims it asks

@@ -1,5 +1,5 @@
 /**
- * Signing in with an upstream identity provider (issue 15): the sign-in page's connector buttons
+ * Signing in with an upstream identity provider: the sign-in page's connector buttons
  * post here (CSRF-protected like every form); the person is sent upstream with state, nonce and
  * PKCE, and comes back to `/connectors/<id>/callback`, where the answer is checked and the person
  * mapped to a local user (connectors/accounts.ts). Whatever goes wrong upstream — denied, an error,
@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import * as oidc from 'openid-client';
 import { epochSeconds } from '../clock.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
@@ -24,8 +24,7 @@ import { oidcAuthorizationUrl, oidcCallback } from '../connectors/oidc_upstream.
 import { canProveFreshSignIn, connectorSecret, freshSignInAsked } from '../connectors/runtime.js';
 import { saveUpstreamState, takeUpstreamState, upstreamStateLifetime } from '../connectors/upstream_state.js';
 import { UpstreamError, type UpstreamProfile } from '../connectors/upstream_profile.js';
-import { maxReturnToLength } from './login.js';
-import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
+import { maxReturnToLength, openSealedInteraction, sealedInteractionOf } from '../http/sealed_interaction.js';
 
 const startForm = z.object({
   connector: z.string().max(64).default(''),

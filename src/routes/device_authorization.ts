@@ -3,7 +3,7 @@
  * Creates a pending grant holding only digests of the device code and user code, and remembers
  * the requester's address and user agent to show the person who approves (RFC 8628 §5.4).
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
@@ -14,10 +14,10 @@ import { grantableScope, parseScope } from '../oauth/scope.js';
 import { formatUserCode, generateCanonicalUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { DuplicateError } from '../store/store.js';
 import { tooManyRequests } from '../errors.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
 import { parseFields } from '../http/form.js';
 import { headerText } from '../http/header_text.js';
-import { postOnly } from './method_not_allowed.js';
+import { postOnly } from '../http/method_not_allowed.js';
 import { requestedAcrValues } from '../mfa/policy.js';
 
 const deviceAuthorizationParams = z.object({

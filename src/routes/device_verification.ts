@@ -5,7 +5,7 @@
  * came from (RFC 8628 §5.4). Arriving with a code never approves anything by itself.
  * Wrong codes are counted per source address (RFC 8628 §5.1); past the limit the answer is 429.
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
@@ -15,7 +15,7 @@ import { describeScopes } from '../oauth/scope.js';
 import { pageLanguage } from '../i18n/page_language.js';
 import { translator } from '../i18n/translate.js';
 import { nothingPermitted, permittedScope } from '../oauth/permissions.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
 import { formatUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';

@@ -13,8 +13,8 @@ import { epochSeconds } from '../clock.js';
 import { parseFields } from '../http/form.js';
 import { authenticateClient, clientAuthContext, invalidClient, readClientCredentials } from '../oauth/client_auth.js';
 import { identifyToken, liveAccessTokenUser, liveMachineTokenClient } from '../oauth/token_lookup.js';
-import { isConfidential } from '../admin/clients.js';
-import { postOnly } from './method_not_allowed.js';
+import { isConfidential } from '../oauth/client_type.js';
+import { postOnly } from '../http/method_not_allowed.js';
 
 const introspectionParams = z.object({
   token: z.string({ error: 'token is required.' }).min(1, 'token is required.').max(8192, 'token is too long.'),

@@ -2,11 +2,11 @@
  * Sign-in and sign-out for people. A sign-in always issues a fresh session id (no fixation); an
  * unknown username costs the same password-hash time as a wrong password; the place to return to
  * after sign-in must be a path on this server (no open redirect). Guessing is throttled without
- * ever locking the account's owner out (oauth/signin_throttle.ts, http/device_cookie.ts). A
+ * ever locking the account's owner out (limits/signin_throttle.ts, http/device_cookie.ts). A
  * password hash of an older kind is stored anew at the sign-in that proves it
  * (http/password_upgrade.ts).
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { decoyPasswordHash, isLocalPasswordHash, verifyPassword } from '../crypto/password.js';
@@ -16,7 +16,6 @@ import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../h
 import { allowFormActionTo, allowOwnScripts } from '../http/security_headers.js';
 import { relyingParty } from '../mfa/webauthn.js';
 import { formActionSource } from '../oauth/redirect.js';
-import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { userForUpstream } from '../connectors/accounts.js';
 import { ldapFindEntry, ldapSignIn } from '../connectors/ldap_directory.js';
 import { buttonConnectors, connectorSecret, freshSignInAsked, loadConnectors } from '../connectors/runtime.js';
@@ -28,9 +27,7 @@ import { upgradeOutdatedPasswordHash } from '../http/password_upgrade.js';
 import { startSignInAttempt, type SignInAttempt } from '../http/signin_attempt.js';
 import { preparedUsername } from '../oauth/typed_username.js';
 import { afterFirstFactor } from '../mfa/sign_in_steps.js';
-
-/** A return_to may carry a sealed authorization request (see oauth/interaction.ts). */
-export const maxReturnToLength = 24_200;
+import { maxReturnToLength, openSealedInteraction, sealedInteractionOf } from '../http/sealed_interaction.js';
 
 const loginQuery = z.object({
   return_to: z.string().max(maxReturnToLength).optional(),

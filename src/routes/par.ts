@@ -9,13 +9,13 @@ import { currentNonce, dpopContext, dpopHeader, verifyDpopProof } from '../oauth
 import type { FastifyInstance } from 'fastify';
 import { epochSeconds } from '../clock.js';
 import { OAuthError, tooManyRequests } from '../errors.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { singleValued } from '../http/form.js';
 import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
 import { authenticateClient, clientAuthContext, readClientCredentials } from '../oauth/client_auth.js';
 import { maxPushedParametersLength, newRequestUri, pushedParameters, pushedRequestLifetime } from '../oauth/pushed_request.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
-import { postOnly } from './method_not_allowed.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
+import { postOnly } from '../http/method_not_allowed.js';
 
 export const parPath = '/oauth/par';
 

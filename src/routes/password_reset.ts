@@ -1,10 +1,10 @@
 /**
- * "Forgot your password?" and email verification by mail (issue 17), when LATCHKEY_SMTP_URL is set.
+ * "Forgot your password?" and email verification by mail, when LATCHKEY_SMTP_URL is set.
  *
  * The answer to /login/forgot is the same page, status and time whether or not an account uses the
  * address: everything that depends on the account (looking it up, the per-account limit, the link,
- * the mail) happens after the answer is decided, off the request. A link is a 256-bit secret with a
- * type prefix, stored only as its SHA-256, valid 30 minutes, spent by one conditional UPDATE
+ * the mail: mail/mailed_links.ts) happens after the answer is decided, off the request. A link is
+ * spent by one conditional UPDATE
  * (store.useEmailToken); opening a reset link spends nothing (mail scanners open links), only the
  * form that sets the new password does. A new password ends every sign-in of the account. The
  * form names the upstream identities linked to the account — ways in that a new password does not
@@ -16,43 +16,23 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AdminInputError, validPassword } from '../admin/validation.js';
+import { newPasswordInput } from '../account/self_service_input.js';
 import { epochSeconds } from '../clock.js';
-import { hashPassword, isLocalPasswordHash } from '../crypto/password.js';
-import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { hashPassword } from '../crypto/password.js';
+import { sha256 } from '../crypto/secrets.js';
 import { notifyBackchannelLogoutLater } from '../oauth/backchannel_logout.js';
 import { tooManyRequests } from '../errors.js';
-import { audit, type AuditSource } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, type ErrorPage } from '../http/pages.js';
 import { currentSession, endSession } from '../http/session.js';
 import { afterTheAnswer, mailSettled } from '../mail/after_answer.js';
-import { MailError, type MailMessage } from '../mail/mailer.js';
+import { hasLocalPassword, isLinkSecret, sendPasswordResetLinks, sendVerificationEmail } from '../mail/mailed_links.js';
 import { sendSecurityNoticesLater } from '../mail/security_notice_sender.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
-import type { Services } from '../services.js';
-import type { EmailTokenPurpose, UserRecord } from '../store/store.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
 import { linkedIdentities, serviceNames, type LinkedIdentity } from '../connectors/linked_identities.js';
 import { pageLanguage } from '../i18n/page_language.js';
-
-/** How long a link in a mail works (seconds). */
-export const linkLifetime = 30 * 60;
-/** Past this many unused links of one kind sent to an account in the last hour, no more are sent. */
-export const maxLinksPerHour = 3;
-/** At most this many accounts get a reset mail for one address typed. */
-const maxAccountsPerAddress = 5;
-
-/** The links this page mails (enrolment links are handed over by administrators, never mailed). */
-type MailedLinkPurpose = Exclude<EmailTokenPurpose, 'factor_enrolment'>;
-
-/** Type prefixes, as crypto/secrets.ts secretPrefix has for the other secrets: scanners recognise a leaked link. */
-export const linkPrefix = { password_reset: secretPrefix.passwordResetLink, email_verification: secretPrefix.emailVerificationLink } as const satisfies Record<MailedLinkPurpose, string>;
-
-/** A well-formed link secret of the purpose: anything else is refused before the store is asked. */
-export function isLinkSecret(purpose: MailedLinkPurpose, value: string): boolean {
-  return value.length === linkPrefix[purpose].length + 43 && value.startsWith(linkPrefix[purpose]) && /^[A-Za-z0-9_-]{43}$/.test(value.slice(linkPrefix[purpose].length));
-}
 
 const csrfField = z.string().max(256).optional();
 const linkField = z.string().max(1024);
@@ -66,131 +46,12 @@ const resetForm = z.object({
 });
 const plainForm = z.object({ csrf_token: csrfField });
 
-/** Only a local password can be reset: an account made by an upstream signs in there. */
-function hasLocalPassword(user: UserRecord): boolean {
-  return isLocalPasswordHash(user.passwordHash);
-}
-
 function sameAddress(a: string, b: string): boolean {
   return a.toLowerCase() === b.toLowerCase();
 }
 
 function looksLikeEmail(value: string): boolean {
   return value.length <= 254 && /^[^\s@]+@[^\s@]+$/.test(value) && !/[\u0000-\u001f\u007f]/.test(value);
-}
-
-/** A new link of the purpose for the account's current address, stored as its digest. */
-async function issueLink(services: Services, user: UserRecord, purpose: MailedLinkPurpose, now: number): Promise<string> {
-  const secret = randomSecret(linkPrefix[purpose]);
-  await services.store.createEmailToken({
-    tokenHash: sha256(secret),
-    userId: user.id,
-    purpose,
-    email: user.email,
-    createdAt: now,
-    expiresAt: now + linkLifetime,
-    usedAt: undefined,
-  });
-  const path = purpose === 'password_reset' ? '/login/reset' : '/account/verify-email';
-  return `${services.config.issuer}${path}?token=${secret}`;
-}
-
-function greeting(user: UserRecord): string {
-  return `Hello ${user.name ?? user.username},`;
-}
-
-export function passwordResetMail(productName: string, user: UserRecord, link: string): MailMessage {
-  return {
-    to: user.email,
-    subject: `Reset your ${productName} password`,
-    text: [
-      greeting(user),
-      '',
-      `someone asked to reset the password of your ${productName} account "${user.username}". To choose a new password, open this link within 30 minutes:`,
-      '',
-      link,
-      '',
-      'The link works once. A new password signs you out everywhere: every browser, device and app signed in as you signs in again.',
-      '',
-      'If you did not ask for this, ignore this email: your password stays as it is.',
-      '',
-    ].join('\n'),
-  };
-}
-
-export function verificationMail(productName: string, user: UserRecord, link: string): MailMessage {
-  return {
-    to: user.email,
-    subject: `Confirm your email address for ${productName}`,
-    text: [
-      // Not the name the person chose: this goes to an address nobody has confirmed yet, and a
-      // name could carry any text to any inbox under our name.
-      'Hello,',
-      '',
-      `to confirm that ${user.email} is the address of your ${productName} account "${user.username}", open this link within 30 minutes:`,
-      '',
-      link,
-      '',
-      'If you did not ask for this, ignore this email.',
-      '',
-    ].join('\n'),
-  };
-}
-
-/** Sends one mail; a failure is logged (what failed, never the link, the address or the credentials) and reported as false. */
-async function deliver(services: Services, source: AuditSource, user: UserRecord, purpose: EmailTokenPurpose, message: MailMessage): Promise<boolean> {
-  try {
-    await services.mailer!.send(message);
-    return true;
-  } catch (err) {
-    const failure = err instanceof MailError ? err.toLog() : { mailError: 'EMAIL' };
-    source.log.warn({ userId: user.id, purpose, ...failure }, 'mail not sent');
-    return false;
-  }
-}
-
-/** What happened to a request for a verification link. */
-export type VerificationOutcome = 'sent' | 'limited' | 'failed' | 'unavailable' | 'verified_already';
-
-/**
- * Sends `user` a link that verifies their current email, unless mail is off, the address is
- * verified already, or the account was sent maxLinksPerHour unused ones in the last hour. Waits
- * for the mail server (bounded by the mailer's time limits); never throws for a mail failure.
- */
-export async function sendVerificationEmail(services: Services, user: UserRecord, source: AuditSource): Promise<VerificationOutcome> {
-  if (services.mailer === undefined) return 'unavailable';
-  if (user.emailVerified) return 'verified_already';
-  const now = epochSeconds(services.clock);
-  if ((await services.store.countEmailTokens(user.id, 'email_verification', now - 3600)) >= maxLinksPerHour) {
-    audit(source, 'email_verification.requested', { userId: user.id, outcome: 'limited' });
-    return 'limited';
-  }
-  const link = await issueLink(services, user, 'email_verification', now);
-  const sent = await deliver(services, source, user, 'email_verification', verificationMail(services.config.productName, user, link));
-  audit(source, 'email_verification.requested', { userId: user.id, outcome: sent ? 'sent' : 'mail_failed' });
-  return sent ? 'sent' : 'failed';
-}
-
-/** Everything that depends on whether an account uses the address: run after the answer. */
-async function requestReset(services: Services, source: AuditSource, email: string): Promise<void> {
-  const { store, config } = services;
-  const now = epochSeconds(services.clock);
-  const users = (await store.findUsersByEmail(email)).slice(0, maxAccountsPerAddress);
-  // Never the typed address in the log: it is what someone is probing for.
-  if (users.length === 0) return audit(source, 'password_reset.requested', { outcome: 'no_account' });
-  for (const user of users) {
-    if (user.disabled || !hasLocalPassword(user)) {
-      audit(source, 'password_reset.requested', { userId: user.id, outcome: user.disabled ? 'disabled' : 'no_local_password' });
-      continue;
-    }
-    if ((await store.countEmailTokens(user.id, 'password_reset', now - 3600)) >= maxLinksPerHour) {
-      audit(source, 'password_reset.requested', { userId: user.id, outcome: 'limited' });
-      continue;
-    }
-    const link = await issueLink(services, user, 'password_reset', now);
-    const sent = await deliver(services, source, user, 'password_reset', passwordResetMail(config.productName, user, link));
-    audit(source, 'password_reset.requested', { userId: user.id, outcome: sent ? 'sent' : 'mail_failed' });
-  }
 }
 
 const expiredResetLink: ErrorPage = {
@@ -283,7 +144,7 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
     // Every request counts, whether or not an account uses the address: the limit tells nothing.
     const counted = await rateLimits.passwordResetAddress.hit(rateLimitKey(request.ip));
     if (counted.limited) throw tooManyRequests(counted.retryAfter, 'Too many requests. Wait a few minutes and try again.');
-    afterTheAnswer(services, request.log, 'password reset request failed', () => requestReset(services, request, email));
+    afterTheAnswer(services, request.log, 'password reset request failed', () => sendPasswordResetLinks(services, request, email));
     // Not even the typed address is repeated: this page is the same for every request.
     return renderPage(request, reply, services, 'forgot_password', { title: 'Check your email', sent: true });
   });
@@ -301,11 +162,8 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
     if (!(await csrfTokenValid(request, services, 'password_reset', form.csrf_token, resetBinding(form.token)))) {
       return renderErrorPage(request, reply, services, { ...formExpiredPage, message: 'For your security the form could not be accepted. Open the link in the email again.' }, 403);
     }
-    let newPassword: string;
-    try {
-      newPassword = validPassword(form.new_password);
-    } catch (err) {
-      if (!(err instanceof AdminInputError)) throw err;
+    const newPassword = newPasswordInput(form.new_password);
+    if (newPassword === undefined) {
       // The link is not spent: the person tries again with it.
       return showReset(request, reply, form.token, 'The new password must be 8 to 1024 characters.', 400);
     }

@@ -9,10 +9,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { TextDecoder } from 'node:util';
 import { epochSeconds } from '../clock.js';
-import { newClientSecret, type NewClientSecret } from '../admin/clients.js';
+import { newClientSecret, type NewClientSecret } from '../directory/clients.js';
 import { constantTimeEqual, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import {
   authMethodOf,
   clientInformation,
@@ -22,9 +22,9 @@ import {
   registrationPath,
   secretKind,
   type ClientMetadata,
-} from '../oauth/registration.js';
+} from '../directory/client_registration.js';
 import type { ClientRecord } from '../store/store.js';
-import { postOnly } from './method_not_allowed.js';
+import { postOnly } from '../http/method_not_allowed.js';
 
 /** The same bound as the app's other bodies: client metadata is small. */
 const maxBodyBytes = 64 * 1024;

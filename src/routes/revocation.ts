@@ -4,7 +4,7 @@
  * or already invalid tokens answer 200 (§2.2); a token issued to another client is refused and
  * left alone (§2.1).
  */
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
@@ -12,7 +12,7 @@ import { OAuthError } from '../errors.js';
 import { parseFields } from '../http/form.js';
 import { authenticateClient, clientAuthContext, readClientCredentials } from '../oauth/client_auth.js';
 import { identifyToken, liveAccessTokenUser, liveMachineTokenClient } from '../oauth/token_lookup.js';
-import { postOnly } from './method_not_allowed.js';
+import { postOnly } from '../http/method_not_allowed.js';
 
 const revocationParams = z.object({
   token: z.string({ error: 'token is required.' }).min(1, 'token is required.').max(8192, 'token is too long.'),

@@ -1,5 +1,5 @@
 /**
- * The second step of a sign-in (issue 16): a TOTP code, a recovery code, or a passkey, after a
+ * The second step of a sign-in: a TOTP code, a recovery code, or a passkey, after a
  * password or an upstream sign-in — or later, to raise a session to two factors when a client or
  * LATCHKEY_MFA asks (a step-up). And the sign-in with a passkey alone, without a username: a
  * passkey registered with user verification is two factors by itself.
@@ -11,13 +11,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { OAuthError, tooManyRequests } from '../errors.js';
-import { audit } from '../http/audit.js';
+import { audit } from '../audit/audit_events.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
 import { allowFormActionTo, allowOwnScripts } from '../http/security_headers.js';
 import { formActionSource } from '../oauth/redirect.js';
-import { openSealedInteraction, sealedInteractionOf } from './authorize.js';
 import { currentSession } from '../http/session.js';
 import { startSignInAttempt } from '../http/signin_attempt.js';
 import { hasFirstFactor, isMultiFactor, withMethods } from '../mfa/amr.js';
@@ -29,9 +28,9 @@ import { normalizeTotpCode, totpStepOf } from '../mfa/totp.js';
 import { totpSecretContext } from '../mfa/totp_secret.js';
 import { authenticationOptions, parseAuthenticationResponse, relyingParty, userHandle, verifyAuthentication } from '../mfa/webauthn.js';
 import { saveChallenge, takeChallenge } from '../mfa/webauthn_challenge.js';
-import { rateLimitKey } from '../oauth/rate_limit.js';
+import { rateLimitKey } from '../limits/rate_limit.js';
 import type { AuthMethod, SessionRecord, UserRecord } from '../store/store.js';
-import { maxReturnToLength } from './login.js';
+import { maxReturnToLength, openSealedInteraction, sealedInteractionOf } from '../http/sealed_interaction.js';
 
 const pageQuery = z.object({ return_to: z.string().max(maxReturnToLength).optional() });
 const codeForm = z.object({

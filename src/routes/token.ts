@@ -8,7 +8,7 @@ import { OAuthError } from '../errors.js';
 import { grantHandlers } from '../grants/index.js';
 import { authenticateClient, clientAuthContext, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
 import { parseFields, singleValued } from '../http/form.js';
-import { postOnly } from './method_not_allowed.js';
+import { postOnly } from '../http/method_not_allowed.js';
 import { currentNonce, dpopContext, dpopHeader, verifyDpopProof } from '../oauth/dpop.js';
 
 export async function tokenRoutes(app: FastifyInstance): Promise<void> {

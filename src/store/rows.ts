@@ -4,7 +4,6 @@
  * over as a string, since it may exceed 2^53); a flag is SQLite's 1 or PostgreSQL's true; JSON kept
  * as TEXT is parsed.
  */
-import type { SigningAlgorithm } from '../crypto/keys.js';
 import type {
   RateLimitCounter,
   ApiRecord,
@@ -34,6 +33,7 @@ import type {
   RequestedClaims,
   RoleRecord,
   SessionRecord,
+  SigningAlgorithm,
   SigningKeyRecord,
   TokenEndpointAuthMethod,
   TotpRecord,
@@ -51,7 +51,7 @@ const optionalNumber = (v: unknown): number | undefined => (v === null || v === 
 /** SQLite stores booleans as 1/0, PostgreSQL as true/false. */
 const flag = (v: unknown): boolean => v === true || v === 1;
 
-/** amr is stored space-separated ("pwd otp"); '' (rows older than issue 16) is none. */
+/** amr is stored space-separated ("pwd otp"); '' (rows from before second factors were recorded) is none. */
 export function amrFromText(v: unknown): AuthMethod[] {
   return v === null || v === undefined ? [] : (String(v).split(' ').filter((m) => m !== '') as AuthMethod[]);
 }
@@ -459,7 +459,7 @@ export function toRateLimitCounter(r: Row): RateLimitCounter {
   return { count: Number(r.count), startedAt: Number(r.started_at), lastAt: Number(r.last_at) };
 }
 
-// --- Dynamic client registration (issue 19) ---
+// --- Dynamic client registration (RFC 7591/7592) ---
 
 export function toRegistrationToken(r: Row): RegistrationTokenRecord {
   return {
@@ -490,7 +490,7 @@ export function registeredClientColumns(update: RegisteredClientUpdate, flag: (v
   return columns;
 }
 
-// --- Pushed authorization requests (issue 19) ---
+// --- Pushed authorization requests (RFC 9126) ---
 
 export function toPushedRequest(r: Row): PushedRequestRecord {
   return {

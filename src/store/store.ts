@@ -3,8 +3,23 @@
  * unit and returns a Promise so that a PostgreSQL implementation fits behind the same interface.
  * Nothing outside src/store/ touches SQL. A missing record is `undefined`, never an exception.
  */
-import type { PublicJwk, SigningAlgorithm } from '../crypto/keys.js';
 import type { MigrationRun } from './migration_history.js';
+
+/** The algorithms a signing key may have (crypto/keys.ts makes them). */
+export type SigningAlgorithm = 'RS256' | 'ES256' | 'EdDSA';
+
+/** A signing key's public half as the JWKS publishes it (RFC 7517 §4). */
+export interface PublicJwk {
+  kty: string;
+  kid: string;
+  alg: string;
+  use: 'sig';
+  n?: string;
+  e?: string;
+  crv?: string;
+  x?: string;
+  y?: string;
+}
 
 export type GrantTypeName = 'authorization_code' | 'device_code' | 'refresh_token' | 'client_credentials';
 
@@ -1037,7 +1052,7 @@ export interface Store {
    */
   reclaimSpace(maxPages?: number): Promise<number>;
 
-  // --- Roles, API permissions, machine clients (issue 18) ---
+  // --- Roles, API permissions, machine clients ---
 
   /**
    * Throws DuplicateError when a role of that name exists, MissingReferenceError when a permission
@@ -1094,7 +1109,7 @@ export interface Store {
   /** Removes events older than `before` (epoch ms), at most batchSize (all when omitted). Returns how many. */
   purgeAuditEvents(before: number, batchSize?: number): Promise<number>;
 
-  // --- Dynamic client registration (issue 19) ---
+  // --- Dynamic client registration (RFC 7591/7592) ---
 
   /**
    * Stores an initial access token (its digest); purgeExpired removes it once expired, used or not.
@@ -1115,7 +1130,7 @@ export interface Store {
   /** An RFC 7592 update in one step: metadata, registered method and secret. False when there is no such client. */
   updateRegisteredClient(clientId: string, update: RegisteredClientUpdate): Promise<boolean>;
 
-  // --- Pushed authorization requests (issue 19) ---
+  // --- Pushed authorization requests (RFC 9126) ---
 
   /**
    * Stores a pushed authorization request (RFC 9126) under the digest of its request_uri's random

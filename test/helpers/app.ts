@@ -2,14 +2,16 @@
  * A fresh app per test: its own :memory: SQLite store, a manual clock, logs off. Seeding helpers
  * create users, clients and APIs through the Store, the way the admin commands do.
  */
-import { clientSecretContext, plainClientFields } from '../../src/admin/clients.js';
+import { plainClientFields } from '../../src/directory/clients.js';
+import { clientSecretContext } from '../../src/oauth/client_secret.js';
 import type { SecretBox } from '../../src/crypto/secret_box.js';
 import type { FastifyInstance } from 'fastify';
 import { createHash, randomBytes, type KeyObject } from 'node:crypto';
 import { openSecretBox } from '../../src/crypto/secret_key_file.js';
 import { algorithmsInUse, signingKeyContext } from '../../src/crypto/signer.js';
 import { generateSigningKey, privateKeyFromPem, publicJwkOf, type SigningAlgorithm } from '../../src/crypto/keys.js';
-import { buildApp, defaultRateLimits } from '../../src/app.js';
+import { buildApp } from '../../src/app.js';
+import { defaultRateLimits } from '../../src/limits/rate_limiters.js';
 import { bootstrap } from '../../src/bootstrap.js';
 import { manualClock, type ManualClock } from '../../src/clock.js';
 import { configFrom, type Config } from '../../src/config.js';

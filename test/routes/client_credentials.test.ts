@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { decodeJwt, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { addApi, addClient, addUser, form, testApp, type TestApp } from '../helpers/app.js';
 import { tokensFor } from '../helpers/flows.js';
-import { newClientSecret } from '../../src/admin/clients.js';
+import { newClientSecret } from '../../src/directory/clients.js';
 
 const reports = 'https://reports.example.com';
 const billing = 'https://billing.example.com';

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { connectorSecretContext } from '../../src/connectors/runtime.js';
 import { forgetDiscovery } from '../../src/connectors/oidc_upstream.js';
 import { randomSecret, sha256 } from '../../src/crypto/secrets.js';
-import { linkPrefix } from '../../src/routes/password_reset.js';
+import { linkPrefix } from '../../src/mail/mailed_links.js';
 import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, decodeEntities, inputValue, injectTransport, signIn, type BrowserResponse } from '../helpers/browser.js';
 import { refresh, tokensFor } from '../helpers/flows.js';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { resolvePermission, validRoleName, validScopeName, validScopeNames } from '../../src/admin/roles.js';
-import { isConfidential, validJwks, validJwksUri, validSecretOverlap } from '../../src/admin/clients.js';
-import { AdminInputError } from '../../src/admin/validation.js';
+import { resolvePermission, validRoleName, validScopeName, validScopeNames } from '../../src/directory/roles.js';
+import { validJwks, validJwksUri, validSecretOverlap } from '../../src/directory/clients.js';
+import { isConfidential } from '../../src/oauth/client_type.js';
+import { AdminInputError } from '../../src/directory/validation.js';
 import { api } from '../helpers/records.js';
 
 function refusal(fn: () => unknown): AdminInputError {

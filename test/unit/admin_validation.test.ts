@@ -1,7 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import {
   AdminInputError,
-  isLoopbackHost,
   minPasswordLength,
   validApiIdentifier,
   validClientId,
@@ -11,7 +10,8 @@ import {
   validPassword,
   validRedirectUri,
   validUsername,
-} from '../../src/admin/validation.js';
+} from '../../src/directory/validation.js';
+import { isLoopbackHost } from '../../src/oauth/redirect.js';
 
 function refusal(fn: () => unknown): AdminInputError {
   try {

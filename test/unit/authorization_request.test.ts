@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { plainClientFields } from '../../src/admin/clients.js';
+import { plainClientFields } from '../../src/directory/clients.js';
 import { manualClock } from '../../src/clock.js';
 import { configFrom } from '../../src/config.js';
 import { OAuthError, type OAuthErrorCode } from '../../src/errors.js';

@@ -1,11 +1,11 @@
 /**
- * Where the polls of device codes are recorded (oauth/device_polls.ts, oauth/device_poll_ledger.ts):
+ * Where the polls of device codes are recorded (oauth/device_polls.ts, limits/device_poll_ledger.ts):
  * in this process's memory when it alone serves the database, in the store otherwise. Both answer
  * like the store's pollDeviceGrant: the grant as it was before the poll, with the previous poll.
  */
 import { describe, expect, it } from 'vitest';
 import { configFrom } from '../../src/config.js';
-import { DevicePollLedger } from '../../src/oauth/device_poll_ledger.js';
+import { DevicePollLedger } from '../../src/limits/device_poll_ledger.js';
 import { devicePollsFor, ledgerDevicePolls, storeDevicePolls } from '../../src/oauth/device_polls.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import type { Store } from '../../src/store/store.js';

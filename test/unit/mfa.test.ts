@@ -11,7 +11,7 @@ import { acrOf, asksForMfa, authenticationClaims, isMultiFactor, mfaAcr, singleF
 import { hasSecondFactor, requestedAcrValues, stepUpPath } from '../../src/mfa/policy.js';
 import { newRecoveryCodes, normalizeRecoveryCode, recoveryCodeCount, recoveryCodeDigest } from '../../src/mfa/recovery_codes.js';
 import { newTotpSecret, normalizeTotpCode, spacedSecret, totpCodeAt, totpPeriod, totpStepOf, totpUri } from '../../src/mfa/totp.js';
-import { passkeyName } from '../../src/routes/account_security.js';
+import { passkeyName } from '../../src/mfa/passkey_name.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { addUser } from '../helpers/app.js';
 

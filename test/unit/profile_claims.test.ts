@@ -3,7 +3,7 @@
  * with good and bad values, and how a change merges into the stored claims.
  */
 import { describe, it, expect } from 'vitest';
-import { AdminInputError } from '../../src/admin/validation.js';
+import { AdminInputError } from '../../src/directory/validation.js';
 import {
   changedProfileClaims,
   mergeProfile,
@@ -18,7 +18,7 @@ import {
   validLocale,
   validPhoneNumber,
   validZoneinfo,
-} from '../../src/admin/profile_claims.js';
+} from '../../src/directory/profile_claims.js';
 import type { UserProfileClaims } from '../../src/store/store.js';
 
 /** 2027-01-15T12:00:00Z: "today" of the birthdate rules. */

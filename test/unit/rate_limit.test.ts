@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { manualClock } from '../../src/clock.js';
-import { BackoffLimiter, RateLimiter, rateLimitKey } from '../../src/oauth/rate_limit.js';
-import { laneFull, SlowLane } from '../../src/oauth/signin_throttle.js';
+import { BackoffLimiter, RateLimiter, rateLimitKey } from '../../src/limits/rate_limit.js';
+import { laneFull, SlowLane } from '../../src/limits/signin_throttle.js';
 
 const open = { limited: false, retryAfter: 0 };
 
@@ -223,7 +223,7 @@ describe('BackoffLimiter (failed sign-ins)', () => {
 
 describe('perWorker: each of N cluster workers allows 1/N of a limit, rounded down', () => {
   it('splits the count, keeps the window, and leaves "off" and a single process alone', async () => {
-    const { perWorker } = await import('../../src/app.js');
+    const { perWorker } = await import('../../src/limits/rate_limiters.js');
     expect(perWorker({ limit: 10, windowSeconds: 300 }, 1)).toEqual({ limit: 10, windowSeconds: 300 });
     expect(perWorker({ limit: 10, windowSeconds: 300 }, 2)).toEqual({ limit: 5, windowSeconds: 300 });
     expect(perWorker({ limit: 10, windowSeconds: 300 }, 3)).toEqual({ limit: 3, windowSeconds: 300 });

@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { OAuthError } from '../../src/errors.js';
 import { defaultScope, describeScopes, grantableScope, parseScope, scopeDescriptions, supportedScopes } from '../../src/oauth/scope.js';
 import type { ClientRecord, GrantTypeName } from '../../src/store/store.js';
-import { plainClientFields } from '../../src/admin/clients.js';
+import { plainClientFields } from '../../src/directory/clients.js';
 
 function client(grantTypes: GrantTypeName[]): ClientRecord {
   return {

@@ -7,8 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { manualClock } from '../../src/clock.js';
-import { BackoffLimiter, RateLimiter } from '../../src/oauth/rate_limit.js';
-import { SharedBackoffLimiter, SharedWindowLimiter } from '../../src/oauth/shared_rate_limit.js';
+import { BackoffLimiter, RateLimiter } from '../../src/limits/rate_limit.js';
+import { SharedBackoffLimiter, SharedWindowLimiter } from '../../src/limits/shared_rate_limit.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 
 const keys = ['203.0.113.9', '198.51.100.7'];

@@ -1,4 +1,4 @@
-// Passkey buttons (issue 16). Each <form data-passkey="authenticate|register" data-options="URL">
+// Passkey buttons (WebAuthn). Each <form data-passkey="authenticate|register" data-options="URL">
 // gets its button shown; a click fetches the WebAuthn options from this server (the form's CSRF
 // token in a form body, like every request here), asks the browser (SimpleWebAuthnBrowser, served
 // from this server), and posts the browser's answer in the form's hidden `credential` field.

@@ -1,10 +1,10 @@
-import { isConfidential } from '../../admin/clients.js';
+import { isConfidential } from '../../oauth/client_type.js';
 /**
  * `--introspection-client` of `apis add` and `apis update`: the confidential clients (the API's own
  * servers) that may introspect tokens issued for the API (RFC 7662 §4). Each must exist and have a
  * secret, since only confidential clients can introspect at all.
  */
-import { validClientId } from '../../admin/validation.js';
+import { validClientId } from '../../directory/validation.js';
 import type { Store } from '../../store/store.js';
 import { CommandError } from '../command.js';
 

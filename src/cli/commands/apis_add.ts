@@ -1,10 +1,10 @@
 import { epochSeconds, systemClock } from '../../clock.js';
-import { validApiIdentifier, validName } from '../../admin/validation.js';
+import { validApiIdentifier, validName } from '../../directory/validation.js';
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { validIntrospectionClients } from './api_introspection_clients.js';
-import { validScopeNames } from '../../admin/roles.js';
+import { validScopeNames } from '../../directory/roles.js';
 
 export const apisAddCommand: Command = {
   usage: 'latchkey apis add <identifier> [--name <name>] [--scope <name>]... [--introspection-client <client_id>]...',

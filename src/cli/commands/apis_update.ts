@@ -1,8 +1,8 @@
-import { validApiIdentifier, validName } from '../../admin/validation.js';
+import { validApiIdentifier, validName } from '../../directory/validation.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { validIntrospectionClients } from './api_introspection_clients.js';
-import { validScopeNames } from '../../admin/roles.js';
+import { validScopeNames } from '../../directory/roles.js';
 
 export const apisUpdateCommand: Command = {
   usage: 'latchkey apis update <identifier> [--name <name>] [--scope <name>]... [--no-scopes] [--introspection-client <client_id>]... [--no-introspection-clients]',

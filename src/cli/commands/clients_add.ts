@@ -1,6 +1,6 @@
 import { epochSeconds, systemClock } from '../../clock.js';
-import { newClientSecret, readJwksFile, validJwksUri } from '../../admin/clients.js';
-import { validBackchannelLogoutUri, validClientId, validGrantTypes, validName, validRedirectUri } from '../../admin/validation.js';
+import { newClientSecret, readJwksFile, validJwksUri } from '../../directory/clients.js';
+import { validBackchannelLogoutUri, validClientId, validGrantTypes, validName, validRedirectUri } from '../../directory/validation.js';
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';

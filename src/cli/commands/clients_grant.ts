@@ -1,6 +1,6 @@
 import { epochSeconds, systemClock } from '../../clock.js';
-import { validApiIdentifier } from '../../admin/validation.js';
-import { validScopeName } from '../../admin/roles.js';
+import { validApiIdentifier } from '../../directory/validation.js';
+import { validScopeName } from '../../directory/roles.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 

@@ -1,5 +1,5 @@
 import type { Command } from '../command.js';
-import { isConfidential } from '../../admin/clients.js';
+import { isConfidential } from '../../oauth/client_type.js';
 import type { ClientGrantRecord, ClientRecord } from '../../store/store.js';
 
 /** How the client authenticates at the token endpoint. */

@@ -4,7 +4,7 @@
  * SHA-256 and expiry are stored; the registration that uses it spends it.
  */
 import { epochSeconds, systemClock } from '../../clock.js';
-import { AdminInputError } from '../../admin/validation.js';
+import { AdminInputError } from '../../directory/validation.js';
 import { randomSecret, secretPrefix, sha256 } from '../../crypto/secrets.js';
 import { cliAudit } from '../audit_log.js';
 import { isoTime } from '../output.js';

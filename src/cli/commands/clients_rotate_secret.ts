@@ -1,5 +1,5 @@
 import { epochSeconds, systemClock } from '../../clock.js';
-import { newClientSecret, validSecretOverlap } from '../../admin/clients.js';
+import { newClientSecret, validSecretOverlap } from '../../directory/clients.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';
 

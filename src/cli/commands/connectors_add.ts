@@ -6,7 +6,7 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { connectorIdPattern, connectorRedirectUri, githubConfigSchema, ldapConfigSchema, oidcConfigSchema, reservedConnectorIds } from '../../connectors/connector_config.js';
 import { connectorSecretContext } from '../../connectors/runtime.js';
-import { validName } from '../../admin/validation.js';
+import { validName } from '../../directory/validation.js';
 import { DuplicateError, type ConnectorType } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, exitCodes, type Command, type CommandContext } from '../command.js';

@@ -1,6 +1,6 @@
 /** `latchkey roles add|update|list|remove`: named bundles of API permissions given to people. */
 import { epochSeconds, systemClock } from '../../clock.js';
-import { adminRole, permissionText, resolvePermissions, validRoleDescription, validRoleName } from '../../admin/roles.js';
+import { adminRole, permissionText, resolvePermissions, validRoleDescription, validRoleName } from '../../directory/roles.js';
 import { DuplicateError } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, type Command } from '../command.js';

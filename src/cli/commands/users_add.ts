@@ -1,8 +1,8 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { randomUuid } from '../../crypto/secrets.js';
 import { hashPassword } from '../../crypto/password.js';
-import { validEmail, validName, validPassword, validUsername } from '../../admin/validation.js';
-import { newUserProfile, profileOptions, profileOptionsHelp } from '../../admin/profile_claims.js';
+import { validEmail, validName, validPassword, validUsername } from '../../directory/validation.js';
+import { newUserProfile, profileOptions, profileOptionsHelp } from '../../directory/profile_claims.js';
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';

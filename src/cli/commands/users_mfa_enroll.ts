@@ -5,8 +5,8 @@
  * gets into the console. Printed once on stdout, stored only as a digest; a new link cancels the
  * one before, and `--cancel` cancels it without making another. Audited.
  */
-import { adminRole } from '../../admin/roles.js';
-import { AdminInputError } from '../../admin/validation.js';
+import { adminRole } from '../../directory/roles.js';
+import { AdminInputError } from '../../directory/validation.js';
 import { epochSeconds, systemClock } from '../../clock.js';
 import { cancelEnrolmentLinks, createEnrolmentLink, defaultEnrolmentLinkLifetime, maxEnrolmentLinkLifetime } from '../../mfa/enrolment_link.js';
 import { hasSecondFactor, secondFactorsOf } from '../../mfa/policy.js';

@@ -5,7 +5,7 @@
 import { revocationTime } from '../revocation_time.js';
 import { hashPassword } from '../../crypto/password.js';
 import { cliAudit } from '../audit_log.js';
-import { validPassword } from '../../admin/validation.js';
+import { validPassword } from '../../directory/validation.js';
 import { CommandError, type Command } from '../command.js';
 import { obtainPassword } from '../password_input.js';
 import { mailSecurityNotice } from '../security_notice.js';

@@ -1,5 +1,5 @@
 import { epochSeconds, systemClock } from '../../clock.js';
-import { profileOptions, profileOptionsHelp, userChangeFrom } from '../../admin/profile_claims.js';
+import { profileOptions, profileOptionsHelp, userChangeFrom } from '../../directory/profile_claims.js';
 import { CommandError, type Command } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { visible } from '../terminal_text.js';

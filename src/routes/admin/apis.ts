@@ -6,12 +6,12 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { validScopeNames } from '../../admin/roles.js';
-import { validApiIdentifier, validName } from '../../admin/validation.js';
+import { validScopeNames } from '../../directory/roles.js';
+import { validApiIdentifier, validName } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
 import { DuplicateError, type ApiRecord } from '../../store/store.js';
-import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, linesOf, noticeOf, notFound, printable, renderAdmin, storedKey, when, type Notice } from './console.js';
+import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, linesOf, noticeOf, notFound, printable, renderAdmin, storedKey, when, type Notice } from '../../console/console_page.js';
 
 const csrfField = z.string().max(256).optional();
 const listQuery = z.object({ done: z.string().max(32).optional() });

@@ -7,10 +7,10 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AdminInputError } from '../../admin/validation.js';
+import { AdminInputError } from '../../directory/validation.js';
 import { parseFields } from '../../http/form.js';
 import type { AuditEventQuery, AuditEventRecord } from '../../store/store.js';
-import { adminGate, hereOf, renderAdmin, storedKey, type Notice } from './console.js';
+import { adminGate, hereOf, renderAdmin, storedKey, type Notice } from '../../console/console_page.js';
 
 const pageSize = 50;
 

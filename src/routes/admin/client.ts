@@ -7,18 +7,17 @@
  * (client_credentials) are in client_grants.ts.
  */
 import { openSecretBox } from '../../crypto/secret_key_file.js';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { isConfidential, maxSecretOverlapSeconds, newClientSecret } from '../../admin/clients.js';
-import { AdminInputError, validName, validRedirectUri } from '../../admin/validation.js';
+import { maxSecretOverlapSeconds, newClientSecret } from '../../directory/clients.js';
+import { isConfidential } from '../../oauth/client_type.js';
+import { AdminInputError, validName } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
-import type { Services } from '../../services.js';
-import type { ClientRecord } from '../../store/store.js';
-import { grantTypeChoices, redirectUrisOf } from './clients.js';
-import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, noticeOf, notFound, pathSegment, printable, renderAdmin, storedKey, when, type Gate, type Notice } from './console.js';
+import { backToClients, clientForm, clientParams, clientPath, showClientPage } from '../../console/client_page.js';
+import { redirectUrisOf } from '../../console/client_fields.js';
+import { adminAudit, adminGate, checked, doneRedirect, hereOf, noticeOf, notFound, printable, renderAdmin, when } from '../../console/console_page.js';
 
-const params = z.object({ id: storedKey(128).min(1) });
 const pageQuery = z.object({ done: z.string().max(32).optional() });
 const csrfField = z.string().max(256).optional();
 const plainForm = z.object({ csrf_token: csrfField });
@@ -40,98 +39,6 @@ const notices: Record<string, string> = {
   grant_none: 'There was no such grant.',
 };
 
-export const clientPath = (clientId: string) => `/admin/clients/${pathSegment(clientId)}`;
-const backToClients = { href: '/admin/clients', label: 'Back to the clients' };
-
-/** What the edit form shows when its input was refused (what was typed, not what is stored). */
-export interface ClientEditValues {
-  name: string;
-  redirectUris: string;
-  postLogoutRedirectUris: string;
-}
-
-const warningOf = (uri: string): string | undefined => {
-  try {
-    return validRedirectUri(uri).warning;
-  } catch {
-    return `${uri} would not be accepted today`;
-  }
-};
-
-export async function showClientPage(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  services: Services,
-  client: ClientRecord,
-  extra: { notice?: Notice | undefined; edit?: ClientEditValues } = {},
-  status = 200,
-): Promise<FastifyReply> {
-  const { store, clock } = services;
-  const [apis, grants] = await Promise.all([store.listApis(), store.listClientGrants(client.clientId)]);
-  const now = epochSeconds(clock);
-  const granted = new Map(grants.map((g) => [g.api, g.scopes]));
-  return renderAdmin(
-    request,
-    reply,
-    services,
-    'client',
-    'clients',
-    {
-      title: `Client ${client.clientId}`,
-      client: {
-        clientId: client.clientId,
-        name: client.name,
-        confidential: isConfidential(client),
-        authentication: client.secretHash !== undefined ? 'client secret' : client.jwksUri !== undefined || client.jwks !== undefined ? 'private_key_jwt' : 'none (public)',
-        hasSecret: client.secretHash !== undefined,
-        previousSecretUntil: client.previousSecretHash !== undefined && (client.previousSecretExpiresAt ?? 0) > now ? when(client.previousSecretExpiresAt) : undefined,
-        grantTypes: client.grantTypes.map((g) => grantTypeChoices.find((c) => c.value === g)?.label ?? g),
-        machine: client.grantTypes.includes('client_credentials'),
-        requirePkce: client.requirePkce,
-        firstParty: client.firstParty,
-        builtIn: client.builtIn,
-        disabled: client.disabled,
-        created: when(client.createdAt),
-        redirectUris: client.redirectUris.map((uri) => ({ uri, warning: warningOf(uri) })),
-        postLogoutRedirectUris: client.postLogoutRedirectUris,
-        backchannelLogoutUri: client.backchannelLogoutUri,
-        jwksUri: client.jwksUri,
-      },
-      path: clientPath(client.clientId),
-      edit: extra.edit ?? { name: client.name, redirectUris: client.redirectUris.join('\n'), postLogoutRedirectUris: client.postLogoutRedirectUris.join('\n') },
-      maxOverlap: maxSecretOverlapSeconds,
-      apis: apis.map((api) => ({
-        identifier: api.identifier,
-        name: api.name,
-        scopes: api.scopes.map((scope) => ({ scope, granted: granted.get(api.identifier)?.includes(scope) ?? false })),
-        granted: granted.has(api.identifier),
-      })),
-      notice: extra.notice,
-    },
-    status,
-  );
-}
-
-/**
- * A form on a client's page: the acting admin, the form, and the client (or the reply that
- * refused: not an admin, a forged form, an unknown client → 404).
- */
-export async function clientForm<T extends { csrf_token?: string | undefined }>(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  services: Services,
-  schema: z.ZodType<T>,
-): Promise<Gate<{ form: T; client: ClientRecord }>> {
-  // The path itself is checked once the person is known to be an administrator.
-  const rawId = String((request.params as Record<string, unknown>).id ?? '').slice(0, 128);
-  const gate = await adminForm(request, reply, services, schema, clientPath(rawId));
-  if (!gate.ok) return gate;
-  const { id } = parseFields(params, request.params);
-  const client = await services.store.findClient(id);
-  if (!client) return { ok: false, reply: await notFound(request, reply, services, 'client', backToClients) };
-  return { ok: true, admin: gate.admin, form: gate.form, client };
-}
-
 export async function adminClientPageRoutes(app: FastifyInstance): Promise<void> {
   const services = app.services;
   const { store, clock, config } = services;
@@ -140,7 +47,7 @@ export async function adminClientPageRoutes(app: FastifyInstance): Promise<void>
   app.get('/admin/clients/:id', page, async (request, reply) => {
     const gate = await adminGate(request, reply, services, hereOf(request, '/admin/clients'));
     if (!gate.ok) return gate.reply;
-    const { id } = parseFields(params, request.params);
+    const { id } = parseFields(clientParams, request.params);
     const client = await store.findClient(id);
     if (!client) return notFound(request, reply, services, 'client', backToClients);
     const { done } = parseFields(pageQuery, request.query);

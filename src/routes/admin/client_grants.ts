@@ -6,10 +6,10 @@
 import { MissingReferenceError } from '../../store/store.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { isConfidential } from '../../admin/clients.js';
+import { isConfidential } from '../../oauth/client_type.js';
 import { epochSeconds } from '../../clock.js';
-import { clientForm, clientPath, showClientPage } from './client.js';
-import { adminAudit, checkedValues, doneRedirect, storedKey } from './console.js';
+import { clientForm, clientPath, showClientPage } from '../../console/client_page.js';
+import { adminAudit, checkedValues, doneRedirect, storedKey } from '../../console/console_page.js';
 
 const csrfField = z.string().max(256).optional();
 const saveForm = z.object({ csrf_token: csrfField, api: storedKey(2048).default('') }).catchall(z.string().max(256));

@@ -6,20 +6,14 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { isConfidential, newClientSecret } from '../../admin/clients.js';
-import { AdminInputError, validClientId, validGrantTypes, validName, validRedirectUri } from '../../admin/validation.js';
+import { newClientSecret } from '../../directory/clients.js';
+import { isConfidential } from '../../oauth/client_type.js';
+import { AdminInputError, validClientId, validName } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
-import { DuplicateError, type GrantTypeName } from '../../store/store.js';
-import { adminAudit, adminForm, adminGate, checked, checkedValues, doneRedirect, hereOf, linesOf, noticeOf, printable, renderAdmin, type Notice } from './console.js';
-
-/** The grant types a client may be registered for, as the form offers them. */
-export const grantTypeChoices: readonly { value: GrantTypeName; label: string }[] = [
-  { value: 'authorization_code', label: 'Authorization Code (browser sign-in)' },
-  { value: 'refresh_token', label: 'Refresh tokens' },
-  { value: 'device_code', label: 'Device Code (TVs, command lines)' },
-  { value: 'client_credentials', label: 'Client Credentials (machine to machine)' },
-];
+import { DuplicateError } from '../../store/store.js';
+import { grantTypeChoices, grantTypesOf, redirectUrisOf } from '../../console/client_fields.js';
+import { adminAudit, adminForm, adminGate, checked, checkedValues, doneRedirect, hereOf, noticeOf, printable, renderAdmin, type Notice } from '../../console/console_page.js';
 
 const listQuery = z.object({ done: z.string().max(32).optional() });
 const createForm = z
@@ -45,20 +39,6 @@ export interface ClientCreateValues {
 }
 
 const blankValues: ClientCreateValues = { clientId: '', name: '', redirectUris: '', type: 'public', grantTypes: ['authorization_code', 'refresh_token'], firstParty: false };
-
-/** Redirect URIs from a textarea, one per line: each valid, distinct, in the order given. */
-export function redirectUrisOf(text: string, what = 'redirect URIs'): string[] {
-  return [...new Set(linesOf(text, what, 50).map((line) => validRedirectUri(line).uri))];
-}
-
-/** The grant types ticked, checked against what the client can use. */
-export function grantTypesOf(ticked: string[], confidential: boolean, redirectUris: string[]): GrantTypeName[] {
-  if (ticked.length === 0) throw new AdminInputError('Choose at least one grant type.');
-  const grantTypes = validGrantTypes(ticked);
-  if (grantTypes.includes('client_credentials') && !confidential) throw new AdminInputError('Client Credentials is for confidential clients: a public client cannot keep a secret.');
-  if (grantTypes.includes('authorization_code') && redirectUris.length === 0) throw new AdminInputError('Authorization Code needs at least one redirect URI.');
-  return grantTypes;
-}
 
 export async function adminClientRoutes(app: FastifyInstance): Promise<void> {
   const services = app.services;

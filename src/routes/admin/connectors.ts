@@ -10,7 +10,7 @@ import { epochSeconds } from '../../clock.js';
 import { connectorRedirectUri } from '../../connectors/connector_config.js';
 import { removeConnector } from '../../connectors/removal.js';
 import { parseFields } from '../../http/form.js';
-import { adminAudit, adminForm, adminGate, doneRedirect, hereOf, noticeOf, notFound, renderAdmin, storedKey, when } from './console.js';
+import { adminAudit, adminForm, adminGate, doneRedirect, hereOf, noticeOf, notFound, renderAdmin, storedKey, when } from '../../console/console_page.js';
 
 const params = z.object({ id: storedKey(64).min(1) });
 const pageQuery = z.object({ done: z.string().max(32).optional() });

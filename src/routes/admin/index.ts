@@ -1,8 +1,9 @@
 /**
- * The admin console (issue 18), /admin: users, clients and their machine grants, APIs, roles,
- * connectors, signing keys and the audit log, for people holding the `admin` role (console.ts
+ * The admin console, /admin: users, clients and their machine grants, APIs, roles, connectors,
+ * signing keys and the audit log, for people holding the `admin` role (console/console_page.ts
  * says who may use it). Plain server-rendered pages and forms: no script, so the pages' CSP stays
- * as strict as everywhere else. Nothing here may be cached.
+ * as strict as everywhere else. Nothing here may be cached. This index is the app of its folder:
+ * the one file that imports the console's route plugins (what they share is in src/console/).
  */
 import type { FastifyInstance } from 'fastify';
 import { adminApiRoutes } from './apis.js';

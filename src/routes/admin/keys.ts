@@ -12,7 +12,7 @@ import { epochSeconds } from '../../clock.js';
 import { retiredKeyRetention } from '../../config.js';
 import { rotateSigningKeysNow } from '../../crypto/signing_key_rotation.js';
 import { parseFields } from '../../http/form.js';
-import { adminAudit, adminForm, adminGate, doneRedirect, hereOf, noticeOf, renderAdmin, when } from './console.js';
+import { adminAudit, adminForm, adminGate, doneRedirect, hereOf, noticeOf, renderAdmin, when } from '../../console/console_page.js';
 
 const pageQuery = z.object({ done: z.string().max(32).optional() });
 const plainForm = z.object({ csrf_token: z.string().max(256).optional() });

@@ -1,7 +1,7 @@
 /** GET /admin: the console's front page — how many of each thing there is, and where to manage it. */
 import type { FastifyInstance } from 'fastify';
 import { epochSeconds } from '../../clock.js';
-import { adminGate, hereOf, renderAdmin } from './console.js';
+import { adminGate, hereOf, renderAdmin } from '../../console/console_page.js';
 
 export async function adminOverviewRoutes(app: FastifyInstance): Promise<void> {
   const services = app.services;

@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { adminRole, permissionText, resolvePermissions, validRoleDescription, validRoleName } from '../../admin/roles.js';
+import { adminRole, permissionText, resolvePermissions, validRoleDescription, validRoleName } from '../../directory/roles.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
 import type { Services } from '../../services.js';
@@ -31,7 +31,7 @@ import {
   type Admin,
   type Gate,
   type Notice,
-} from './console.js';
+} from '../../console/console_page.js';
 
 const params = z.object({ name: storedKey(64).min(1) });
 const csrfField = z.string().max(256).optional();

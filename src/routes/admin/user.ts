@@ -14,8 +14,8 @@
 import { signInRows } from '../../http/sign_ins.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { adminRole } from '../../admin/roles.js';
-import { validPassword } from '../../admin/validation.js';
+import { adminRole } from '../../directory/roles.js';
+import { validPassword } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { hashPassword } from '../../crypto/password.js';
 import { parseFields } from '../../http/form.js';
@@ -25,7 +25,7 @@ import { sendSecurityNoticesLater } from '../../mail/security_notice_sender.js';
 import { linkedIdentities, removableConnectors, removedIdentities } from '../../connectors/linked_identities.js';
 import { notifyBackchannelLogoutLater } from '../../oauth/backchannel_logout.js';
 import type { SessionRecord, UserRecord } from '../../store/store.js';
-import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, noticeOf, notFound, pathSegment, renderAdmin, storedKey, when, type Admin, type Notice } from './console.js';
+import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, noticeOf, notFound, pathSegment, renderAdmin, storedKey, when, type Admin, type Notice } from '../../console/console_page.js';
 
 const params = z.object({ id: storedKey(128).min(1) });
 const pageQuery = z.object({ done: z.string().max(32).optional() });

@@ -5,13 +5,13 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AdminInputError, validEmail, validName, validPassword, validUsername } from '../../admin/validation.js';
+import { AdminInputError, validEmail, validName, validPassword, validUsername } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { hashPassword } from '../../crypto/password.js';
 import { randomUuid } from '../../crypto/secrets.js';
 import { parseFields } from '../../http/form.js';
 import { DuplicateError, type UserRecord } from '../../store/store.js';
-import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, printable, renderAdmin, type Admin, type Notice } from './console.js';
+import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, printable, renderAdmin, type Admin, type Notice } from '../../console/console_page.js';
 
 /** The list shows at most this many; a search narrows it. */
 const shownAtMost = 200;

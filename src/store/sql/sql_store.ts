@@ -302,7 +302,7 @@ function* familySummaries(filter: string, now: number, ...params: unknown[]): Ve
 function* lockSecondFactors(userId: string): Verb<void> {
   yield* lock('second_factors', userId);
 }
-// --- Roles, API permissions, machine clients (issue 18) ---
+// --- Roles, API permissions, machine clients ---
 
 /** Inside a transaction. A permission given twice is one permission; one of an unknown API is refused by its foreign key. */
 function* insertPermissions(role: string, permissions: Permission[]): Verb<void> {
@@ -1261,7 +1261,7 @@ export abstract class SqlStore implements Store {
     );
   }
 
-  // --- Dynamic client registration (issue 19) ---
+  // --- Dynamic client registration (RFC 7591/7592) ---
 
   async createRegistrationToken(t: RegistrationTokenRecord): Promise<void> {
     return this.steps('plain', createRegistrationTokenSteps, t);
@@ -1295,7 +1295,7 @@ export abstract class SqlStore implements Store {
     return this.steps('plain', updateRegisteredClientSteps, clientId, update);
   }
 
-  // --- Pushed authorization requests (issue 19) ---
+  // --- Pushed authorization requests (RFC 9126) ---
 
   async createPushedRequest(r: PushedRequestRecord): Promise<void> {
     return this.steps('plain', createPushedRequestSteps, r);

@@ -1,22 +1,22 @@
 /**
- * What every page of the admin console shares (issue 18): who may use it — a signed-in person
- * holding the built-in role `admin`, with a multi-factor session unless LATCHKEY_MFA=off (else the
- * step-up page, which also lets a person without a factor set one up) — the CSRF check of every
- * form, the page frame with its navigation, the notice a change leaves behind after its 303, and
- * the audit line naming the acting admin.
+ * What every page of the admin console shares: who may use it — a signed-in person holding the
+ * built-in role `admin`, with a multi-factor session unless LATCHKEY_MFA=off (else the step-up
+ * page, which also lets a person without a factor set one up) — the CSRF check of every form, the
+ * page frame with its navigation, the notice a change leaves behind after its 303, and the audit
+ * line naming the acting admin. The console's route plugins (routes/admin/) are built from these.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { adminRole } from '../../admin/roles.js';
-import { AdminInputError } from '../../admin/validation.js';
-import { audit, type AuditEvent } from '../../http/audit.js';
-import { csrfToken, csrfTokenValid } from '../../http/csrf.js';
-import { parseFields } from '../../http/form.js';
-import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../../http/pages.js';
-import { currentSession, type SignedIn } from '../../http/session.js';
-import { isMultiFactor } from '../../mfa/amr.js';
-import { stepUpPath } from '../../mfa/policy.js';
-import type { Services } from '../../services.js';
+import { adminRole } from '../directory/roles.js';
+import { AdminInputError } from '../directory/validation.js';
+import { audit, type AuditEvent } from '../audit/audit_events.js';
+import { csrfToken, csrfTokenValid } from '../http/csrf.js';
+import { parseFields } from '../http/form.js';
+import { formExpiredPage, renderErrorPage, renderPage, safeReturnTo } from '../http/pages.js';
+import { currentSession, type SignedIn } from '../http/session.js';
+import { isMultiFactor } from '../mfa/amr.js';
+import { stepUpPath } from '../mfa/policy.js';
+import type { Services } from '../services.js';
 
 /**
  * A field or path segment naming something stored (an id, a name, a key): bounded, and without

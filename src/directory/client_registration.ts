@@ -1,20 +1,20 @@
 /**
  * Dynamic client registration (RFC 7591) and its management (RFC 7592): the client metadata a
- * registration may carry, checked by the rules operator-made clients follow (admin/validation.ts)
+ * registration may carry, checked by the rules operator-made clients follow (validation.ts)
  * and stricter where a person is not there to read a warning — a plain-http redirect URI to a host
  * that is not loopback is refused, and so is a back-channel logout URI or jwks_uri naming an
- * internal address (the server would send requests there: client_outbound.ts) — and the client
+ * internal address (the server would send requests there: oauth/client_outbound.ts) — and the client
  * information response (RFC 7591 §3.2.1, RFC 7592 §3). Unknown members are ignored (RFC 7591 §2).
  * No Fastify types here.
  */
 import { z } from 'zod';
-import { AdminInputError, validBackchannelLogoutUri, validName, validRedirectUri } from '../admin/validation.js';
-import { validJwks, validJwksUri } from '../admin/clients.js';
+import { AdminInputError, validBackchannelLogoutUri, validName, validRedirectUri } from './validation.js';
+import { validJwks, validJwksUri } from './clients.js';
 import { randomString } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
 import type { OutboundAllowList } from '../net/outbound_policy.js';
 import type { ClientRecord, GrantTypeName, TokenEndpointAuthMethod } from '../store/store.js';
-import { registeredTargetRefusal } from './client_outbound.js';
+import { registeredTargetRefusal } from '../oauth/client_outbound.js';
 
 export const registrationPath = '/oauth/register';
 
@@ -75,7 +75,7 @@ export interface ClientMetadata {
 const invalidMetadata = (description: string, detail?: string) => new OAuthError('invalid_client_metadata', description, detail === undefined ? {} : { detail });
 const invalidRedirectUri = (description: string, detail?: string) => new OAuthError('invalid_redirect_uri', description, detail === undefined ? {} : { detail });
 
-/** What a check of admin/validation.ts said, for the log only (its sentences quote the input). */
+/** What a check of validation.ts said, for the log only (its sentences quote the input). */
 function reason(err: unknown): string {
   if (err instanceof AdminInputError) return err.message;
   throw err;

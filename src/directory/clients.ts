@@ -1,5 +1,5 @@
 /**
- * Client credentials an operator hands out (issue 18): secrets — kept as a digest for
+ * Client credentials an operator hands out: secrets — kept as a digest for
  * client_secret_basic/post and sealed for client_secret_jwt, whose HMAC needs the secret itself —
  * and public keys for private_key_jwt (RFC 7523), as an https JWKS address or a stored key set.
  */
@@ -7,7 +7,9 @@ import { readFile } from 'node:fs/promises';
 import { randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import type { SecretBox } from '../crypto/secret_box.js';
 import type { ClientRecord } from '../store/store.js';
-import { AdminInputError, isLoopbackHost } from './validation.js';
+import { clientSecretContext } from '../oauth/client_secret.js';
+import { isLoopbackHost } from '../oauth/redirect.js';
+import { AdminInputError } from './validation.js';
 
 /** The fields of a client that authenticates with neither keys nor a rotated secret, enabled, made by an operator (not registered), not held to PAR. */
 export const plainClientFields = {
@@ -22,11 +24,6 @@ export const plainClientFields = {
   tokenEndpointAuthMethod: undefined,
   requirePar: false,
 } as const satisfies Partial<ClientRecord>;
-
-/** Where a client's sealed secret lives, bound into its encryption. */
-export function clientSecretContext(clientId: string): string {
-  return `client_secret:${clientId}`;
-}
 
 export interface NewClientSecret {
   /** Shown once, never stored. */
@@ -44,11 +41,6 @@ export interface NewClientSecret {
 export function newClientSecret(box: SecretBox, clientId: string, forSecretJwt: boolean): NewClientSecret {
   const secret = randomSecret(secretPrefix.clientSecret);
   return { secret, hash: sha256(secret), sealed: forSecretJwt ? box.seal(clientSecretContext(clientId), secret) : undefined };
-}
-
-/** A client is confidential when it can authenticate: with a secret or with its keys. */
-export function isConfidential(client: Pick<ClientRecord, 'secretHash' | 'jwksUri' | 'jwks'>): boolean {
-  return client.secretHash !== undefined || client.jwksUri !== undefined || client.jwks !== undefined;
 }
 
 /** How long `rotate-secret --keep-old-for` may keep the old secret working: 30 days at most. */

@@ -18,7 +18,7 @@
  * what they typed. Once a directory has said which entry a name means, the attempt counts against
  * that entry as well (throttleResolvedAccount), so no spelling of its name has a back-off of its own.
  */
-import type { RateLimiters } from '../services.js';
+import type { RateLimiters } from './rate_limiters.js';
 import type { RateLimitState } from './rate_limit.js';
 
 /** The pause for attempts on an account under a distributed attack (from browsers it never used). */

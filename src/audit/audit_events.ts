@@ -2,10 +2,10 @@
  * Audit events: structured log lines with a stable `event` field, who (user and client ids, and
  * `actor`, the admin acting for someone else), from which address, and never a secret. Anything
  * with a logger and an address can emit them: a request, or a grant's context. Each is also stored
- * (audit/audit_trail.ts) for the admin console's audit log.
+ * (audit_trail.ts) for the admin console's audit log.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { auditRecord, type AuditTrail } from '../audit/audit_trail.js';
+import { auditRecord, type AuditTrail } from './audit_trail.js';
 
 export type AuditEvent =
   | 'signin.success'
@@ -94,7 +94,7 @@ export type AuditEvent =
   | 'client.registration_updated'
   | 'client.registration_deleted'
   | 'client.registration_refused'
-  // --- Pushed authorization requests (issue 19) ---
+  // Pushed authorization requests (RFC 9126).
   | 'authorization.pushed';
 
 export interface AuditSource {

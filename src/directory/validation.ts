@@ -4,6 +4,7 @@
  * native apps), grant types and API identifiers. Each returns the cleaned value or throws
  * AdminInputError with a sentence fit to print.
  */
+import { isLoopbackHost } from '../oauth/redirect.js';
 import type { GrantTypeName } from '../store/store.js';
 
 export class AdminInputError extends Error {
@@ -72,12 +73,6 @@ export function validClientId(value: string): string {
     throw new AdminInputError(`"${value}" looks like a user id (a UUID); choose a client_id that cannot be mistaken for a person`);
   }
   return value;
-}
-
-const loopbackHosts = new Set(['127.0.0.1', '[::1]', 'localhost']);
-
-export function isLoopbackHost(hostname: string): boolean {
-  return loopbackHosts.has(hostname);
 }
 
 export interface RedirectUriCheck {

@@ -1,5 +1,5 @@
 /**
- * Rules for API permissions and roles (issue 18): scope names an API declares, role names, and
+ * Rules for API permissions and roles: scope names an API declares, role names, and
  * `<api>:<scope>` permissions. API identifiers are usually URLs and scope names often contain
  * colons too (`read:reports`), so a permission is resolved against the registered APIs: the API
  * whose identifier, followed by ':', starts the text, and whose declared scopes hold the rest.

@@ -151,7 +151,7 @@ describe('the owner is never locked out by someone guessing their password', () 
     const sleep = async () => {
       inPause++;
       most = Math.max(most, inPause);
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 10)); // the slow-down itself: long enough for the other attempts to queue behind it
       inPause--;
     };
     t = await testApp({ ...behindProxy, LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL: '2/3600' }, { sleep });

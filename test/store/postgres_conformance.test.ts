@@ -19,6 +19,7 @@ import { migrate } from '../../src/store/postgres/migrate.js';
 import { postgresMigrationsDir } from '../../src/paths.js';
 import { api, authorizationCode, client, consent, deviceGrant, emailToken, passkey, refreshToken, session, t0, totp, user } from '../helpers/records.js';
 import { storeConformance } from './conformance.js';
+import { waitFor } from '../helpers/wait.js';
 
 const url = process.env.LATCHKEY_TEST_PG_URL?.trim() || undefined;
 const required = process.env.LATCHKEY_REQUIRE_PG === '1';
@@ -84,10 +85,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     /** Polls until `check` holds: an announcement from another instance arrives within milliseconds. */
     async function eventually(check: () => Promise<boolean>): Promise<number> {
       const started = Date.now();
-      while (!(await check())) {
-        if (Date.now() - started > 5000) throw new Error('not seen within 5 s');
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await waitFor(check, { timeout: 5000, interval: 5, what: 'the announcement' });
       return Date.now() - started;
     }
 

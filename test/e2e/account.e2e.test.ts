@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * /account and RP-Initiated Logout in a real browser (issue 17): playwright-core driving Debian's
+ * /account and RP-Initiated Logout in a real browser: playwright-core driving Debian's
  * Chromium against the app on a real socket. Devices play their part over HTTP (fetch) with a
  * software name of their own, and are approved in the browser (/activate, sign in, Allow); then
  * "Devices and apps" on /account shows where each came from, and its "Sign out" button, "Sign out

@@ -1,5 +1,5 @@
 /**
- * `latchkey login --dpop` as a person runs it (issue 19): the device flow with DPoP proofs and the
+ * `latchkey login --dpop` as a person runs it: the device flow with DPoP proofs and the
  * server's nonce, the key kept in the 0600 credentials file, `latchkey token` refreshing through
  * the bound refresh token, `latchkey whoami` over DPoP, and `latchkey token --dpop-proof` making
  * the proof a curl-like request to userinfo needs — which a copy of the token alone cannot pass.

@@ -1,5 +1,5 @@
 /**
- * Hardening round two (issue 14), driven as an operator and an attacker would: the built
+ * Hardening, driven as an operator and an attacker would: the built
  * `latchkey` executable on a real database file beside a running `latchkey serve`, tokens obtained
  * through the real device flow, and the raw files on disk.
  */
@@ -52,7 +52,7 @@ const refresh = (clientId: string, token: string) =>
 /** The next whole second (the clock passing is the point): tokens issued in the second of a revocation are refused too. */
 const nextSecond = () => sleep(1000 - (Date.now() % 1000) + 20);
 
-describe('ending what a person holds (items 4 and 9)', () => {
+describe('ending what a person holds', () => {
   it('users passwd: the old refresh token stops refreshing and the old access token is refused at once', async () => {
     const tokens = await deviceSignIn();
     expect((await userinfo(tokens.access_token)).status).toBe(200);
@@ -99,7 +99,7 @@ describe('ending what a person holds (items 4 and 9)', () => {
   });
 });
 
-describe('introspection clients of an API (item 8)', () => {
+describe('introspection clients of an API', () => {
   it('apis add/update --introspection-client, and only those clients (or the token\'s own) learn about a token', async () => {
     const rs = await runCli(['clients', 'add', 'photos-api', '--confidential', '--grant-type', 'device_code'], env);
     const rsSecret = rs.stdout.match(/lk_cs_\S+/)![0];
@@ -131,7 +131,7 @@ describe('introspection clients of an API (item 8)', () => {
   });
 });
 
-describe('server secrets at rest (item 5)', () => {
+describe('server secrets at rest', () => {
   it('the database holds no private key or HMAC key in the clear; the key file beside it is 0600', () => {
     const db = new Database(env.LATCHKEY_DB!, { readonly: true });
     try {
@@ -201,7 +201,7 @@ describe('server secrets at rest (item 5)', () => {
   });
 });
 
-describe('file modes (item 12)', () => {
+describe('file modes', () => {
   it('a database made readable by others is warned about at start, and its -wal/-shm are 0600', async () => {
     const loose = join(dir, 'loose');
     mkdirSync(loose);
@@ -222,7 +222,7 @@ describe('file modes (item 12)', () => {
   });
 });
 
-describe('anonymous /authorize floods (item 1)', () => {
+describe('anonymous /authorize floods', () => {
   it('2,000 anonymous authorization requests with long state and nonce leave the database as it was', async () => {
     const size = () => [env.LATCHKEY_DB!, `${env.LATCHKEY_DB}-wal`].filter(existsSync).reduce((n, f) => n + statSync(f).size, 0);
     const rows = () => {

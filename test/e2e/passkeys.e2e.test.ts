@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * Second factors in a real browser (issue 16): playwright-core driving Debian's Chromium with a
+ * Second factors in a real browser: playwright-core driving Debian's Chromium with a
  * virtual WebAuthn authenticator (Chrome DevTools Protocol) that keeps resident credentials and
  * verifies its user. A passkey is registered on /account/security, signs in without a username
  * and as the step after a password (each through a whole Authorization Code flow, the tokens'

@@ -1,5 +1,5 @@
 /**
- * Sign-out (issue 17): OIDC RP-Initiated Logout 1.0 on /logout — id_token_hint (ours, expired ones
+ * Sign-out: OIDC RP-Initiated Logout 1.0 on /logout — id_token_hint (ours, expired ones
  * too), registered post_logout_redirect_uri only, state, client_id, the confirmation form when the
  * hint is missing or not for this person — and Back-Channel Logout 1.0: logout tokens POSTed to a
  * receiving server started by the test, verified with the JWKS, with bounded retries.

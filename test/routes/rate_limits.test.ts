@@ -62,7 +62,7 @@ describe('sign-in attempts', () => {
   });
 });
 
-// Issue 14 item 2: guessing is throttled where it comes from, never by locking the account itself.
+// Guessing is throttled where it comes from, never by locking the account itself.
 describe('the owner is never locked out by someone guessing their password', () => {
   const behindProxy = { LATCHKEY_TRUST_PROXY: '1' };
   /** A browser at an address of its own (through the trusted proxy's X-Forwarded-For). */

@@ -308,7 +308,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     });
   });
 
-  describe('two instances racing (accounts, issue 17)', () => {
+  describe('two instances racing (accounts)', () => {
     it('useEmailToken: of twenty uses of one link, exactly one wins', async () => {
       await withTwoInstances(async (a, b) => {
         await a.createEmailToken(emailToken());
@@ -339,7 +339,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     });
   });
 
-  describe('two instances racing (roles, machine clients, one-time keys, issue 18)', () => {
+  describe('two instances racing (roles, machine clients, one-time keys)', () => {
     it('useOnce: of twenty uses of one key, exactly one is true; so of twenty take-overs of an expired key', async () => {
       await withTwoInstances(async (a, b) => {
         const now = await a.databaseTime();
@@ -376,7 +376,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       });
     });
 
-    it('registerClient with one initial access token (issue 19): exactly one registration wins', async () => {
+    it('registerClient with one initial access token: exactly one registration wins', async () => {
       await withTwoInstances(async (a, b) => {
         await a.createRegistrationToken({ tokenHash: 'it-hash', createdAt: t0, expiresAt: t0 + 3600, usedAt: undefined, clientId: undefined });
         const results = await racing(a, b, (store, n) =>
@@ -414,8 +414,8 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     });
   });
 
-  // --- Pushed authorization requests (issue 19) ---
-  describe('two instances racing (pushed authorization requests, issue 19)', () => {
+  // --- Pushed authorization requests ---
+  describe('two instances racing (pushed authorization requests)', () => {
     it('usePushedRequest of one request_uri from both instances: exactly one gets it, with its parameters', async () => {
       await withTwoInstances(async (a, b) => {
         const parameters = { client_id: 'cli', response_type: 'code', state: 'raced' };

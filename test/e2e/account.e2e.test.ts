@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * /account and RP-Initiated Logout in a real browser (issue 17): playwright-core driving Debian's
+ * /account and RP-Initiated Logout in a real browser: playwright-core driving Debian's
  * Chromium against the app on a real socket. Devices play their part over HTTP (fetch) with a
  * software name of their own, and are approved in the browser (/activate, sign in, Allow); then
  * "Devices and apps" on /account shows where each came from, and its "Sign out" button, "Sign out
@@ -335,7 +335,7 @@ describe.skipIf(!run)('/account and sign-out in a real browser', () => {
 
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page.waitForURL((url) => url.href.startsWith(`${postLogout}?`), step).catch(async (err: Error) => {
-      await page.waitForTimeout(500); // the console message of a refused navigation comes after it
+      await page.waitForEvent('console', { timeout: 2_000 }).catch(() => undefined); // the console message of a refused navigation comes after it
       throw new Error(`not back at Team Notes: at ${page.url()}; the browser said: ${JSON.stringify(errors)}`, { cause: err });
     });
     expect(new URL(page.url()).searchParams.get('state')).toBe('lo-17');

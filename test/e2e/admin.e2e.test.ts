@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * The admin console (/admin, issue 18) in a real browser: playwright-core driving Debian's
+ * The admin console (/admin) in a real browser: playwright-core driving Debian's
  * Chromium against the app on a real socket. An administrator signs in with a password, is sent
  * to add a second factor first (LATCHKEY_MFA=optional: the console wants two), pastes the one-time
  * enrolment link an operator made (an administrator's first factor needs one), sets up an

@@ -42,7 +42,7 @@ const pathOf = (url: URL) => url.pathname + url.search;
 
 /** The person's part: open the authorization URL, sign in, allow; returns the redirect to the client. */
 
-describe('RP-Initiated Logout with openid-client (issue 17)', () => {
+describe('RP-Initiated Logout with openid-client', () => {
   async function signedInWithIdToken(browser: Browser) {
     const config = await client.discovery(new URL(base), 'rp', undefined, client.None(), { execute: [client.allowInsecureRequests] });
     expect(config.serverMetadata().end_session_endpoint).toBe(`${base}/logout`);

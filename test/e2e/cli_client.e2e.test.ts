@@ -11,6 +11,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { actOnDeviceCode, Browser, fetchTransport, inputValue, signIn } from '../helpers/browser.js';
 import { runCli, spawnCli, startServerProcess, type RunningCli, type ServerProcess } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 let dir: string;
 let server: ServerProcess;
@@ -18,16 +19,14 @@ let serverEnv: Record<string, string>;
 let home: string;
 let cliEnv: Record<string, string>;
 const password = 'carol-password';
-/** How long until a just-issued 64 s token has under a minute left (LATCHKEY_ACCESS_TOKEN_TTL below). */
-const staleAfterMs = 4300;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'latchkey-cli-'));
   serverEnv = { LATCHKEY_DB: join(dir, 'server.db') };
   expect((await runCli(['users', 'add', 'carol', '--email', 'carol@example.com', '--name', 'Carol Client', '--password-stdin'], serverEnv, password)).code).toBe(0);
-  // 64 s tokens: fresh for 4 s after they are issued (long enough for a second `latchkey token`
-  // process to start and read one under CI load), due for refresh (under a minute left) after that.
-  server = await startServerProcess({ ...serverEnv, LATCHKEY_ACCESS_TOKEN_TTL: '64', LATCHKEY_DEVICE_INTERVAL: '1' });
+  // Hour-long tokens: fresh until a test ages the stored one (ageStoredToken), so a second
+  // `latchkey token` process always finds the first one's token fresh, however loaded the machine.
+  server = await startServerProcess({ ...serverEnv, LATCHKEY_ACCESS_TOKEN_TTL: '3600', LATCHKEY_DEVICE_INTERVAL: '1' });
   home = join(dir, 'home');
   cliEnv = { HOME: home, LATCHKEY_ISSUER: server.base };
 });
@@ -39,6 +38,16 @@ afterAll(async () => {
 
 const credentialsPath = () => join(home, '.latchkey', 'credentials.json');
 const credentials = () => JSON.parse(readFileSync(credentialsPath(), 'utf8')) as { version: number; profiles: Record<string, Record<string, unknown>> };
+
+/**
+ * Leaves the stored access token under a minute (the CLI's refresh margin) from expiry, as the
+ * clock passing would, instead of waiting for it: the next command then refreshes it.
+ */
+function ageStoredToken(profile = 'default') {
+  const stored = credentials();
+  stored.profiles[profile]!.expires_at = Math.floor(Date.now() / 1000) + 30;
+  writeFileSync(credentialsPath(), JSON.stringify(stored, null, 2));
+}
 
 /** The person's part at the identity provider: open the address and sign in; returns where the browser is sent back to. */
 async function signInAtServer(authorizationUrl: string, decision: 'allow' | 'deny' = 'allow', browser = new Browser(fetchTransport(server.base))) {
@@ -61,8 +70,6 @@ async function completeBrowserSignIn(authorizationUrl: string, decision: 'allow'
   const landing = await fetch(await signInAtServer(authorizationUrl, decision, browser));
   return { landing: { status: landing.status, body: await landing.text() }, browser };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('latchkey login (browser)', () => {
   it('signs in through the loopback listener and stores the tokens safely', async () => {
@@ -100,7 +107,7 @@ describe('latchkey login (browser)', () => {
     expect(userinfo.status).toBe(200);
 
     const refreshBefore = credentials().profiles.default!.refresh_token;
-    await sleep(staleAfterMs);
+    ageStoredToken();
     const second = await runCli(['token'], cliEnv);
     expect(second.code).toBe(0);
     expect(second.stdout.trim()).not.toBe(first.stdout.trim());
@@ -112,14 +119,14 @@ describe('latchkey login (browser)', () => {
       const text = await (await fetch(`${server.base}/metrics`)).text();
       return Number(text.match(/latchkey_tokens_issued_total\{grant_type="refresh_token"\} (\d+)/)?.[1] ?? 0);
     };
-    await sleep(staleAfterMs);
+    ageStoredToken();
     const before = await refreshes();
     const [a, b] = await Promise.all([runCli(['token'], cliEnv), runCli(['token'], cliEnv)]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(a.stdout).toBe(b.stdout); // the second waited for the lock and used the first one's token
     expect((await refreshes()) - before).toBe(1);
     expect(credentials().profiles.default).toBeDefined();
-    await sleep(staleAfterMs);
+    ageStoredToken();
     const again = await runCli(['token'], cliEnv); // refreshes with whatever refresh token was saved
     expect(again.code).toBe(0);
   });
@@ -238,13 +245,9 @@ describe('latchkey login gives other local accounts nothing to start or finish t
       command,
       /** Every call so far, once there has been one. */
       async calls(timeoutMs = 15_000): Promise<OpenerCall[]> {
-        const started = Date.now();
-        for (;;) {
-          const text = existsSync(log) ? readFileSync(log, 'utf8') : '';
-          if (text.endsWith('\n')) return text.trimEnd().split('\n').map((line) => JSON.parse(line) as OpenerCall);
-          if (Date.now() - started > timeoutMs) throw new Error(`$BROWSER was not called: "${text}"`);
-          await sleep(25);
-        }
+        const written = () => (existsSync(log) ? readFileSync(log, 'utf8') : '');
+        const text = await waitFor(() => written().endsWith('\n') && written(), { timeout: timeoutMs, what: '$BROWSER to be called' });
+        return text.trimEnd().split('\n').map((line) => JSON.parse(line) as OpenerCall);
       },
     };
   }
@@ -372,8 +375,8 @@ describe('latchkey login gives other local accounts nothing to start or finish t
     const first = await post(page);
     await first.text();
     const landing = fetch(await signInAtServer(first.headers.get('location')!));
-    // The person's browser, a moment later (a cold start), opens the page too.
-    await sleep(800);
+    // The person's browser, once the intruder's code is redeemed (a cold start), opens the page too.
+    await cli.waitForStderr(/Finishing the sign-in/);
     const second = await post(page);
     expect(second.status).toBe(400);
     await second.text();

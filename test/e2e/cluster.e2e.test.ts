@@ -13,6 +13,7 @@ import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet
 import { deviceGrantType } from '../helpers/app.js';
 import { actOnDeviceCode, Browser, fetchTransport } from '../helpers/browser.js';
 import { runCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 let dir: string;
 let env: Record<string, string>;
@@ -24,16 +25,6 @@ function workerPids(): number[] {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
   } catch {
     return [];
-  }
-}
-
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 
@@ -58,7 +49,7 @@ beforeAll(async () => {
   const add = await runCli(['users', 'add', 'erin', '--email', 'erin@example.com', '--password-stdin'], env, 'erin-password\n');
   expect(add.code).toBe(0);
   server = await startServerProcess(env);
-  await until('two listening workers', () => (workerPids().length === 2 && server.output().split('Server listening').length - 1 === 2 ? true : undefined));
+  await waitFor(() => workerPids().length === 2 && server.output().split('Server listening').length - 1 === 2, { what: 'two listening workers' });
 }, 30_000);
 
 afterAll(async () => {
@@ -100,8 +91,8 @@ describe.runIf(process.platform === 'linux')('LATCHKEY_WORKERS=2', () => {
     const browser = new Browser(fetchTransport(server.base));
     const result = await actOnDeviceCode(browser, `/activate?user_code=${device.user_code}`, { username: 'erin', password: 'erin-password' }, 'allow');
     expect(result.status).toBe(200);
-    // Past the poll interval, then twelve simultaneous redemptions on their own connections.
-    await new Promise((resolve) => setTimeout(resolve, 5_100));
+    // Twelve simultaneous redemptions on their own connections, at once: an approved grant is handed
+    // out even to a poll sooner than the interval (slow_down is for pending ones, RFC 8628 §3.5).
     const body = new URLSearchParams({ grant_type: deviceGrantType, device_code: device.device_code, client_id: 'latchkey-cli' }).toString();
     const answers = await Promise.all(Array.from({ length: 12 }, () => freshConnection('POST', '/oauth/token', body)));
     const issued = answers.filter((a) => a.status === 200);
@@ -119,13 +110,16 @@ describe.runIf(process.platform === 'linux')('LATCHKEY_WORKERS=2', () => {
   it('a worker that dies is replaced, and both answer again', async () => {
     const [victim, survivor] = workerPids();
     process.kill(victim ?? 0, 'SIGKILL');
-    const replaced = await until('a replacement worker', () => {
-      const pids = workerPids();
-      return pids.length === 2 && !pids.includes(victim ?? 0) ? pids : undefined;
-    });
+    const replaced = await waitFor(
+      () => {
+        const pids = workerPids();
+        return pids.length === 2 && !pids.includes(victim ?? 0) && pids;
+      },
+      { what: 'a replacement worker' },
+    );
     expect(replaced).toContain(survivor);
     expect(server.output()).toContain('worker exited; starting another');
-    await until('the replacement to listen', () => (server.output().split('Server listening').length - 1 >= 3 ? true : undefined));
+    await waitFor(() => server.output().split('Server listening').length - 1 >= 3, { what: 'the replacement to listen' });
     for (let i = 0; i < 6; i++) expect((await freshConnection('GET', '/healthz')).status).toBe(200);
   });
 

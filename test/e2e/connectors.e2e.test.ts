@@ -1,5 +1,5 @@
 /**
- * Connectors end to end (issue 15), as an operator sets them up and a person uses them: the built
+ * Connectors end to end, as an operator sets them up and a person uses them: the built
  * `latchkey` executable adds each connector (secrets on stdin) to a running `latchkey serve`, and
  * the person signs in through a real upstream — a second `latchkey serve` ("Latchkey behind
  * Latchkey"), panva's oidc-provider, OpenLDAP's slapd with StartTLS, and a GitHub stand-in (GitHub

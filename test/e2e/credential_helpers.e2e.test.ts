@@ -1,5 +1,5 @@
 /**
- * `latchkey credential kubectl|git|docker` over their real protocols (issue 19): a real
+ * `latchkey credential kubectl|git|docker` over their real protocols: a real
  * `latchkey serve`, one sign-in for an API with `latchkey login --device --audience` (and one for
  * no API, which every helper refuses), then kubectl's ExecCredential as kubectl parses it, git's
  * helper protocol driven by Debian's git (`git credential fill`), and docker's helper protocol

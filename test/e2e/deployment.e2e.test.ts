@@ -6,11 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, runCli } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
@@ -46,13 +47,21 @@ describe('the container image', () => {
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\\\n\s+CMD \[/m);
   });
 
+  it('copies and builds no benchmark code: the bench lives outside every folder the image copies, and the build context leaves it out', () => {
+    const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) => match[1]!.trim().split(/\s+/));
+    expect(copied).toContain('src');
+    for (const source of copied) expect({ source, bench: source === 'bench' || existsSync(join(root, source, 'bench')) }).toEqual({ source, bench: false });
+    const ignored = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim());
+    expect(ignored).toEqual(expect.arrayContaining(['bench', 'dist-bench']));
+  });
+
   it("its CMD serves on 0.0.0.0 with the image's environment, and its HEALTHCHECK passes, then fails once stopped", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'latchkey-image-'));
     const port = String(await freePort());
     const env = { ...dockerEnv(), PORT: port, LATCHKEY_DB: join(dir, 'data', 'latchkey.db'), LATCHKEY_ISSUER: `http://127.0.0.1:${port}` };
     const server = run(execForm('CMD'), env);
     try {
-      for (let i = 0; i < 100 && !server.output().includes('Latchkey is listening'); i++) await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => server.output().includes('Latchkey is listening'), { what: 'the server to listen' });
       expect(server.output()).toContain(`Latchkey is listening on http://0.0.0.0:${port}`);
       expect(server.output()).toMatch(/Created the first user "admin" with password: \S+ {2}\(shown only once\)/);
       expect(server.output()).toContain('Next, in another terminal:');
@@ -67,19 +76,34 @@ describe('the container image', () => {
   });
 });
 
+/**
+ * Whether the server has accepted at least `count` connections on `port` and read everything sent
+ * on them (Linux's /proc/net/tcp: established sockets on that local port, their receive queues
+ * empty): what must hold before SIGTERM for their requests to be in flight rather than unsent.
+ */
+function serverHasRead(port: number, count: number): boolean {
+  const localPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const established = readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .filter((fields) => fields[1]?.endsWith(localPort) && fields[3] === '01');
+  return established.length >= count && established.every((fields) => fields[4]?.split(':')[1] === '00000000');
+}
+
 describe('graceful shutdown', () => {
   it('a client that never finishes its request cannot hold the shutdown past LATCHKEY_SHUTDOWN_TIMEOUT', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'latchkey-slow-'));
     const port = await freePort();
     const server = run(['node', 'dist/cli/main.js', 'serve'], { LATCHKEY_DB: join(dir, 'latchkey.db'), PORT: String(port), LATCHKEY_SHUTDOWN_TIMEOUT: '1' });
     try {
-      for (let i = 0; i < 100 && !server.output().includes('Latchkey is listening'); i++) await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => server.output().includes('Latchkey is listening'), { what: 'the server to listen' });
       const { connect } = await import('node:net');
       const socket = connect(port, '127.0.0.1');
       await new Promise((r) => socket.once('connect', r));
       socket.write('POST /oauth/token HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type=');
       socket.on('error', () => undefined);
-      await new Promise((r) => setTimeout(r, 100));
+      await waitFor(() => serverHasRead(port, 1), { what: 'the server to read the unfinished request' });
       const started = Date.now();
       server.child.kill('SIGTERM');
       expect(await server.exit).toBe(0);
@@ -98,15 +122,16 @@ describe('graceful shutdown', () => {
     expect((await runCli(['users', 'add', 'fay', '--email', 'fay@example.com', '--password-stdin'], env, 'fay-password')).code).toBe(0);
     const server = run(['node', 'dist/cli/main.js', 'serve'], env);
     try {
-      for (let i = 0; i < 100 && !server.output().includes('Latchkey is listening'); i++) await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => server.output().includes('Latchkey is listening'), { what: 'the server to listen' });
       const base = `http://127.0.0.1:${port}`;
       const page = await fetch(`${base}/login`);
       const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
       const csrf = (await page.text()).match(/name="csrf_token" value="([^"]+)"/)![1]!;
       // Sign-ins are slow on purpose (a password hash each, one per core at a time): eight of them
       // are still running when SIGTERM comes.
-      // SIGTERM waits until every request has been written out whole (on a busy machine a fixed
-      // pause could come before some were even sent: those would rightly be refused with 503).
+      // SIGTERM waits until every request has been written out whole and read by the server (on a
+      // busy machine a fixed pause could come before some were even sent: those would rightly be
+      // refused with 503).
       const body = new URLSearchParams({ csrf_token: csrf, username: 'fay', password: 'fay-password' }).toString();
       const sent: Promise<void>[] = [];
       const inFlight = Array.from({ length: 8 }, () => {
@@ -123,7 +148,7 @@ describe('graceful shutdown', () => {
         });
       });
       await Promise.all(sent);
-      await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => serverHasRead(port, 8), { what: 'the server to read the eight sign-ins' });
       server.child.kill('SIGTERM');
       expect(await Promise.all(inFlight)).toEqual(Array.from({ length: 8 }, () => 303));
       expect(await server.exit).toBe(0);

@@ -1,5 +1,5 @@
 /**
- * DPoP end to end as a relying party meets it (issue 19): openid-client v6 pushes the
+ * DPoP end to end as a relying party meets it: openid-client v6 pushes the
  * authorization request (PAR), runs the code flow with a DPoP key, reads userinfo and refreshes,
  * each request carrying a fresh proof and the server's nonce. Then what an attacker holding a
  * copy would try: a replayed proof, a proof for another URL, and the bound token as Bearer — all

@@ -17,6 +17,7 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { deviceGrantType } from '../helpers/app.js';
 import { actOnDeviceCode, Browser, fetchTransport } from '../helpers/browser.js';
 import { freePort, runCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 let dir: string;
 let env: Record<string, string>;
@@ -108,7 +109,8 @@ describe('a signing key written in the clear into a database whose secrets are s
       } finally {
         await store.close();
       }
-      await new Promise((resolve) => setTimeout(resolve, 1_200)); // the server looks at the keys once a second
+      // The server looks at the keys once a second: wait until it has seen this one.
+      await waitFor(async () => (await fetch(`${server.base}/readyz`)).status === 503, { what: 'the server to see the key stored in the clear' });
       const refused = await deviceTokens(server);
       expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 503, error: 'temporarily_unavailable' });
       const ready = await fetch(`${server.base}/readyz`);

@@ -1,5 +1,5 @@
 /**
- * Roles and machine clients as an operator and an outside client meet them (issue 18): the
+ * Roles and machine clients as an operator and an outside client meet them: the
  * `latchkey` executable declares an API's scopes, a role, a grant and two machine clients on a
  * running `latchkey serve`; openid-client (a certified relying-party library) then runs
  * client_credentials with client_secret_basic and with private_key_jwt over a real socket, and a

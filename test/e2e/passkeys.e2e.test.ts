@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * Second factors in a real browser (issue 16): playwright-core driving Debian's Chromium with a
+ * Second factors in a real browser: playwright-core driving Debian's Chromium with a
  * virtual WebAuthn authenticator (Chrome DevTools Protocol) that keeps resident credentials and
  * verifies its user. A passkey is registered on /account/security, signs in without a username
  * and as the step after a password (each through a whole Authorization Code flow, the tokens'
@@ -177,7 +177,7 @@ function authorizeUrl(extra: Record<string, string> = {}) {
 /** Back at Team Notes with a code: redeemed as the application would, the id_token's claims returned. */
 async function tokensAtApplication(page: Page, verifier: string) {
   await page.waitForURL((url) => url.href.startsWith(`${redirectUri}?`), step).catch(async (err: Error) => {
-    await page.waitForTimeout(500); // the console message of a refused navigation comes after it
+    await page.waitForEvent('console', { timeout: 2_000 }).catch(() => undefined); // the console message of a refused navigation comes after it
     throw new Error(`not back at Team Notes: at ${new URL(page.url()).pathname}; the browser said: ${JSON.stringify(consoleErrors.get(page) ?? [])}`, { cause: err });
   });
   const callback = new URL(page.url());

@@ -12,6 +12,7 @@ import { deviceGrantType } from '../helpers/app.js';
 import { actOnDeviceCode, Browser, fetchTransport } from '../helpers/browser.js';
 import { pgServerBin, pgServerRequired, startPgCluster, type PgCluster } from '../helpers/pg_cluster.js';
 import { runCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 interface Answer {
   status: number;
@@ -37,13 +38,11 @@ async function readiness(base: string): Promise<number> {
   return (await fetch(`${base}/readyz`)).status;
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs: number, stepMs = 50): Promise<number> {
+/** Waits for `check`; how long it took. */
+async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<number> {
   const started = Date.now();
-  for (;;) {
-    if (await check()) return Date.now() - started;
-    if (Date.now() - started > timeoutMs) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, stepMs));
-  }
+  await waitFor(check, { timeout: timeoutMs, interval: 50 });
+  return Date.now() - started;
 }
 
 describe.runIf(pgServerRequired && pgServerBin === undefined)('PostgreSQL server binaries for the fault tests', () => {
@@ -100,7 +99,7 @@ describe.skipIf(pgServerBin === undefined)('PostgreSQL faults under load, two in
     while (!stopLoad) {
       const answer = await post(servers[index++ % 2]!.base, '/oauth/device/code', { client_id: 'kiosk' }).catch(() => undefined);
       if (answer !== undefined) answers.push({ ...answer, at: Date.now(), what: 'device_authorization' });
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 20)); // the load's rhythm
     }
   }
 
@@ -140,17 +139,26 @@ describe.skipIf(pgServerBin === undefined)('PostgreSQL faults under load, two in
 
   const alive = () => servers.every((server) => server.child.exitCode === null && server.child.signalCode === null);
   const failuresSince = (since: number) => answers.filter((a) => a.at > since && a.status >= 500);
+  /** Waits until the load has been answered since `since` (with `status`, if given): as often as it has refreshers, and once per authorizer. */
+  const loadAnsweredSince = (since: number, what: string, status?: number) =>
+    waitFor(
+      () => {
+        const seen = answers.filter((a) => a.at > since && (status === undefined || a.status === status));
+        return seen.filter((a) => a.what === 'refresh').length >= 4 && seen.filter((a) => a.what === 'device_authorization').length >= 2;
+      },
+      { what },
+    );
 
   it('a restart: 503 with Retry-After and /readyz 503 while it is away; /readyz 200 within 2 s of its return; then no failures; no process exits', async () => {
     const codes = await approvedDeviceCodes(6);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await loadAnsweredSince(Date.now(), 'the load to run on the healthy database', 200);
     cluster.stop('fast');
     const downAt = Date.now();
     // Polled while the database is away: they must wait, not be lost.
     const polledDown = await Promise.all(codes.map((code, i) => post(servers[i % 2]!.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'kiosk', device_code: code })));
     for (const answer of polledDown) expect({ status: answer.status, retryAfter: answer.retryAfter, error: answer.body.error }).toEqual({ status: 503, retryAfter: '2', error: 'temporarily_unavailable' });
     for (const server of servers) expect(await readiness(server.base)).toBe(503);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await loadAnsweredSince(downAt + 200, 'the load to be answered while the database is away');
     const whileDown = answers.filter((a) => a.at > downAt + 200);
     expect(whileDown.length).toBeGreaterThan(0);
     for (const answer of whileDown.filter((a) => a.status >= 500)) expect({ status: answer.status, retryAfter: answer.retryAfter, error: answer.body.error }).toEqual({ status: 503, retryAfter: '2', error: 'temporarily_unavailable' });
@@ -159,9 +167,8 @@ describe.skipIf(pgServerBin === undefined)('PostgreSQL faults under load, two in
     const backAt = Date.now();
     for (const server of servers) expect(await until(async () => (await readiness(server.base)) === 200, 2_000)).toBeLessThanOrEqual(2_000);
     const settled = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await loadAnsweredSince(settled, 'the load to succeed again', 200);
     expect(failuresSince(settled)).toEqual([]);
-    expect(answers.filter((a) => a.at > settled && a.status === 200).length).toBeGreaterThan(0);
     expect(Date.now() - backAt).toBeLessThan(10_000);
 
     // Every approved grant still yields tokens.
@@ -181,17 +188,18 @@ describe.skipIf(pgServerBin === undefined)('PostgreSQL faults under load, two in
       const { rows } = await cluster.query<{ ended: boolean }>("SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name LIKE 'latchkey%'");
       terminated += rows.filter((r) => r.ended).length;
       await Promise.all(codes.map((code, i) => post(servers[i % 2]!.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'kiosk', device_code: code })));
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the faults' rhythm: a termination every 200 ms or so
     }
     expect(terminated).toBeGreaterThan(0);
     for (const answer of failuresSince(started)) expect({ status: answer.status, error: answer.body.error }).toEqual({ status: 503, error: 'temporarily_unavailable' });
     for (const server of servers) await until(async () => (await readiness(server.base)) === 200, 2_000);
     const settled = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await loadAnsweredSince(settled, 'the load to succeed again', 200);
     expect(failuresSince(settled)).toEqual([]);
     // Each grant: tokens for every device, and where a device recovered a lost answer, only its last tokens live.
+    // A device polls again no sooner than its interval (1 s) after its last poll in the loop above.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     for (const [i, code] of codes.entries()) {
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
       const answer = await post(servers[i % 2]!.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'kiosk', device_code: code });
       expect([200, 400]).toContain(answer.status);
       if (answer.status === 400) expect(answer.body.error).toBe('invalid_grant');

@@ -1,5 +1,5 @@
 /**
- * Dynamic client registration end to end (issue 19): an operator makes an initial access token
+ * Dynamic client registration end to end: an operator makes an initial access token
  * with the `latchkey clients registration-token` command (its real entry point, on the server's
  * SQLite file), and a certified relying-party library, openid-client v6, registers itself with it
  * over a real socket (RFC 7591) — then signs a person in with the Authorization Code flow and PKCE,

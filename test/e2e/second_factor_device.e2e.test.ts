@@ -1,5 +1,5 @@
 /**
- * A second factor on the device path, as people and operators meet it (issue 16): a real
+ * A second factor on the device path, as people and operators meet it: a real
  * `latchkey serve` process on a real SQLite file, the `latchkey` executable signing in with
  * --device, and the test playing the person's browser over the socket. The person sets up an
  * authenticator app, approves the device with password + TOTP (the tokens say so), a replayed code

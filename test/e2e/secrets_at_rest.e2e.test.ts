@@ -49,7 +49,7 @@ describe('secrets at rest', () => {
       ).json();
       secrets.push(codeTokens.refresh_token);
       // The server's own secrets: a stolen database must not let anyone forge a CSRF token or a
-      // user-code digest, nor sign a token (issue 14 item 5).
+      // user-code digest, nor sign a token.
       secrets.push(t.app.services.csrfSecret, t.app.services.userCodeKey);
       expect(secrets.every((s) => typeof s === 'string' && s.length >= 8)).toBe(true);
     } finally {

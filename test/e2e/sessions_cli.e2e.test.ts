@@ -1,5 +1,5 @@
 /**
- * `latchkey sessions list | revoke` as an operator runs them (issue 17): a real `latchkey serve`
+ * `latchkey sessions list | revoke` as an operator runs them: a real `latchkey serve`
  * on a SQLite file, a browser sign-in and a device signed in with `latchkey login --device`, then
  * the administration commands on the same database while the server runs.
  */

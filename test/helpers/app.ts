@@ -1,6 +1,7 @@
 /**
- * A fresh app per test: its own :memory: SQLite store, a manual clock, logs off. Seeding helpers
- * create users, clients and APIs through the Store, the way the admin commands do.
+ * A fresh app per test: its own :memory: SQLite store opened as the server opens its store (group
+ * commit on), a manual clock, logs off. Seeding helpers create users, clients and APIs through the
+ * Store, the way the admin commands do.
  */
 import { plainClientFields } from '../../src/directory/clients.js';
 import { clientSecretContext } from '../../src/oauth/client_secret.js';
@@ -36,7 +37,16 @@ export async function testApp(
   // LATCHKEY_DB names the store's file, so that the secret key file lives beside it (or, in
   // memory, the key is this process's own).
   const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', LATCHKEY_DB: options.path ?? ':memory:', ...env });
-  const store = new SqliteStore({ path: options.path ?? ':memory:', now: Math.floor(clock()) });
+  // The server's set-up (store/open.ts, openConfiguredStore with server: true): the verbs of one
+  // event-loop turn share a transaction, and background checkpoints run on a file. The routes are
+  // tested on the store they run on in production, batching included.
+  const store = new SqliteStore({
+    path: options.path ?? ':memory:',
+    now: Math.floor(clock()),
+    groupCommit: true,
+    backgroundCheckpoints: true,
+    batchReads: config.workers <= 1,
+  });
   const secretBox = await openSecretBox(config, store);
   await seedSigningKeys(store, secretBox, config.signingAlg, Math.floor(clock()));
   await bootstrap(store, config, clock, testPasswordHash);

@@ -1,9 +1,9 @@
-/** Running the built bench (dist/bench/main.js) from the e2e tests, and what its JSON line holds. */
+/** Running the built bench (dist-bench/bench/main.js, npm run build:bench) from the e2e tests, and what its JSON line holds. */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 
-const benchMain = fileURLToPath(new URL('../../dist/bench/main.js', import.meta.url));
+const benchMain = fileURLToPath(new URL('../../dist-bench/bench/main.js', import.meta.url));
 
 export interface Report {
   signingRates: Record<string, number>;

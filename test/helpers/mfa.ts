@@ -1,4 +1,4 @@
-/** Second factors the way a person sets them up and uses them, through the pages (issue 16). */
+/** Second factors the way a person sets them up and uses them, through the pages. */
 import { expect } from 'vitest';
 import { createEnrolmentLink } from '../../src/mfa/enrolment_link.js';
 import { totpCodeAt } from '../../src/mfa/totp.js';

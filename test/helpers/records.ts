@@ -224,7 +224,7 @@ export function authorizationCode(overrides: Partial<AuthorizationCodeRecord> = 
   };
 }
 
-// ─── Accounts (issue 17) ────────────────────────────────────────────────────────────────────
+// ─── Accounts ───────────────────────────────────────────────────────────────────────────────
 
 export function emailToken(overrides: Partial<EmailTokenRecord> = {}): EmailTokenRecord {
   return {

@@ -1,5 +1,5 @@
 /**
- * /account (issue 17) through the pages, with app.inject and a manual clock: the profile, changing
+ * /account through the pages, with app.inject and a manual clock: the profile, changing
  * the password (with or without ending the other sign-ins), "Devices and apps" with a revoke
  * button per sign-in, "Sign out everywhere", withdrawing consent — and their abuse cases: no
  * session, a forged form, another person's ids, wrong current passwords in the back-off.

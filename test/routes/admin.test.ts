@@ -1,5 +1,5 @@
 /**
- * The admin console (/admin, issue 18) through its pages, with app.inject and a manual clock: who
+ * The admin console (/admin) through its pages, with app.inject and a manual clock: who
  * may use it (not signed in → sign-in page; no admin role → 403, audited; one factor where second
  * factors are in use → the step-up page), the form token of every change, and each section —
  * users, clients and their machine grants, APIs, roles, connectors, signing keys, the audit log —

@@ -462,7 +462,7 @@ describe('loopback redirects (RFC 8252)', () => {
     expect(done.location!.startsWith('http://127.0.0.1:40111/callback?code=lk_ac_')).toBe(true);
   });
 
-  // Issue 14 item 7: a sign-in page is not the person saying yes to this application, so it does
+  // A sign-in page is not the person saying yes to this application, so it does
   // not replace the confirmation — above all when the client itself asked for it with prompt=login.
   it('a sign-in in the same request still ends on the confirmation, which then sends the code', async () => {
     const start = await browser.get(authorizeUrl({ client_id: 'latchkey-cli', redirect_uri: 'http://127.0.0.1:40111/callback' }));
@@ -507,7 +507,7 @@ describe('loopback redirects (RFC 8252)', () => {
   });
 });
 
-describe('anonymous requests cost no storage (issue 14)', () => {
+describe('anonymous requests cost no storage', () => {
   const tables = () =>
     (t.store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(({ name }) => name);
   const rowCounts = () => Object.fromEntries(tables().map((name) => [name, (t.store.db.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n]));

@@ -1,5 +1,5 @@
 /**
- * Machine clients (issue 18): grant_type=client_credentials (RFC 6749 §4.4) within what
+ * Machine clients: grant_type=client_credentials (RFC 6749 §4.4) within what
  * `clients grant` allows, and client authentication by secret (with a rotation overlap),
  * client_secret_jwt and private_key_jwt (RFC 7523), each with its abuse cases.
  */

@@ -13,6 +13,7 @@ import { randomSecret, secretPrefix, sha256 } from '../../src/crypto/secrets.js'
 import { notifyBackchannelLogout } from '../../src/oauth/backchannel_logout.js';
 import { addApi, addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, injectTransport, personAllows } from '../helpers/browser.js';
+import { waitFor } from '../helpers/wait.js';
 
 const reports = 'https://reports.example.com';
 const redirectUri = 'https://rp.example.com/callback';
@@ -219,8 +220,7 @@ describe('at send time: the address connected to is checked (names that resolve 
     const { browser } = await sessionWith(created.client_id);
     await browser.get('/logout');
     // The delivery runs in the background: wait for its audit event.
-    const deadline = Date.now() + 10_000;
-    while (!events().some((e) => e.event === 'logout.backchannel_failed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => events().some((e) => e.event === 'logout.backchannel_failed'), { what: 'the logout.backchannel_failed event' });
     expect(events().find((e) => e.event === 'logout.backchannel_failed')).toMatchObject({ clientId: created.client_id, attempts: 1, refused: 'outbound request refused: loopback address 127.0.0.1' });
     expect(hits).toEqual([]);
   });

@@ -1,5 +1,5 @@
 /**
- * Signing in through upstream identity providers (issue 15), against stand-in upstreams on real
+ * Signing in through upstream identity providers, against stand-in upstreams on real
  * sockets (test/helpers/upstreams.ts): the OIDC and GitHub flows, the account rules (a stable
  * `sub`, linking only by a verified email with --trust-email), and the attacks — a forged or
  * replayed state, a wrong nonce, issuer or audience, a mix-up, a denied or dead upstream — each

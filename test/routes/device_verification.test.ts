@@ -168,7 +168,7 @@ describe('GET /activate/confirm', () => {
     expect(res.body).toContain('Signed in as <strong>alice</strong>');
   });
 
-  it('shows a User-Agent sent as UTF-8 as the device sent it (issue 14 item 12), escaped', async () => {
+  it('shows a User-Agent sent as UTF-8 as the device sent it, escaped', async () => {
     // Node hands header bytes over one latin1 character per byte: this is what "Café TV" arrives as.
     const sent = 'Café TV — Wohnzimmer <b>📺</b>';
     const { user_code } = await startDeviceFlow(Buffer.from(sent, 'utf8').toString('latin1'));

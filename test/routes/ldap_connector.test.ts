@@ -1,5 +1,5 @@
 /**
- * LDAP directories behind the ordinary password form (issue 15), against a real OpenLDAP server
+ * LDAP directories behind the ordinary password form, against a real OpenLDAP server
  * started by the test (test/helpers/slapd.ts): local accounts first, then each directory in order;
  * the typed name escaped in the filter (RFC 4515); groups from the directory; the sign-in back-off
  * exactly as for local accounts, whatever spelling of a name the directory takes for it; what the

@@ -1,5 +1,5 @@
 /**
- * Sign-out (issue 17): OIDC RP-Initiated Logout 1.0 on /logout — id_token_hint (ours, expired ones
+ * Sign-out: OIDC RP-Initiated Logout 1.0 on /logout — id_token_hint (ours, expired ones
  * too), registered post_logout_redirect_uri only, state, client_id, the confirmation form when the
  * hint is missing or not for this person — and Back-Channel Logout 1.0: logout tokens POSTed to a
  * receiving server started by the test, verified with the JWKS, with bounded retries.
@@ -10,6 +10,7 @@ import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT
 import { addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, inputValue, injectTransport, signIn } from '../helpers/browser.js';
 import { notifyBackchannelLogout, retryPausesMs } from '../../src/oauth/backchannel_logout.js';
+import { waitFor } from '../helpers/wait.js';
 
 let t: TestApp;
 let receiver: Server;
@@ -70,10 +71,6 @@ async function idTokenFor(browser: Browser, who = 'alice', clientId = 'web', red
 const signedIn = async (browser: Browser) => (await browser.get('/login')).status === 303;
 const logoutUrl = (params: Record<string, string>) => `/logout?${new URLSearchParams(params)}`;
 const events = () => logLines.map((l) => JSON.parse(l) as { event?: string; [k: string]: unknown }).filter((l) => l.event);
-async function until(check: () => boolean, ms = 5000) {
-  const end = Date.now() + ms;
-  while (!check() && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-}
 
 describe('RP-Initiated Logout', () => {
   it('discovery names the end_session_endpoint and back-channel support', async () => {
@@ -183,7 +180,7 @@ describe('Back-Channel Logout', () => {
     const idToken = await idTokenFor(browser);
     await idTokenFor(browser, 'alice', 'other', 'https://other.example.com/cb'); // no back channel: not told
     await browser.get(logoutUrl({ id_token_hint: idToken }));
-    await until(() => received.length > 0 && events().some((e) => e.event === 'logout.backchannel_delivered'));
+    await waitFor(() => received.length > 0 && events().some((e) => e.event === 'logout.backchannel_delivered'), { what: 'the back-channel logout delivery' });
     expect(received).toHaveLength(1);
     expect(received[0]!.contentType).toBe('application/x-www-form-urlencoded');
     const token = new URLSearchParams(received[0]!.body).get('logout_token')!;
@@ -203,7 +200,7 @@ describe('Back-Channel Logout', () => {
     const page = await browser.get('/account');
     const changed = await browser.post('/account/password', { csrf_token: inputValue(page.body, 'csrf_token')!, current_password: 'alice-password', new_password: 'a-new-password' });
     expect(changed.status).toBe(200);
-    await until(() => received.length > 0);
+    await waitFor(() => received.length > 0, { what: 'a back-channel logout request' });
     expect(received).toHaveLength(1);
   });
 
@@ -212,7 +209,7 @@ describe('Back-Channel Logout', () => {
     await idTokenFor(browser);
     const page = await browser.get('/account');
     await browser.post('/account/sign-out-everywhere', { csrf_token: inputValue(page.body, 'csrf_token')! });
-    await until(() => received.length > 0);
+    await waitFor(() => received.length > 0, { what: 'a back-channel logout request' });
     expect(received).toHaveLength(1);
   });
 

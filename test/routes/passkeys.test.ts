@@ -1,5 +1,5 @@
 /**
- * Passkeys through the routes (issue 16), with a software authenticator that answers the options
+ * Passkeys through the routes, with a software authenticator that answers the options
  * the server hands out the way a browser would (test/helpers/soft_authenticator.ts): registration
  * on /account/security, the sign-in with a passkey alone (username-less), a passkey as the second
  * step, renaming and removing, and the ways an attacker would bend a ceremony. The same flows in

@@ -1,5 +1,5 @@
 /**
- * API permissions and roles (issue 18): what a person's roles allow decides which of an API's
+ * API permissions and roles: what a person's roles allow decides which of an API's
  * scopes their tokens carry — at the consent and device pages, at issuance and at every refresh.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';

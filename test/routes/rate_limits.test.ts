@@ -62,7 +62,7 @@ describe('sign-in attempts', () => {
   });
 });
 
-// Issue 14 item 2: guessing is throttled where it comes from, never by locking the account itself.
+// Guessing is throttled where it comes from, never by locking the account itself.
 describe('the owner is never locked out by someone guessing their password', () => {
   const behindProxy = { LATCHKEY_TRUST_PROXY: '1' };
   /** A browser at an address of its own (through the trusted proxy's X-Forwarded-For). */
@@ -151,7 +151,7 @@ describe('the owner is never locked out by someone guessing their password', () 
     const sleep = async () => {
       inPause++;
       most = Math.max(most, inPause);
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 10)); // the slow-down itself: long enough for the other attempts to queue behind it
       inPause--;
     };
     t = await testApp({ ...behindProxy, LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL: '2/3600' }, { sleep });

@@ -1,5 +1,5 @@
 /**
- * Dynamic client registration (RFC 7591) and management (RFC 7592), issue 19: registrations with
+ * Dynamic client registration (RFC 7591) and management (RFC 7592): registrations with
  * an initial access token (single use, expiring), metadata checked as operator-made clients are
  * (stricter for plain http), the exact RFC 7591 §3.2.2 errors, and GET/PUT/DELETE at the
  * registration_client_uri with the client's own registration access token only.

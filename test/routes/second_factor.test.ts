@@ -1,5 +1,5 @@
 /**
- * Second factors through the pages (issue 16), with app.inject and a manual clock: setting up an
+ * Second factors through the pages, with app.inject and a manual clock: setting up an
  * authenticator app, the second step after the password (TOTP single use, ±1 step of drift, wrong
  * codes in the back-off), recovery codes, step-up by acr_values and LATCHKEY_MFA, the device flow,
  * and the guards of /account/security. Passkeys: test/routes/passkeys.test.ts.

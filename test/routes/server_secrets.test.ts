@@ -1,5 +1,5 @@
 /**
- * Server secrets encrypted at rest (issue 14 item 5), as the server meets them: a database from
+ * Server secrets encrypted at rest, as the server meets them: a database from
  * before encryption is sealed at start and keeps working with the same keys and secrets; the
  * database alone (without the key) gives nothing usable away.
  */
@@ -20,9 +20,10 @@ import { configFrom } from '../../src/config.js';
 
 const t0 = 1_800_000_000;
 
+/** A database file opened as the server opens it (store/open.ts: group commit, background checkpoints). */
 function tempStore(): { store: SqliteStore; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-secrets-'));
-  return { store: new SqliteStore({ path: join(dir, 'latchkey.db'), now: t0 }), dir };
+  return { store: new SqliteStore({ path: join(dir, 'latchkey.db'), now: t0, groupCommit: true, backgroundCheckpoints: true }), dir };
 }
 
 describe('a database from before encryption', () => {

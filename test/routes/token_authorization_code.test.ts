@@ -95,8 +95,8 @@ describe('POST /oauth/token grant_type=authorization_code', () => {
   it('the id_token has only the claims the scopes ask for, and no nonce when none was sent', async () => {
     const { code, verifier } = await obtainCode('spa', { scope: 'openid' });
     const claims = decodeJwt((await redeem({ client_id: 'spa', code, code_verifier: verifier })).json().id_token);
-    // acr and amr always (issue 16: how the person signed in, RFC 8176): here a password alone;
-    // sid, the browser session (issue 17: RP-Initiated and Back-Channel Logout).
+    // acr and amr always (how the person signed in, RFC 8176): here a password alone;
+    // sid, the browser session (RP-Initiated and Back-Channel Logout).
     expect(Object.keys(claims).sort()).toEqual(['acr', 'amr', 'at_hash', 'aud', 'auth_time', 'exp', 'iat', 'iss', 'sid', 'sub']);
     expect(claims).toMatchObject({ amr: ['pwd'], acr: 'urn:latchkey:sfa' });
   });

@@ -149,7 +149,7 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
       expect((await refresh(t, 'cli', b.refresh_token)).statusCode).toBe(200);
     });
 
-    // Issue 14 item 3: a thief replaying the rotated token inside the grace window must not get a
+    // A thief replaying the rotated token inside the grace window must not get a
     // second live branch. Whichever branch is used first wins; the other is dead, and presenting
     // it revokes the family (RFC 9700 §4.14.2: one of them eventually presents an invalidated token).
     it('a thief inside the grace window cannot fork the family: the victim rotates on, the thief is caught', async () => {

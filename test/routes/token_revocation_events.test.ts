@@ -1,5 +1,5 @@
 /**
- * What ends a token besides its own expiry (issue 14): a new password, `users revoke-tokens`, a
+ * What ends a token besides its own expiry: a new password, `users revoke-tokens`, a
  * disabled account, a removed client; and who may learn about a token at the introspection
  * endpoint (RFC 7662 §4). Driven through the endpoints, with the store verbs the admin commands use.
  */
@@ -163,7 +163,7 @@ describe('revokeUserTokens (latchkey users revoke-tokens) and disable / enable',
   });
 });
 
-describe('a removed client leaves no live token behind (issue 14 item 9)', () => {
+describe('a removed client leaves no live token behind', () => {
   it('its access tokens are refused at once, and a client registered again under its id inherits none', async () => {
     const tokens = await tokensFor(t, alice, 'cli', { audience: api });
     expect((await userinfo(tokens.access_token)).statusCode).toBe(200);
@@ -182,7 +182,7 @@ describe('a removed client leaves no live token behind (issue 14 item 9)', () =>
   });
 });
 
-describe('introspection answers only those the token concerns (RFC 7662 §4, issue 14 item 8)', () => {
+describe('introspection answers only those the token concerns (RFC 7662 §4)', () => {
   it('a removed client is taken off the APIs it could introspect for: the same id registered again cannot', async () => {
     const tokens = await tokensFor(t, alice, 'cli', { audience: api });
     await t.store.removeClient('resource-server', now());

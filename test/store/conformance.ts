@@ -1708,7 +1708,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
-    describe('second factors (issue 16)', () => {
+    describe('second factors', () => {
       /** alice (with client cli) and bob. */
       async function withTwoUsers(fn: (store: Store) => Promise<void>): Promise<void> {
         await withSeededStore(async (store) => {
@@ -2052,7 +2052,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
-    describe('accounts people control (issue 17)', () => {
+    describe('accounts people control', () => {
       const day = 86400;
       /** A live family as listRefreshFamilies shows it, with the refreshToken() fixture's defaults. */
       const summary = (familyId: string, overrides: Partial<RefreshFamilySummary> = {}): RefreshFamilySummary => ({
@@ -2599,7 +2599,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
-    describe('roles, API permissions, machine clients, one-time keys and the audit log (issue 18)', () => {
+    describe('roles, API permissions, machine clients, one-time keys and the audit log', () => {
       const apiA = 'https://a.example.com';
       const apiB = 'https://b.example.com';
       /** A role as createRole takes it. */
@@ -3194,7 +3194,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
-    describe('dynamic client registration (issue 19)', () => {
+    describe('dynamic client registration', () => {
       const initialToken = (overrides: Partial<RegistrationTokenRecord> = {}): RegistrationTokenRecord => ({
         tokenHash: 'it-hash',
         createdAt: t0,
@@ -3510,8 +3510,8 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
-    // --- Pushed authorization requests (issue 19) ---
-    describe('pushed authorization requests (issue 19)', () => {
+    // --- Pushed authorization requests ---
+    describe('pushed authorization requests', () => {
       const pushed = (overrides: Partial<PushedRequestRecord> = {}): PushedRequestRecord => ({
         requestHash: 'par-hash',
         clientId: 'cli',

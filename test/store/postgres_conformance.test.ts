@@ -19,6 +19,7 @@ import { migrate } from '../../src/store/postgres/migrate.js';
 import { postgresMigrationsDir } from '../../src/paths.js';
 import { api, authorizationCode, client, consent, deviceGrant, emailToken, passkey, refreshToken, session, t0, totp, user } from '../helpers/records.js';
 import { storeConformance } from './conformance.js';
+import { waitFor } from '../helpers/wait.js';
 
 const url = process.env.LATCHKEY_TEST_PG_URL?.trim() || undefined;
 const required = process.env.LATCHKEY_REQUIRE_PG === '1';
@@ -85,10 +86,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     /** Polls until `check` holds: an announcement from another instance arrives within milliseconds. */
     async function eventually(check: () => Promise<boolean>): Promise<number> {
       const started = Date.now();
-      while (!(await check())) {
-        if (Date.now() - started > 5000) throw new Error('not seen within 5 s');
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
+      await waitFor(check, { timeout: 5000, interval: 5, what: 'the announcement' });
       return Date.now() - started;
     }
 
@@ -311,7 +309,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     });
   });
 
-  describe('two instances racing (accounts, issue 17)', () => {
+  describe('two instances racing (accounts)', () => {
     it('useEmailToken: of twenty uses of one link, exactly one wins', async () => {
       await withTwoInstances(async (a, b) => {
         await a.createEmailToken(emailToken());
@@ -342,7 +340,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     });
   });
 
-  describe('two instances racing (roles, machine clients, one-time keys, issue 18)', () => {
+  describe('two instances racing (roles, machine clients, one-time keys)', () => {
     it('useOnce: of twenty uses of one key, exactly one is true; so of twenty take-overs of an expired key', async () => {
       await withTwoInstances(async (a, b) => {
         const now = await a.databaseTime();
@@ -379,7 +377,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       });
     });
 
-    it('registerClient with one initial access token (issue 19): exactly one registration wins', async () => {
+    it('registerClient with one initial access token: exactly one registration wins', async () => {
       await withTwoInstances(async (a, b) => {
         await a.createRegistrationToken({ tokenHash: 'it-hash', createdAt: t0, expiresAt: t0 + 3600, usedAt: undefined, clientId: undefined });
         const results = await racing(a, b, (store, n) =>
@@ -417,8 +415,8 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     });
   });
 
-  // --- Pushed authorization requests (issue 19) ---
-  describe('two instances racing (pushed authorization requests, issue 19)', () => {
+  // --- Pushed authorization requests ---
+  describe('two instances racing (pushed authorization requests)', () => {
     it('usePushedRequest of one request_uri from both instances: exactly one gets it, with its parameters', async () => {
       await withTwoInstances(async (a, b) => {
         const parameters = { client_id: 'cli', response_type: 'code', state: 'raced' };

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { readOnlyVerbs, SqliteStore, writeVerbs } from '../../src/store/sqlite/sqlite_store.js';
 import { DuplicateError } from '../../src/store/store.js';
 import { client, deviceGrant, t0, user } from '../helpers/records.js';
+import { waitFor } from '../helpers/wait.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -267,9 +268,7 @@ describe('background checkpoints', () => {
     }
     // Automatic checkpoints are off on this connection: only the worker thread copies the WAL back
     // into the database file, which therefore grows to hold the 4,000 rows without any commit doing it.
-    const deadline = Date.now() + 10_000;
-    while (statSync(path).size < 1_000_000 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(statSync(path).size).toBeGreaterThan(1_000_000);
+    await waitFor(() => statSync(path).size > 1_000_000, { what: 'the checkpoints to grow the database file past 1 MB' });
     await store.close();
     expect(statSync(`${path}-wal`, { throwIfNoEntry: false })?.size ?? 0).toBe(0);
   });

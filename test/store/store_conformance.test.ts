@@ -256,7 +256,7 @@ describe('SqliteStore specifics', () => {
     }
   });
 
-  it('upgrading to pushed authorization requests (0011, issue 19): existing clients need no PAR, and pushed_requests is STRICT', async () => {
+  it('upgrading to pushed authorization requests (0011): existing clients need no PAR, and pushed_requests is STRICT', async () => {
     const path = tempDbPath();
     const db = new Database(path);
     migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 11), t0);
@@ -421,7 +421,7 @@ describe('SqliteStore specifics', () => {
   });
 });
 
-describe('SqliteStore gives space back (issue 14 item 1)', () => {
+describe('SqliteStore gives space back', () => {
   it('a new file uses incremental vacuum, and purged rows shrink the file once reclaimed', async () => {
     const path = tempDbPath();
     const store = new SqliteStore({ path, now: t0 });

@@ -189,7 +189,7 @@ describe('validGrantTypes', () => {
     ]);
   });
 
-  it('accepts client_credentials (machine clients, issue 18)', () => {
+  it('accepts client_credentials (machine clients)', () => {
     expect(validGrantTypes(['client_credentials'])).toEqual(['client_credentials']);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { benchPostgresUrl } from '../../src/bench/postgres_option.js';
+import { benchPostgresUrl } from '../../bench/postgres_option.js';
 
 describe('benchPostgresUrl', () => {
   it('takes --postgres first, else a PostgreSQL LATCHKEY_DB; a SQLite LATCHKEY_DB or nothing means no PostgreSQL runs', () => {

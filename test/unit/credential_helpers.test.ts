@@ -1,5 +1,5 @@
 /**
- * The credential helpers' readers and writers (issue 19): git's key=value requests, docker's
+ * The credential helpers' readers and writers: git's key=value requests, docker's
  * server URL, kubectl's ExecCredential and KUBERNETES_EXEC_INFO, and the audience check.
  */
 import { describe, expect, it } from 'vitest';

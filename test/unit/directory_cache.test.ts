@@ -6,6 +6,7 @@ import { EventEmitter } from 'node:events';
 import type pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { directoryChannel, DirectoryCache } from '../../src/store/postgres/directory_cache.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A listening connection; announcements made elsewhere reach it unless it is `deaf`. */
 class FakeListener extends EventEmitter {
@@ -90,8 +91,7 @@ describe('DirectoryCache', () => {
     expect(await cache.lookup(clients, 'cli', async () => ({ id: 'fresh' }))).toEqual({ id: 'cached' });
     // The network silently drops everything: no error, no end, just silence.
     listener.deaf = true;
-    await new Promise((resolve) => setTimeout(resolve, 350));
-    expect(cache.active).toBe(false);
+    await waitFor(() => !cache.active, { what: 'the cache to notice its probes are no longer heard' });
     expect(await cache.lookup(clients, 'cli', async () => ({ id: 'fresh' }))).toEqual({ id: 'fresh' });
   });
 

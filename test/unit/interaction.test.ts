@@ -1,5 +1,5 @@
 /**
- * Sealed interactions (issue 14 item 1): the pending authorization request travels in the
+ * Sealed interactions: the pending authorization request travels in the
  * browser, HMAC-sealed, instead of a database row.
  */
 import { describe, expect, it } from 'vitest';

@@ -30,7 +30,12 @@ const get = async (url: string, init: RequestInit = {}) => {
 const present = (form: StartForm, secret = form.secret) => get(form.action, { method: 'POST', body: new URLSearchParams({ t: secret }) });
 
 const pending = Symbol('pending');
-const settledYet = (promise: Promise<unknown>) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve(pending), 50))]);
+/**
+ * The promise's outcome, or `pending`: asked once the answer to the request that could have settled
+ * it has arrived (the listener settles before it answers), so one more turn of the event loop lets
+ * whatever it queued run first.
+ */
+const settledYet = (promise: Promise<unknown>) => Promise.race([promise, new Promise((resolve) => setImmediate(() => resolve(pending)))]);
 
 describe('the start form', () => {
   it('posts a fresh 256-bit secret to /start on the callback port, answered once with a 303 to the request', async () => {

@@ -1,5 +1,5 @@
 /**
- * The pure logic of second factors (issue 16), with a frozen clock: TOTP windows, drift and replay
+ * The pure logic of second factors, with a frozen clock: TOTP windows, drift and replay
  * (the step a code belongs to, and the store refusing that step twice), recovery codes, how amr
  * becomes acr, what acr_values asks for, passkey names and the LATCHKEY_MFA setting.
  */

@@ -1,5 +1,5 @@
 /**
- * Server secrets at rest (issue 14 item 5): AES-256-GCM under a key kept outside the database,
+ * Server secrets at rest: AES-256-GCM under a key kept outside the database,
  * bound to where the value lives, with key ids so keys can be rotated.
  */
 import { describe, expect, it } from 'vitest';

@@ -13,17 +13,31 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 
 const keys = ['203.0.113.9', '198.51.100.7'];
 
+/**
+ * One store for all the runs of a property, each run on a bucket of its own (its counters are then
+ * its own): opening a store, migrations and all, is not what is tested, and hundreds of opens were
+ * most of this file's time.
+ */
+async function withRunsOnOneStore(check: (store: SqliteStore, bucket: () => string) => Promise<void>): Promise<void> {
+  const store = new SqliteStore({ path: ':memory:', now: Math.floor(manualClock()()) });
+  let runs = 0;
+  try {
+    await check(store, () => `bucket-${++runs}`);
+  } finally {
+    await store.close();
+  }
+}
+
 describe('SharedWindowLimiter answers as RateLimiter', () => {
   it('over random runs of hits, checks and time', async () => {
-    await fc.assert(
+    await withRunsOnOneStore((store, bucket) => fc.assert(
       fc.asyncProperty(
         fc.record({ limit: fc.integer({ min: 1, max: 4 }), windowSeconds: fc.integer({ min: 1, max: 30 }) }),
         fc.array(fc.tuple(fc.constantFrom('hit', 'check', 'undo', 'wait'), fc.constantFrom(...keys), fc.integer({ min: 0, max: 20 })), { maxLength: 40 }),
         async (rule, steps) => {
           const clock = manualClock();
-          const store = new SqliteStore({ path: ':memory:', now: Math.floor(clock()) });
           const memory = new RateLimiter(rule, clock);
-          const shared = new SharedWindowLimiter(store, 'bucket', rule, clock);
+          const shared = new SharedWindowLimiter(store, bucket(), rule, clock);
           for (const [action, key, seconds] of steps) {
             if (action === 'wait') clock.advance(seconds);
             else if (action === 'hit') expect(await shared.hit(key)).toEqual(memory.hit(key));
@@ -33,17 +47,16 @@ describe('SharedWindowLimiter answers as RateLimiter', () => {
             }
             else expect(await shared.check(key)).toEqual(memory.check(key));
           }
-          await store.close();
         },
       ),
       { numRuns: 150 },
-    );
+    ));
   });
 });
 
 describe('SharedBackoffLimiter answers as BackoffLimiter', () => {
   it('over random runs of attempts, failures, undos, resets, checks and time', async () => {
-    await fc.assert(
+    await withRunsOnOneStore((store, bucket) => fc.assert(
       fc.asyncProperty(
         fc.record({ limit: fc.integer({ min: 1, max: 4 }), windowSeconds: fc.integer({ min: 1, max: 60 }) }),
         fc.array(
@@ -52,9 +65,8 @@ describe('SharedBackoffLimiter answers as BackoffLimiter', () => {
         ),
         async (rule, steps) => {
           const clock = manualClock();
-          const store = new SqliteStore({ path: ':memory:', now: Math.floor(clock()) });
           const memory = new BackoffLimiter(rule, clock);
-          const shared = new SharedBackoffLimiter(store, 'bucket', rule, clock);
+          const shared = new SharedBackoffLimiter(store, bucket(), rule, clock);
           for (const [action, key, seconds] of steps) {
             switch (action) {
               case 'wait':
@@ -82,11 +94,10 @@ describe('SharedBackoffLimiter answers as BackoffLimiter', () => {
                 expect(await shared.check(key)).toEqual(memory.check(key));
             }
           }
-          await store.close();
         },
       ),
       { numRuns: 400 },
-    );
+    ));
   });
 
   it('a refused attempt leaves no trace: the wait still ends when it would have', async () => {

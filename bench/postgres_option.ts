@@ -4,7 +4,7 @@
  * PostgreSQL). A LATCHKEY_DB that is a SQLite path is not the bench's business: its SQLite runs
  * always use a temporary file of their own.
  */
-import { isPostgresUrl } from '../store/database_url.js';
+import { isPostgresUrl } from '../src/store/database_url.js';
 
 export function benchPostgresUrl(flag: string | undefined, latchkeyDb: string | undefined): string | undefined {
   if (flag !== undefined) return flag;

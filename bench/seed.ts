@@ -4,14 +4,14 @@
  * authorization codes and refresh tokens whose secrets the load generator then presents; and, for
  * the sign-in scenario, people with passwords and the web application they sign in to.
  */
-import { plainClientFields } from '../directory/clients.js';
+import { plainClientFields } from '../src/directory/clients.js';
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../config.js';
-import { hashPassword } from '../crypto/password.js';
-import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
-import { s256 } from '../oauth/pkce.js';
-import { newRefreshToken } from '../oauth/refresh_tokens.js';
-import type { Store } from '../store/store.js';
+import type { Config } from '../src/config.js';
+import { hashPassword } from '../src/crypto/password.js';
+import { randomId, randomSecret, secretPrefix, sha256 } from '../src/crypto/secrets.js';
+import { s256 } from '../src/oauth/pkce.js';
+import { newRefreshToken } from '../src/oauth/refresh_tokens.js';
+import type { Store } from '../src/store/store.js';
 
 export const benchUser = { id: 'bench-user', username: 'bench' };
 export const deviceClientId = 'bench-device';

@@ -1,5 +1,5 @@
 /** The bench's printed report: a table per run, issuance against the signing rate, sign-ins against the password rate, and the targets. */
-import type { SigningAlgorithm } from '../crypto/keys.js';
+import type { SigningAlgorithm } from '../src/crypto/keys.js';
 import type { ScenarioName } from './scenarios.js';
 
 export interface ScenarioFigures {

@@ -3,9 +3,9 @@
  * core, driven over a real socket by autocannon in a second process pinned to the other core.
  * Prints a table per run and, last, one JSON line with every figure.
  *
- *   node dist/bench/main.js [--duration 10] [--warmup 2] [--connections 64] [--alg RS256,ES256]
- *                           [--workers 1,2] [--scales 1000,100000,1000000] [--scenarios all|name,…] [--quick]
- *                           [--peer] [--postgres postgres://user@host:port/db] [--baseline DIR]
+ *   node dist-bench/bench/main.js [--duration 10] [--warmup 2] [--connections 64] [--alg RS256,ES256]
+ *                                 [--workers 1,2] [--scales 1000,100000,1000000] [--scenarios all|name,…] [--quick]
+ *                                 [--peer] [--postgres postgres://user@host:port/db] [--baseline DIR]
  *
  * The browser_sign_in scenario signs people in through the pages, from /authorize to the token
  * response (sign_in_load.ts: at most 16 browsers at once), and is reported beside the raw password
@@ -17,9 +17,11 @@
  * on each, and reports the ratios. --postgres adds runs on PostgreSQL (a database of their own,
  * created on that server and dropped after): one instance, and two instances on the one database;
  * LATCHKEY_DB=postgres://… does the same when --postgres is not given.
- * --baseline DIR measures another build of Latchkey (a checkout with its dist/ built, e.g. a git
- * worktree of main) the same way, scenario by scenario in rounds beside this one, on a database it
- * seeds with its own code: whether a change helped, as a ratio this machine's drift leaves standing.
+ * --baseline DIR measures another build of Latchkey (a checkout with its server and bench built, e.g.
+ * a git worktree of main) the same way, scenario by scenario in rounds beside this one, on a
+ * database it seeds with its own code (dist-bench/bench/seed.js, or dist/bench/seed.js in checkouts
+ * from before the bench had a build of its own): whether a change helped, as a ratio this
+ * machine's drift leaves standing.
  *
  * An empty list (--scales '' or --workers '') skips those runs. BENCH_SERVER_NODE_ARGS goes on the
  * server's node command line, e.g. '--cpu-prof --cpu-prof-dir=/tmp/prof' for a CPU profile, and
@@ -33,9 +35,9 @@ import { cpus, tmpdir, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { configFrom, type Config } from '../config.js';
-import { signingAlgorithms, type SigningAlgorithm } from '../crypto/keys.js';
-import { openConfiguredStore } from '../store/open.js';
+import { configFrom, type Config } from '../src/config.js';
+import { signingAlgorithms, type SigningAlgorithm } from '../src/crypto/keys.js';
+import { openConfiguredStore } from '../src/store/open.js';
 import pg from 'pg';
 import type { LoadResult, LoadSpec } from './load.js';
 import { baselineComparisons, checkTargets, comparisons, formatReport, signInRates, type BenchReport, type PeerName, type PeerRun, type RunReport, type ScenarioFigures } from './report.js';
@@ -54,6 +56,7 @@ import { seedAuthorizationCodes, seedBase, seedDeviceGrants, seedRefreshTokens, 
 import { hasTaskset, pinned, startBenchServer, type BenchServer } from './server_process.js';
 import type { PeerSpec } from './peer_oidc_provider.js';
 import { benchPostgresUrl } from './postgres_option.js';
+import { baselineSeedModule } from './baseline_seed.js';
 
 const { values: options } = parseArgs({
   options: {
@@ -349,7 +352,7 @@ async function baselineBuild(root: string): Promise<Build> {
   const load = async <T>(file: string) => (await import(pathToFileURL(join(root, 'dist', file)).href)) as T;
   const config = await load<{ configFrom: typeof configFrom }>('config.js');
   const open = await load<{ openConfiguredStore: typeof openConfiguredStore }>('store/open.js');
-  const seeds = await load<Pick<Build, 'seedBase' | 'seedDeviceGrants' | 'seedAuthorizationCodes' | 'seedRefreshTokens' | 'seedSignInAccounts'>>('bench/seed.js');
+  const seeds = (await import(pathToFileURL(baselineSeedModule(root)).href)) as Pick<Build, 'seedBase' | 'seedDeviceGrants' | 'seedAuthorizationCodes' | 'seedRefreshTokens' | 'seedSignInAccounts'>;
   return { configFrom: config.configFrom, openConfiguredStore: open.openConfiguredStore, ...seeds, cli: join(root, 'dist', 'cli', 'main.js') };
 }
 

@@ -6,7 +6,7 @@
  * that never evicts (oidc-provider's development adapter is an LRU of 1,000 entries, which would
  * drop seeded codes and make the peer look slower or broken).
  *
- * Usage: node dist/bench/peer_oidc_provider.js <spec.json>; the spec names the port, the algorithm,
+ * Usage: node dist-bench/bench/peer_oidc_provider.js <spec.json>; the spec names the port, the algorithm,
  * how many pending and approved device codes to seed and where to write them (JSON) before listening.
  */
 import { generateKeyPairSync } from 'node:crypto';

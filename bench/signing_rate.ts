@@ -3,8 +3,8 @@
  * the server's own signing code, with no HTTP or database around it. Run pinned to the server's
  * core; prints one JSON line.
  */
-import { generateSigningKey, privateKeyFromPem, signingAlgorithms, type SigningAlgorithm } from '../crypto/keys.js';
-import { signJwsSync } from '../crypto/jwt_sign.js';
+import { generateSigningKey, privateKeyFromPem, signingAlgorithms, type SigningAlgorithm } from '../src/crypto/keys.js';
+import { signJwsSync } from '../src/crypto/jwt_sign.js';
 
 const alg = process.argv[2] as SigningAlgorithm;
 if (!signingAlgorithms.includes(alg)) throw new Error(`unknown algorithm ${alg}`);

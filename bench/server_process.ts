@@ -7,7 +7,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const cliPath = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+// dist-bench/src is the server's build (dist/): see bench/tsconfig.json.
+const cliPath = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const clockTicksPerSecond = 100;
 
 export const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;

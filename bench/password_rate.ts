@@ -6,7 +6,7 @@
  * of this process's own CPU time (all its threads): a figure that other work on a shared core
  * leaves standing.
  */
-import { hashPassword, passwordHashParameters, verifyPassword } from '../crypto/password.js';
+import { hashPassword, passwordHashParameters, verifyPassword } from '../src/crypto/password.js';
 
 const seconds = Number(process.argv[2] ?? 3);
 const password = 'correct horse battery staple';

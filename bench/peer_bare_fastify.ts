@@ -4,7 +4,7 @@
  * and doing nothing else (no store, no secrets, no logging). What Latchkey reaches of this rate is
  * what its own work costs over parsing the form and writing JSON.
  *
- * Usage: node dist/bench/peer_bare_fastify.js <port>
+ * Usage: node dist-bench/bench/peer_bare_fastify.js <port>
  */
 import Fastify from 'fastify';
 import formbody from '@fastify/formbody';

@@ -693,7 +693,7 @@ export abstract class SqlStore implements Store {
   async signingKeysFingerprint(): Promise<string> {
     return this.execute('plain', function* () {
       const row = yield* one('SELECT count(*) AS n, max(created_at) AS c, sum(coalesce(retired_at, 0)) AS r FROM signing_keys');
-      return `${row?.n}:${row?.c}:${row?.r}`;
+      return `${String(row?.n)}:${String(row?.c)}:${String(row?.r)}`;
     });
   }
 
@@ -989,7 +989,7 @@ export abstract class SqlStore implements Store {
             now, grant.refreshFamilyId,
           )
         ).sort((a, b) => Number(b.created_at) - Number(a.created_at));
-        for (const token of lost) if (token.access_token_jti !== null) yield* revokeAccessTokenUntil(String(token.access_token_jti), now);
+        for (const token of lost) if (typeof token.access_token_jti === 'string') yield* revokeAccessTokenUntil(token.access_token_jti, now);
         const newest = lost[0];
         // The new token takes the lost one's place in its family: same family and end, the lost one as its parent.
         if (refresh !== undefined && newest !== undefined) refresh = { ...refresh, token: joinedFamily(refresh.token, grant.refreshFamilyId, String(newest.id), Number(newest.family_expires_at)) };
@@ -998,9 +998,10 @@ export abstract class SqlStore implements Store {
       const refreshTokenStored = refresh !== undefined && (yield* insertGuardedRefreshToken(refresh.token, refresh.guard));
       const updated = yield* one(
         'UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2, issued_at = $3, recoveries = recoveries + 1 WHERE id = $4 RETURNING *',
-        replacement.accessTokenJti, refreshTokenStored ? refresh!.token.familyId : null, now, id,
+        replacement.accessTokenJti, refreshTokenStored ? (refresh?.token.familyId ?? null) : null, now, id,
       );
-      return { grant: toDeviceGrant(updated!), refreshTokenStored };
+      if (!updated) throw new Error('the device grant being recovered is gone');
+      return { grant: toDeviceGrant(updated), refreshTokenStored };
     });
   }
 
@@ -1069,7 +1070,7 @@ export abstract class SqlStore implements Store {
         'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND rotated_at IS NULL AND superseded_at IS NULL AND created_at < $3 RETURNING access_token_jti',
         now, id, now - raceSeconds,
       );
-      for (const token of lost) if (token.access_token_jti !== null) yield* revokeAccessTokenUntil(String(token.access_token_jti), now);
+      for (const token of lost) if (typeof token.access_token_jti === 'string') yield* revokeAccessTokenUntil(token.access_token_jti, now);
       yield* run('UPDATE refresh_tokens SET retries = retries + 1 WHERE id = $1', id);
       yield* insertRefreshToken(successor);
       return true;
@@ -1628,7 +1629,7 @@ export abstract class SqlStore implements Store {
     if (events.length === 0) return;
     const columns = (e: Omit<AuditEventRecord, 'id'>) =>
       // JSON.stringify writes U+0000 as the escape \u0000, which text holds.
-      [e.at, auditText(e.event), auditText(e.actor), auditText(e.userId), auditText(e.clientId), auditText(e.ip), JSON.stringify(e.details ?? {})] as const;
+      [e.at, auditText(e.event), auditText(e.actor), auditText(e.userId), auditText(e.clientId), auditText(e.ip), JSON.stringify(e.details)] as const;
     if (!this.arrayParameters) {
       // Prepared once, run per event inside one transaction: as fast on SQLite as one statement.
       return this.execute('atomic', function* () {

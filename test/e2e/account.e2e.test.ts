@@ -334,7 +334,7 @@ describe.skipIf(!run)('/account and sign-out in a real browser', () => {
     expect((await context.cookies()).map((c) => c.name)).toContain('latchkey_session');
 
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
-    await page.waitForURL((url) => url.href.startsWith(`${postLogout}?`), step).catch(async (err: Error) => {
+    await page.waitForURL((url) => url.href.startsWith(`${postLogout}?`), step).catch(async (err: unknown) => {
       await page.waitForTimeout(500); // the console message of a refused navigation comes after it
       throw new Error(`not back at Team Notes: at ${page.url()}; the browser said: ${JSON.stringify(errors)}`, { cause: err });
     });

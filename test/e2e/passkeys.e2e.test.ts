@@ -176,7 +176,7 @@ function authorizeUrl(extra: Record<string, string> = {}) {
 
 /** Back at Team Notes with a code: redeemed as the application would, the id_token's claims returned. */
 async function tokensAtApplication(page: Page, verifier: string) {
-  await page.waitForURL((url) => url.href.startsWith(`${redirectUri}?`), step).catch(async (err: Error) => {
+  await page.waitForURL((url) => url.href.startsWith(`${redirectUri}?`), step).catch(async (err: unknown) => {
     await page.waitForTimeout(500); // the console message of a refused navigation comes after it
     throw new Error(`not back at Team Notes: at ${new URL(page.url()).pathname}; the browser said: ${JSON.stringify(consoleErrors.get(page) ?? [])}`, { cause: err });
   });
@@ -187,7 +187,7 @@ async function tokensAtApplication(page: Page, verifier: string) {
   expect(code).toMatch(/^lk_ac_/);
   const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'notes', code: code!, redirect_uri: redirectUri, code_verifier: verifier }) });
   expect(res.statusCode, res.body).toBe(200);
-  return decodeJwt((res.json() as { id_token: string }).id_token);
+  return decodeJwt(res.json<{ id_token: string }>().id_token);
 }
 
 const passkeyItems = (page: Page) => page.locator('ul.passkeys > li');

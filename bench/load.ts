@@ -58,7 +58,8 @@ async function main(): Promise<void> {
           if (status >= 400) {
             let code = 'unparsed';
             try {
-              code = String((JSON.parse(body) as { error?: unknown }).error ?? 'none');
+              const error = (JSON.parse(body) as { error?: unknown }).error;
+              code = typeof error === 'string' ? error : 'none';
             } catch {
               // not JSON: counted as unparsed
             }

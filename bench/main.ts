@@ -117,7 +117,7 @@ function childJson<T>(args: string[], cores: string | undefined): Promise<T> {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.on('exit', (code) => {
-      if (code !== 0) return reject(new Error(`${args.join(' ')} exited with ${code}`));
+      if (code !== 0) { reject(new Error(`${args.join(' ')} exited with ${code}`)); return; }
       try {
         resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as T);
       } catch (err) {
@@ -177,7 +177,8 @@ async function driveOne(url: string, request: ScenarioRequest, seconds: number, 
  */
 async function drive(server: BenchServer, request: ScenarioRequest, seconds: number, bodies?: string[]): Promise<LoadResult> {
   const urls = server.urls ?? [server.url];
-  if (urls.length === 1) return driveOne(urls[0]!, request, seconds, connections, bodies, loadCores);
+  const [only] = urls;
+  if (urls.length === 1 && only !== undefined) return driveOne(only, request, seconds, connections, bodies, loadCores);
   const size = bodies ? Math.floor(bodies.length / urls.length) : 0;
   const results = await Promise.all(
     urls.map((url, i) => driveOne(url, request, seconds, Math.ceil(connections / urls.length), bodies?.slice(i * size, (i + 1) * size), undefined)),
@@ -438,14 +439,16 @@ async function postgresDatabase(baseUrl: string): Promise<{ url: string; drop():
 
 /** Several instances on one database, measured as one server: CPU and memory added up. */
 function together(servers: BenchServer[]): BenchServer {
+  const [first] = servers;
+  if (first === undefined) throw new Error('no server to measure');
   return {
-    url: servers[0]!.url,
+    url: first.url,
     urls: servers.map((s) => s.url),
     cpuSeconds: () => servers.reduce((sum, s) => sum + s.cpuSeconds(), 0),
     peakRssBytes: () => servers.reduce((sum, s) => sum + s.peakRssBytes(), 0),
     resetPeakRss: () => servers.forEach((s) => s.resetPeakRss()),
     processCount: () => servers.reduce((sum, s) => sum + s.processCount(), 0),
-    pid: () => servers[0]!.pid(),
+    pid: () => first.pid(),
     stop: async () => {
       for (const s of servers) await s.stop();
     },
@@ -565,7 +568,8 @@ async function startLatchkey(build: Build, plan: RunPlan, dir: string, name: str
     for (const s of servers) await s.stop();
     throw err;
   }
-  return { server: servers.length === 1 ? servers[0]! : together(servers), fixtures, seedSeconds, drop: async () => database?.drop() };
+  const [only] = servers;
+  return { server: servers.length === 1 && only !== undefined ? only : together(servers), fixtures, seedSeconds, drop: async () => database?.drop() };
 }
 
 async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunReport[]> {
@@ -603,8 +607,13 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
     const signingSamples: number[] = [];
     const passwordSamples: { verificationsPerSecond: number; verificationsPerCpuSecond: number }[] = [];
     for (const name of plan.scenarios) {
-      const sharing = contenders.filter((c) => c.requests[name] !== undefined);
-      const pairs = await Promise.all(sharing.map((c) => c.requests[name]!()));
+      const sharing = await Promise.all(
+        contenders.flatMap((c) => {
+          const requests = c.requests[name];
+          return requests === undefined ? [] : [requests().then((pair) => ({ ...c, pair, stretches: [] as Stretch[] }))];
+        }),
+      );
+      const add = (contender: string, result: ScenarioFigures) => figures.set(contender, [...(figures.get(contender) ?? []), result]);
       // Issuance on one pinned instance is measured against the raw signing rate of that moment, and
       // sign-ins against the raw password rate, on the same core.
       const onePinned = plan.pin && !plan.postgres && plan.workers === 1;
@@ -615,25 +624,25 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
         if (bracketSigning) signingSamples.push(await signingRate(plan.alg, signingSeconds));
         if (bracketPassword) passwordSamples.push(await passwordRate(signingSeconds));
       };
-      if (sharing.length === 1) {
-        const [warm, measured] = pairs[0]!;
+      const [alone] = sharing;
+      if (sharing.length === 1 && alone !== undefined) {
+        const [warm, measured] = alone.pair;
         await bracket();
         const result = await measure(latchkey.server, name, warm, measured);
         await bracket();
-        figures.get('Latchkey')!.push(result);
+        add('Latchkey', result);
         process.stderr.write(`  ${plan.label}: ${name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
         continue;
       }
       // Each warmed up, then round after round: Latchkey, then each other contender, on fresh slices.
-      if (warmup > 0) for (const [i, c] of sharing.entries()) await drive(c.server, pairs[i]![0], warmup, pairs[i]![0].bodies);
-      const stretches = sharing.map(() => [] as Stretch[]);
+      if (warmup > 0) for (const c of sharing) await drive(c.server, c.pair[0], warmup, c.pair[0].bodies);
       for (let round = 0; round < rounds; round++) {
-        for (const [i, c] of sharing.entries()) stretches[i]!.push(await stretch(c.server, slice(pairs[i]![1], round, rounds), duration / rounds));
+        for (const c of sharing) c.stretches.push(await stretch(c.server, slice(c.pair[1], round, rounds), duration / rounds));
         await bracket();
       }
-      for (const [i, c] of sharing.entries()) {
-        const result = figuresOf(name, pairs[i]![1].expected, stretches[i]!);
-        figures.get(c.name)!.push(result);
+      for (const c of sharing) {
+        const result = figuresOf(name, c.pair[1].expected, c.stretches);
+        add(c.name, result);
         process.stderr.write(`  ${plan.label}: ${name} on ${c.name} ${Math.round(result.requestsPerSecond)}/s p99 ${result.p99Ms} ms\n`);
       }
     }

@@ -96,7 +96,7 @@ async function main(): Promise<void> {
   const provider = new Provider(issuer, {
     adapter: MapAdapter,
     clients: [{ client_id: deviceClientId, token_endpoint_auth_method: 'none', grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], response_types: [], redirect_uris: [] }],
-    jwks: { keys: keys as never },
+    jwks: { keys },
     scopes: ['openid', 'email', 'profile', 'offline_access'],
     routes: { device_authorization: '/oauth/device/code', token: '/oauth/token', jwks: '/.well-known/jwks.json', userinfo: '/userinfo' },
     findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id }) }),
@@ -144,7 +144,8 @@ async function main(): Promise<void> {
     approved: await seed(spec.counts.approved, true),
   };
   writeFileSync(spec.out, JSON.stringify(seeded));
-  const server = createServer(provider.callback());
+  const handle = provider.callback();
+  const server = createServer((request, response) => void handle(request, response));
   server.keepAliveTimeout = 72_000;
   server.listen(spec.port, '127.0.0.1');
   process.on('SIGTERM', () => server.close(() => process.exit(0)));

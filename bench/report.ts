@@ -267,7 +267,7 @@ export function formatReport(report: BenchReport): string {
     `Server ${report.machine.pinned ? 'pinned to core 0, load generator (autocannon) on core 1' : 'not pinned (no taskset or one core)'}; ` +
       `${report.connections} connections, ${report.durationSeconds} s per scenario after a warm-up.`,
   );
-  out.push(`Raw signing rate on one core: ${Object.entries(report.signingRates).map(([alg, rate]) => `${alg} ${whole(rate ?? 0)}/s`).join(', ')}`);
+  out.push(`Raw signing rate on one core: ${Object.entries(report.signingRates).map(([alg, rate]) => `${alg} ${whole(rate)}/s`).join(', ')}`);
   for (const run of report.runs) {
     out.push('', `${run.label}${run.storedDeviceGrants > 0 ? ` (seeded in ${run.seedSeconds.toFixed(0)} s)` : ''}`);
     out.push(

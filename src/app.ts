@@ -17,7 +17,7 @@ import { createSigner, type Signer } from './crypto/signer.js';
 import { loadServerSecrets } from './crypto/server_secrets.js';
 import { openSecretBox } from './crypto/secret_key_file.js';
 import type { SecretBox } from './crypto/secret_box.js';
-import { OAuthError } from './errors.js';
+import { errorMessage, OAuthError } from './errors.js';
 import { renderErrorPage, type ErrorPage } from './http/pages.js';
 import { baseSecurityHeaders, securityHeaders } from './http/security_headers.js';
 import { loggerOptions } from './logging.js';
@@ -243,7 +243,7 @@ export function toOAuthError(error: unknown): OAuthError {
   if (isStoreUnavailable(error)) {
     return new OAuthError('temporarily_unavailable', 'The service is briefly unavailable. Try again in a moment.', {
       status: 503,
-      detail: String((error as Error).message),
+      detail: errorMessage(error),
       headers: { 'retry-after': String(unavailableRetryAfterSeconds) },
     });
   }
@@ -262,7 +262,7 @@ export function toOAuthError(error: unknown): OAuthError {
         return new OAuthError('invalid_request', 'The request is malformed.', { status: status === 404 ? 400 : status, detail: fastifyError.message ?? '' });
     }
   }
-  return new OAuthError('server_error', 'The server could not handle the request.', { detail: String((error as Error)?.message ?? error) });
+  return new OAuthError('server_error', 'The server could not handle the request.', { detail: errorMessage(error) });
 }
 
 /** The page for an error; `t` puts a message with a number into the page's language (renderPage does the rest). */
@@ -290,6 +290,8 @@ function errorHandler(services: Services) {
     else noteRefusal(request, { error: oauthError.code, detail: oauthError.detail });
 
     reply.headers(oauthError.headers).header('cache-control', 'no-store');
+    // Fastify's own getter reads a route context's config as optional (context.config?.url).
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
     if (request.routeOptions.config?.page) {
       return renderErrorPage(request, reply, services, pageFor(oauthError, translator(pageLanguage(request)).t), oauthError.status);
     }

@@ -14,6 +14,7 @@ import { pino } from 'pino';
 import { unsplittableLimits } from './limits/rate_limiters.js';
 import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { systemClock } from './clock.js';
+import { errorMessage } from './errors.js';
 import { retiredKeyRetention, type Config } from './config.js';
 import { createSigner } from './crypto/signer.js';
 import { loadServerSecrets } from './crypto/server_secrets.js';
@@ -81,11 +82,11 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
     const worker = cluster.fork({ [clusterWorkerMarker]: '1' });
     let listened = false;
     live.add(worker);
-    worker.on('message', (message: { type?: string; id?: number }) => {
+    worker.on('message', (message: { type?: string; id?: number } | null) => {
       if (message?.type !== metricsRequest) return;
       aggregator.clusterMetrics().then(
         (text) => worker.isConnected() && worker.send({ type: metricsResponse, id: message.id, text }),
-        (err: Error) => worker.isConnected() && worker.send({ type: metricsResponse, id: message.id, error: err.message }),
+        (err: unknown) => worker.isConnected() && worker.send({ type: metricsResponse, id: message.id, error: errorMessage(err) }),
       );
     });
     worker.once('listening', (address) => {
@@ -94,11 +95,12 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
       bannerShown = true;
       out.write(banner(config, address.port, result, { notices, warnings }, config.workers));
     });
-    worker.once('exit', (code, signal) => {
+    // Node gives a null code to a worker ended by a signal (and a null signal to one that exited).
+    worker.once('exit', (code: number | null, signal: string | null) => {
       live.delete(worker);
       if (stopping) return;
       // A worker that never listened (port taken, bad configuration) would only fail again.
-      if (!listened) return fail(new Error(`a worker process could not start (exit code ${code ?? signal}); its error is above`));
+      if (!listened) { fail(new Error(`a worker process could not start (exit code ${code ?? signal}); its error is above`)); return; }
       log.warn({ workerPid: worker.process.pid, exitCode: code, signal }, 'worker exited; starting another');
       setTimeout(() => {
         if (!stopping) fork();
@@ -142,7 +144,7 @@ let listeningForMetrics = false;
 export function clusterMetricsFromPrimary(timeoutMs = 6000): Promise<string> {
   if (!listeningForMetrics) {
     listeningForMetrics = true;
-    process.on('message', (message: { type?: string; id?: number; text?: string; error?: string }) => {
+    process.on('message', (message: { type?: string; id?: number; text?: string; error?: string } | null) => {
       if (message?.type !== metricsResponse || message.id === undefined) return;
       const pending = pendingMetrics.get(message.id);
       if (!pending) return;
@@ -158,8 +160,14 @@ export function clusterMetricsFromPrimary(timeoutMs = 6000): Promise<string> {
       reject(new Error('the primary did not answer with the metrics'));
     }, timeoutMs);
     pendingMetrics.set(id, {
-      resolve: (text) => (clearTimeout(timer), resolve(text)),
-      reject: (err) => (clearTimeout(timer), reject(err)),
+      resolve: (text) => {
+        clearTimeout(timer);
+        resolve(text);
+      },
+      reject: (err) => {
+        clearTimeout(timer);
+        reject(err);
+      },
     });
     process.send?.({ type: metricsRequest, id });
   });

@@ -650,7 +650,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 function expandHex(color: string): string {
-  return color.length === 4 ? `#${[...color.slice(1)].map((c) => c + c).join('')}` : color;
+  return color.length === 4 ? `#${Array.from(color.slice(1)).map((c) => c + c).join('')}` : color;
 }
 
 /** A config for tests and tools: defaults plus overrides, validated the same way. */

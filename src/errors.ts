@@ -63,6 +63,12 @@ export function safeDescription(text: string): string {
   return text.replace(/[^\x20\x21\x23-\x3B\x3D\x3F-\x5B\x5D-\x7E]/g, '?').slice(0, 256);
 }
 
+/** What a caught value says, for logs and one-line messages: its `message` when it has one, else the value as text. */
+export function errorMessage(err: unknown): string {
+  const message: unknown = typeof err === 'object' && err !== null && 'message' in err ? err.message : undefined;
+  return String(message ?? err);
+}
+
 export class OAuthError extends Error {
   readonly code: OAuthErrorCode;
   readonly status: number;

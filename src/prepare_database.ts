@@ -45,7 +45,7 @@ export async function prepareDatabase(config: Pick<Config, 'secretKeys' | 'secre
   if (run.applied.length > 0 && run.from > 0) {
     notices.push(`Upgraded the database from schema version ${run.from} to ${run.to}: ${run.applied.map((name) => name.replace(/\.sql$/, '')).join(', ')}`);
   }
-  if (!keyFileExisted && keyFile !== undefined && existsSync(keyFile)) {
+  if (!keyFileExisted && existsSync(keyFile)) {
     notices.push(`Created the secret key file ${keyFile}: it encrypts the secrets in the database; back it up, and keep it apart from the database's backups`);
   }
   if (sealed > 0) notices.push(`Encrypted ${sealed} stored secret${sealed === 1 ? '' : 's'} that an older version kept in the clear (key ${secretBox.currentKeyId})`);

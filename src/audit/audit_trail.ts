@@ -23,7 +23,7 @@ const maxWaiting = 20_000;
 /** The event's own fields (not who, whom, from where), within the size bound. */
 export function auditDetails(fields: Record<string, unknown>): Record<string, unknown> {
   const { actor: _actor, userId: _userId, clientId: _clientId, ...rest } = fields;
-  const json = JSON.stringify(rest) ?? '{}';
+  const json = JSON.stringify(rest);
   if (Buffer.byteLength(json) <= maxDetailsBytes) return JSON.parse(json) as Record<string, unknown>;
   return { truncated: true };
 }

@@ -1,19 +1,22 @@
-/** The shape of one `latchkey` subcommand and what it is given to run. */
-import type { ParseArgsConfig } from 'node:util';
+/**
+ * The shape of one `latchkey` subcommand and what it is given to run. A command module writes
+ * `defineCommand({ …, options, run })`: the values `run` reads are typed by its own parseArgs
+ * options (`{ type: 'string' }` a string, `multiple: true` an array), so no option is read by cast.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import type { Store } from '../store/store.js';
 import type { SecretBox } from '../crypto/secret_box.js';
 
 export interface CommandIo {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
   stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (mode: boolean) => unknown };
   env: NodeJS.ProcessEnv;
 }
 
-export interface CommandContext extends CommandIo {
-  values: Record<string, string | boolean | string[] | boolean[] | undefined>;
-  positionals: string[];
+/** What the dispatcher (main.ts) gives every command, whatever its options. */
+export interface CommandServices extends CommandIo {
   config(): Config;
   /** Opens LATCHKEY_DB (running migrations); closed by the dispatcher when the command ends. */
   store(): Promise<Store>;
@@ -21,16 +24,67 @@ export interface CommandContext extends CommandIo {
   secretBox(): Promise<SecretBox>;
 }
 
-/** A command's module: how to call it. Its name and summary are in command_index.ts. */
-export interface Command {
+/** What a command's `run` gets: the services, its positionals and its option values (`V`: those a helper reads). */
+export interface CommandContext<V = unknown> extends CommandServices {
+  values: V;
+  positionals: string[];
+}
+
+export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
+
+/** How every command's arguments are read: its own options only (strict), positionals allowed. */
+interface ParseConfig<O extends CommandOptions> {
+  args: string[];
+  options: O;
+  allowPositionals: true;
+  strict: true;
+}
+
+type Parsed<O extends CommandOptions> = ReturnType<typeof parseArgs<ParseConfig<O>>>;
+
+/** The values parseArgs gives for the options `O`; an option not given is absent. */
+export type OptionValues<O extends CommandOptions> = Parsed<O>['values'];
+
+/** A command as its module writes it. */
+export interface CommandDefinition<O extends CommandOptions> {
   usage: string;
   /** Options, defaults and exit codes, for `latchkey <command> --help`. */
   help?: string;
   /** How many positional arguments it takes. */
   positionals: { min: number; max: number };
-  options: NonNullable<ParseArgsConfig['options']>;
+  options: O;
   /** Returns the exit code. */
-  run(context: CommandContext): Promise<number>;
+  run(context: CommandContext<OptionValues<O>>): Promise<number>;
+}
+
+/** A command's arguments, read: its positionals, and its run with the option values bound. */
+export interface ParsedCommand {
+  positionals: string[];
+  run(services: CommandServices): Promise<number>;
+}
+
+/** A command's module: how to call it. Its name and summary are in command_index.ts. */
+export interface Command {
+  usage: string;
+  help: string | undefined;
+  positionals: { min: number; max: number };
+  /** Reads `args` (the words after the command's name); throws parseArgs' error on an unknown option or a missing value. */
+  parse(args: string[]): ParsedCommand;
+}
+
+export function defineCommand<const O extends CommandOptions>(definition: CommandDefinition<O>): Command {
+  return {
+    usage: definition.usage,
+    help: definition.help,
+    positionals: definition.positionals,
+    parse(args) {
+      const parsed: Parsed<O> = parseArgs<ParseConfig<O>>({ args, options: definition.options, allowPositionals: true, strict: true });
+      return {
+        positionals: parsed.positionals,
+        run: (services) => definition.run({ ...services, values: parsed.values, positionals: parsed.positionals }),
+      };
+    },
+  };
 }
 
 export const exitCodes = {

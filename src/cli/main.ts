@@ -4,13 +4,13 @@
  * every failure into one line on stderr and a documented exit code. Data goes to stdout,
  * messages to stderr.
  */
-import { parseArgs } from 'node:util';
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config.js';
+import { errorMessage } from '../errors.js';
 import type { SecretBox } from '../crypto/secret_box.js';
 import type { Store } from '../store/store.js';
-import { CommandError, exitCodes, type Command, type CommandIo } from './command.js';
+import { CommandError, exitCodes, type Command, type CommandIo, type ParsedCommand } from './command.js';
 import { commandIndex, type CommandEntry } from './command_index.js';
 import { visible } from './terminal_text.js';
 
@@ -73,9 +73,9 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
     return exitCodes.ok;
   }
 
-  let parsed: ReturnType<typeof parseArgs>;
+  let parsed: ParsedCommand;
   try {
-    parsed = parseArgs({ args: rest, options: command.options, allowPositionals: true, strict: true });
+    parsed = command.parse(rest);
   } catch (err) {
     io.stderr.write(`latchkey: ${(err as Error).message}\n\nUsage: ${command.usage}\n`);
     return exitCodes.usage;
@@ -90,38 +90,32 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
   // configuration module is loaded before the command runs, so config() stays synchronous.
   const { loadConfig } = await import('../config.js');
   let config: Config | undefined;
-  let store: Promise<Store> | undefined;
-  let box: Promise<SecretBox> | undefined;
+  let opened: Promise<{ store: Store; box: SecretBox }> | undefined;
   // Every command that opens the database first does what the server does at start: checks that
   // the configured secret key belongs to it — a command run with a wrong key file must change
   // nothing, since a secret sealed under a key the server does not have would lock the server out
   // of its own database — and seals what a version before encryption left in the clear (else a
   // value this command seals would make those look like a later hand edit). What it did, an
   // upgrade above all, is said on stderr.
-  const openStore = async (c: Config): Promise<Store> => {
-    const opened = await (await import('../store/open.js')).openConfiguredStore(c);
+  const openStore = async (c: Config): Promise<{ store: Store; box: SecretBox }> => {
+    const store = await (await import('../store/open.js')).openConfiguredStore(c);
     try {
-      const prepared = await (await import('../prepare_database.js')).prepareDatabase(c, opened, { refuseClearValues: false });
-      box = Promise.resolve(prepared.secretBox);
+      const prepared = await (await import('../prepare_database.js')).prepareDatabase(c, store, { refuseClearValues: false });
       for (const notice of prepared.notices) io.stderr.write(`${notice}\n`);
-      return opened;
+      return { store, box: prepared.secretBox };
     } catch (err) {
-      await opened.close();
+      await store.close();
       throw err;
     }
   };
+  // Opening the store opens (and checks) the box.
+  const open = () => (opened ??= openStore((config ??= loadConfig(io.env))));
   try {
-    return await command.run({
+    return await parsed.run({
       ...io,
-      values: parsed.values as Record<string, string | boolean | string[] | undefined>,
-      positionals: parsed.positionals,
       config: () => (config ??= loadConfig(io.env)),
-      store: () => (store ??= openStore((config ??= loadConfig(io.env)))),
-      // Opening the store opens (and checks) the box.
-      secretBox: async () => {
-        await (store ??= openStore((config ??= loadConfig(io.env))));
-        return box!;
-      },
+      store: async () => (await open()).store,
+      secretBox: async () => (await open()).box,
     });
   } catch (err) {
     const [{ ConfigError }, { SecretKeyError }, { AdminInputError }] = await Promise.all([import('../config.js'), import('../crypto/secret_box.js'), import('../directory/validation.js')]);
@@ -147,12 +141,12 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
       io.stderr.write(`latchkey: PORT/HOST: cannot listen: ${visible((err as Error).message)}\n`);
       return exitCodes.failure;
     }
-    io.stderr.write(`latchkey: unexpected error: ${visible(String((err as Error)?.message ?? err))}\n`);
+    io.stderr.write(`latchkey: unexpected error: ${visible(errorMessage(err))}\n`);
     return exitCodes.failure;
   } finally {
     // A store that failed to open has nothing to close (its error was reported above).
-    const opened = await store?.catch(() => undefined);
-    await opened?.close();
+    const done = await opened?.catch(() => undefined);
+    await done?.store.close();
   }
 }
 
@@ -170,7 +164,7 @@ if (isEntryPoint()) {
       process.exitCode = code;
     },
     (err: unknown) => {
-      process.stderr.write(`latchkey: unexpected error: ${visible(String((err as Error)?.message ?? err))}\n`);
+      process.stderr.write(`latchkey: unexpected error: ${visible(errorMessage(err))}\n`);
       process.exitCode = 1;
     },
   );

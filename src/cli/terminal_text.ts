@@ -15,7 +15,7 @@ const shown = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
 const named: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 function escapeOf(c: string): string {
-  const code = c.codePointAt(0)!;
+  const code = c.charCodeAt(0);
   return named[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
 }
 
@@ -33,6 +33,8 @@ const rawInJson = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
  */
 export function terminalJson(value: unknown, indent?: number): string {
   // C0 controls are escaped by JSON.stringify already; the new lines of the indentation are its own.
-  return (JSON.stringify(value, null, indent) ?? 'null').replace(rawInJson, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`);
+  // JSON.stringify(undefined) is undefined, whatever lib.d.ts says.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
+  return (JSON.stringify(value, null, indent) ?? 'null').replace(rawInJson, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 

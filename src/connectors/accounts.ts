@@ -57,18 +57,19 @@ const removedError = (connectorId: string) =>
 export async function userForUpstream(store: Store, through: SignInThrough, given: UpstreamProfile, now: number): Promise<UpstreamUser> {
   const { connectorId } = through;
   const { profile, refused } = checkedProfile(given);
-  const emailVerified = through.emailTrusted && profile.emailVerified && profile.email !== undefined;
+  const verifiedEmail = through.emailTrusted && profile.emailVerified ? profile.email : undefined;
+  const emailVerified = verifiedEmail !== undefined;
   const identity = { connectorId, subject: profile.subject, createdAt: now, lastSignInAt: now };
   let user = await existingUser(store, connectorId, profile.subject);
   // A removed identity (linked_identities.ts) is not linked again by its email, nor given a fresh account.
   if (!user && (await store.findRemovedIdentity(connectorId, profile.subject))) throw removedError(connectorId);
   let created = false;
   let linked = false;
-  if (!user && emailVerified && through.linkByEmail) {
-    const sameEmail = (await store.findUsersByEmail(profile.email!)).filter((u) => u.source === 'local' && u.emailVerified);
+  if (!user && verifiedEmail !== undefined && through.linkByEmail) {
+    const sameEmail = (await store.findUsersByEmail(verifiedEmail)).filter((u) => u.source === 'local' && u.emailVerified);
     // Exactly one: with two people of one email, neither is the right one to hand over.
-    if (sameEmail.length === 1) {
-      const target = sameEmail[0]!;
+    const [target] = sameEmail;
+    if (sameEmail.length === 1 && target !== undefined) {
       // A disabled account is not quietly replaced by a fresh one of the same person.
       if (target.disabled) throw disabledError(target.id);
       try {

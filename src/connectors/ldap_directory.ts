@@ -11,6 +11,7 @@
 import { isIP } from 'node:net';
 import { Client, InvalidCredentialsError } from 'ldapts';
 import type { LdapConfig } from './connector_config.js';
+import { errorMessage } from '../errors.js';
 import { escapeFilterValue, userFilter } from './ldap_filter.js';
 import { cleanGroups, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
@@ -38,7 +39,7 @@ export type LdapOutcome = { kind: 'signed_in'; profile: UpstreamProfile } | { ki
 const stableIdAttributes = ['entryUUID', 'objectGUID', 'nsUniqueId', 'ipaUniqueID'];
 
 function first(value: unknown): string | undefined {
-  const v = Array.isArray(value) ? value[0] : value;
+  const v: unknown = Array.isArray(value) ? value[0] : value;
   if (typeof v === 'string') return v === '' ? undefined : v;
   if (Buffer.isBuffer(v)) return v.length === 0 ? undefined : v.toString('utf8');
   return undefined;
@@ -90,7 +91,7 @@ async function withDirectory<T>(
   try {
     return await Promise.race([work(connect), deadline]);
   } catch (err) {
-    return { kind: 'unavailable', detail: (err as Error).message?.slice(0, 300) ?? String(err) };
+    return { kind: 'unavailable', detail: errorMessage(err).slice(0, 300) };
   } finally {
     abandoned = true;
     clearTimeout(timer);
@@ -118,8 +119,8 @@ export async function ldapFindEntry(settings: LdapConfig, bindPassword: string, 
       explicitBufferAttributes: ['objectGUID'],
       sizeLimit: 2,
     });
-    if (searchEntries.length !== 1) return { kind: 'no_such_user' };
-    const entry = searchEntries[0]!;
+    const [entry] = searchEntries;
+    if (searchEntries.length !== 1 || entry === undefined) return { kind: 'no_such_user' };
     const uid = first(entry.uid);
     return {
       kind: 'found',

@@ -116,7 +116,7 @@ export async function oidcCallback(
     }
   }
   const all: Record<string, unknown> = { ...userinfo, ...claims };
-  const text = (name: string) => (typeof all[name] === 'string' && all[name] !== '' ? (all[name] as string) : undefined);
+  const text = (name: string) => (typeof all[name] === 'string' && all[name] !== '' ? all[name] : undefined);
   // email and email_verified from the same source: a `true` from userinfo says nothing about an
   // email that came in the id_token.
   const emailSource: Record<string, unknown> = claims.email !== undefined ? claims : userinfo;

@@ -136,7 +136,8 @@ export function doneRedirect(reply: FastifyReply, path: string, done: string): F
 
 /** The notice of a `done` key, if it is one of the page's. */
 export function noticeOf(done: string | undefined, texts: Record<string, string>): Notice | undefined {
-  return done !== undefined && Object.hasOwn(texts, done) ? { kind: 'notice', text: texts[done]! } : undefined;
+  const text = done !== undefined && Object.hasOwn(texts, done) ? texts[done] : undefined;
+  return text === undefined ? undefined : { kind: 'notice', text };
 }
 
 /** An audit event done by the acting admin for (or to) someone or something else. */

@@ -23,6 +23,7 @@ import { availableParallelism } from 'node:os';
  * isolatedModules cannot read: 2 is Argon2id and 1 is version 0x13 in its index.d.ts.
  */
 export const passwordHashParameters = { algorithm: 'argon2id', memoryKiB: 19_456, passes: 2, lanes: 1, version: 0x13, outputBytes: 32 } as const;
+// eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment -- the const enum's value, as said above
 const argon2id: Algorithm = 2;
 const version0x13 = 1;
 const argon2Options = {
@@ -90,6 +91,7 @@ export function passwordHashNeedsRehash(stored: string): boolean {
     const used = parseOptions(stored);
     return !(
       used.algorithm === argon2id &&
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-comparison -- the const enum's value, as said above
       used.version === version0x13 &&
       used.memoryCost === argon2Options.memoryCost &&
       used.timeCost === argon2Options.timeCost &&

@@ -83,7 +83,14 @@ export class SecretBox {
   }
 
   get currentKeyId(): string {
-    return this.keys[0]!.id;
+    return this.sealingKey.id;
+  }
+
+  /** The first key, which seals (the constructor refuses an empty list). */
+  private get sealingKey(): SecretKey {
+    const [first] = this.keys;
+    if (first === undefined) throw new SecretKeyError('no secret key');
+    return first;
   }
 
   get keyIds(): string[] {
@@ -92,7 +99,7 @@ export class SecretBox {
 
   seal(context: string, plaintext: string): string {
     if (this.source?.stale?.()) this.keys = this.source.reload();
-    const { id, key } = this.keys[0]!;
+    const { id, key } = this.sealingKey;
     const nonce = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', key, nonce);
     cipher.setAAD(Buffer.from(context, 'utf8'));

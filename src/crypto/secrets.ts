@@ -74,7 +74,7 @@ export function randomId(): string {
 /** Unbiased random string over `alphabet` (node:crypto randomInt rejects biased draws). */
 export function randomString(alphabet: string, length: number): string {
   let out = '';
-  for (let i = 0; i < length; i++) out += alphabet[randomInt(alphabet.length)];
+  for (let i = 0; i < length; i++) out += alphabet.charAt(randomInt(alphabet.length));
   return out;
 }
 

@@ -173,7 +173,7 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
       idTokenKey,
       published,
       publishedAlgorithms: [...new Set(published.map((k) => k.alg))],
-      verifyKeys: createLocalJWKSet({ keys: published as unknown as import('jose').JWK[] }),
+      verifyKeys: createLocalJWKSet({ keys: published }),
       fingerprint,
       nextRetirementEnd: Math.min(Infinity, ...retirementEnds),
     };

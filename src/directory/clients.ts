@@ -83,7 +83,7 @@ export function validJwks(text: string): { keys: Record<string, unknown>[] } {
   } catch {
     throw new AdminInputError('the JWKS is not valid JSON');
   }
-  const keys = (parsed as { keys?: unknown })?.keys;
+  const keys = typeof parsed === 'object' && parsed !== null && 'keys' in parsed ? parsed.keys : undefined;
   if (typeof parsed !== 'object' || parsed === null || !Array.isArray(keys) || keys.length === 0) {
     throw new AdminInputError('the JWKS must be a JSON object with a non-empty "keys" array (RFC 7517 §5)');
   }

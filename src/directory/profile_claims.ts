@@ -40,12 +40,32 @@ export const addressOptions = {
 
 type OptionSpec = { type: 'string' } | { type: 'boolean' } | { type: 'string'; multiple: true };
 
-/** The parseArgs options both commands take (`update` adds --clear). */
-export const profileOptions: Record<string, OptionSpec> = {
-  ...Object.fromEntries([...Object.keys(profileClaimOptions), ...Object.keys(addressOptions)].map((o) => [o, { type: 'string' } as const])),
-  'phone-number-verified': { type: 'boolean' },
-  'phone-number-unverified': { type: 'boolean' },
-};
+const text = { type: 'string' } as const;
+const flag = { type: 'boolean' } as const;
+
+/** The parseArgs options both commands take (`update` adds --clear); `satisfies` keeps them in step with the two maps above. */
+export const profileOptions = {
+  'given-name': text,
+  'family-name': text,
+  'middle-name': text,
+  nickname: text,
+  'profile-url': text,
+  picture: text,
+  website: text,
+  gender: text,
+  birthdate: text,
+  zoneinfo: text,
+  locale: text,
+  'phone-number': text,
+  'street-address': text,
+  locality: text,
+  region: text,
+  'postal-code': text,
+  country: text,
+  'address-formatted': text,
+  'phone-number-verified': flag,
+  'phone-number-unverified': flag,
+} as const satisfies Record<keyof typeof profileClaimOptions | keyof typeof addressOptions | 'phone-number-verified' | 'phone-number-unverified', OptionSpec>;
 
 /** Help lines for the profile options, in the commands' help style. */
 export const profileOptionsHelp = [
@@ -81,7 +101,7 @@ const maxUrl = 2048;
 const controlCharacter = /\p{Cc}/u;
 
 function codePoints(value: string): number {
-  return [...value].length;
+  return Array.from(value).length;
 }
 
 /** Trimmed text of 1–max characters with no control characters. */
@@ -357,13 +377,13 @@ export interface UserChange {
  */
 export function userChangeFrom(
   stored: { email: string; name: string | undefined; profile: UserProfileClaims },
-  values: OptionValues,
+  values: OptionValues & { clear?: string[]; email?: string; name?: string },
   now: number,
 ): UserChange {
-  const clears = validClears((values.clear as string[] | undefined) ?? []);
+  const clears = validClears(values.clear ?? []);
   const options = profileOptionsFrom(values, now);
-  const givenEmail = values.email as string | undefined;
-  const givenName = values.name as string | undefined;
+  const givenEmail = values.email;
+  const givenName = values.name;
   const email = givenEmail === undefined ? undefined : validEmail(givenEmail.trim());
   let name: string | null | undefined;
   if (givenName !== undefined) {

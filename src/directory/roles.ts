@@ -48,12 +48,13 @@ export function resolvePermission(apis: readonly ApiRecord[], text: string): Per
   const candidates = apis
     .filter((api) => text.startsWith(`${api.identifier}:`))
     .sort((a, b) => b.identifier.length - a.identifier.length);
-  if (candidates.length === 0) throw new AdminInputError(`permission "${text.slice(0, 200)}" does not start with a registered API identifier followed by ":"`);
+  const [longest] = candidates;
+  if (longest === undefined) throw new AdminInputError(`permission "${text.slice(0, 200)}" does not start with a registered API identifier followed by ":"`);
   for (const api of candidates) {
     const scope = text.slice(api.identifier.length + 1);
     if (api.scopes.includes(scope)) return { api: api.identifier, scope };
   }
-  const api = candidates[0]!;
+  const api = longest;
   const scope = text.slice(api.identifier.length + 1);
   throw new AdminInputError(
     `API ${api.identifier} declares no scope "${scope.slice(0, 80)}"${api.scopes.length === 0 ? ' (it declares none: apis update --scope)' : ` (it declares: ${api.scopes.join(', ')})`}`,

@@ -33,8 +33,8 @@ export const clientCredentialsGrant = {
     let grant;
     if (audience === undefined || audience === '') {
       // Without an audience the one API the client may use is meant; with several it must say which.
-      if (grants.length !== 1) throw new OAuthError('invalid_target', 'Name the API with the audience parameter.', { detail: `${grants.length} grants` });
-      grant = grants[0]!;
+      if (grants.length !== 1 || grants[0] === undefined) throw new OAuthError('invalid_target', 'Name the API with the audience parameter.', { detail: `${grants.length} grants` });
+      grant = grants[0];
     } else {
       grant = grants.find((g) => g.api === audience);
       if (!grant) throw new OAuthError('invalid_target', 'This client may not request tokens for that API.', { detail: `no grant for ${audience.slice(0, 200)}` });

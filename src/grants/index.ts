@@ -5,8 +5,8 @@ import { refreshTokenGrant } from './refresh_token.js';
 import { clientCredentialsGrant } from './client_credentials.js';
 import type { GrantHandler } from './types.js';
 
-const grants: GrantHandler<unknown>[] = [authorizationCodeGrant, deviceCodeGrant, refreshTokenGrant, clientCredentialsGrant];
+const grants: GrantHandler[] = [authorizationCodeGrant, deviceCodeGrant, refreshTokenGrant, clientCredentialsGrant];
 
-export const grantHandlers: ReadonlyMap<string, GrantHandler<unknown>> = new Map(grants.map((g) => [g.grantType, g]));
+export const grantHandlers: ReadonlyMap<string, GrantHandler> = new Map(grants.map((g) => [g.grantType, g]));
 
 export const supportedGrantTypes = grants.map((g) => g.grantType);

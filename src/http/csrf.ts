@@ -57,11 +57,11 @@ export async function csrfTokenValid(
   const cookie = request.cookies[cookieNames(services.config).csrf];
   if (!token || !cookie || cookie.length > 128) return false;
   const match = /^(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token);
-  if (!match) return false;
+  if (!match?.[2]) return false;
   const issuedAt = Number(match[1]);
   const age = epochSeconds(services.clock) - issuedAt;
   if (age < 0 || age > csrfTokenLifetime) return false;
-  return constantTimeEqual(await mac(request, services, form, cookie, issuedAt, bound), match[2]!);
+  return constantTimeEqual(await mac(request, services, form, cookie, issuedAt, bound), match[2]);
 }
 
 /**

@@ -32,7 +32,7 @@ export function parseFields<T>(schema: z.ZodType<T>, input: unknown): T {
     const name = issue?.path[0] === undefined ? '' : String(issue.path[0]);
     // Our own messages are sentences ending in a full stop; zod's defaults ("Too big: expected
     // string to have <=256 characters") are not meant for clients. `name` is a key of our schema.
-    const message = issue?.message?.endsWith('.') ? issue.message : `The parameter ${name} is invalid.`;
+    const message = issue?.message.endsWith('.') ? issue.message : `The parameter ${name} is invalid.`;
     throw new OAuthError('invalid_request', message, { detail: issue?.message ?? '' });
   }
   return result.data;

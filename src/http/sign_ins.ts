@@ -4,12 +4,11 @@
  */
 import type { RefreshFamilySummary, SessionRecord } from '../store/store.js';
 
-export interface SignInRow {
+export type SignInRow = SignInRowCommon & ({ kind: 'browser'; clientId: undefined } | { kind: 'app'; /** The app's client. */ clientId: string });
+
+interface SignInRowCommon {
   /** The session's public id, or the family id: what the page's end/revoke form names. */
   id: string;
-  kind: 'browser' | 'app';
-  /** The app's client, for app sign-ins. */
-  clientId: string | undefined;
   /** The browser session this page is being shown in. */
   current: boolean;
   from: string | undefined;

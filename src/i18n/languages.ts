@@ -101,8 +101,9 @@ export function parseAcceptLanguage(header: string | undefined): string[] {
     const [range = '', ...parameters] = part.split(';').map((piece) => piece.trim());
     if (!isLanguageTag(range) || parameters.length > 1) continue;
     let q = 1;
-    if (parameters.length === 1) {
-      const weight = weightPattern.exec(parameters[0]!);
+    const [parameter] = parameters;
+    if (parameter !== undefined) {
+      const weight = weightPattern.exec(parameter);
       if (!weight) continue;
       q = Number(weight[1]);
     }

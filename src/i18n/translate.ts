@@ -20,17 +20,17 @@ export type MessageParams = Readonly<Record<string, MessageParam>>;
 export interface Translator {
   readonly lang: Language;
   /** The message as plain text, for `<%= %>`. */
-  t(message: string, params?: MessageParams): string;
+  readonly t: (message: string, params?: MessageParams) => string;
   /** The message as HTML, every part escaped, for `<%~ %>`. */
-  tx(message: string, params?: MessageParams): string;
+  readonly tx: (message: string, params?: MessageParams) => string;
 }
 
 const placeholder = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
 const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 /** As Eta's own escaping, so a parameter looks the same whichever way it is written. */
-const escapeValue = (value: string | number): string => String(value).replace(/[&<>"']/g, (c) => escapes[c]!);
-const escapeText = (text: string): string => text.replace(/[&<>"]/g, (c) => escapes[c]!);
+const escapeValue = (value: string | number): string => String(value).replace(/[&<>"']/g, (c) => escapes[c] ?? c);
+const escapeText = (text: string): string => text.replace(/[&<>"]/g, (c) => escapes[c] ?? c);
 
 function plain(param: MessageParam): string {
   if (typeof param !== 'object') return String(param);
@@ -48,7 +48,7 @@ function fill(template: string, params: MessageParams | undefined, value: (param
   let out = '';
   let last = 0;
   for (const match of template.matchAll(placeholder)) {
-    const name = match[1]!;
+    const name = match[1] ?? '';
     const param = params && Object.hasOwn(params, name) ? params[name] : undefined;
     out += text(template.slice(last, match.index));
     out += param === undefined ? text(match[0]) : value(param);

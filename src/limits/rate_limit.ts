@@ -125,7 +125,7 @@ export function rateLimitKey(ip: string): string {
   const [head = '', tail = ''] = address.split('::');
   const left = head === '' ? [] : head.split(':');
   const right = tail === '' ? [] : tail.split(':');
-  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  const groups = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
   return `${groups.slice(0, 4).map((g) => (g === '' ? '0' : g.toLowerCase().replace(/^0+(?=.)/, ''))).join(':')}::/64`;
 }
 

@@ -5,6 +5,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Services } from '../services.js';
+import { errorMessage } from '../errors.js';
 import { MailError } from './mailer.js';
 
 const inFlight = new WeakMap<Services, Set<Promise<void>>>();
@@ -18,7 +19,7 @@ export function afterTheAnswer(services: Services, log: FastifyBaseLogger, faile
   if (!pending) inFlight.set(services, (pending = new Set()));
   const task: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
     .then(work)
-    .catch((err: unknown) => log.error({ err: err instanceof MailError ? err.toLog() : { message: String((err as Error)?.message ?? err).slice(0, 300) } }, failed))
+    .catch((err: unknown) => log.error({ err: err instanceof MailError ? err.toLog() : { message: errorMessage(err).slice(0, 300) } }, failed))
     .finally(() => pending.delete(task));
   pending.add(task);
 }

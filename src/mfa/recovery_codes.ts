@@ -20,7 +20,7 @@ export function newRecoveryCodes(): string[] {
 /** What a person typed, in the form the digest is of; undefined when it cannot be a recovery code. */
 export function normalizeRecoveryCode(typed: string): string | undefined {
   const code = typed.toLowerCase().replace(/[\s-]/g, '');
-  return code.length === length && [...code].every((c) => alphabet.includes(c)) ? code : undefined;
+  return code.length === length && Array.from(code).every((c) => alphabet.includes(c)) ? code : undefined;
 }
 
 export function recoveryCodeDigest(key: string, userId: string, normalized: string): string {

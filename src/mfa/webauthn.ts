@@ -88,11 +88,11 @@ function parseJson<T>(schema: z.ZodType<T>, text: string): T | undefined {
 }
 
 export function parseRegistrationResponse(text: string): RegistrationResponseJSON | undefined {
-  return parseJson(registrationSchema, text) as RegistrationResponseJSON | undefined;
+  return parseJson(registrationSchema, text);
 }
 
 export function parseAuthenticationResponse(text: string): AuthenticationResponseJSON | undefined {
-  return parseJson(authenticationSchema, text) as AuthenticationResponseJSON | undefined;
+  return parseJson(authenticationSchema, text);
 }
 
 export function registrationOptions(rp: RelyingParty, user: UserRecord, existing: PasskeyRecord[]): Promise<PublicKeyCredentialCreationOptionsJSON> {

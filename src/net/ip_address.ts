@@ -96,7 +96,7 @@ export function inCidr(address: IpBytes, block: CidrBlock): boolean {
     const kept = Math.min(8, Math.max(0, block.bits - 8 * i));
     if (kept === 0) return true;
     const mask = (0xff << (8 - kept)) & 0xff;
-    if ((address[i]! & mask) !== block.network[i]) return false;
+    if (((address[i] ?? 0) & mask) !== block.network[i]) return false;
   }
   return true;
 }

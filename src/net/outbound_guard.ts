@@ -78,7 +78,8 @@ function checkedLookup(hostname: string, resolve: ResolveHost, allow: OutboundAl
       (answers) => {
         const family = options.family === 4 || options.family === 'IPv4' ? 4 : options.family === 6 || options.family === 'IPv6' ? 6 : 0;
         const usable = answers.filter((a) => family === 0 || a.family === family);
-        if (usable.length === 0) {
+        const [first] = usable;
+        if (first === undefined) {
           callback(Object.assign(new Error(`no address for ${name.slice(0, 253)}`), { code: 'ENOTFOUND' }), '');
           return;
         }
@@ -92,7 +93,7 @@ function checkedLookup(hostname: string, resolve: ResolveHost, allow: OutboundAl
           }
         }
         if (options.all) callback(null, usable);
-        else callback(null, usable[0]!.address, usable[0]!.family);
+        else callback(null, first.address, first.family);
       },
       (err: unknown) => callback(err as NodeJS.ErrnoException, ''),
     );
@@ -103,7 +104,7 @@ function responseOf(res: IncomingMessage, body: Buffer): Response {
   const status = res.statusCode ?? 0;
   if (status < 200 || status > 599) throw new Error(`unusable HTTP status ${status}`);
   const headers = new Headers();
-  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+  for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) headers.append(res.rawHeaders[i] ?? '', res.rawHeaders[i + 1] ?? '');
   return new Response(nullBodyStatuses.has(status) ? null : Uint8Array.from(body), { status, statusText: res.statusMessage ?? '', headers });
 }
 

@@ -9,8 +9,15 @@ import { inCidr, isMappedIpv4, mappedIpv4, parseCidr, parseIp, type CidrBlock, t
 
 export type AddressClass = 'public' | 'loopback' | 'private' | 'link-local' | 'shared' | 'unspecified' | 'multicast' | 'reserved';
 
+/** A block written in this file: a typo fails when the module loads, not as a silent miss. */
+function cidr(text: string): CidrBlock {
+  const block = parseCidr(text);
+  if (block === undefined) throw new Error(`not a CIDR block: ${text}`);
+  return block;
+}
+
 function blocks(table: [string, AddressClass][]): [CidrBlock, AddressClass][] {
-  return table.map(([text, kind]) => [parseCidr(text)!, kind]);
+  return table.map(([text, kind]) => [cidr(text), kind]);
 }
 
 /** Checked in order: the first block holding the address names its class. */
@@ -46,14 +53,17 @@ const specialBlocks = blocks([
   ['ff00::/8', 'multicast'], // RFC 4291 §2.7
 ]);
 
-const translated = parseCidr('::ffff:0:0:0/96')!;
-const nat64 = parseCidr('64:ff9b::/96')!;
-const sixToFour = parseCidr('2002::/16')!;
+const translated = cidr('::ffff:0:0:0/96');
+const nat64 = cidr('64:ff9b::/96');
+const sixToFour = cidr('2002::/16');
+
+/** The IPv4 address in the four bytes of a (16-byte) IPv6 address from `at`, as a mapped address. */
+const ipv4At = (address: IpBytes, at: number): IpBytes => mappedIpv4(address[at] ?? 0, address[at + 1] ?? 0, address[at + 2] ?? 0, address[at + 3] ?? 0);
 
 /** The IPv4 address an IPv6 address stands for (other than by mapping), when it carries one. */
 function embeddedIpv4(address: IpBytes): IpBytes | undefined {
-  if (inCidr(address, translated) || inCidr(address, nat64)) return mappedIpv4(address[12]!, address[13]!, address[14]!, address[15]!);
-  if (inCidr(address, sixToFour)) return mappedIpv4(address[2]!, address[3]!, address[4]!, address[5]!);
+  if (inCidr(address, translated) || inCidr(address, nat64)) return ipv4At(address, 12);
+  if (inCidr(address, sixToFour)) return ipv4At(address, 2);
   return undefined;
 }
 

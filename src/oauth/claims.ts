@@ -87,7 +87,7 @@ export function claimScopes(requested: RequestedClaims | undefined): string[] {
 function presentAddress(address: PostalAddress | undefined): PostalAddress | undefined {
   if (!address) return undefined;
   const members = Object.entries(address).filter(([, v]) => typeof v === 'string' && v !== '');
-  return members.length === 0 ? undefined : (Object.fromEntries(members) as PostalAddress);
+  return members.length === 0 ? undefined : Object.fromEntries(members);
 }
 
 /** The value of one claim for this person, or undefined when there is none to give. */
@@ -124,7 +124,7 @@ export function claimsOf(user: UserRecord, names: Iterable<string>): UserClaims 
     const value = claimValue(user, name);
     if (value !== undefined) claims[name] = value;
   }
-  return claims as UserClaims;
+  return claims;
 }
 
 function namesForScopes(scope: string, table: Readonly<Record<string, readonly ClaimName[]>>): ClaimName[] {

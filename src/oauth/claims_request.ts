@@ -53,7 +53,8 @@ function readTarget(target: unknown, name: string): Map<string, ClaimRequest | n
 /** The string values a claim request names (value, then values), if any. */
 function namedValues(request: ClaimRequest | null | undefined): string[] {
   if (!request) return [];
-  const values = [request.value, ...(Array.isArray(request.values) ? request.values : [])];
+  const listed: unknown[] = Array.isArray(request.values) ? request.values : [];
+  const values = [request.value, ...listed];
   return values.filter((v): v is string => typeof v === 'string');
 }
 

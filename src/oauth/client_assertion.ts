@@ -53,7 +53,7 @@ const remoteKeySets = new WeakMap<OutboundFetch, Map<string, JWTVerifyGetKey>>()
 
 function remoteKeySet(uri: string, send: OutboundFetch): JWTVerifyGetKey {
   let sets = remoteKeySets.get(send);
-  if (!sets) remoteKeySets.set(send, (sets = new Map()));
+  if (!sets) remoteKeySets.set(send, (sets = new Map<string, JWTVerifyGetKey>()));
   let keys = sets.get(uri);
   if (!keys) {
     if (sets.size >= 1000) sets.clear();
@@ -83,7 +83,7 @@ export function assertionReplayKey(clientId: string, jti: string): string {
 
 /** The public keys the client registered (a stored JWK Set or its jwks_uri); throws when the stored set is unusable. */
 export function registeredKeySet(client: ClientRecord, outbound: ClientOutbound = defaultClientOutbound): JWTVerifyGetKey | undefined {
-  if (client.jwks !== undefined) return createLocalJWKSet(client.jwks as Parameters<typeof createLocalJWKSet>[0]);
+  if (client.jwks !== undefined) return createLocalJWKSet(client.jwks);
   return client.jwksUri !== undefined ? remoteKeySet(client.jwksUri, outboundFor(outbound, client)) : undefined;
 }
 

@@ -10,7 +10,7 @@
  * time step under a server secret, so any instance can check one; the current and the previous
  * step are accepted.
  */
-import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify, type JWK } from 'jose';
+import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, jwtVerify } from 'jose';
 import { constantTimeEqual, hmacSha256, sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
 import type { Store } from '../store/store.js';
@@ -106,7 +106,7 @@ export async function verifyDpopProof(context: DpopContext, request: DpopRequest
   }
   if (header.typ !== 'dpop+jwt') throw bad('typ is not dpop+jwt');
   if (typeof header.alg !== 'string' || !dpopAlgorithms.includes(header.alg)) throw bad('alg not accepted');
-  const jwk = header.jwk as JWK | undefined;
+  const jwk = header.jwk;
   if (!jwk || typeof jwk !== 'object') throw bad('no jwk header');
   if (['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'].some((member) => member in jwk)) throw bad('jwk header holds private key material');
 

@@ -15,6 +15,8 @@ const mappedToSpace = /[\t\n\v\f\r\u0085\p{Z}]/gu;
  * bidirectional marks…) characters, combining grapheme joiner, variation selectors, Mongolian todo
  * soft hyphen and object replacement character are mapped to nothing.
  */
+// Each combining mark listed stands alone here: every one of them is removed, none combines.
+// eslint-disable-next-line no-misleading-character-class
 const mappedToNothing = /[\p{Cc}\p{Cf}\u034f\u1806\u180b-\u180d\ufe00-\ufe0f\ufffc\u{e0100}-\u{e01ef}]/gu;
 
 /**

@@ -79,11 +79,11 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
       linkedIdentities(store, user.id),
     ]);
     const removable = await removableConnectors(store, services.config, user, identities);
-    const clientName = new Map<string, string>(clients.map((c: ClientRecord) => [c.clientId, c.name ?? c.clientId]));
+    const clientName = new Map<string, string>(clients.map((c: ClientRecord) => [c.clientId, c.name]));
     const nameOf = (clientId: string) => clientName.get(clientId) ?? clientId;
-    const signIns = signInRows(sessions, families, session.id, (at) => when(at)!).map((row) => ({
+    const signIns = signInRows(sessions, families, session.id, (at) => when(at) ?? '').map((row) => ({
       ...row,
-      label: row.kind === 'app' ? nameOf(row.clientId!) : row.current ? 'This browser' : 'A browser',
+      label: row.kind === 'app' ? nameOf(row.clientId) : row.current ? 'This browser' : 'A browser',
     }));
     return renderPage(
       request,

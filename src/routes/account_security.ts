@@ -188,7 +188,11 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
 
   async function showRecoveryCodes(request: FastifyRequest, reply: FastifyReply, userId: string, returnTo: string | undefined) {
     const codes = newRecoveryCodes();
-    const digests = codes.map((c) => recoveryCodeDigest(services.recoveryCodeKey, userId, normalizeRecoveryCode(c)!));
+    const digests = codes.map((c) => {
+      const normal = normalizeRecoveryCode(c);
+      if (normal === undefined) throw new Error('a new recovery code does not read as one');
+      return recoveryCodeDigest(services.recoveryCodeKey, userId, normal);
+    });
     await store.replaceRecoveryCodes(userId, digests, epochSeconds(clock));
     metrics.secondFactorEvents.inc({ factor: 'recovery_code', event: 'enrolled' });
     audit(request, 'second_factor.recovery_codes_generated', { userId });

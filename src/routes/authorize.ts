@@ -75,7 +75,7 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
    * response_mode=form_post as a page whose form the browser posts to the redirect URI.
    */
   async function redirectWith(reply: FastifyReply, redirectUri: string, params: Record<string, string | undefined>, status: 302 | 303, responseMode?: 'form_post') {
-    const answer = { ...params, iss: config.issuer };
+    const answer: Record<string, string | undefined> = { ...params, iss: config.issuer };
     if (responseMode !== 'form_post') return reply.redirect(withResponseParams(redirectUri, answer), status);
     const fields = Object.entries(answer)
       .filter((e): e is [string, string] => e[1] !== undefined)

@@ -12,6 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import * as oidc from 'openid-client';
 import { epochSeconds } from '../clock.js';
+import { errorMessage } from '../errors.js';
 import { audit } from '../audit/audit_events.js';
 import { csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
@@ -166,7 +167,7 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
   });
 
   function fail(request: FastifyRequest, reply: FastifyReply, connectorId: string, name: string, err: unknown, returnTo: string) {
-    const upstream = err instanceof UpstreamError ? err : new UpstreamError('Something went wrong while signing you in. Try again in a moment.', 'error', String((err as Error)?.message ?? err));
+    const upstream = err instanceof UpstreamError ? err : new UpstreamError('Something went wrong while signing you in. Try again in a moment.', 'error', errorMessage(err));
     metrics.upstreamSignIns.inc({ connector: connectorId, outcome: upstream.reason });
     audit(request, 'upstream.signin_failure', { connectorId, reason: upstream.reason, detail: upstream.detail.slice(0, 300) });
     const status = upstream.reason === 'unreachable' ? 502 : upstream.reason === 'not_allowed' || upstream.reason === 'disabled' ? 403 : 400;

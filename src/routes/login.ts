@@ -106,7 +106,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
   ): Promise<{ user: UserRecord | undefined; matches: boolean; connectorId?: string }> {
     const found = await store.findUserByUsername(username);
     const hasPassword = found !== undefined && isLocalPasswordHash(found.passwordHash);
-    const matches = await verifyPassword(password, hasPassword ? found!.passwordHash : await decoyPasswordHash());
+    const matches = await verifyPassword(password, hasPassword ? found.passwordHash : await decoyPasswordHash());
     if (found && hasPassword) return { user: found, matches };
     for (const connector of await loadConnectors(services, request.log)) {
       if (connector.type !== 'ldap') continue;

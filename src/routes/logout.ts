@@ -83,9 +83,9 @@ export async function logoutRoutes(app: FastifyInstance): Promise<void> {
     notifyBackchannelLogoutLater(services, [signedIn.session], request);
   }
 
-  function finish(reply: FastifyReply, checked: CheckedRequest) {
-    const target = new URL(checked.redirect!);
-    if (checked.state !== undefined) target.searchParams.set('state', checked.state);
+  function finish(reply: FastifyReply, redirect: string, state: string | undefined) {
+    const target = new URL(redirect);
+    if (state !== undefined) target.searchParams.set('state', state);
     return reply.redirect(target.toString(), 303);
   }
 
@@ -103,11 +103,11 @@ export async function logoutRoutes(app: FastifyInstance): Promise<void> {
       if (!(await csrfTokenValid(request, services, 'logout', params.csrf_token))) return renderErrorPage(request, reply, services, formExpiredPage, 403);
       if (params.decision === 'stay') return renderPage(request, reply, services, 'logout_stay', { title: 'Still signed in' });
       await signOut(request, reply, signedIn, 'rp');
-      return checked.redirect === undefined ? renderPage(request, reply, services, 'logout', { title: 'Signed out' }) : finish(reply, checked);
+      return checked.redirect === undefined ? renderPage(request, reply, services, 'logout', { title: 'Signed out' }) : finish(reply, checked.redirect, checked.state);
     }
     if (checked.trustedHint || !signedIn) {
       await signOut(request, reply, signedIn, 'rp');
-      return checked.redirect === undefined ? renderPage(request, reply, services, 'logout', { title: 'Signed out' }) : finish(reply, checked);
+      return checked.redirect === undefined ? renderPage(request, reply, services, 'logout', { title: 'Signed out' }) : finish(reply, checked.redirect, checked.state);
     }
     // Anyone can link here: the person confirms. The form ends, by redirect, at the client.
     allowFormActionTo(reply, checked.redirect && formActionSource(checked.redirect));

@@ -63,7 +63,7 @@ async function readBody(request: FastifyRequest, payload: AsyncIterable<Buffer |
 
 /** RFC 7591 §3.1: the metadata is a JSON object sent as application/json (UTF-8, RFC 8259 §8.1). */
 function jsonBody(request: FastifyRequest): unknown {
-  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const type = ((request.headers['content-type'] ?? '').split(';')[0] ?? '').trim().toLowerCase();
   if (type !== 'application/json') throw new OAuthError('invalid_client_metadata', 'The client metadata must be sent as application/json.', { detail: `content type ${type.slice(0, 80)}` });
   const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
   let text: string;

@@ -277,7 +277,7 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
     const verified = rp && challenge && response && passkey && user && !user.disabled && handleMatches ? await verifyAuthentication(rp, response, challenge, passkey, true) : undefined;
     // Recorded only forward: of two assertions checked in parallel against one count, one is a clone.
     const assertion = verified && passkey && (await store.recordPasskeyUse(passkey.id, verified.newCounter, epochSeconds(clock))) ? verified : undefined;
-    if (!assertion || !user || !passkey) {
+    if (!user || !assertion) {
       metrics.secondFactorEvents.inc({ factor: 'passkey', event: 'failure' });
       audit(request, 'signin.failure', { reason: 'passkey', ...(user ? { userId: user.id } : {}) });
       return renderErrorPage(

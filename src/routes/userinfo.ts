@@ -78,7 +78,7 @@ export async function userinfoRoutes(app: FastifyInstance): Promise<void> {
     if (isMachineToken(claims)) throw refuse('invalid_token', 'The access token was not issued for a person.', scheme);
     const user = await liveAccessTokenUser(app.services, claims);
     if (!user) throw refuse('invalid_token', 'The access token has been revoked.');
-    const scope = String(claims.scope ?? '');
+    const scope = typeof claims.scope === 'string' ? claims.scope : '';
     if (!scope.split(' ').includes('openid')) throw refuse('insufficient_scope', 'The access token lacks the openid scope.');
     const named = claims[userinfoClaimsClaim];
     const requested = Array.isArray(named) ? named.filter((n): n is string => typeof n === 'string') : [];

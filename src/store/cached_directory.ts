@@ -42,7 +42,8 @@ export function cacheDirectory<S extends Store>(store: S, cache: RecordCache): S
   const self = store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
   for (const name of verbNames) {
     if (verbTraits[name].directory !== true) continue;
-    const verb = self[name]!.bind(store);
+    const verb = self[name]?.bind(store);
+    if (verb === undefined) throw new Error(`the store has no verb ${name}`);
     // After as well as before: a lookup between the write and its commit read the old row.
     self[name] = (...args: unknown[]) => {
       cache.invalidate();

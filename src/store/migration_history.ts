@@ -46,8 +46,8 @@ export function checkMigrationHistory(applied: AppliedMigration[], known: Migrat
   // Known by number and name: one history numbers both dialects, so a record of the same number
   // under another name is another history's, which this build cannot read either.
   const unknown = applied.filter((a) => byVersion.get(a.version)?.name !== a.name).sort((a, b) => b.version - a.version);
-  if (unknown.length > 0) {
-    const newest = unknown[0]!;
+  const newest = unknown[0];
+  if (newest !== undefined) {
     const writer = newest.latchkeyVersion === undefined ? 'a newer Latchkey' : `Latchkey ${newest.latchkeyVersion}`;
     throw new MigrationHistoryError(
       `the database was upgraded by ${writer} (schema version ${schemaVersion(applied)}, ${newest.name}); ` +
@@ -56,7 +56,8 @@ export function checkMigrationHistory(applied: AppliedMigration[], known: Migrat
   }
   const missingChecksums: AppliedMigration[] = [];
   for (const record of applied) {
-    const file = byVersion.get(record.version)!;
+    const file = byVersion.get(record.version);
+    if (file === undefined) continue; // every record is known: unknown ones were refused above
     const checksum = migrationChecksum(file.sql);
     if (record.checksum === undefined) {
       missingChecksums.push({ ...record, checksum });

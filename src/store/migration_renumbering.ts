@@ -96,7 +96,7 @@ export function renumberedRecords(dialect: Dialect, records: MigrationRecord[], 
   if (!records.some((r) => inNumberingBefore(r) && !oneHistory.has(r.name))) return undefined;
   if (!records.every(inNumberingBefore)) return undefined;
   return records.flatMap((record) =>
-    before.get(record.name)!.map((name): MigrationRecord => {
+    (before.get(record.name) ?? []).map((name): MigrationRecord => {
       const sameFile = changeOf(name) === changeOf(record.name);
       return {
         version: versionOf(name),

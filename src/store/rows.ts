@@ -46,14 +46,14 @@ import { postalAddressMembers } from './store.js';
 export type Row = Record<string, unknown>;
 
 const text = (v: unknown): string => String(v);
-const optionalText = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
+const optionalText = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : text(v));
 const optionalNumber = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : Number(v));
 /** SQLite stores booleans as 1/0, PostgreSQL as true/false. */
 const flag = (v: unknown): boolean => v === true || v === 1;
 
 /** amr is stored space-separated ("pwd otp"); '' (rows from before second factors were recorded) is none. */
 export function amrFromText(v: unknown): AuthMethod[] {
-  return v === null || v === undefined ? [] : (String(v).split(' ').filter((m) => m !== '') as AuthMethod[]);
+  return v === null || v === undefined ? [] : (text(v).split(' ').filter((m) => m !== '') as AuthMethod[]);
 }
 
 export function amrToText(amr: readonly AuthMethod[]): string {
@@ -132,7 +132,7 @@ export function claimsFromText(v: unknown): RequestedClaims | undefined {
   if (v === null || v === undefined) return undefined;
   const stored = parseObject(text(v));
   const names = (value: unknown): string[] | undefined =>
-    Array.isArray(value) && value.every((name) => typeof name === 'string') ? (value as string[]) : undefined;
+    Array.isArray(value) && value.every((name) => typeof name === 'string') ? value : undefined;
   const userinfo = names(stored.userinfo);
   const idToken = names(stored.idToken);
   return userinfo === undefined || idToken === undefined ? undefined : { userinfo, idToken };
@@ -247,7 +247,7 @@ export function toRole(r: Row): RoleRecord {
   return {
     name: text(r.name),
     description: optionalText(r.description),
-    permissions: permissions.map((p) => ({ api: String(p.api), scope: String(p.scope) })),
+    permissions: permissions.map((p) => ({ api: p.api, scope: p.scope })),
     builtIn: flag(r.built_in),
     createdAt: Number(r.created_at),
     members: Number(r.members ?? 0),
@@ -281,7 +281,7 @@ export function toSigningKey(r: Row): SigningKeyRecord {
     kid: text(r.kid),
     alg: text(r.alg) as SigningAlgorithm,
     privateKeyPem: text(r.private_key_pem),
-    publicJwk: JSON.parse(text(r.public_jwk)),
+    publicJwk: JSON.parse(text(r.public_jwk)) as PublicJwk,
     createdAt: Number(r.created_at),
     retiredAt: optionalNumber(r.retired_at),
   };

@@ -184,7 +184,7 @@ describe('request objects: signed, and the abuse cases (OIDC Core §6.1, RFC 910
   it('HS256 with the secret of a client that keeps it (--client-secret-jwt) is used; HS256 keyed with a registered public key is refused', async () => {
     const { secret } = await addClient(op.t.store, 'ro-hmac', { confidential: true, redirectUris: [callbackUri], grantTypes: ['authorization_code'], secretBox: op.t.app.services.secretBox });
     const base = authorizationRequest({ id: 'ro-hmac', secret: secret! });
-    const hmac = await new SignJWT({ ...base.params, iss: 'ro-hmac', aud: issuer }).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(secret!));
+    const hmac = await new SignJWT({ ...base.params, iss: 'ro-hmac', aud: issuer }).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(secret));
     expectCode(await new Tester(op).open(byValue(base, hmac).url), base);
 
     // Algorithm confusion: an HMAC keyed with the bytes of the client's own public key.

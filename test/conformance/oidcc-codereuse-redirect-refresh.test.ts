@@ -33,7 +33,7 @@ function expectInvalidGrant(answer: Awaited<ReturnType<typeof tokenRequest>>) {
   expect(answer.status).toBe(400);
   expect(answer.headers.get('content-type')).toMatch(/^application\/json(;|$)/);
   expect(answer.body.error).toBe('invalid_grant');
-  expect(String(answer.body.error_description ?? '')).toMatch(/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/);
+  expect(typeof answer.body.error_description === 'string' ? answer.body.error_description : '').toMatch(/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/);
 }
 
 describe('oidcc-codereuse', () => {

@@ -35,7 +35,7 @@ async function expectScopeClaims(scope: string): Promise<{ info: Record<string, 
   const expected = scope.split(' ').flatMap((s) => scopeClaims[s] ?? []);
   // VerifyScopesReturnedInUserInfoClaims: every claim of every requested scope…
   expect(Object.keys(info).sort()).toStrictEqual([...new Set(expected)].sort());
-  return { info, idClaims: tokens.claims as Record<string, unknown> };
+  return { info, idClaims: tokens.claims };
 }
 
 describe('oidcc-scope-profile', () => {

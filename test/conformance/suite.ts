@@ -343,7 +343,7 @@ export async function expectValidIdToken(
   const jwks = await fetchJwks(op);
   expect(jwks.keys.some((k) => k.kid === header.kid)).toBe(true);
   const now = op.now();
-  const { payload } = await jwtVerify(idToken, createLocalJWKSet(jwks as Parameters<typeof createLocalJWKSet>[0]), {
+  const { payload } = await jwtVerify(idToken, createLocalJWKSet(jwks), {
     issuer,
     audience: expected.clientId,
     currentDate: new Date(now * 1000),
@@ -363,7 +363,7 @@ export async function expectValidIdToken(
   expect(payload.sub).toMatch(/^[\x20-\x7e]{1,255}$/);
   if (payload.at_hash !== undefined) expect(payload.at_hash).toBe(leftHalfHash(expected.accessToken ?? ''));
   if (payload.c_hash !== undefined) expect(payload.c_hash).toBe(leftHalfHash(expected.code ?? ''));
-  expectStandardClaimTypes(payload as Record<string, unknown>);
+  expectStandardClaimTypes(payload);
   return payload;
 }
 
@@ -410,8 +410,9 @@ export async function userinfo(op: Op, tokens: Pick<Tokens, 'accessToken' | 'tok
   const text = await res.text();
   expect(res.status, text).toBe(200);
   expect((res.headers.get('content-type') ?? '').split(';')[0]!.trim()).toBe('application/json');
-  const body = JSON.parse(text) as Record<string, unknown>;
-  expect(typeof body === 'object' && body !== null && !Array.isArray(body)).toBe(true);
+  const parsed: unknown = JSON.parse(text);
+  expect(typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)).toBe(true);
+  const body = parsed as Record<string, unknown>;
   expect(typeof body.sub).toBe('string');
   expectStandardClaimTypes(body);
   return body;

@@ -98,7 +98,7 @@ async function capture(page: Page, name: string, size: 'phone' | 'desktop') {
 
 async function requestDeviceCode() {
   const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', headers: { ...form({}).headers, 'user-agent': 'LivingRoomTV/4.2 (Tizen 7.0)' }, payload: form({ client_id: 'tv', scope: 'openid email profile offline_access', audience: 'https://api.example.com' }).payload });
-  return res.json() as { device_code: string; user_code: string; verification_uri_complete: string };
+  return res.json<{ device_code: string; user_code: string; verification_uri_complete: string }>();
 }
 
 const poll = (deviceCode: string) => t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'tv', device_code: deviceCode }) });

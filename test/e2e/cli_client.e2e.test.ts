@@ -535,7 +535,7 @@ describe('the credentials file', () => {
 
   it('one damaged profile does not lock the others out', async () => {
     const file = credentials();
-    file.profiles.broken = { issuer: 'x' } as Record<string, unknown>;
+    file.profiles.broken = { issuer: 'x' };
     writeFileSync(credentialsPath(), JSON.stringify(file));
     const broken = await runCli(['token', '--profile', 'broken'], cliEnv);
     expect(broken.code).toBe(1);

@@ -34,7 +34,7 @@ function freshConnection(method: string, path: string, body?: string): Promise<{
     const url = new URL(path, server.base);
     const req = request(url, { method, agent: false, headers: body ? { 'content-type': 'application/x-www-form-urlencoded' } : {} }, (res) => {
       let text = '';
-      res.on('data', (chunk) => (text += chunk));
+      res.on('data', (chunk: Buffer | string) => (text += chunk.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
     });
     req.setTimeout(10_000, () => req.destroy(new Error(`${method} ${path}: no answer in 10 s`)));

@@ -200,7 +200,8 @@ describe('oidc-provider as the upstream', () => {
       features: { devInteractions: { enabled: true } },
       cookies: { keys: ['a-cookie-signing-key-for-tests'] },
     });
-    op.on('request', provider.callback());
+    const handle = provider.callback();
+    op.on('request', (request, response) => void handle(request, response));
   });
   afterAll(() => new Promise<void>((resolve) => op.close(() => resolve())));
 
@@ -319,7 +320,7 @@ if (!slapdAvailable && ldapRequired) {
     expect((await users()).find((u) => u.source === 'corp')).toMatchObject({ username: 'dora', groups: ['engineers', 'ops'] });
 
     const Database = (await import('better-sqlite3')).default;
-    const db = new Database(env.LATCHKEY_DB!, { readonly: true });
+    const db = new Database(env.LATCHKEY_DB, { readonly: true });
     const row = db.prepare("SELECT secret FROM connectors WHERE id = 'corp'").get() as { secret: string };
     db.close();
     expect(row.secret).toMatch(/^lk1\./);
@@ -337,7 +338,7 @@ if (!slapdAvailable && ldapRequired) {
       const cli = spawnCli(['login', '--no-browser'], cliEnv);
       const [url] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
       const person = new Browser(fetchTransport(server.base));
-      const authorization = new URL(url!);
+      const authorization = new URL(url);
       const toLogin = await person.get(authorization.pathname + authorization.search);
       const signedIn = await signIn(person, await person.get(toLogin.location!), 'mallory', directory.people.mallory.password);
       expect(signedIn.status).toBe(303);
@@ -355,7 +356,7 @@ if (!slapdAvailable && ldapRequired) {
 
       // A row written before upstream values were checked: the listings show, and do not run, it.
       const Database = (await import('better-sqlite3')).default;
-      const db = new Database(env.LATCHKEY_DB!);
+      const db = new Database(env.LATCHKEY_DB);
       db.prepare('UPDATE users SET name = ?, email = ? WHERE username = ?').run(directory.people.mallory.name, directory.people.mallory.mail, 'mallory');
       db.close();
       for (const args of [['users', 'list'], ['users', 'list', '--json'], ['whoami'], ['whoami', '--json']]) {

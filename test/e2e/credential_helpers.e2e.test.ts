@@ -36,8 +36,8 @@ function run(command: string, args: string[], env: Record<string, string>, input
     const child = spawn(command, args, { env: { PATH: `${bin}:${process.env.PATH ?? ''}`, ...env }, stdio: 'pipe' });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.on('data', (d: Buffer | string) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer | string) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.on('error', () => undefined); // a helper may exit before reading everything
@@ -220,7 +220,7 @@ describe('latchkey credential git, typed by a person', () => {
   it('answers at the blank line while stdin stays open, and exits', async () => {
     const child = spawn(process.execPath, [executable, 'credential', 'git', 'get'], { env: { PATH: process.env.PATH ?? '', ...signedIn }, stdio: 'pipe' });
     let stdout = '';
-    child.stdout.on('data', (d) => (stdout += d));
+    child.stdout.on('data', (d: Buffer | string) => (stdout += d.toString()));
     const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     child.stdin.write('protocol=https\nhost=git.example.com\n\n');
     const outcome = await Promise.race([closed, new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 10_000))]);

@@ -31,8 +31,8 @@ function dockerEnv(): Record<string, string> {
 function run(command: string[], env: Record<string, string>) {
   const child = spawn(command[0]!, command.slice(1), { cwd: root, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout.on('data', (d) => (output += d));
-  child.stderr.on('data', (d) => (output += d));
+  child.stdout.on('data', (d: Buffer | string) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer | string) => (output += d.toString()));
   const exit = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   return { child, exit, output: () => output };
 }

@@ -40,7 +40,7 @@ beforeAll(async () => {
   // The RP: like mod_auth_openidc, it reads the posted form at its redirect URI.
   rp = createServer((req, res) => {
     let body = '';
-    req.on('data', (chunk) => (body += chunk));
+    req.on('data', (chunk: Buffer | string) => (body += chunk.toString()));
     req.on('end', () => {
       // What reaches the redirect URI (not the browser's own favicon request).
       if (req.url?.startsWith('/redirect_uri')) posts.push({ method: req.method ?? '', url: req.url ?? '', contentType: req.headers['content-type'] ?? '', body });

@@ -133,7 +133,7 @@ describe('introspection clients of an API', () => {
 
 describe('server secrets at rest', () => {
   it('the database holds no private key or HMAC key in the clear; the key file beside it is 0600', () => {
-    const db = new Database(env.LATCHKEY_DB!, { readonly: true });
+    const db = new Database(env.LATCHKEY_DB, { readonly: true });
     try {
       const keys = db.prepare('SELECT private_key_pem FROM signing_keys').all() as Array<{ private_key_pem: string }>;
       const secrets = db.prepare('SELECT value FROM server_secrets').all() as Array<{ value: string }>;
@@ -153,7 +153,7 @@ describe('server secrets at rest', () => {
     const after = readFileSync(`${env.LATCHKEY_DB}.key`, 'utf8');
     expect(after).not.toBe(before);
     expect(after.trim().split('\n')).toHaveLength(1);
-    const db = new Database(env.LATCHKEY_DB!, { readonly: true });
+    const db = new Database(env.LATCHKEY_DB, { readonly: true });
     const values = (db.prepare('SELECT private_key_pem AS v FROM signing_keys UNION ALL SELECT value FROM server_secrets').all() as Array<{ v: string }>).map((r) => r.v);
     db.close();
     for (const value of values) expect(value.split('.')[1]).toBe(keyId);
@@ -226,7 +226,7 @@ describe('anonymous /authorize floods', () => {
   it('2,000 anonymous authorization requests with long state and nonce leave the database as it was', async () => {
     const size = () => [env.LATCHKEY_DB!, `${env.LATCHKEY_DB}-wal`].filter(existsSync).reduce((n, f) => n + statSync(f).size, 0);
     const rows = () => {
-      const db = new Database(env.LATCHKEY_DB!, { readonly: true });
+      const db = new Database(env.LATCHKEY_DB, { readonly: true });
       try {
         return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(({ name }) => (db.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n);
       } finally {

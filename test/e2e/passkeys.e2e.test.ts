@@ -187,7 +187,7 @@ async function tokensAtApplication(page: Page, verifier: string) {
   expect(code).toMatch(/^lk_ac_/);
   const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'notes', code: code!, redirect_uri: redirectUri, code_verifier: verifier }) });
   expect(res.statusCode, res.body).toBe(200);
-  return decodeJwt((res.json() as { id_token: string }).id_token);
+  return decodeJwt(res.json<{ id_token: string }>().id_token);
 }
 
 const passkeyItems = (page: Page) => page.locator('ul.passkeys > li');

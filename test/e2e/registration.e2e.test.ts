@@ -166,7 +166,7 @@ describe('openid-client dynamicClientRegistration (RFC 7591) with a token from t
     );
     const metadata = config.clientMetadata();
     expect(metadata.client_secret).toMatch(/^lk_cs_/);
-    const machine = await client.discovery(new URL(base), metadata.client_id, undefined, client.ClientSecretBasic(metadata.client_secret as string), { execute: [client.allowInsecureRequests] });
+    const machine = await client.discovery(new URL(base), metadata.client_id, undefined, client.ClientSecretBasic(metadata.client_secret), { execute: [client.allowInsecureRequests] });
 
     // Machine grants stay the operator's: nothing until `clients grant`.
     const before = await client.clientCredentialsGrant(machine, { audience: reports }).catch((err: unknown) => err);

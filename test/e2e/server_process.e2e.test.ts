@@ -231,7 +231,7 @@ describe('latchkey serve', () => {
       new Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }>((resolve, reject) => {
         const req = request(`${server.base}/healthz`, { headers }, (res) => {
           let body = '';
-          res.on('data', (d) => (body += d));
+          res.on('data', (d: Buffer | string) => (body += d.toString()));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
         });
         req.on('error', reject);

@@ -44,7 +44,7 @@ afterAll(async () => {
 });
 
 /** A database as the fixture left it, ready for this build: its LATCHKEY_* environment. */
-async function restore(fixture: string, store: 'sqlite' | 'postgres'): Promise<{ env: Record<string, string>; held: Held; sql(text: string): Promise<void> }> {
+async function restore(fixture: string, store: 'sqlite' | 'postgres'): Promise<{ env: Record<string, string>; held: Held; sql: (text: string) => Promise<void> }> {
   const dir = join(fixtures, fixture, store);
   const held = JSON.parse(readFileSync(join(dir, 'held.json'), 'utf8')) as Held;
   // The approved device code lived a day at most; it is moved to now, as if its device polled today.

@@ -20,7 +20,7 @@ export function injectTransport(app: FastifyInstance): Transport {
     const flat: Record<string, string> = {};
     for (const [k, v] of Object.entries(res.headers)) flat[k] = Array.isArray(v) ? v.join('\n') : String(v);
     const setCookie = res.headers['set-cookie'];
-    if (setCookie !== undefined) flat['set-cookie'] = Array.isArray(setCookie) ? setCookie.join('\n') : String(setCookie);
+    if (setCookie !== undefined) flat['set-cookie'] = Array.isArray(setCookie) ? setCookie.join('\n') : setCookie;
     return { status: res.statusCode, headers: flat, body: res.body, location: flat.location };
   };
 }

@@ -16,8 +16,8 @@ export function runCli(args: string[], env: Record<string, string>, input?: stri
     const child = spawn(process.execPath, [executable, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: 'pipe' });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.on('data', (d: Buffer | string) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer | string) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(input ?? '');
@@ -60,8 +60,8 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
         resolve();
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     child.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code}:\n${output}`));
@@ -92,8 +92,8 @@ export function spawnCli(args: string[], env: Record<string, string>): RunningCl
   const child = spawn(process.execPath, [executable, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (err += d));
+  child.stdout.on('data', (d: Buffer | string) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer | string) => (err += d.toString()));
   const exit = new Promise<number | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? (signal ? 128 : null))));
   return {
     child,
@@ -105,8 +105,8 @@ export function spawnCli(args: string[], env: Record<string, string>): RunningCl
         const started = Date.now();
         const check = () => {
           const match = err.match(pattern);
-          if (match) return resolve(match);
-          if (Date.now() - started > timeoutMs || child.exitCode !== null) return reject(new Error(`no ${pattern} in stderr:\n${err}`));
+          if (match) { resolve(match); return; }
+          if (Date.now() - started > timeoutMs || child.exitCode !== null) { reject(new Error(`no ${pattern} in stderr:\n${err}`)); return; }
           setTimeout(check, 25);
         };
         check();

@@ -43,9 +43,9 @@ export async function startSmtpServer(credentials?: { user: string; password: st
     allowInsecureAuth: true,
     logger: false,
     onAuth(auth, _session, callback) {
-      if (credentials && auth.username === credentials.user && auth.password === credentials.password) return callback(null, { user: auth.username });
+      if (credentials && auth.username === credentials.user && auth.password === credentials.password) { callback(null, { user: auth.username }); return; }
       state.authFailures++;
-      return callback(new Error('Invalid username or password'));
+      callback(new Error('Invalid username or password'));
     },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
@@ -67,7 +67,7 @@ export async function startSmtpServer(credentials?: { user: string; password: st
             });
             callback();
           })
-          .catch((err: Error) => callback(err));
+          .catch((err: unknown) => callback(err instanceof Error ? err : new Error(String(err))));
       });
     },
   });

@@ -22,8 +22,8 @@ async function listen(handler: (request: IncomingMessage, response: ServerRespon
     const chunks: Buffer[] = [];
     request.on('data', (c: Buffer) => chunks.push(c));
     request.on('end', () => {
-      Promise.resolve(handler(request, response, new URLSearchParams(Buffer.concat(chunks).toString('utf8')))).catch((err: Error) => {
-        if (!response.headersSent) response.writeHead(500).end(err.message);
+      Promise.resolve(handler(request, response, new URLSearchParams(Buffer.concat(chunks).toString('utf8')))).catch((err: unknown) => {
+        if (!response.headersSent) response.writeHead(500).end(err instanceof Error ? err.message : String(err));
       });
     });
   });

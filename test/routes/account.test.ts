@@ -46,7 +46,7 @@ async function consentToPhotos(browser: Browser) {
   const code = new URL(decided.location!).searchParams.get('code')!;
   const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'photos', code, redirect_uri: 'https://photos.example.com/cb', code_verifier: verifier }) });
   expect(res.statusCode, res.body).toBe(200);
-  return res.json() as { access_token: string; refresh_token: string; id_token: string };
+  return res.json<{ access_token: string; refresh_token: string; id_token: string }>();
 }
 
 describe('the account page', () => {

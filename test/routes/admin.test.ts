@@ -762,7 +762,7 @@ describe('connectors, signing keys', () => {
     expect(res.location).toBe('/admin/keys?done=rotated');
     const active = (await t.store.listSigningKeys()).filter((k) => k.retiredAt === undefined);
     expect(active.map((k) => k.kid).some((kid) => before.includes(kid))).toBe(false);
-    const jwks = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: { kid: string }[] };
+    const jwks = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json<{ keys: { kid: string }[] }>();
     for (const key of active) expect(jwks.keys.map((k) => k.kid)).toContain(key.kid);
     for (const kid of before) expect(jwks.keys.map((k) => k.kid)).toContain(kid); // still published
     const tokens = await tokensFor(t, await user('alice'), 'tv');

@@ -145,13 +145,13 @@ describe('an administrator with only a password', () => {
     const final = await browser.get(returnTo);
     const code = new URL(final.location!).searchParams.get('code')!;
     const tokens = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }) });
-    expect(decodeJwt((tokens.json() as { id_token: string }).id_token)).toMatchObject({ amr: ['pwd', 'otp'], acr: 'urn:latchkey:mfa' });
+    expect(decodeJwt(tokens.json<{ id_token: string }>().id_token)).toMatchObject({ amr: ['pwd', 'otp'], acr: 'urn:latchkey:mfa' });
   });
 
   it('LATCHKEY_MFA=required, on the device path: no Allow button, and no factor, with a password alone', async () => {
     const browser = await setUp({ LATCHKEY_MFA: 'required' });
     const device = await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'latchkey-cli', scope: 'openid' }) });
-    const userCode = (device.json() as { user_code: string }).user_code;
+    const userCode = device.json<{ user_code: string }>().user_code;
     const entry = await browser.get(`/activate?user_code=${userCode}`);
     const login = await browser.follow(await browser.post('/activate', { csrf_token: inputValue(entry.body, 'csrf_token')!, user_code: userCode }));
     expect(login.body).toContain('action="/login"');

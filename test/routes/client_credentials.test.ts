@@ -218,7 +218,7 @@ describe('private_key_jwt and client_secret_jwt (RFC 7523)', () => {
     const pair = await generateKeyPair('ES256');
     privateKey = pair.privateKey;
     publicJwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
-    await addClient(t.store, 'signer', { grantTypes: ['client_credentials'], jwks: { keys: [publicJwk as Record<string, unknown>] } });
+    await addClient(t.store, 'signer', { grantTypes: ['client_credentials'], jwks: { keys: [publicJwk] } });
     await t.store.saveClientGrant({ clientId: 'signer', api: reports, scopes: ['read:reports', 'write:reports'], createdAt: 1_800_000_000 });
   });
 
@@ -226,9 +226,9 @@ describe('private_key_jwt and client_secret_jwt (RFC 7523)', () => {
     const now = options.now ?? Math.floor(t.clock());
     return new SignJWT({ jti: `jti-${Math.random()}`, ...claims })
       .setProtectedHeader({ alg: options.alg ?? 'ES256', kid: 'k1' })
-      .setIssuer(String(claims.iss ?? 'signer'))
-      .setSubject(String(claims.sub ?? 'signer'))
-      .setAudience((claims.aud as string) ?? 'http://latchkey.test/oauth/token')
+      .setIssuer(typeof claims.iss === 'string' ? claims.iss : 'signer')
+      .setSubject(typeof claims.sub === 'string' ? claims.sub : 'signer')
+      .setAudience(typeof claims.aud === 'string' ? claims.aud : 'http://latchkey.test/oauth/token')
       .setIssuedAt(now)
       .setExpirationTime(Number(claims.exp ?? now + 60))
       .sign(options.key ?? privateKey);

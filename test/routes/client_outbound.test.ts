@@ -35,7 +35,7 @@ beforeEach(async () => {
   // so a request that reached it would make the attack work.
   internal = createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => (body += d));
+    req.on('data', (d: Buffer | string) => (body += d.toString()));
     req.on('end', () => {
       hits.push({ method: req.method ?? '', path: req.url ?? '', body });
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [publicJwk] }));

@@ -20,7 +20,7 @@ afterEach(() => t.close());
 async function startDeviceFlow(userAgent = 'tv-firmware/1.2') {
   const f = form({ client_id: 'tv', scope: 'openid email offline_access', audience: 'https://api.example.com' });
   const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', payload: f.payload, headers: { ...f.headers, 'user-agent': userAgent } });
-  return res.json() as { device_code: string; user_code: string; verification_uri_complete: string };
+  return res.json<{ device_code: string; user_code: string; verification_uri_complete: string }>();
 }
 
 const grantOf = async (userCode: string) => (await t.store.findDeviceGrantByUserCode(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(userCode)!)))!;

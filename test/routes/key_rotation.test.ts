@@ -15,7 +15,7 @@ beforeEach(async () => {
 });
 afterEach(() => t.close());
 
-const jwks = async () => (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as { keys: { kid: string }[] };
+const jwks = async () => (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json<{ keys: { kid: string }[] }>();
 const kids = async () => (await jwks()).keys.map((k) => k.kid);
 
 /** What `latchkey keys rotate` does, from another process: a new key, sealed, straight to the store. */

@@ -24,7 +24,7 @@ beforeEach(async () => {
   answers = [];
   receiver = createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => (body += d));
+    req.on('data', (d: Buffer | string) => (body += d.toString()));
     req.on('end', () => {
       received.push({ body, contentType: req.headers['content-type'] });
       res.writeHead(answers.shift() ?? 200).end();
@@ -65,7 +65,7 @@ async function idTokenFor(browser: Browser, who = 'alice', clientId = 'web', red
   const code = new URL(res.location!).searchParams.get('code')!;
   const token = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: redirectUri, code_verifier: verifier }) });
   expect(token.statusCode, token.body).toBe(200);
-  return (token.json() as { id_token: string }).id_token;
+  return token.json<{ id_token: string }>().id_token;
 }
 
 const signedIn = async (browser: Browser) => (await browser.get('/login')).status === 303;

@@ -56,7 +56,7 @@ async function idTokenOf(location: string, verifier: string) {
   const code = new URL(location).searchParams.get('code')!;
   const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }) });
   expect(res.statusCode, res.body).toBe(200);
-  return decodeJwt((res.json() as { id_token: string }).id_token);
+  return decodeJwt(res.json<{ id_token: string }>().id_token);
 }
 
 /** The sign-in page an /authorize request leads to. */
@@ -272,7 +272,7 @@ describe('a passkey as the second step', () => {
     // Alice's password, then Bob's passkey answering Alice's challenge.
     const first = await signInAs(browser);
     const step = await browser.get(first.location!);
-    const withBobs = await usePasskeyForm(browser, step, '/login/second-factor/passkey', (options) => bobKey.authenticate({ ...(options as Record<string, unknown>), allowCredentials: undefined } as never));
+    const withBobs = await usePasskeyForm(browser, step, '/login/second-factor/passkey', (options) => bobKey.authenticate({ ...(options), allowCredentials: undefined } as never));
     expect(withBobs.status).toBe(401);
     expect(withBobs.body).toContain('That passkey could not be used');
     expect(await signedIn(browser)).toBe(false);

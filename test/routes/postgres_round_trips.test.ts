@@ -42,6 +42,8 @@ describeWithPostgres('PostgreSQL round trips of the device flow', () => {
   /** The statements sent to PostgreSQL while `work` runs (every client's, the pool's included). */
   async function statementsDuring<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
     const statements: string[] = [];
+    // Kept to be called with the client as `this`, and put back afterwards.
+    // eslint-disable-next-line @typescript-eslint/unbound-method
     const query = pg.Client.prototype.query;
     pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
       const first = args[0];
@@ -60,7 +62,7 @@ describeWithPostgres('PostgreSQL round trips of the device flow', () => {
       app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'tv', scope: 'openid offline_access', audience: 'https://api.example.com' }) }),
     );
     expect(started.result.statusCode).toBe(200);
-    const { device_code, user_code } = started.result.json() as { device_code: string; user_code: string };
+    const { device_code, user_code } = started.result.json<{ device_code: string; user_code: string }>();
     const poll = () => app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, device_code, client_id: 'tv' }) });
     const pending = await statementsDuring(poll);
     expect(pending.result.json().error).toBe('authorization_pending');

@@ -479,7 +479,7 @@ describe('RFC 7592 management at registration_client_uri', () => {
     expect(res.statusCode).toBe(204);
     expect(res.body).toBe('');
     expect(await t.store.findClient(client.client_id!)).toBeUndefined();
-    expect(await t.store.listClientGrants(client.client_id!)).toEqual([]);
+    expect(await t.store.listClientGrants(client.client_id)).toEqual([]);
     expect((await manage('GET', client.client_id!, client.registration_access_token)).statusCode).toBe(401);
     expect((await manage('DELETE', client.client_id!, client.registration_access_token)).statusCode).toBe(401);
     expect(logLines.some((l) => l.includes('"event":"client.registration_deleted"'))).toBe(true);

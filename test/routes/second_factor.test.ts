@@ -48,7 +48,7 @@ async function redeem(location: string, verifier: string) {
   const code = new URL(location).searchParams.get('code')!;
   const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }) });
   expect(res.statusCode, res.body).toBe(200);
-  return res.json() as { access_token: string; id_token: string };
+  return res.json<{ access_token: string; id_token: string }>();
 }
 
 describe('setting up an authenticator app', () => {
@@ -416,7 +416,7 @@ describe('the device flow with a second factor', () => {
   async function deviceCode(extra: Record<string, string> = {}) {
     const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'latchkey-cli', scope: 'openid', ...extra }) });
     expect(res.statusCode).toBe(200);
-    return res.json() as { device_code: string; user_code: string };
+    return res.json<{ device_code: string; user_code: string }>();
   }
 
   async function approve(browser: Browser, userCode: string, secret: string | undefined): Promise<BrowserResponse> {

@@ -64,7 +64,7 @@ async function inbox(): Promise<ReceivedMail[]> {
 /** The one mail to `address` whose subject has `subject`. */
 async function theMail(address: string, subject: string): Promise<ReceivedMail> {
   const found = (await inbox()).filter((m) => m.envelopeTo.includes(address) && m.subject.includes(subject));
-  expect(found, `one mail to ${address} about "${subject}" in: ${smtp!.mails.map((m) => `${m.envelopeTo} ${m.subject}`).join(' | ')}`).toHaveLength(1);
+  expect(found, `one mail to ${address} about "${subject}" in: ${smtp!.mails.map((m) => `${m.envelopeTo.join(',')} ${m.subject}`).join(' | ')}`).toHaveLength(1);
   return found[0]!;
 }
 

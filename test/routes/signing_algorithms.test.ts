@@ -44,7 +44,7 @@ describe.each(signingAlgorithms)('a server with LATCHKEY_SIGNING_ALG=%s', (alg) 
   afterEach(() => t.close());
 
   async function publishedKeys() {
-    return (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json() as JSONWebKeySet;
+    return (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json<JSONWebKeySet>();
   }
 
   async function setUp() {

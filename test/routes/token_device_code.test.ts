@@ -23,7 +23,7 @@ async function startDeviceFlow(fields: Record<string, string> = {}) {
   const f = form({ client_id: 'tv', scope: 'openid email offline_access', audience: 'https://api.example.com', ...fields });
   const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...f });
   expect(res.statusCode).toBe(200);
-  return res.json() as { device_code: string; user_code: string; interval: number; expires_in: number };
+  return res.json<{ device_code: string; user_code: string; interval: number; expires_in: number }>();
 }
 
 async function grantOf(userCode: string) {
@@ -323,7 +323,7 @@ describe('a redemption whose answer was lost (LATCHKEY_RETRY_WINDOW)', () => {
     await approve(user_code);
     const lost = await poll(device_code);
     expect(lost.statusCode).toBe(200);
-    return { device_code, lost: lost.json() as { access_token: string; refresh_token: string } };
+    return { device_code, lost: lost.json<{ access_token: string; refresh_token: string }>() };
   }
 
   it('a poll one interval later recovers: new tokens, and those of the lost answer are revoked', async () => {

@@ -40,7 +40,7 @@ const appliedBefore = t0 - 86_400;
 
 /** What the record should hold after the upgrade: every file of the one history, with its own checksum. */
 function expectOneHistoryRecord(rows: { version: number; name: string; checksum: string }[], dialect: 'sqlite' | 'postgres'): void {
-  expect(rows.map((r) => ({ version: Number(r.version), name: r.name, checksum: r.checksum }))).toEqual(
+  expect(rows.map((r) => ({ version: r.version, name: r.name, checksum: r.checksum }))).toEqual(
     oneHistory[dialect].map((m) => ({ version: m.version, name: m.name, checksum: migrationChecksum(m.sql) })),
   );
 }

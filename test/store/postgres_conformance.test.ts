@@ -444,8 +444,8 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         expect(stores.map((s) => s.appliedMigrations).sort((x, y) => y.length - x.length)).toEqual([migrationNames, []]);
         const { rows } = await admin.query(`SELECT version, name FROM ${schema}.schema_migrations ORDER BY version`);
         expect(rows).toEqual(migrationNames.map((name) => ({ version: Number(name.slice(0, 4)), name })));
-        expect(await stores[0]!.ping()).toBe(true);
-        expect(await stores[1]!.ping()).toBe(true);
+        expect(await stores[0].ping()).toBe(true);
+        expect(await stores[1].ping()).toBe(true);
       } finally {
         await admin.end();
         await Promise.all(stores.map((s) => s.close()));

@@ -54,7 +54,7 @@ describe('group commit', () => {
     try {
       await store.createUser(user());
       await store.createClient(client());
-      const count = () => Number((other.prepare('SELECT count(*) AS n FROM device_grants').get() as { n: number }).n);
+      const count = () => (other.prepare('SELECT count(*) AS n FROM device_grants').get() as { n: number }).n;
       const writes = Array.from({ length: 20 }, (_, i) =>
         store.createDeviceGrant(deviceGrant({ id: `g-${i}`, deviceCodeHash: `dc-${i}`, userCodeHash: `uc-${i}` })).then(() => count()),
       );
@@ -146,7 +146,7 @@ describe('the verbs that join a batch', () => {
         pending = store.createDeviceGrant(deviceGrant());
       });
       const reader = new Database(path, { readonly: true });
-      expect(Number((reader.prepare('SELECT count(*) AS n FROM device_grants').get() as { n: number }).n)).toBe(1);
+      expect((reader.prepare('SELECT count(*) AS n FROM device_grants').get() as { n: number }).n).toBe(1);
       reader.close();
       await pending;
     } finally {

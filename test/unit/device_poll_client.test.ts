@@ -16,7 +16,7 @@ async function scriptedEndpoint(answers: Answer[]): Promise<{ url: string; reque
   const requests: URLSearchParams[] = [];
   server = createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => (body += d));
+    req.on('data', (d: Buffer | string) => (body += d.toString()));
     req.on('end', () => {
       requests.push(new URLSearchParams(body));
       const answer = answers.shift() ?? { status: 500, body: { error: 'script_exhausted' } };
@@ -24,7 +24,7 @@ async function scriptedEndpoint(answers: Answer[]): Promise<{ url: string; reque
     });
   });
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server!.address() as AddressInfo).port}/oauth/token`, requests };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/oauth/token`, requests };
 }
 
 function run(url: string, options: { interval?: number; expiresIn?: number } = {}) {

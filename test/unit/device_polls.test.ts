@@ -119,7 +119,7 @@ describe('devicePollsFor', () => {
     const chosen = (workers: string, shared: boolean) => {
       const calls: string[] = [];
       const spy = new Proxy(store(shared), { get: (_target, key) => (key === 'sharedAcrossInstances' ? shared : () => (calls.push(String(key)), Promise.resolve(undefined))) });
-      void devicePollsFor(configFrom({ LATCHKEY_WORKERS: workers }), spy as Store).poll('h', 'c', 0);
+      void devicePollsFor(configFrom({ LATCHKEY_WORKERS: workers }), spy).poll('h', 'c', 0);
       return calls;
     };
     expect(chosen('1', false)).toEqual(['findDeviceGrantByDeviceCode']);

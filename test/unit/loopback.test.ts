@@ -136,7 +136,7 @@ describe('the start form', () => {
     ];
     for (const [url, init] of probes) {
       const res = await get(url, init);
-      expect(res.status, `${init.method ?? 'GET'} ${url} ${String(init.body ?? '').slice(0, 80)}`).toBe(404);
+      expect(res.status, `${init.method ?? 'GET'} ${url} ${typeof init.body === 'string' ? init.body.slice(0, 80) : ''}`).toBe(404);
       expect(res.headers.get('location')).toBeNull();
     }
     expect(await settledYet(outcome)).toBe(pending);

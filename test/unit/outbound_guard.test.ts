@@ -19,7 +19,7 @@ beforeEach(async () => {
   answer = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
   server = createServer((req, res) => {
     let body = '';
-    req.on('data', (d) => (body += d));
+    req.on('data', (d: Buffer | string) => (body += d.toString()));
     req.on('end', () => {
       hits.push({ method: req.method ?? '', url: req.url ?? '', body });
       answer(req, res);

@@ -150,6 +150,7 @@ describe('a box on a key file that is replaced while it is in use', () => {
   it('seals with the key the file holds now, never one it no longer holds (secret-key rotate in another process)', async () => {
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
+    // eslint-disable-next-line @typescript-eslint/unbound-method -- node:path's functions use no `this`
     const { join } = await import('node:path');
     const { openSecretBox, writeKeyFile } = await import('../../src/crypto/secret_key_file.js');
     const { generateSecretKeyText, sealedKeyId, secretKeyOf } = await import('../../src/crypto/secret_box.js');

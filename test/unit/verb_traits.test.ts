@@ -16,7 +16,7 @@ const directoryWrite = /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(?:clients|us
 /** The bodies of the module's generator helpers and of the class's verbs, by name. */
 function bodies(): Map<string, string> {
   const found = new Map<string, string>();
-  const starts = [...source.matchAll(/\n(?:function\* |  async )(\w+)\(/g)];
+  const starts = [...source.matchAll(/\n(?:function\* | {2}async )(\w+)\(/g)];
   starts.forEach((match, i) => {
     const end = i + 1 < starts.length ? starts[i + 1]!.index : source.length;
     found.set(match[1]!, source.slice(match.index, end));

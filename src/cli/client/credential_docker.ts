@@ -7,7 +7,7 @@
  * read their input and keep nothing (latchkey owns the token); `list` lists nothing. A registry
  * named with plain http:// gets no token.
  */
-import { CommandError, exitCodes, type Command } from '../command.js';
+import { CommandError, exitCodes, defineCommand } from '../command.js';
 import { audienceOptionHelp, helperProfile, hostListed, readInput } from './credential_helper.js';
 import { clientHelp } from './help.js';
 import { printable } from './oidc.js';
@@ -62,7 +62,7 @@ export function dockerCredential(serverUrl: string, username: string, secret: st
 
 export const dockerActions = ['get', 'store', 'erase', 'list'] as const;
 
-export const credentialDockerCommand: Command = {
+export const credentialDockerCommand = defineCommand({
   usage: 'latchkey credential docker --host H… [--profile P] [--audience A] [--username U] get|store|erase|list\n' +
     '       run by a docker-credential-latchkey wrapper named in credHelpers of ~/.docker/config.json',
   help: clientHelp(
@@ -92,7 +92,7 @@ export const credentialDockerCommand: Command = {
         return exitCodes.ok;
       case 'get': {
         const serverUrl = parseDockerServerUrl(await readInput(context.stdin, { untilBlankLine: false }));
-        const hosts = ((context.values.host as string[] | undefined) ?? []).map(listedRegistryHost);
+        const hosts = (context.values.host ?? []).map(listedRegistryHost);
         if (hosts.length === 0) {
           throw new CommandError(
             'latchkey credential docker get needs --host REGISTRY (repeatable), the registries it may hand the token to: add it in the docker-credential-latchkey wrapper',
@@ -105,11 +105,11 @@ export const credentialDockerCommand: Command = {
           return exitCodes.failure;
         }
         const profile = await helperProfile(context);
-        context.stdout.write(dockerCredential(serverUrl, (context.values.username as string | undefined) || defaultDockerUsername, profile.access_token));
+        context.stdout.write(dockerCredential(serverUrl, context.values.username || defaultDockerUsername, profile.access_token));
         return exitCodes.ok;
       }
       default:
         throw new CommandError(`unknown action "${printable(String(action))}": expected ${dockerActions.join(', ')}`, exitCodes.usage);
     }
   },
-};
+});

@@ -5,7 +5,7 @@
  * http) and, with --host, only for those hosts. `store` and `erase` do nothing: latchkey owns the token.
  */
 import { epochSeconds, systemClock } from '../../clock.js';
-import { CommandError, exitCodes, type Command } from '../command.js';
+import { CommandError, exitCodes, defineCommand } from '../command.js';
 import { audienceOptionHelp, helperProfile, hostListed, readInput } from './credential_helper.js';
 import { clientHelp } from './help.js';
 
@@ -71,7 +71,7 @@ export function formatGitCredential(attributes: ReadonlyArray<readonly [string, 
 
 export const defaultGitUsername = 'oauth2';
 
-export const credentialGitCommand: Command = {
+export const credentialGitCommand = defineCommand({
   usage: "latchkey credential git [--profile P] [--audience A] [--host H]… [--username U] get|store|erase\n" +
     "       e.g. git config --global credential.https://git.example.com.helper '!latchkey credential git'",
   help: clientHelp(
@@ -95,14 +95,14 @@ export const credentialGitCommand: Command = {
     const request = parseGitCredentialRequest(await readInput(context.stdin, { untilBlankLine: true }));
     // store, erase and operations added to git later are for helpers that keep credentials: ignore them.
     if (action !== 'get') return exitCodes.ok;
-    if (!answersFor(request, (context.values.host as string[] | undefined) ?? [])) return exitCodes.ok;
+    if (!answersFor(request, context.values.host ?? [])) return exitCodes.ok;
     const profile = await helperProfile(context);
     const attributes: [string, string][] = [];
-    if (!request.username) attributes.push(['username', (context.values.username as string | undefined) || defaultGitUsername]);
+    if (!request.username) attributes.push(['username', context.values.username || defaultGitUsername]);
     attributes.push(['password', profile.access_token]);
     // git 2.41+ does not reuse the token past this; older versions ignore the attribute.
     if (profile.expires_at > epochSeconds(systemClock)) attributes.push(['password_expiry_utc', String(Math.floor(profile.expires_at))]);
     context.stdout.write(formatGitCredential(attributes));
     return exitCodes.ok;
   },
-};
+});

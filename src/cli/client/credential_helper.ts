@@ -62,9 +62,9 @@ export function hostListed(host: string, hosts: readonly string[]): boolean {
 }
 
 /** The profile named by --profile, checked against --audience, with an access token valid for at least a minute. */
-export async function helperProfile(context: CommandContext): Promise<Profile> {
-  const name = (context.values.profile as string | undefined) ?? 'default';
-  const audience = (context.values.audience as string | undefined) || undefined;
+export async function helperProfile(context: CommandContext<{ profile?: string; audience?: string }>): Promise<Profile> {
+  const name = context.values.profile ?? 'default';
+  const audience = context.values.audience || undefined;
   const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
   const stored = requireProfile(store, name);
   // kubectl, git and docker send the token as a bearer token: a DPoP-bound one would be refused

@@ -5,7 +5,7 @@
  * runs it again in time. It never prompts: without a sign-in it exits 6 and says what to run.
  */
 import { epochSeconds, systemClock } from '../../clock.js';
-import { CommandError, exitCodes, type Command } from '../command.js';
+import { CommandError, exitCodes, defineCommand } from '../command.js';
 import { isoTime } from '../output.js';
 import { audienceOptionHelp, helperProfile } from './credential_helper.js';
 import { clientHelp } from './help.js';
@@ -28,7 +28,7 @@ export function requestedApiVersion(execInfo: string | undefined): ExecCredentia
   const known = execCredentialVersions.find((v) => v === apiVersion);
   if (!known) {
     throw new CommandError(
-      `kubectl asks for ExecCredential ${printable(String(apiVersion))}; latchkey answers ${execCredentialVersions.join(' or ')} (set users[].user.exec.apiVersion in the kubeconfig)`,
+      `kubectl asks for ExecCredential ${printable(typeof apiVersion === 'string' ? apiVersion : JSON.stringify(apiVersion))}; latchkey answers ${execCredentialVersions.join(' or ')} (set users[].user.exec.apiVersion in the kubeconfig)`,
       exitCodes.usage,
     );
   }
@@ -50,7 +50,7 @@ export function execCredential(apiVersion: ExecCredentialVersion, token: string,
   };
 }
 
-export const credentialKubectlCommand: Command = {
+export const credentialKubectlCommand = defineCommand({
   usage: 'latchkey credential kubectl [--profile P] [--audience A]      (users[].user.exec in a kubeconfig)',
   help: clientHelp(audienceOptionHelp),
   positionals: { min: 0, max: 0 },
@@ -61,4 +61,4 @@ export const credentialKubectlCommand: Command = {
     context.stdout.write(`${JSON.stringify(execCredential(apiVersion, profile.access_token, profile.expires_at, epochSeconds(systemClock)))}\n`);
     return exitCodes.ok;
   },
-};
+});

@@ -87,6 +87,8 @@ export async function pollForTokens(options: PollOptions): Promise<PollOutcome> 
         signal: AbortSignal.any([options.signal, AbortSignal.timeout(requestTimeoutMs)]),
       });
     } catch {
+      // Aborted during the request (the check above ran before it).
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
       if (options.signal.aborted) return { kind: 'aborted' };
       waitMs = intervalMs; // a network blip: try again at the interval
       continue;
@@ -119,7 +121,7 @@ export async function pollForTokens(options: PollOptions): Promise<PollOutcome> 
           waitMs = Math.max(intervalMs, retryAfter ?? intervalMs);
           break;
         }
-        return { kind: 'failed', message: `${String(body.error ?? response.status)}${body.error_description ? `: ${String(body.error_description)}` : ''}` };
+        return { kind: 'failed', message: `${typeof body.error === 'string' ? body.error : response.status}${typeof body.error_description === 'string' && body.error_description !== '' ? `: ${body.error_description}` : ''}` };
     }
   }
 }

@@ -19,7 +19,7 @@ export async function newDpopKey(): Promise<JWK> {
 /** The public half, as a proof's `jwk` header carries it. */
 function publicJwk(jwk: JWK): JWK {
   const { kty, crv, x, y } = jwk;
-  return { kty, crv, x, y } as JWK;
+  return { kty, crv, x, y };
 }
 
 async function keyPair(jwk: JWK): Promise<oidc.CryptoKeyPair> {

@@ -11,7 +11,7 @@ import QRCode from 'qrcode';
 import { epochSeconds, systemClock } from '../../clock.js';
 import { isIssuerUrl, loadClientConfig } from '../../config.js';
 import { z } from 'zod';
-import { CommandError, exitCodes, type Command, type CommandContext } from '../command.js';
+import { CommandError, exitCodes, defineCommand, type CommandContext } from '../command.js';
 import { openBrowser } from './browser.js';
 import { CredentialsStore, type Profile } from './credentials.js';
 import { clientHelp } from './help.js';
@@ -62,7 +62,7 @@ interface LoginOptions {
 }
 
 async function browserLogin(
-  context: CommandContext,
+  context: CommandContext<{ 'no-browser'?: boolean }>,
   config: oidc.Configuration,
   o: LoginOptions,
   hints: { ssh: boolean; browser: string | undefined; home: string },
@@ -153,6 +153,8 @@ async function browserLogin(
 }
 
 async function deviceLogin(context: CommandContext, config: oidc.Configuration, o: LoginOptions) {
+  const tokenEndpoint = config.serverMetadata().token_endpoint;
+  if (tokenEndpoint === undefined) throw new CommandError('the identity provider publishes no token endpoint');
   let start: Awaited<ReturnType<typeof oidc.initiateDeviceAuthorization>>;
   try {
     start = await oidc.initiateDeviceAuthorization(config, { scope: o.scope, ...(o.audience ? { audience: o.audience } : {}) });
@@ -161,10 +163,10 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
   }
   const complete = start.verification_uri_complete ?? start.verification_uri;
   context.stderr.write(`To sign in, open ${visible(start.verification_uri)} on any device and enter the code\n\n    ${visible(start.user_code)}\n\nor open ${visible(complete)}\n\n`);
-  if ((context.stdout as { isTTY?: boolean }).isTTY && (context.stderr as { isTTY?: boolean }).isTTY) {
+  if (context.stdout.isTTY && context.stderr.isTTY) {
     context.stderr.write(await QRCode.toString(complete, { type: 'terminal', small: true }));
   }
-  const tty = (context.stderr as { isTTY?: boolean }).isTTY === true;
+  const tty = context.stderr.isTTY === true;
   const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
   let frame = 0;
   const deadline = systemClock() + start.expires_in;
@@ -176,14 +178,15 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
         context.stderr.write(`\r${frames[frame++ % frames.length]} Waiting for approval… ${m}:${s} left `);
       }, 100)
     : undefined;
+  const dpopJwk = o.dpopJwk;
   const outcome = await pollForTokens({
-    tokenEndpoint: config.serverMetadata().token_endpoint!,
+    tokenEndpoint,
     clientId: o.clientId,
     deviceCode: start.device_code,
     intervalSeconds: start.interval ?? 5,
     expiresInSeconds: start.expires_in,
     signal: o.signal,
-    ...(o.dpopJwk ? { dpopProof: (nonce: string | undefined) => dpopProof(o.dpopJwk!, { method: 'POST', url: config.serverMetadata().token_endpoint!, ...(nonce === undefined ? {} : { nonce }) }) } : {}),
+    ...(dpopJwk ? { dpopProof: (nonce: string | undefined) => dpopProof(dpopJwk, { method: 'POST', url: tokenEndpoint, ...(nonce === undefined ? {} : { nonce }) }) } : {}),
   }).finally(() => {
     if (spinner) {
       clearInterval(spinner);
@@ -207,7 +210,7 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
   }
 }
 
-export const loginCommand: Command = {
+export const loginCommand = defineCommand({
   usage: 'latchkey login [--issuer URL] [--client-id ID] [--audience A] [--scope S] [--device] [--dpop] [--no-browser] [--profile P]',
   help: clientHelp(
     [
@@ -236,16 +239,16 @@ export const loginCommand: Command = {
   },
   async run(context) {
     const client = loadClientConfig(context.env, homedir());
-    const profileName = (context.values.profile as string | undefined) ?? 'default';
-    const issuerOption = context.values.issuer as string | undefined;
+    const profileName = context.values.profile ?? 'default';
+    const issuerOption = context.values.issuer;
     if (issuerOption !== undefined && !isIssuerUrl(issuerOption)) {
       throw new CommandError(`--issuer must be an http(s) URL with no query or fragment, not "${printable(issuerOption)}"`, exitCodes.usage);
     }
     const options: Omit<LoginOptions, 'signal'> = {
       issuer: (issuerOption ?? client.issuer).replace(/\/+$/, ''),
-      clientId: (context.values['client-id'] as string | undefined) || 'latchkey-cli',
-      scope: (context.values.scope as string | undefined) || defaultScope,
-      audience: (context.values.audience as string | undefined) || undefined,
+      clientId: context.values['client-id'] || 'latchkey-cli',
+      scope: context.values.scope || defaultScope,
+      audience: context.values.audience || undefined,
       dpopJwk: context.values.dpop === true ? await newDpopKey() : undefined,
     };
     const store = new CredentialsStore(client.home);
@@ -274,7 +277,7 @@ export const loginCommand: Command = {
         expires_at: epochSeconds(systemClock) + (tokens.expires_in ?? 0),
         ...(tokens.refresh_token ? { refresh_token: tokens.refresh_token } : {}),
         ...('id_token' in tokens && typeof tokens.id_token === 'string' ? { id_token: tokens.id_token } : {}),
-        ...(options.dpopJwk ? { dpop_jwk: options.dpopJwk as Record<string, unknown> } : {}),
+        ...(options.dpopJwk ? { dpop_jwk: options.dpopJwk } : {}),
       };
       if (options.dpopJwk && profile.token_type.toLowerCase() !== 'dpop') {
         throw new CommandError('the identity provider did not bind the tokens to the DPoP key (it may not support DPoP); nothing was stored');
@@ -288,7 +291,7 @@ export const loginCommand: Command = {
           oidc.skipSubjectCheck,
           options.dpopJwk ? { DPoP: await dpopHandle(config, options.dpopJwk) } : undefined,
         );
-        who = ` as ${visible(String(claims.preferred_username ?? claims.email ?? claims.sub))}`;
+        who = ` as ${visible(claims.preferred_username ?? claims.email ?? claims.sub)}`;
       } catch {
         // Who it is shows in `latchkey whoami`; the sign-in itself succeeded.
       }
@@ -298,4 +301,4 @@ export const loginCommand: Command = {
       for (const name of signals) process.off(name, onInterrupt);
     }
   },
-};
+});

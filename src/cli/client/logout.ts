@@ -1,18 +1,18 @@
 /** `latchkey logout`: revokes the refresh token at the server, then forgets the profile. */
 import { homedir } from 'node:os';
 import { loadClientConfig } from '../../config.js';
-import { exitCodes, type Command } from '../command.js';
+import { exitCodes, defineCommand } from '../command.js';
 import { CredentialsStore } from './credentials.js';
 import { clientHelp } from './help.js';
 import { describe, discover, oidc } from './oidc.js';
 
-export const logoutCommand: Command = {
+export const logoutCommand = defineCommand({
   usage: 'latchkey logout [--profile P]',
   help: clientHelp(),
   positionals: { min: 0, max: 0 },
   options: { profile: { type: 'string' } },
   async run(context) {
-    const name = (context.values.profile as string | undefined) ?? 'default';
+    const name = context.values.profile ?? 'default';
     const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
     // Under the lock: a refresh running meanwhile cannot leave a newer refresh token unrevoked.
     const result = await store.withLock(async () => {
@@ -38,4 +38,4 @@ export const logoutCommand: Command = {
     context.stderr.write(revoked ? 'Signed out.\n' : 'Removed the stored credentials anyway.\n');
     return revoked ? exitCodes.ok : exitCodes.failure;
   },
-};
+});

@@ -18,7 +18,7 @@ import { constantTimeEqual, randomSecret } from '../../crypto/secrets.js';
 export interface Callback {
   url: URL;
   /** Answers the waiting browser with the outcome. */
-  finish(ok: boolean): void;
+  finish: (ok: boolean) => void;
 }
 
 export interface StartForm {
@@ -62,7 +62,7 @@ const maxStartBody = 1024;
 
 /** The body of a form post, or undefined when it is not a small urlencoded form. */
 function readForm(request: IncomingMessage): Promise<URLSearchParams | undefined> {
-  const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const type = ((request.headers['content-type'] ?? '').split(';')[0] ?? '').trim().toLowerCase();
   if (type !== 'application/x-www-form-urlencoded') {
     request.resume();
     return Promise.resolve(undefined);
@@ -91,12 +91,12 @@ export async function listenForCallback(expectedState: string, timeoutMs: number
   let start: { secret: string; location: string; used: boolean } | undefined;
   let cancelled = false;
   let signedIn = false;
-  const answerStart = (response: ServerResponse) => {
-    if (!start!.used) {
-      start!.used = true;
+  const answerStart = (response: ServerResponse, presented: { location: string; used: boolean }) => {
+    if (!presented.used) {
+      presented.used = true;
       // 303: the browser follows a post with a GET (RFC 9110 §15.4.4). no-referrer: the
       // authorization server need not learn where the browser came from either.
-      response.writeHead(303, { location: start!.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', connection: 'close' }).end();
+      response.writeHead(303, { location: presented.location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer', connection: 'close' }).end();
       return;
     }
     if (signedIn) {
@@ -130,12 +130,12 @@ export async function listenForCallback(expectedState: string, timeoutMs: number
       void readForm(request)
         .then((form) => {
           const fields = form ? [...form.keys()] : [];
-          const presented = form && fields.length === 1 && fields[0] === 't' ? form.get('t')! : undefined;
+          const presented = form && fields.length === 1 && fields[0] === 't' ? (form.get('t') ?? undefined) : undefined;
           if (presented === undefined || !start || !constantTimeEqual(presented, start.secret)) {
             response.writeHead(404, headers).end(page('Not found', 'There is nothing here.'));
             return;
           }
-          answerStart(response);
+          answerStart(response, start);
         })
         .catch(() => response.destroy());
       return;

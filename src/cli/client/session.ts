@@ -8,7 +8,6 @@ import { CommandError, exitCodes } from '../command.js';
 import type { CredentialsStore, Profile } from './credentials.js';
 import { describe, discover, oauthErrorCode, oidc } from './oidc.js';
 import { dpopHandle } from './dpop_key.js';
-import type { JWK } from 'jose';
 
 /** The usual spelling of a token type (RFC 6749 token types are case-insensitive; openid-client lowercases them). */
 export function tokenTypeName(value: string | undefined): string {
@@ -18,7 +17,7 @@ export function tokenTypeName(value: string | undefined): string {
 
 /** openid-client's DPoP handle for a profile signed in with `--dpop`, else undefined. */
 export async function profileDpop(config: oidc.Configuration, profile: Profile): Promise<{ DPoP: oidc.DPoPHandle } | undefined> {
-  return profile.dpop_jwk ? { DPoP: await dpopHandle(config, profile.dpop_jwk as JWK) } : undefined;
+  return profile.dpop_jwk ? { DPoP: await dpopHandle(config, profile.dpop_jwk) } : undefined;
 }
 
 /** Refresh when less than this is left. */

@@ -5,14 +5,13 @@
  */
 import { homedir } from 'node:os';
 import { loadClientConfig } from '../../config.js';
-import { CommandError, exitCodes, type Command } from '../command.js';
-import { dpopProof, type ProofFor } from './dpop_key.js';
-import type { JWK } from 'jose';
+import { CommandError, exitCodes, defineCommand } from '../command.js';
+import { dpopProof } from './dpop_key.js';
 import { CredentialsStore } from './credentials.js';
 import { clientHelp } from './help.js';
 import { validProfile } from './session.js';
 
-export const tokenCommand: Command = {
+export const tokenCommand = defineCommand({
   usage: 'latchkey token [--profile P] [--dpop-proof --method M --url U [--nonce N]]        e.g. curl -H "Authorization: Bearer $(latchkey token)" …',
   help: clientHelp(
     [
@@ -30,22 +29,21 @@ export const tokenCommand: Command = {
   async run(context) {
     const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
     const wantsProof = context.values['dpop-proof'] === true;
-    const method = context.values.method as string | undefined;
-    const url = context.values.url as string | undefined;
-    const nonce = context.values.nonce as string | undefined;
-    if (!wantsProof && (method !== undefined || url !== undefined || nonce !== undefined)) throw new CommandError('--method, --url and --nonce go with --dpop-proof', exitCodes.usage);
-    if (wantsProof) {
-      if (method === undefined || !/^[A-Za-z]{1,16}$/.test(method)) throw new CommandError('--dpop-proof needs --method (GET, POST, …)', exitCodes.usage);
-      if (url === undefined || !/^https?:\/\/[^\s]+$/i.test(url) || !URL.canParse(url)) throw new CommandError('--dpop-proof needs --url, an http(s) URL', exitCodes.usage);
-    }
-    const profile = await validProfile(store, (context.values.profile as string | undefined) ?? 'default');
+    const method = context.values.method;
+    const url = context.values.url;
+    const nonce = context.values.nonce;
     if (!wantsProof) {
+      if (method !== undefined || url !== undefined || nonce !== undefined) throw new CommandError('--method, --url and --nonce go with --dpop-proof', exitCodes.usage);
+      const profile = await validProfile(store, context.values.profile ?? 'default');
       context.stdout.write(`${profile.access_token}\n`);
       return exitCodes.ok;
     }
+    if (method === undefined || !/^[A-Za-z]{1,16}$/.test(method)) throw new CommandError('--dpop-proof needs --method (GET, POST, …)', exitCodes.usage);
+    if (url === undefined || !/^https?:\/\/[^\s]+$/i.test(url) || !URL.canParse(url)) throw new CommandError('--dpop-proof needs --url, an http(s) URL', exitCodes.usage);
+    const profile = await validProfile(store, context.values.profile ?? 'default');
     if (!profile.dpop_jwk) throw new CommandError('this profile has no DPoP key: sign in with "latchkey login --dpop"');
-    const proof = await dpopProof(profile.dpop_jwk as JWK, { method, url: url!, accessToken: profile.access_token, ...(nonce === undefined ? {} : { nonce }) } as ProofFor);
+    const proof = await dpopProof(profile.dpop_jwk, { method, url, accessToken: profile.access_token, ...(nonce === undefined ? {} : { nonce }) });
     context.stdout.write(`${proof}\n`);
     return exitCodes.ok;
   },
-};
+});

@@ -1,7 +1,7 @@
 /** `latchkey whoami`: the signed-in user's claims, from the userinfo endpoint. */
 import { homedir } from 'node:os';
 import { loadClientConfig } from '../../config.js';
-import { CommandError, exitCodes, type Command } from '../command.js';
+import { CommandError, exitCodes, defineCommand } from '../command.js';
 import { json } from '../output.js';
 import { visible } from '../terminal_text.js';
 import { CredentialsStore } from './credentials.js';
@@ -9,13 +9,13 @@ import { clientHelp } from './help.js';
 import { describe, discover, oauthErrorCode, oidc } from './oidc.js';
 import { profileDpop, validProfile } from './session.js';
 
-export const whoamiCommand: Command = {
+export const whoamiCommand = defineCommand({
   usage: 'latchkey whoami [--profile P] [--json]',
   help: clientHelp('  --json            print the claims as JSON\n'),
   positionals: { min: 0, max: 0 },
   options: { profile: { type: 'string' }, json: { type: 'boolean' } },
   async run(context) {
-    const name = (context.values.profile as string | undefined) ?? 'default';
+    const name = context.values.profile ?? 'default';
     const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
     let profile = await validProfile(store, name);
     const config = await discover(profile.issuer, profile.client_id);
@@ -39,7 +39,7 @@ export const whoamiCommand: Command = {
       context.stdout.write(json({ ...claims, issuer: profile.issuer, profile: name }));
     } else {
       const lines = [
-        `${String(claims.preferred_username ?? claims.sub)}${claims.name ? ` (${String(claims.name)})` : ''}${claims.email ? ` <${String(claims.email)}>` : ''}`,
+        `${claims.preferred_username ?? claims.sub}${claims.name ? ` (${claims.name})` : ''}${claims.email ? ` <${claims.email}>` : ''}`,
         `  subject: ${claims.sub}`,
         `  issuer:  ${profile.issuer}`,
         `  client:  ${profile.client_id}${name === 'default' ? '' : `, profile ${name}`}`,
@@ -50,4 +50,4 @@ export const whoamiCommand: Command = {
     }
     return exitCodes.ok;
   },
-};
+});

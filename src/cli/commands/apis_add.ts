@@ -1,12 +1,12 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { validApiIdentifier, validName } from '../../directory/validation.js';
 import { DuplicateError } from '../../store/store.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { validIntrospectionClients } from './api_introspection_clients.js';
 import { validScopeNames } from '../../directory/roles.js';
 
-export const apisAddCommand: Command = {
+export const apisAddCommand = defineCommand({
   usage: 'latchkey apis add <identifier> [--name <name>] [--scope <name>]... [--introspection-client <client_id>]...',
   help: [
     'Options:',
@@ -21,10 +21,10 @@ export const apisAddCommand: Command = {
   options: { name: { type: 'string' }, scope: { type: 'string', multiple: true }, 'introspection-client': { type: 'string', multiple: true } },
   async run(context) {
     const identifier = validApiIdentifier(context.positionals[0] ?? '');
-    const name = validName(context.values.name as string | undefined) ?? identifier;
-    const scopes = validScopeNames((context.values.scope as string[] | undefined) ?? []);
+    const name = validName(context.values.name) ?? identifier;
+    const scopes = validScopeNames(context.values.scope ?? []);
     const store = await context.store();
-    const introspectionClients = await validIntrospectionClients(store, context.values['introspection-client'] as string[] | undefined);
+    const introspectionClients = await validIntrospectionClients(store, context.values['introspection-client']);
     try {
       await store.createApi({ identifier, name, createdAt: epochSeconds(systemClock), introspectionClients, scopes });
     } catch (err) {
@@ -35,4 +35,4 @@ export const apisAddCommand: Command = {
     context.stderr.write(`Registered API ${identifier}\n`);
     return 0;
   },
-};
+});

@@ -1,7 +1,7 @@
-import type { Command } from '../command.js';
+import { defineCommand } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
-export const apisListCommand: Command = {
+export const apisListCommand = defineCommand({
   usage: 'latchkey apis list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
@@ -22,4 +22,4 @@ export const apisListCommand: Command = {
     }
     return 0;
   },
-};
+});

@@ -1,6 +1,6 @@
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 
-export const apisRemoveCommand: Command = {
+export const apisRemoveCommand = defineCommand({
   usage: 'latchkey apis remove <identifier>',
   positionals: { min: 1, max: 1 },
   options: {},
@@ -11,4 +11,4 @@ export const apisRemoveCommand: Command = {
     context.stderr.write(`Removed API ${identifier}\n`);
     return 0;
   },
-};
+});

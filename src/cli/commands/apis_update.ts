@@ -1,10 +1,10 @@
 import { validApiIdentifier, validName } from '../../directory/validation.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { validIntrospectionClients } from './api_introspection_clients.js';
 import { validScopeNames } from '../../directory/roles.js';
 
-export const apisUpdateCommand: Command = {
+export const apisUpdateCommand = defineCommand({
   usage: 'latchkey apis update <identifier> [--name <name>] [--scope <name>]... [--no-scopes] [--introspection-client <client_id>]... [--no-introspection-clients]',
   help: [
     'Options:',
@@ -20,10 +20,10 @@ export const apisUpdateCommand: Command = {
   options: { name: { type: 'string' }, scope: { type: 'string', multiple: true }, 'no-scopes': { type: 'boolean' }, 'introspection-client': { type: 'string', multiple: true }, 'no-introspection-clients': { type: 'boolean' } },
   async run(context) {
     const identifier = validApiIdentifier(context.positionals[0] ?? '');
-    const given = context.values['introspection-client'] as string[] | undefined;
+    const given = context.values['introspection-client'];
     const clear = context.values['no-introspection-clients'] === true;
     if (given !== undefined && clear) throw new CommandError('--introspection-client and --no-introspection-clients cannot be combined');
-    const givenScopes = context.values.scope as string[] | undefined;
+    const givenScopes = context.values.scope;
     const noScopes = context.values['no-scopes'] === true;
     if (givenScopes !== undefined && noScopes) throw new CommandError('--scope and --no-scopes cannot be combined');
     const scopes = givenScopes === undefined ? undefined : validScopeNames(givenScopes);
@@ -32,7 +32,7 @@ export const apisUpdateCommand: Command = {
     if (!api) throw new CommandError(`no API "${identifier}"`);
     const updated = {
       ...api,
-      name: validName(context.values.name as string | undefined) ?? api.name,
+      name: validName(context.values.name) ?? api.name,
       scopes: noScopes ? [] : (scopes ?? api.scopes),
       introspectionClients: clear ? [] : given === undefined ? api.introspectionClients : await validIntrospectionClients(store, given),
     };
@@ -41,4 +41,4 @@ export const apisUpdateCommand: Command = {
     context.stderr.write(`Updated API ${identifier}\n`);
     return 0;
   },
-};
+});

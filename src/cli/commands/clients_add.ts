@@ -2,10 +2,10 @@ import { epochSeconds, systemClock } from '../../clock.js';
 import { newClientSecret, readJwksFile, validJwksUri } from '../../directory/clients.js';
 import { validBackchannelLogoutUri, validClientId, validGrantTypes, validName, validRedirectUri } from '../../directory/validation.js';
 import { DuplicateError } from '../../store/store.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
-export const clientsAddCommand: Command = {
+export const clientsAddCommand = defineCommand({
   usage:
     'latchkey clients add <client_id> [--name <name>] [--redirect-uri <uri>]... ' +
     '[--grant-type authorization_code|device_code|refresh_token|client_credentials]... [--confidential [--client-secret-jwt]] ' +
@@ -39,13 +39,13 @@ export const clientsAddCommand: Command = {
   },
   async run(context) {
     const clientId = validClientId(context.positionals[0] ?? '');
-    const checks = ((context.values['redirect-uri'] as string[] | undefined) ?? []).map(validRedirectUri);
+    const checks = (context.values['redirect-uri'] ?? []).map(validRedirectUri);
     const redirectUris = [...new Set(checks.map((c) => c.uri))];
-    const grantTypes = validGrantTypes(context.values['grant-type'] as string[] | undefined);
+    const grantTypes = validGrantTypes(context.values['grant-type']);
     // Where RP-Initiated Logout may send the person: the same rules as redirect URIs, matched exactly.
-    const logoutChecks = ((context.values['post-logout-redirect-uri'] as string[] | undefined) ?? []).map(validRedirectUri);
+    const logoutChecks = (context.values['post-logout-redirect-uri'] ?? []).map(validRedirectUri);
     const postLogoutRedirectUris = [...new Set(logoutChecks.map((c) => c.uri))];
-    const backchannelLogoutUri = validBackchannelLogoutUri(context.values['backchannel-logout-uri'] as string | undefined);
+    const backchannelLogoutUri = validBackchannelLogoutUri(context.values['backchannel-logout-uri']);
     for (const check of [...checks, ...logoutChecks]) if (check.warning) context.stderr.write(`warning: ${check.warning}\n`);
     if (grantTypes.includes('authorization_code') && redirectUris.length === 0) {
       context.stderr.write(`warning: ${clientId} may use authorization_code but has no --redirect-uri, so sign-ins through /authorize will be refused\n`);
@@ -54,8 +54,8 @@ export const clientsAddCommand: Command = {
     if (requirePar && !grantTypes.includes('authorization_code')) {
       context.stderr.write(`warning: --require-par only concerns /authorize, which ${clientId} may not use (no authorization_code grant)\n`);
     }
-    const jwksUriOption = context.values['jwks-uri'] as string | undefined;
-    const jwksFile = context.values['jwks-file'] as string | undefined;
+    const jwksUriOption = context.values['jwks-uri'];
+    const jwksFile = context.values['jwks-file'];
     if (jwksUriOption !== undefined && jwksFile !== undefined) throw new CommandError('--jwks-uri and --jwks-file cannot be combined');
     const withKeys = jwksUriOption !== undefined || jwksFile !== undefined;
     if (withKeys && context.values.confidential === true) {
@@ -73,7 +73,7 @@ export const clientsAddCommand: Command = {
       const store = await context.store();
       await store.createClient({
         clientId,
-        name: validName(context.values.name as string | undefined) ?? clientId,
+        name: validName(context.values.name) ?? clientId,
         secretHash: fresh?.hash,
         redirectUris,
         grantTypes,
@@ -108,4 +108,4 @@ export const clientsAddCommand: Command = {
     if (secret) context.stdout.write(`client_secret (shown only once): ${secret}\n`);
     return 0;
   },
-};
+});

@@ -1,9 +1,9 @@
 import { builtinCliClientId } from '../../bootstrap.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand, type Command } from '../command.js';
 
 function toggle(disabled: boolean): Command {
-  return {
+  return defineCommand({
     usage: `latchkey clients ${disabled ? 'disable' : 'enable'} <client_id>`,
     positionals: { min: 1, max: 1 },
     options: {},
@@ -16,7 +16,7 @@ function toggle(disabled: boolean): Command {
       context.stderr.write(`${disabled ? 'Disabled' : 'Enabled'} client ${clientId}\n`);
       return 0;
     },
-  };
+  });
 }
 
 export const clientsDisableCommand = toggle(true);

@@ -2,9 +2,9 @@ import { epochSeconds, systemClock } from '../../clock.js';
 import { validApiIdentifier } from '../../directory/validation.js';
 import { validScopeName } from '../../directory/roles.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 
-export const clientsGrantCommand: Command = {
+export const clientsGrantCommand = defineCommand({
   usage: 'latchkey clients grant <client_id> <api> --scope <name>... | --remove',
   help: [
     'Options:',
@@ -17,7 +17,7 @@ export const clientsGrantCommand: Command = {
   async run(context) {
     const clientId = context.positionals[0] ?? '';
     const identifier = validApiIdentifier(context.positionals[1] ?? '');
-    const given = (context.values.scope as string[] | undefined) ?? [];
+    const given = context.values.scope ?? [];
     const store = await context.store();
     if (context.values.remove === true) {
       if (given.length > 0) throw new CommandError('--scope and --remove cannot be combined');
@@ -44,4 +44,4 @@ export const clientsGrantCommand: Command = {
     context.stderr.write(`${clientId} may ask ${identifier} for: ${scopes.join(' ')}\n`);
     return 0;
   },
-};
+});

@@ -1,4 +1,4 @@
-import type { Command } from '../command.js';
+import { defineCommand } from '../command.js';
 import { isConfidential } from '../../oauth/client_type.js';
 import type { ClientGrantRecord, ClientRecord } from '../../store/store.js';
 
@@ -9,7 +9,7 @@ function authentication(c: ClientRecord): string {
 }
 import { isoTime, json, table } from '../output.js';
 
-export const clientsListCommand: Command = {
+export const clientsListCommand = defineCommand({
   usage: 'latchkey clients list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
@@ -58,4 +58,4 @@ export const clientsListCommand: Command = {
     }
     return 0;
   },
-};
+});

@@ -8,7 +8,7 @@ import { AdminInputError } from '../../directory/validation.js';
 import { randomSecret, secretPrefix, sha256 } from '../../crypto/secrets.js';
 import { cliAudit } from '../audit_log.js';
 import { isoTime } from '../output.js';
-import type { Command } from '../command.js';
+import { defineCommand } from '../command.js';
 
 export const defaultRegistrationTokenSeconds = 3600;
 export const maxRegistrationTokenSeconds = 30 * 86400;
@@ -21,7 +21,7 @@ export function validRegistrationTokenLifetime(value: string | undefined): numbe
   return seconds;
 }
 
-export const clientsRegistrationTokenCommand: Command = {
+export const clientsRegistrationTokenCommand = defineCommand({
   usage: 'latchkey clients registration-token [--expires-in <seconds>]',
   help: [
     'Options:',
@@ -35,7 +35,7 @@ export const clientsRegistrationTokenCommand: Command = {
   positionals: { min: 0, max: 0 },
   options: { 'expires-in': { type: 'string' } },
   async run(context) {
-    const lifetime = validRegistrationTokenLifetime(context.values['expires-in'] as string | undefined);
+    const lifetime = validRegistrationTokenLifetime(context.values['expires-in']);
     const token = randomSecret(secretPrefix.registrationToken);
     const now = epochSeconds(systemClock);
     const expiresAt = now + lifetime;
@@ -46,4 +46,4 @@ export const clientsRegistrationTokenCommand: Command = {
     context.stdout.write(`${token}\n`);
     return 0;
   },
-};
+});

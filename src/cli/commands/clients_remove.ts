@@ -1,9 +1,9 @@
 import { revocationTime } from '../revocation_time.js';
 import { builtinCliClientId } from '../../bootstrap.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 
-export const clientsRemoveCommand: Command = {
+export const clientsRemoveCommand = defineCommand({
   usage: 'latchkey clients remove <client_id>',
   positionals: { min: 1, max: 1 },
   options: {},
@@ -16,4 +16,4 @@ export const clientsRemoveCommand: Command = {
     context.stderr.write(`Removed client ${clientId}\n`);
     return 0;
   },
-};
+});

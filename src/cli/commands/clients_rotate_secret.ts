@@ -1,9 +1,9 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { newClientSecret, validSecretOverlap } from '../../directory/clients.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 
-export const clientsRotateSecretCommand: Command = {
+export const clientsRotateSecretCommand = defineCommand({
   usage: 'latchkey clients rotate-secret <client_id> [--keep-old-for <seconds>] [--client-secret-jwt]',
   help: [
     'Options:',
@@ -18,7 +18,7 @@ export const clientsRotateSecretCommand: Command = {
   options: { 'keep-old-for': { type: 'string' }, 'client-secret-jwt': { type: 'boolean' } },
   async run(context) {
     const clientId = context.positionals[0] ?? '';
-    const overlap = validSecretOverlap(context.values['keep-old-for'] as string | undefined);
+    const overlap = validSecretOverlap(context.values['keep-old-for']);
     const store = await context.store();
     const client = await store.findClient(clientId);
     if (!client) throw new CommandError(`no client "${clientId}"`);
@@ -36,4 +36,4 @@ export const clientsRotateSecretCommand: Command = {
     context.stdout.write(`client_secret (shown only once): ${fresh.secret}\n`);
     return 0;
   },
-};
+});

@@ -9,7 +9,7 @@ import { connectorSecretContext } from '../../connectors/runtime.js';
 import { validName } from '../../directory/validation.js';
 import { DuplicateError, type ConnectorType } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, exitCodes, type Command, type CommandContext } from '../command.js';
+import { CommandError, exitCodes, defineCommand, type CommandContext } from '../command.js';
 import { readAll } from '../password_input.js';
 import type { z } from 'zod';
 
@@ -32,21 +32,21 @@ function settings<T>(schema: z.ZodType<T>, input: Record<string, unknown>): T {
 }
 
 /** The options that belong to one type only: given with another, they would silently do nothing. */
-const optionTypes: Record<string, ConnectorType> = {
-  issuer: 'oidc',
-  scope: 'oidc',
-  'groups-claim': 'oidc',
-  'trust-email': 'oidc',
-  org: 'github',
-  'api-url': 'github',
-  url: 'ldap',
-  'bind-dn': 'ldap',
-  'bind-password-stdin': 'ldap',
-  'user-base': 'ldap',
-  'user-filter': 'ldap',
-  'group-base': 'ldap',
-  'start-tls': 'ldap',
-};
+const optionTypes = [
+  ['issuer', 'oidc'],
+  ['scope', 'oidc'],
+  ['groups-claim', 'oidc'],
+  ['trust-email', 'oidc'],
+  ['org', 'github'],
+  ['api-url', 'github'],
+  ['url', 'ldap'],
+  ['bind-dn', 'ldap'],
+  ['bind-password-stdin', 'ldap'],
+  ['user-base', 'ldap'],
+  ['user-filter', 'ldap'],
+  ['group-base', 'ldap'],
+  ['start-tls', 'ldap'],
+] as const satisfies readonly (readonly [string, ConnectorType])[];
 
 /**
  * Issuers where anyone can have an account: without restricting who may sign in at the provider
@@ -64,7 +64,7 @@ async function secretFromStdin(context: CommandContext, what: string): Promise<s
   return secret;
 }
 
-export const connectorsAddCommand: Command = {
+export const connectorsAddCommand = defineCommand({
   usage,
   help: [
     'The redirect URI to register at an oidc or github upstream is printed: {issuer}/connectors/<id>/callback.',
@@ -101,9 +101,9 @@ export const connectorsAddCommand: Command = {
     const id = context.positionals[0] ?? '';
     if (!connectorIdPattern.test(id)) throw new CommandError('a connector id must be 1-63 lower-case letters, digits, - or _, starting with a letter or digit', exitCodes.usage);
     if (reservedConnectorIds.includes(id)) throw new CommandError(`"${id}" is reserved (it is the source of accounts made with users add)`, exitCodes.usage);
-    const type = context.values.type as string | undefined;
+    const type = context.values.type;
     const v = context.values;
-    for (const [option, belongsTo] of Object.entries(optionTypes)) {
+    for (const [option, belongsTo] of optionTypes) {
       if (v[option] !== undefined && type !== undefined && type !== belongsTo) throw new CommandError(`--${option} is for --type ${belongsTo} only`, exitCodes.usage);
     }
     if (v['client-secret-stdin'] !== undefined && type === 'ldap') throw new CommandError('--client-secret-stdin is for --type oidc and github (an ldap connector takes --bind-password-stdin)', exitCodes.usage);
@@ -111,24 +111,33 @@ export const connectorsAddCommand: Command = {
     let config: Record<string, unknown>;
     let secret: string | undefined;
     let defaultName: string;
+    // Said once the connector is added.
+    const warnings: string[] = [];
     switch (type) {
-      case 'oidc':
+      case 'oidc': {
         if (v.issuer === undefined || v['client-id'] === undefined) throw new CommandError('--type oidc needs --issuer and --client-id', exitCodes.usage);
-        config = settings(oidcConfigSchema, { issuer: v.issuer, clientId: v['client-id'], scope: v.scope, groupsClaim: v['groups-claim'], trustEmail: v['trust-email'] === true });
+        const oidc = settings(oidcConfigSchema, { issuer: v.issuer, clientId: v['client-id'], scope: v.scope, groupsClaim: v['groups-claim'], trustEmail: v['trust-email'] === true });
+        config = oidc;
         if (v['client-secret-stdin'] === true) secret = await secretFromStdin(context, 'the client secret');
-        defaultName = new URL(String(config.issuer)).host;
+        defaultName = new URL(oidc.issuer).host;
+        if (oidc.issuer.startsWith('http:')) warnings.push('the issuer is plain http: use https outside a test setup');
+        if (openToEveryone(oidc.issuer)) warnings.push('anyone with an account at this issuer can sign in: restrict the application to your organization at the provider');
         break;
-      case 'github':
+      }
+      case 'github': {
         if (v['client-id'] === undefined || v['client-secret-stdin'] !== true) throw new CommandError('--type github needs --client-id and --client-secret-stdin', exitCodes.usage);
-        config = settings(githubConfigSchema, { clientId: v['client-id'], orgs: v.org, apiUrl: v['api-url'] });
+        const github = settings(githubConfigSchema, { clientId: v['client-id'], orgs: v.org, apiUrl: v['api-url'] });
+        config = github;
         secret = await secretFromStdin(context, 'the client secret');
         defaultName = 'GitHub';
+        if (github.orgs.length === 0) warnings.push('without --org, anyone with a GitHub account can sign in');
         break;
-      case 'ldap':
+      }
+      case 'ldap': {
         if (v.url === undefined || v['bind-dn'] === undefined || v['user-base'] === undefined || v['bind-password-stdin'] !== true) {
           throw new CommandError('--type ldap needs --url, --bind-dn, --bind-password-stdin and --user-base', exitCodes.usage);
         }
-        config = settings(ldapConfigSchema, {
+        const ldap = settings(ldapConfigSchema, {
           url: v.url,
           bindDn: v['bind-dn'],
           userBase: v['user-base'],
@@ -136,19 +145,22 @@ export const connectorsAddCommand: Command = {
           groupBase: v['group-base'],
           startTls: v['start-tls'] === true,
         });
+        config = ldap;
         secret = await secretFromStdin(context, 'the bind password');
-        defaultName = new URL(String(config.url).replace(/^ldaps?:/, 'http:')).host;
+        defaultName = new URL(ldap.url.replace(/^ldaps?:/, 'http:')).host;
+        if (ldap.url.startsWith('ldap:') && !ldap.startTls) warnings.push('passwords would cross the network in the clear: use ldaps:// or --start-tls');
         break;
+      }
       default:
         throw new CommandError('--type must be oidc, github or ldap', exitCodes.usage);
     }
-    const name = validName(v.name as string | undefined) ?? defaultName;
+    const name = validName(v.name) ?? defaultName;
     const store = await context.store();
     const box = await context.secretBox();
     try {
       await store.createConnector({
         id,
-        type: type as ConnectorType,
+        type,
         name,
         config,
         secret: secret === undefined ? undefined : box.seal(connectorSecretContext(id), secret),
@@ -160,17 +172,8 @@ export const connectorsAddCommand: Command = {
     }
     await cliAudit(context, 'connector.created', { connectorId: id, type });
     context.stderr.write(`Added connector ${id} (${type}: ${name})\n`);
-    if (type === 'oidc' && String(config.issuer).startsWith('http:')) context.stderr.write('warning: the issuer is plain http: use https outside a test setup\n');
-    if (type === 'oidc' && openToEveryone(String(config.issuer))) {
-      context.stderr.write('warning: anyone with an account at this issuer can sign in: restrict the application to your organization at the provider\n');
-    }
-    if (type === 'github' && (config.orgs as string[]).length === 0) {
-      context.stderr.write('warning: without --org, anyone with a GitHub account can sign in\n');
-    }
-    if (type === 'ldap' && String(config.url).startsWith('ldap:') && config.startTls !== true) {
-      context.stderr.write('warning: passwords would cross the network in the clear: use ldaps:// or --start-tls\n');
-    }
+    for (const warning of warnings) context.stderr.write(`warning: ${warning}\n`);
     if (type !== 'ldap') context.stdout.write(`redirect_uri: ${connectorRedirectUri(context.config().issuer, id)}\n`);
     return 0;
   },
-};
+});

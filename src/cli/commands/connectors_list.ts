@@ -1,13 +1,13 @@
 import { connectorRedirectUri } from '../../connectors/connector_config.js';
-import type { Command } from '../command.js';
+import { defineCommand } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
 /** What a listing shows of a connector's settings: where it points (never its secret). */
 function target(config: Record<string, unknown>): string {
-  return String(config.issuer ?? config.apiUrl ?? config.url ?? '');
+  return [config.issuer, config.apiUrl, config.url].find((v) => typeof v === 'string') ?? '';
 }
 
-export const connectorsListCommand: Command = {
+export const connectorsListCommand = defineCommand({
   usage: 'latchkey connectors list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
@@ -34,4 +34,4 @@ export const connectorsListCommand: Command = {
     }
     return 0;
   },
-};
+});

@@ -5,9 +5,9 @@
 import { removeConnector } from '../../connectors/removal.js';
 import { revocationTime } from '../revocation_time.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 
-export const connectorsRemoveCommand: Command = {
+export const connectorsRemoveCommand = defineCommand({
   usage: 'latchkey connectors remove <id>',
   positionals: { min: 1, max: 1 },
   options: {},
@@ -24,4 +24,4 @@ export const connectorsRemoveCommand: Command = {
     }
     return 0;
   },
-};
+});

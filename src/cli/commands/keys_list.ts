@@ -1,9 +1,9 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { retiredKeyRetention } from '../../config.js';
-import type { Command } from '../command.js';
+import { defineCommand } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
-export const keysListCommand: Command = {
+export const keysListCommand = defineCommand({
   usage: 'latchkey keys list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
@@ -14,7 +14,7 @@ export const keysListCommand: Command = {
     const keys = (await store.listSigningKeys()).sort((a, b) => b.createdAt - a.createdAt);
     const rows = keys.map((k) => {
       const publishedUntil = k.retiredAt === undefined ? undefined : k.retiredAt + retention;
-      const status = k.retiredAt === undefined ? 'active' : publishedUntil! > now ? 'retired' : 'expired';
+      const status = publishedUntil === undefined ? 'active' : publishedUntil > now ? 'retired' : 'expired';
       return { kid: k.kid, alg: k.alg, status, created_at: isoTime(k.createdAt), retired_at: k.retiredAt, published_until: publishedUntil };
     });
     if (context.values.json) {
@@ -31,4 +31,4 @@ export const keysListCommand: Command = {
     }
     return 0;
   },
-};
+});

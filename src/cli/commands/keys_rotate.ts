@@ -1,9 +1,9 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { rotateSigningKeysNow } from '../../crypto/signing_key_rotation.js';
-import type { Command } from '../command.js';
+import { defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
-export const keysRotateCommand: Command = {
+export const keysRotateCommand = defineCommand({
   usage: 'latchkey keys rotate',
   positionals: { min: 0, max: 0 },
   options: {},
@@ -23,4 +23,4 @@ export const keysRotateCommand: Command = {
     for (const key of [...keys].sort((a, b) => Number(b.alg === accessAlg) - Number(a.alg === accessAlg))) context.stdout.write(`${key.kid}\n`);
     return 0;
   },
-};
+});

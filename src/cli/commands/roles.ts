@@ -3,7 +3,7 @@ import { epochSeconds, systemClock } from '../../clock.js';
 import { adminRole, permissionText, resolvePermissions, validRoleDescription, validRoleName } from '../../directory/roles.js';
 import { DuplicateError } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
 const permissionHelp = [
@@ -14,16 +14,16 @@ const permissionHelp = [
   '',
 ].join('\n');
 
-export const rolesAddCommand: Command = {
+export const rolesAddCommand = defineCommand({
   usage: 'latchkey roles add <role> [--permission <api>:<scope>]... [--description <text>]',
   help: permissionHelp,
   positionals: { min: 1, max: 1 },
   options: { permission: { type: 'string', multiple: true }, description: { type: 'string' } },
   async run(context) {
     const name = validRoleName(context.positionals[0] ?? '');
-    const description = validRoleDescription(context.values.description as string | undefined);
+    const description = validRoleDescription(context.values.description);
     const store = await context.store();
-    const permissions = await resolvePermissions(store, (context.values.permission as string[] | undefined) ?? []);
+    const permissions = await resolvePermissions(store, context.values.permission ?? []);
     try {
       await store.createRole({ name, description, permissions, createdAt: epochSeconds(systemClock) });
     } catch (err) {
@@ -34,23 +34,23 @@ export const rolesAddCommand: Command = {
     context.stderr.write(`Created role ${name}${permissions.length === 0 ? ' (no permissions yet)' : ` with ${permissions.map(permissionText).join(', ')}`}\n`);
     return 0;
   },
-};
+});
 
-export const rolesUpdateCommand: Command = {
+export const rolesUpdateCommand = defineCommand({
   usage: 'latchkey roles update <role> [--permission <api>:<scope>]... [--no-permissions] [--description <text>]',
   help: permissionHelp,
   positionals: { min: 1, max: 1 },
   options: { permission: { type: 'string', multiple: true }, 'no-permissions': { type: 'boolean' }, description: { type: 'string' } },
   async run(context) {
     const name = context.positionals[0] ?? '';
-    const given = context.values.permission as string[] | undefined;
+    const given = context.values.permission;
     const clear = context.values['no-permissions'] === true;
     if (given !== undefined && clear) throw new CommandError('--permission and --no-permissions cannot be combined');
     const store = await context.store();
     const permissions = clear ? [] : given === undefined ? undefined : await resolvePermissions(store, given);
     const changes = {
       ...(permissions === undefined ? {} : { permissions }),
-      ...(context.values.description === undefined ? {} : { description: validRoleDescription(context.values.description as string) }),
+      ...(context.values.description === undefined ? {} : { description: validRoleDescription(context.values.description) }),
     };
     if (Object.keys(changes).length === 0) throw new CommandError('nothing to change: give --permission, --no-permissions or --description');
     if (!(await store.updateRole(name, changes))) throw new CommandError(`no role "${name}"`);
@@ -58,9 +58,9 @@ export const rolesUpdateCommand: Command = {
     context.stderr.write(`Updated role ${name}\n`);
     return 0;
   },
-};
+});
 
-export const rolesListCommand: Command = {
+export const rolesListCommand = defineCommand({
   usage: 'latchkey roles list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
@@ -89,9 +89,9 @@ export const rolesListCommand: Command = {
     }
     return 0;
   },
-};
+});
 
-export const rolesRemoveCommand: Command = {
+export const rolesRemoveCommand = defineCommand({
   usage: 'latchkey roles remove <role>',
   positionals: { min: 1, max: 1 },
   options: {},
@@ -104,4 +104,4 @@ export const rolesRemoveCommand: Command = {
     context.stderr.write(`Removed role ${name}\n`);
     return 0;
   },
-};
+});

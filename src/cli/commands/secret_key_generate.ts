@@ -1,7 +1,7 @@
 import { generateSecretKeyText } from '../../crypto/secret_box.js';
-import type { Command } from '../command.js';
+import { defineCommand } from '../command.js';
 
-export const secretKeyGenerateCommand: Command = {
+export const secretKeyGenerateCommand = defineCommand({
   usage: 'latchkey secret-key generate',
   positionals: { min: 0, max: 0 },
   options: {},
@@ -9,4 +9,4 @@ export const secretKeyGenerateCommand: Command = {
     context.stdout.write(`${generateSecretKeyText()}\n`);
     return 0;
   },
-};
+});

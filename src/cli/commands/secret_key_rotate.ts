@@ -5,7 +5,7 @@ import { resealAllSecrets } from '../../crypto/server_secrets.js';
 import { checkStoredSecrets } from '../../crypto/stored_secrets.js';
 import type { Store } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command, type CommandContext } from '../command.js';
+import { CommandError, defineCommand, type CommandContext } from '../command.js';
 
 /**
  * After a re-encryption that failed: the key file as it was, unless the database holds anything
@@ -34,7 +34,7 @@ async function resealUnderFirstKey(context: CommandContext, where: string): Prom
   return 0;
 }
 
-export const secretKeyRotateCommand: Command = {
+export const secretKeyRotateCommand = defineCommand({
   usage: 'latchkey secret-key rotate',
   help: [
     'With the key file of a SQLite database (LATCHKEY_SECRET_KEY unset): makes a new key, re-encrypts every',
@@ -67,7 +67,9 @@ export const secretKeyRotateCommand: Command = {
       // Both keys in the file while the secrets are re-encrypted: a crash in between loses nothing,
       // and a running server can open values under either.
       writeKeyFile(path, [fresh, ...old]);
-      const box = new SecretBox(parseSecretKeys([fresh, ...old].join('\n'))!);
+      const keys = parseSecretKeys([fresh, ...old].join('\n'));
+      if (keys === undefined) throw new Error('the new key file does not parse');
+      const box = new SecretBox(keys);
       let changed: number;
       try {
         changed = await resealAllSecrets(store, box);
@@ -83,4 +85,4 @@ export const secretKeyRotateCommand: Command = {
       return 0;
     });
   },
-};
+});

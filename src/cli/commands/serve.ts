@@ -1,6 +1,6 @@
 import { isClusterWorker, startCluster } from '../../cluster.js';
 import { startServer } from '../../server.js';
-import type { Command, CommandContext } from '../command.js';
+import { defineCommand, type CommandContext } from '../command.js';
 import type { Config } from '../../config.js';
 
 /** LATCHKEY_WORKERS > 1: this process is the cluster's primary until a signal, or until a worker cannot start. */
@@ -12,7 +12,7 @@ async function runPrimary(
 ): Promise<number> {
   const running = await startCluster(config, context.stdout);
   return new Promise<number>((resolve) => {
-    const stop = () => running.close().then(() => resolve(0), () => resolve(0));
+    const stop = () => void running.close().then(() => resolve(0), () => resolve(0));
     onStop(stop);
     if (signalled()) stop();
     void running.failed.then((reason) => {
@@ -22,7 +22,7 @@ async function runPrimary(
   });
 }
 
-export const serveCommand: Command = {
+export const serveCommand = defineCommand({
   usage: 'latchkey serve',
   positionals: { min: 0, max: 0 },
   options: {},
@@ -61,4 +61,4 @@ export const serveCommand: Command = {
     if (worker && process.connected) process.disconnect();
     return 0;
   },
-};
+});

@@ -4,16 +4,16 @@
  * made and last used, so an operator can find and end one (`sessions revoke <id>`).
  */
 import { revocationTime } from '../revocation_time.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
-export const sessionsListCommand: Command = {
+export const sessionsListCommand = defineCommand({
   usage: 'latchkey sessions list [--user <username>] [--json]',
   positionals: { min: 0, max: 0 },
   options: { user: { type: 'string' }, json: { type: 'boolean' } },
   async run(context) {
     const store = await context.store();
-    const username = context.values.user as string | undefined;
+    const username = context.values.user;
     const user = username === undefined ? undefined : await store.findUserByUsername(username);
     if (username !== undefined && !user) throw new CommandError(`no user "${username}"`);
     const now = await revocationTime(store);
@@ -55,4 +55,4 @@ export const sessionsListCommand: Command = {
     }
     return 0;
   },
-};
+});

@@ -4,11 +4,11 @@
  * invalid_grant; its access tokens are refused at userinfo and introspection). Audited.
  */
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { revocationTime } from '../revocation_time.js';
 import { visible } from '../terminal_text.js';
 
-export const sessionsRevokeCommand: Command = {
+export const sessionsRevokeCommand = defineCommand({
   usage: 'latchkey sessions revoke <id>',
   positionals: { min: 1, max: 1 },
   options: {},
@@ -29,4 +29,4 @@ export const sessionsRevokeCommand: Command = {
     }
     throw new CommandError(`no live sign-in "${id.slice(0, 80)}"`);
   },
-};
+});

@@ -4,11 +4,11 @@ import { hashPassword } from '../../crypto/password.js';
 import { validEmail, validName, validPassword, validUsername } from '../../directory/validation.js';
 import { newUserProfile, profileOptions, profileOptionsHelp } from '../../directory/profile_claims.js';
 import { DuplicateError } from '../../store/store.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { obtainPassword } from '../password_input.js';
 
-export const usersAddCommand: Command = {
+export const usersAddCommand = defineCommand({
   usage: 'latchkey users add <username> --email <email> [--name <full name>] [profile claim options] [--password-stdin]',
   help: [
     'Options:',
@@ -24,8 +24,8 @@ export const usersAddCommand: Command = {
   async run(context) {
     const now = epochSeconds(systemClock);
     const username = validUsername(context.positionals[0] ?? '');
-    const email = validEmail(context.values.email as string | undefined);
-    const name = validName(context.values.name as string | undefined);
+    const email = validEmail(context.values.email);
+    const name = validName(context.values.name);
     const profile = newUserProfile(context.values, now);
     const store = await context.store();
     if (await store.findUserByUsername(username)) throw new CommandError(`user "${username}" already exists`);
@@ -57,4 +57,4 @@ export const usersAddCommand: Command = {
     if (generated) context.stdout.write(`Password for ${username} (shown only once): ${password}\n`);
     return 0;
   },
-};
+});

@@ -1,8 +1,8 @@
 import { revocationTime } from '../revocation_time.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
-export const usersDisableCommand: Command = {
+export const usersDisableCommand = defineCommand({
   usage: 'latchkey users disable <username>',
   positionals: { min: 1, max: 1 },
   options: {},
@@ -14,4 +14,4 @@ export const usersDisableCommand: Command = {
     context.stderr.write(`Disabled user ${username}\n`);
     return 0;
   },
-};
+});

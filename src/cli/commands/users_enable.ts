@@ -1,7 +1,7 @@
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
-export const usersEnableCommand: Command = {
+export const usersEnableCommand = defineCommand({
   usage: 'latchkey users enable <username>',
   positionals: { min: 1, max: 1 },
   options: {},
@@ -14,4 +14,4 @@ export const usersEnableCommand: Command = {
     context.stderr.write(`Enabled user ${username}\n`);
     return 0;
   },
-};
+});

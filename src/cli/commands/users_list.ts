@@ -1,7 +1,7 @@
-import type { Command } from '../command.js';
+import { defineCommand } from '../command.js';
 import { isoTime, json, table } from '../output.js';
 
-export const usersListCommand: Command = {
+export const usersListCommand = defineCommand({
   usage: 'latchkey users list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
@@ -40,4 +40,4 @@ export const usersListCommand: Command = {
     }
     return 0;
   },
-};
+});

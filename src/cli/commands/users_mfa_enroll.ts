@@ -11,7 +11,7 @@ import { epochSeconds, systemClock } from '../../clock.js';
 import { cancelEnrolmentLinks, createEnrolmentLink, defaultEnrolmentLinkLifetime, maxEnrolmentLinkLifetime } from '../../mfa/enrolment_link.js';
 import { hasSecondFactor, secondFactorsOf } from '../../mfa/policy.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { isoTime } from '../output.js';
 
 export function validEnrolmentLinkLifetime(value: string | undefined): number {
@@ -22,7 +22,7 @@ export function validEnrolmentLinkLifetime(value: string | undefined): number {
   return seconds;
 }
 
-export const usersMfaEnrollCommand: Command = {
+export const usersMfaEnrollCommand = defineCommand({
   usage: 'latchkey users mfa-enroll <username> [--expires-in <seconds>] [--cancel]',
   help: [
     'Options:',
@@ -42,7 +42,7 @@ export const usersMfaEnrollCommand: Command = {
     const username = context.positionals[0] ?? '';
     const cancel = context.values.cancel === true;
     if (cancel && context.values['expires-in'] !== undefined) throw new AdminInputError('--cancel makes no link: it takes no --expires-in');
-    const lifetime = validEnrolmentLinkLifetime(context.values['expires-in'] as string | undefined);
+    const lifetime = validEnrolmentLinkLifetime(context.values['expires-in']);
     const store = await context.store();
     const user = await store.findUserByUsername(username);
     if (!user) throw new CommandError(`no user "${username}"`);
@@ -72,4 +72,4 @@ export const usersMfaEnrollCommand: Command = {
     context.stdout.write(`${made.link}\n`);
     return 0;
   },
-};
+});

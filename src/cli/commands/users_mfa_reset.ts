@@ -7,11 +7,11 @@
  * first factor.
  */
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { visible } from '../terminal_text.js';
 import { mailSecurityNotice } from '../security_notice.js';
 
-export const usersMfaResetCommand: Command = {
+export const usersMfaResetCommand = defineCommand({
   usage: 'latchkey users mfa-reset <username>',
   help: [
     'For a person who lost their second factor and their recovery codes. Their next sign-in needs only',
@@ -33,4 +33,4 @@ export const usersMfaResetCommand: Command = {
     if (removed) await mailSecurityNotice(context, user, { kind: 'factors_reset' });
     return 0;
   },
-};
+});

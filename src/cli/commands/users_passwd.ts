@@ -6,11 +6,11 @@ import { revocationTime } from '../revocation_time.js';
 import { hashPassword } from '../../crypto/password.js';
 import { cliAudit } from '../audit_log.js';
 import { validPassword } from '../../directory/validation.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { obtainPassword } from '../password_input.js';
 import { mailSecurityNotice } from '../security_notice.js';
 
-export const usersPasswdCommand: Command = {
+export const usersPasswdCommand = defineCommand({
   usage: 'latchkey users passwd <username> [--password-stdin]',
   positionals: { min: 1, max: 1 },
   options: { 'password-stdin': { type: 'boolean' } },
@@ -28,4 +28,4 @@ export const usersPasswdCommand: Command = {
     await mailSecurityNotice(context, user, { kind: 'password_changed', how: 'changed' });
     return 0;
   },
-};
+});

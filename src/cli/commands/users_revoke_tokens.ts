@@ -1,8 +1,8 @@
 import { revocationTime } from '../revocation_time.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 
-export const usersRevokeTokensCommand: Command = {
+export const usersRevokeTokensCommand = defineCommand({
   usage: 'latchkey users revoke-tokens <username>',
   help: [
     'Signs the person out everywhere (a lost laptop, a leaked token): their browser sessions end, every',
@@ -21,4 +21,4 @@ export const usersRevokeTokensCommand: Command = {
     context.stderr.write(`Ended every sign-in of ${username}\n`);
     return 0;
   },
-};
+});

@@ -1,10 +1,10 @@
 /** `latchkey users grant|revoke <username> <role>`. */
 import { epochSeconds, systemClock } from '../../clock.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { visible } from '../terminal_text.js';
 
-export const usersGrantCommand: Command = {
+export const usersGrantCommand = defineCommand({
   usage: 'latchkey users grant <username> <role>',
   positionals: { min: 2, max: 2 },
   options: {},
@@ -19,9 +19,9 @@ export const usersGrantCommand: Command = {
     context.stderr.write(`${visible(user.username)} now holds ${role}\n`);
     return 0;
   },
-};
+});
 
-export const usersRevokeCommand: Command = {
+export const usersRevokeCommand = defineCommand({
   usage: 'latchkey users revoke <username> <role>',
   positionals: { min: 2, max: 2 },
   options: {},
@@ -35,4 +35,4 @@ export const usersRevokeCommand: Command = {
     context.stderr.write(`${visible(user.username)} no longer holds ${role}\n`);
     return 0;
   },
-};
+});

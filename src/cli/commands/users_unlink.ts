@@ -8,10 +8,10 @@
  */
 import { hasUsablePassword } from '../../connectors/linked_identities.js';
 import { cliAudit } from '../audit_log.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { revocationTime } from '../revocation_time.js';
 
-export const usersUnlinkCommand: Command = {
+export const usersUnlinkCommand = defineCommand({
   usage: 'latchkey users unlink <username> <connector>',
   help: [
     'Removes the identities at <connector> (its id, as `connectors list` shows) linked to the person, as',
@@ -43,4 +43,4 @@ export const usersUnlinkCommand: Command = {
     }
     return 0;
   },
-};
+});

@@ -1,11 +1,11 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { profileOptions, profileOptionsHelp, userChangeFrom } from '../../directory/profile_claims.js';
-import { CommandError, type Command } from '../command.js';
+import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { visible } from '../terminal_text.js';
 import { mailSecurityNotice } from '../security_notice.js';
 
-export const usersUpdateCommand: Command = {
+export const usersUpdateCommand = defineCommand({
   usage: 'latchkey users update <username> [--email <email>] [--name <full name>] [profile claim options] [--clear <claim>]...',
   help: [
     'Options:',
@@ -40,4 +40,4 @@ export const usersUpdateCommand: Command = {
     if (updated && updated.email.toLowerCase() !== user.email.toLowerCase()) await mailSecurityNotice(context, updated, { kind: 'email_changed', previous: user.email });
     return 0;
   },
-};
+});

@@ -167,7 +167,8 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
   /** A form on a role's page: the acting admin, the form and the role (or the reply that refused). */
   async function roleForm<T extends { csrf_token?: string | undefined }>(request: FastifyRequest, reply: FastifyReply, schema: z.ZodType<T>): Promise<Gate<{ form: T; role: RoleRecord }>> {
     // The path itself is checked once the person is known to be an administrator.
-    const rawName = String((request.params as Record<string, unknown>).name ?? '').slice(0, 64);
+    const param = (request.params as Record<string, unknown>).name;
+    const rawName = (typeof param === 'string' ? param : '').slice(0, 64);
     const gate = await adminForm(request, reply, services, schema, rolePath(rawName));
     if (!gate.ok) return gate;
     const { name } = parseFields(params, request.params);

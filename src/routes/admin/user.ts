@@ -77,7 +77,7 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
     const signIns = signInRows(sessions, families, admin.session.id, when).map((row) => ({
       ...row,
       label:
-        row.kind === 'app' ? `${clientName.get(row.clientId!) ?? row.clientId} (${row.clientId})` : row.current ? 'A browser (this one: your own session)' : 'A browser',
+        row.kind === 'app' ? `${clientName.get(row.clientId) ?? row.clientId} (${row.clientId})` : row.current ? 'A browser (this one: your own session)' : 'A browser',
     }));
     return renderAdmin(
       request,
@@ -113,9 +113,10 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
           onlyWayIn: !removable.has(i.connectorId),
         })),
         // One row per connector, as Allow again lets all of that connector's back (most recent first).
-        removed: [...new Set(removed.map((r) => r.connectorId))].map((connectorId) => {
+        removed: [...new Set(removed.map((r) => r.connectorId))].flatMap((connectorId) => {
           const of = removed.filter((r) => r.connectorId === connectorId);
-          return { connectorId, name: of[0]!.connectorName, subjects: of.map((r) => r.subject), removed: when(of[0]!.removedAt) };
+          const [latest] = of;
+          return latest === undefined ? [] : [{ connectorId, name: latest.connectorName, subjects: of.map((r) => r.subject), removed: when(latest.removedAt) }];
         }),
         signIns,
         notice,
@@ -145,7 +146,8 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
   /** A form on the user page: the acting admin, the form, and the user (or the reply that refused). */
   async function userForm<T extends { csrf_token?: string | undefined }>(request: FastifyRequest, reply: FastifyReply, schema: z.ZodType<T>) {
     // The path itself is checked once the person is known to be an administrator.
-    const rawId = String((request.params as Record<string, unknown>).id ?? '').slice(0, 128);
+    const param = (request.params as Record<string, unknown>).id;
+    const rawId = (typeof param === 'string' ? param : '').slice(0, 128);
     const gate = await adminForm(request, reply, services, schema, `/admin/users/${pathSegment(rawId)}`);
     if (!gate.ok) return gate;
     const found = await userOf(request, reply);

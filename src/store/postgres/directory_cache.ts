@@ -71,7 +71,7 @@ export class DirectoryCache implements RecordCache {
   /** A map of records for the cache to keep and drop; lookups go through lookup(). */
   map<T extends object>(): Map<string, T> {
     const map = new Map<string, T>();
-    this.maps.add(map as Map<string, object>);
+    this.maps.add(map);
     return map;
   }
 
@@ -87,6 +87,8 @@ export class DirectoryCache implements RecordCache {
     const generation = this.generation;
     const record = await load();
     // Misses are not cached (keys come from requests); nor is what a change may have overtaken.
+    // `active` reads the clock: it may have turned false while the record loaded.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
     if (record === undefined || generation !== this.generation || !this.active) return record;
     if (map.size >= maxCachedRecords) map.clear();
     const frozen = deepFreeze(record);

@@ -29,7 +29,7 @@ async function appliedMigrations(client: PoolClient): Promise<MigrationRecord[]>
     'SELECT version, name, applied_at, checksum, latchkey_version FROM schema_migrations ORDER BY version',
   );
   return rows.map((row) => ({
-    version: Number(row.version),
+    version: row.version,
     name: row.name,
     appliedAt: Number(row.applied_at),
     checksum: row.checksum ?? undefined,

@@ -91,8 +91,8 @@ function statementError(err: unknown, op: Op): unknown {
  * SHARE ROW EXCLUSIVE mode (it conflicts with itself: one changer at a time, while readers read).
  */
 const locks: Record<LockKind, string> = {
-  refresh_family: `SELECT pg_advisory_xact_lock(${0x5254}, hashtext($1))`,
-  second_factors: `SELECT pg_advisory_xact_lock(${0x3246}, hashtext($1))`,
+  refresh_family: 'SELECT pg_advisory_xact_lock(21076, hashtext($1))', // class 0x5254, "RT"
+  second_factors: 'SELECT pg_advisory_xact_lock(12870, hashtext($1))', // class 0x3246, "2F"
   signing_keys: 'LOCK TABLE signing_keys IN SHARE ROW EXCLUSIVE MODE',
   server_secrets: 'LOCK TABLE server_secrets IN SHARE ROW EXCLUSIVE MODE',
   connectors: 'LOCK TABLE connectors IN SHARE ROW EXCLUSIVE MODE',
@@ -278,7 +278,7 @@ export class PostgresStore extends SqlStore {
           broken = cause instanceof Error ? cause : new Error(String(cause));
         } else {
           // A client whose ROLLBACK fails is in an unknown state: it is closed, not reused.
-          await client.query('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
+          await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))));
         }
         if (attempt < transactionAttempts && retryableErrors.has(errorCode(err) as string) && (!deadlined || Date.now() < deadline)) continue;
         throw asUnavailable(err);

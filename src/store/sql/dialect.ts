@@ -8,7 +8,7 @@
 export interface CompiledStatement {
   text: string;
   /** The caller's parameters in the driver's order (SQLite's `?` are positional, $n may repeat). */
-  params(values: readonly unknown[]): unknown[];
+  params: (values: readonly unknown[]) => unknown[];
 }
 
 export interface Dialect {

@@ -840,7 +840,7 @@ export abstract class SqlStore implements Store {
             now, grant.refreshFamilyId,
           )
         ).sort((a, b) => Number(b.created_at) - Number(a.created_at));
-        for (const token of lost) if (token.access_token_jti !== null) yield* revokeAccessTokenUntil(String(token.access_token_jti), now);
+        for (const token of lost) if (typeof token.access_token_jti === 'string') yield* revokeAccessTokenUntil(token.access_token_jti, now);
         const newest = lost[0];
         // The new token takes the lost one's place in its family: same family and end, the lost one as its parent.
         if (refresh !== undefined && newest !== undefined) refresh = { ...refresh, token: joinedFamily(refresh.token, grant.refreshFamilyId, String(newest.id), Number(newest.family_expires_at)) };
@@ -849,9 +849,10 @@ export abstract class SqlStore implements Store {
       const refreshTokenStored = refresh !== undefined && (yield* insertGuardedRefreshToken(refresh.token, refresh.guard));
       const updated = yield* one(
         'UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2, issued_at = $3, recoveries = recoveries + 1 WHERE id = $4 RETURNING *',
-        replacement.accessTokenJti, refreshTokenStored ? refresh!.token.familyId : null, now, id,
+        replacement.accessTokenJti, refreshTokenStored ? (refresh?.token.familyId ?? null) : null, now, id,
       );
-      return { grant: toDeviceGrant(updated!), refreshTokenStored };
+      if (!updated) throw new Error('the device grant being recovered is gone');
+      return { grant: toDeviceGrant(updated), refreshTokenStored };
     });
   }
 
@@ -1226,7 +1227,7 @@ export abstract class SqlStore implements Store {
     if (events.length === 0) return;
     const columns = (e: Omit<AuditEventRecord, 'id'>) =>
       // JSON.stringify writes U+0000 as the escape \u0000, which text holds.
-      [e.at, auditText(e.event), auditText(e.actor), auditText(e.userId), auditText(e.clientId), auditText(e.ip), JSON.stringify(e.details ?? {})] as const;
+      [e.at, auditText(e.event), auditText(e.actor), auditText(e.userId), auditText(e.clientId), auditText(e.ip), JSON.stringify(e.details)] as const;
     if (!this.arrayParameters) {
       // Prepared once, run per event inside one transaction: as fast on SQLite as one statement.
       return this.execute('atomic', function* () {

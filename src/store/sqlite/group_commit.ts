@@ -73,7 +73,7 @@ export class GroupCommit {
     if (this.db.inTransaction) return verb();
     return new Promise<T>((resolve, reject) => {
       if (this.queue.length === 0) setImmediate(() => this.flush());
-      this.queue.push({ read, verb, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ read, verb, resolve, reject });
     });
   }
 
@@ -113,6 +113,9 @@ export class GroupCommit {
       for (const write of batch) write.reject(err);
       return;
     }
-    batch.forEach((write, i) => results[i]?.then(write.resolve, write.reject));
+    for (const [i, write] of batch.entries()) results[i]?.then(
+        (value) => write.resolve(value),
+        (err: unknown) => write.reject(err),
+      );
   }
 }

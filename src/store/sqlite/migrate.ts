@@ -20,8 +20,8 @@ function appliedMigrations(db: Database.Database): MigrationRecord[] {
     version: Number(row.version),
     name: String(row.name),
     appliedAt: Number(row.applied_at),
-    checksum: row.checksum === null ? undefined : String(row.checksum),
-    latchkeyVersion: row.latchkey_version === null ? undefined : String(row.latchkey_version),
+    checksum: typeof row.checksum === 'string' ? row.checksum : undefined,
+    latchkeyVersion: typeof row.latchkey_version === 'string' ? row.latchkey_version : undefined,
   }));
 }
 

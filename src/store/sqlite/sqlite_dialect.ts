@@ -56,7 +56,7 @@ export function compileForSqlite(source: string): CompiledStatement {
     text,
     params: (values) => {
       const bound = new Array<unknown>(order.length);
-      for (let i = 0; i < order.length; i++) bound[i] = bindable(values[order[i]!]);
+      for (let i = 0; i < order.length; i++) bound[i] = bindable(values[order[i] ?? i]);
       return bound;
     },
   };

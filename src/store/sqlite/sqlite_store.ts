@@ -151,7 +151,8 @@ export class SqliteStore extends SqlStore {
       // With several processes on the file (LATCHKEY_WORKERS) reads stay out of the batches: a batch
       // that writes holds the write lock, and the other workers would wait for reads too.
       if (kind === 'outside' || (kind === 'read' && !batchReads)) continue;
-      const verb = self[name]!.bind(this);
+      const verb = self[name]?.bind(this);
+      if (verb === undefined) throw new Error(`the store has no verb ${name}`);
       self[name] = kind === 'write' ? (...args: unknown[]) => group.write(() => verb(...args)) : (...args: unknown[]) => group.read(() => verb(...args));
     }
   }

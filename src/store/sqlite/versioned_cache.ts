@@ -19,7 +19,7 @@ export class VersionedCache implements RecordCache {
 
   map<T extends object>(): Map<string, T> {
     const map = new Map<string, T>();
-    this.maps.add(map as Map<string, object>);
+    this.maps.add(map);
     return map;
   }
 

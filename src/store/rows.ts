@@ -7,6 +7,7 @@
 import type {
   RateLimitCounter,
   ApiRecord,
+  PublicJwk,
   AuditEventRecord,
   AuthMethod,
   AuthorizationCodeRecord,

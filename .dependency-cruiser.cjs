@@ -23,7 +23,7 @@ module.exports = {
     {
       name: 'routes-only-from-the-app',
       comment:
-        'A route file is a Fastify plugin, registered by src/app.ts (or, inside a route folder, by that folder\'s index.ts, the app of its folder). ' +
+        "A route file is a Fastify plugin, registered by src/app.ts (or, inside a route folder, by that folder's index.ts, the app of its folder). " +
         'What two routes share belongs in a domain folder (http/, console/, mail/, account/ …), never in a route file.',
       severity: 'error',
       from: { path: '^src/', pathNot: ['^src/app[.]ts$', '^src/routes/[^/]+/index[.]ts$'] },

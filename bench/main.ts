@@ -40,7 +40,18 @@ import { signingAlgorithms, type SigningAlgorithm } from '../src/crypto/keys.js'
 import { openConfiguredStore } from '../src/store/open.js';
 import pg from 'pg';
 import type { LoadResult, LoadSpec } from './load.js';
-import { baselineComparisons, checkTargets, comparisons, formatReport, signInRates, type BenchReport, type PeerName, type PeerRun, type RunReport, type ScenarioFigures } from './report.js';
+import {
+  baselineComparisons,
+  checkTargets,
+  comparisons,
+  formatReport,
+  signInRates,
+  type BenchReport,
+  type PeerName,
+  type PeerRun,
+  type RunReport,
+  type ScenarioFigures,
+} from './report.js';
 import {
   browserSignInRequest,
   codeExchangeRequest,
@@ -81,7 +92,11 @@ const duration = quick ? 1 : Number(options.duration);
 const warmup = quick ? 0.5 : Number(options.warmup);
 const connections = Number(options.connections);
 const algorithms = options.alg.split(',').map((a) => a.trim()) as SigningAlgorithm[];
-const list = (value: string) => value.split(',').map((v) => v.trim()).filter(Boolean);
+const list = (value: string) =>
+  value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
 const workerCounts = list(options.workers).map(Number);
 const scales = list(options.scales ?? (quick ? '1000,20000' : '1000,100000,1000000')).map(Number);
 for (const alg of algorithms) if (!signingAlgorithms.includes(alg)) throw new Error(`--alg: unknown algorithm ${alg}`);
@@ -117,7 +132,10 @@ function childJson<T>(args: string[], cores: string | undefined): Promise<T> {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.on('exit', (code) => {
-      if (code !== 0) { reject(new Error(`${args.join(' ')} exited with ${code}`)); return; }
+      if (code !== 0) {
+        reject(new Error(`${args.join(' ')} exited with ${code}`));
+        return;
+      }
       try {
         resolve(JSON.parse(out.trim().split('\n').pop() ?? '') as T);
       } catch (err) {
@@ -151,7 +169,14 @@ function meanOf(values: number[]): number {
   return values.reduce((sum, v) => sum + v, 0) / values.length;
 }
 
-async function driveOne(url: string, request: ScenarioRequest, seconds: number, share: number, bodies: string[] | undefined, cores: string | undefined): Promise<LoadResult> {
+async function driveOne(
+  url: string,
+  request: ScenarioRequest,
+  seconds: number,
+  share: number,
+  bodies: string[] | undefined,
+  cores: string | undefined,
+): Promise<LoadResult> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-load-'));
   const spec: LoadSpec = {
     url: `${url}${request.path}`,
@@ -346,14 +371,26 @@ interface Build {
   cli: string | undefined;
 }
 
-const thisBuild: Build = { configFrom, openConfiguredStore, seedBase, seedDeviceGrants, seedAuthorizationCodes, seedRefreshTokens, seedSignInAccounts, cli: undefined };
+const thisBuild: Build = {
+  configFrom,
+  openConfiguredStore,
+  seedBase,
+  seedDeviceGrants,
+  seedAuthorizationCodes,
+  seedRefreshTokens,
+  seedSignInAccounts,
+  cli: undefined,
+};
 
 /** Another checkout's build (--baseline): its own config, store and seeding code, so that its schema may differ. */
 async function baselineBuild(root: string): Promise<Build> {
   const load = async <T>(file: string) => (await import(pathToFileURL(join(root, 'dist', file)).href)) as T;
   const config = await load<{ configFrom: typeof configFrom }>('config.js');
   const open = await load<{ openConfiguredStore: typeof openConfiguredStore }>('store/open.js');
-  const seeds = (await import(pathToFileURL(baselineSeedModule(root)).href)) as Pick<Build, 'seedBase' | 'seedDeviceGrants' | 'seedAuthorizationCodes' | 'seedRefreshTokens' | 'seedSignInAccounts'>;
+  const seeds = (await import(pathToFileURL(baselineSeedModule(root)).href)) as Pick<
+    Build,
+    'seedBase' | 'seedDeviceGrants' | 'seedAuthorizationCodes' | 'seedRefreshTokens' | 'seedSignInAccounts'
+  >;
   return { configFrom: config.configFrom, openConfiguredStore: open.openConfiguredStore, ...seeds, cli: join(root, 'dist', 'cli', 'main.js') };
 }
 
@@ -474,7 +511,12 @@ async function startPeers(dir: string, alg: SigningAlgorithm, fixtures: Fixtures
   const spec: PeerSpec = {
     port: oidcPort,
     alg,
-    counts: { pendingWarm: fixtures.pendingWarm.length, pending: fixtures.pending.length, approvedWarm: fixtures.approvedWarm.length, approved: fixtures.approved.length },
+    counts: {
+      pendingWarm: fixtures.pendingWarm.length,
+      pending: fixtures.pending.length,
+      approvedWarm: fixtures.approvedWarm.length,
+      approved: fixtures.approved.length,
+    },
     out: join(dir, 'peer-codes.json'),
   };
   writeFileSync(join(dir, 'peer-spec.json'), JSON.stringify(spec));
@@ -489,7 +531,13 @@ async function startPeers(dir: string, alg: SigningAlgorithm, fixtures: Fixtures
   });
   const codes = JSON.parse(readFileSync(spec.out, 'utf8')) as Record<'pendingWarm' | 'pending' | 'approvedWarm' | 'approved', string[]>;
   const barePort = await freePort();
-  const bare = await startBenchServer({ env: { NODE_ENV: 'production' }, port: barePort, cores: serverCores, logPath: join(dir, 'fastify.log'), script: [here('./peer_bare_fastify.js'), String(barePort)] });
+  const bare = await startBenchServer({
+    env: { NODE_ENV: 'production' },
+    port: barePort,
+    cores: serverCores,
+    logPath: join(dir, 'fastify.log'),
+    script: [here('./peer_bare_fastify.js'), String(barePort)],
+  });
   return [
     {
       name: 'oidc-provider',
@@ -505,7 +553,10 @@ async function startPeers(dir: string, alg: SigningAlgorithm, fixtures: Fixtures
       server: bare,
       requests: {
         device_authorization: [deviceAuthorizationRequest(), deviceAuthorizationRequest()],
-        device_poll_pending: [devicePollRequest(fixtures.pendingWarm.slice(0, 100), pendingExpected), devicePollRequest(fixtures.pendingWarm.slice(0, 100), pendingExpected)],
+        device_poll_pending: [
+          devicePollRequest(fixtures.pendingWarm.slice(0, 100), pendingExpected),
+          devicePollRequest(fixtures.pendingWarm.slice(0, 100), pendingExpected),
+        ],
       },
     },
   ];
@@ -532,7 +583,9 @@ function latchkeyRequests(server: BenchServer, fixtures: Fixtures): Partial<Reco
       return [userinfoRequest(token), userinfoRequest(token)];
     },
     jwks: async () => [jwksRequest(), jwksRequest()],
-    ...(fixtures.signInAccounts.length > 0 ? { browser_sign_in: async () => [browserSignInRequest(fixtures.signInAccounts), browserSignInRequest(fixtures.signInAccounts)] } : {}),
+    ...(fixtures.signInAccounts.length > 0
+      ? { browser_sign_in: async () => [browserSignInRequest(fixtures.signInAccounts), browserSignInRequest(fixtures.signInAccounts)] }
+      : {}),
   };
 }
 
@@ -540,7 +593,12 @@ function latchkeyRequests(server: BenchServer, fixtures: Fixtures): Partial<Reco
  * Seeds a database for `build` and starts its instances on it: one on the server core, or (two,
  * PostgreSQL) one on each core, with the load generators and PostgreSQL where the scheduler puts them.
  */
-async function startLatchkey(build: Build, plan: RunPlan, dir: string, name: string): Promise<{ server: BenchServer; fixtures: Fixtures; seedSeconds: number; drop(): Promise<void> }> {
+async function startLatchkey(
+  build: Build,
+  plan: RunPlan,
+  dir: string,
+  name: string,
+): Promise<{ server: BenchServer; fixtures: Fixtures; seedSeconds: number; drop(): Promise<void> }> {
   const port = await freePort();
   const database = plan.postgres ? await postgresDatabase(plan.postgres.url) : undefined;
   const env = serverEnv(join(dir, name), port, plan.alg, plan.workers, database?.url);
@@ -585,7 +643,11 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
       started.push(other);
       companions.push({ plan: companion.plan, seedSeconds: other.seedSeconds });
       const requests = latchkeyRequests(other.server, other.fixtures);
-      contenders.push({ name: companion.plan.label, server: other.server, requests: Object.fromEntries(companion.scenarios.map((scenario) => [scenario, requests[scenario]])) });
+      contenders.push({
+        name: companion.plan.label,
+        server: other.server,
+        requests: Object.fromEntries(companion.scenarios.map((scenario) => [scenario, requests[scenario]])),
+      });
     }
     if (baseline) {
       const other = await startLatchkey(baseline, plan, dir, 'baseline');
@@ -600,7 +662,11 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
       contenders.push({
         name: peer.name,
         server: peer.server,
-        requests: Object.fromEntries(Object.entries(peer.requests).filter(([scenario]) => peerScenarios[peer.name].includes(scenario as ScenarioName)).map(([scenario, pair]) => [scenario, async () => pair])),
+        requests: Object.fromEntries(
+          Object.entries(peer.requests)
+            .filter(([scenario]) => peerScenarios[peer.name].includes(scenario as ScenarioName))
+            .map(([scenario, pair]) => [scenario, async () => pair]),
+        ),
       });
     }
     const figures = new Map<string, ScenarioFigures[]>(contenders.map((c) => [c.name, []]));
@@ -685,7 +751,9 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
     return [main, ...companionRuns];
   } catch (err) {
     for (const s of started.reverse()) await s.server.stop().catch(() => {});
-    process.stderr.write(`The run "${plan.label}" failed; its databases and server logs are kept in ${dir}${plan.postgres ? ' (PostgreSQL databases latchkey_bench_*)' : ''}\n`);
+    process.stderr.write(
+      `The run "${plan.label}" failed; its databases and server logs are kept in ${dir}${plan.postgres ? ' (PostgreSQL databases latchkey_bench_*)' : ''}\n`,
+    );
     throw err;
   }
 }
@@ -704,14 +772,28 @@ async function main(): Promise<void> {
     // A code exchange with openid signs an access token and an RS256 id_token.
     return { issuance: sign, exchange: 1 / (1 / sign + 1 / rsa), pollRate: maxPollRate };
   };
-  const every: ScenarioName[] = ['device_authorization', 'device_poll_pending', 'device_token_issuance', 'code_exchange', 'refresh', 'userinfo', 'jwks', 'browser_sign_in'];
+  const every: ScenarioName[] = [
+    'device_authorization',
+    'device_poll_pending',
+    'device_token_issuance',
+    'code_exchange',
+    'refresh',
+    'userinfo',
+    'jwks',
+    'browser_sign_in',
+  ];
   const chosen = options.scenarios === 'all' ? every : (list(options.scenarios) as ScenarioName[]);
   for (const name of chosen) if (!every.includes(name)) throw new Error(`--scenarios: unknown scenario ${name}`);
   const all = chosen;
   const only = (names: ScenarioName[]) => names.filter((name) => chosen.includes(name));
   const runs: RunReport[] = [];
   for (const [i, alg] of algorithms.entries()) {
-    runs.push(...(await run({ label: `${alg}, 1 worker`, alg, workers: 1, filler: 0, scenarios: all, sizes: sizesFor(alg), pin: true, peers: options.peer && i === 0 }, baseline)));
+    runs.push(
+      ...(await run(
+        { label: `${alg}, 1 worker`, alg, workers: 1, filler: 0, scenarios: all, sizes: sizesFor(alg), pin: true, peers: options.peer && i === 0 },
+        baseline,
+      )),
+    );
   }
   const first = algorithms[0] ?? 'RS256';
   for (const filler of scales) {

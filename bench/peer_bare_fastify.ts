@@ -31,7 +31,10 @@ app.post('/oauth/device/code', async (request, reply) => {
 app.post('/oauth/token', async (request, reply) => {
   const form = request.body as Record<string, string | undefined>;
   reply.code(400).header('cache-control', 'no-store');
-  return { error: form.device_code === undefined ? 'invalid_request' : 'authorization_pending', error_description: 'The user has not yet approved the request.' };
+  return {
+    error: form.device_code === undefined ? 'invalid_request' : 'authorization_pending',
+    error_description: 'The user has not yet approved the request.',
+  };
 });
 
 app.get('/readyz', async () => ({ status: 'ok' }));

@@ -26,7 +26,10 @@ export interface PeerSpec {
 /** The audience the peer's access tokens are for (a resource indicator, so they are JWTs). */
 const resource = 'https://api.bench.example';
 /** What an approved device code grants: the device scope but openid (see seed()). */
-const issuedScope = deviceScope.split(' ').filter((s) => s !== 'openid').join(' ');
+const issuedScope = deviceScope
+  .split(' ')
+  .filter((s) => s !== 'openid')
+  .join(' ');
 
 /** Everything in Maps: nothing expires early, nothing is evicted. */
 class MapAdapter implements Adapter {
@@ -84,7 +87,11 @@ class MapAdapter implements Adapter {
 
 function signingKey(alg: PeerSpec['alg']) {
   const { privateKey } =
-    alg === 'RS256' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : alg === 'ES256' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('ed25519');
+    alg === 'RS256'
+      ? generateKeyPairSync('rsa', { modulusLength: 2048 })
+      : alg === 'ES256'
+        ? generateKeyPairSync('ec', { namedCurve: 'P-256' })
+        : generateKeyPairSync('ed25519');
   return { ...privateKey.export({ format: 'jwk' }), kid: `peer-${alg}`, alg, use: 'sig' };
 }
 
@@ -95,7 +102,15 @@ async function main(): Promise<void> {
   const keys = spec.alg === 'RS256' ? [signingKey('RS256')] : [signingKey(spec.alg), signingKey('RS256')];
   const provider = new Provider(issuer, {
     adapter: MapAdapter,
-    clients: [{ client_id: deviceClientId, token_endpoint_auth_method: 'none', grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], response_types: [], redirect_uris: [] }],
+    clients: [
+      {
+        client_id: deviceClientId,
+        token_endpoint_auth_method: 'none',
+        grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
+        response_types: [],
+        redirect_uris: [],
+      },
+    ],
     jwks: { keys },
     scopes: ['openid', 'email', 'profile', 'offline_access'],
     routes: { device_authorization: '/oauth/device/code', token: '/oauth/token', jwks: '/.well-known/jwks.json', userinfo: '/userinfo' },
@@ -120,7 +135,12 @@ async function main(): Promise<void> {
     const codes: string[] = [];
     for (let i = 0; i < count; i++) {
       // A pending code has no grant yet (the types ask for one that an approval would add).
-      const code = new provider.DeviceCode({ client, params: { client_id: deviceClientId, scope: deviceScope }, userCode: `BENCH${i}`, deviceInfo: {} } as never);
+      const code = new provider.DeviceCode({
+        client,
+        params: { client_id: deviceClientId, scope: deviceScope },
+        userCode: `BENCH${i}`,
+        deviceInfo: {},
+      } as never);
       if (approved) {
         // What an approval records. Without `openid` granted the answer has no id_token: Latchkey
         // issues none in the device flow either, so both sign one access token per issuance.

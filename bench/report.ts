@@ -94,7 +94,8 @@ export interface Comparison {
 export function comparisons(report: BenchReport): Comparison[] {
   const run = report.runs.find((r) => r.peers !== undefined);
   if (!run) return [];
-  const rate = (peer: PeerName, scenario: ScenarioName) => run.peers?.find((p) => p.peer === peer)?.scenarios.find((s) => s.scenario === scenario)?.requestsPerSecond;
+  const rate = (peer: PeerName, scenario: ScenarioName) =>
+    run.peers?.find((p) => p.peer === peer)?.scenarios.find((s) => s.scenario === scenario)?.requestsPerSecond;
   return run.scenarios
     .map((s) => {
       const oidcProvider = rate('oidc-provider', s.scenario);
@@ -178,7 +179,8 @@ const whole = (n: number) => Math.round(n).toLocaleString('en');
 
 export function checkTargets(report: BenchReport): TargetCheck[] {
   const checks: TargetCheck[] = [];
-  const pinnedMain = (run: RunReport) => run.database === 'sqlite' && run.workers === 1 && run.storedDeviceGrants === 0 && !run.label.includes('unpinned') && run.measuredAlongside === undefined;
+  const pinnedMain = (run: RunReport) =>
+    run.database === 'sqlite' && run.workers === 1 && run.storedDeviceGrants === 0 && !run.label.includes('unpinned') && run.measuredAlongside === undefined;
   // Side by side, in the same run (bench --peer): ratios, which this machine's ±30% drift leaves standing.
   const wanted: Partial<Record<ScenarioName, { overOidcProvider: number; ofFastify: number }>> = {
     device_authorization: { overOidcProvider: 3, ofFastify: 0.75 },
@@ -188,10 +190,18 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
     const goal = wanted[c.scenario];
     if (!goal) continue;
     if (c.overOidcProvider !== undefined) {
-      checks.push({ target: `${c.scenario} ≥ ${goal.overOidcProvider}x oidc-provider`, value: `${c.overOidcProvider.toFixed(2)}x (${whole(c.latchkey)} vs ${whole(c.oidcProvider ?? 0)}/s)`, met: c.overOidcProvider >= goal.overOidcProvider });
+      checks.push({
+        target: `${c.scenario} ≥ ${goal.overOidcProvider}x oidc-provider`,
+        value: `${c.overOidcProvider.toFixed(2)}x (${whole(c.latchkey)} vs ${whole(c.oidcProvider ?? 0)}/s)`,
+        met: c.overOidcProvider >= goal.overOidcProvider,
+      });
     }
     if (c.ofFastify !== undefined) {
-      checks.push({ target: `${c.scenario} ≥ ${(goal.ofFastify * 100).toFixed(0)}% of bare Fastify`, value: `${(c.ofFastify * 100).toFixed(0)}% (${whole(c.latchkey)} vs ${whole(c.fastify ?? 0)}/s)`, met: c.ofFastify >= goal.ofFastify });
+      checks.push({
+        target: `${c.scenario} ≥ ${(goal.ofFastify * 100).toFixed(0)}% of bare Fastify`,
+        value: `${(c.ofFastify * 100).toFixed(0)}% (${whole(c.latchkey)} vs ${whole(c.fastify ?? 0)}/s)`,
+        met: c.ofFastify >= goal.ofFastify,
+      });
     }
   }
   for (const run of report.runs.filter(pinnedMain)) {
@@ -211,7 +221,12 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
   const slowest = pinnedRuns
     .flatMap((run) => run.scenarios.filter((s) => s.scenario !== 'browser_sign_in').map((s) => ({ run, s })))
     .sort((a, b) => b.s.p99Ms - a.s.p99Ms)[0];
-  if (slowest) checks.push({ target: `p99 < 50 ms in every scenario (worst: ${slowest.run.label} ${slowest.s.scenario})`, value: `${slowest.s.p99Ms} ms`, met: slowest.s.p99Ms < 50 });
+  if (slowest)
+    checks.push({
+      target: `p99 < 50 ms in every scenario (worst: ${slowest.run.label} ${slowest.s.scenario})`,
+      value: `${slowest.s.p99Ms} ms`,
+      met: slowest.s.p99Ms < 50,
+    });
   // PostgreSQL (bench --postgres): one instance against SQLite, two against one.
   const rateOf = (run: RunReport | undefined, scenario: ScenarioName) => run?.scenarios.find((s) => s.scenario === scenario)?.requestsPerSecond;
   const onePg = report.runs.find((run) => run.database === 'postgresql' && run.instances === 1);
@@ -223,7 +238,11 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
   const pgAuth = rateOf(onePg, 'device_authorization');
   const sqliteAuth = rateOf(sqliteMain, 'device_authorization');
   if (pgAuth !== undefined && sqliteAuth !== undefined) {
-    checks.push({ target: 'PostgreSQL device_authorization (1 instance) ≥ 50% of SQLite', value: `${((pgAuth / sqliteAuth) * 100).toFixed(0)}% (${whole(pgAuth)} vs ${whole(sqliteAuth)}/s)`, met: pgAuth / sqliteAuth >= 0.5 });
+    checks.push({
+      target: 'PostgreSQL device_authorization (1 instance) ≥ 50% of SQLite',
+      value: `${((pgAuth / sqliteAuth) * 100).toFixed(0)}% (${whole(pgAuth)} vs ${whole(sqliteAuth)}/s)`,
+      met: pgAuth / sqliteAuth >= 0.5,
+    });
   }
   const pgIssuance = rateOf(onePg, 'device_token_issuance');
   const sqliteIssuance = rateOf(sqliteMain, 'device_token_issuance');
@@ -236,7 +255,11 @@ export function checkTargets(report: BenchReport): TargetCheck[] {
   }
   const twoAuth = rateOf(twoPg, 'device_authorization');
   if (pgAuth !== undefined && twoAuth !== undefined) {
-    checks.push({ target: 'PostgreSQL device_authorization: 2 instances ≥ 1.6x 1', value: `${(twoAuth / pgAuth).toFixed(2)}x (${whole(twoAuth)} vs ${whole(pgAuth)}/s)`, met: twoAuth / pgAuth >= 1.6 });
+    checks.push({
+      target: 'PostgreSQL device_authorization: 2 instances ≥ 1.6x 1',
+      value: `${(twoAuth / pgAuth).toFixed(2)}x (${whole(twoAuth)} vs ${whole(pgAuth)}/s)`,
+      met: twoAuth / pgAuth >= 1.6,
+    });
   }
   const scaled = report.runs.filter((run) => run.storedDeviceGrants > 0).sort((a, b) => a.storedDeviceGrants - b.storedDeviceGrants);
   const smallest = scaled[0];
@@ -267,7 +290,11 @@ export function formatReport(report: BenchReport): string {
     `Server ${report.machine.pinned ? 'pinned to core 0, load generator (autocannon) on core 1' : 'not pinned (no taskset or one core)'}; ` +
       `${report.connections} connections, ${report.durationSeconds} s per scenario after a warm-up.`,
   );
-  out.push(`Raw signing rate on one core: ${Object.entries(report.signingRates).map(([alg, rate]) => `${alg} ${whole(rate)}/s`).join(', ')}`);
+  out.push(
+    `Raw signing rate on one core: ${Object.entries(report.signingRates)
+      .map(([alg, rate]) => `${alg} ${whole(rate)}/s`)
+      .join(', ')}`,
+  );
   for (const run of report.runs) {
     out.push('', `${run.label}${run.storedDeviceGrants > 0 ? ` (seeded in ${run.seedSeconds.toFixed(0)} s)` : ''}`);
     out.push(
@@ -290,7 +317,14 @@ export function formatReport(report: BenchReport): string {
   if (side.length > 0) {
     out.push('', 'Side by side (same run, same pinning, same driver; Latchkey first, then each peer, scenario by scenario)');
     const ratio = (n: number | undefined, percent = false) => (n === undefined ? '-' : percent ? `${(n * 100).toFixed(0)}%` : `${n.toFixed(2)}x`);
-    const rows = side.map((c) => [c.scenario, whole(c.latchkey), c.oidcProvider === undefined ? '-' : whole(c.oidcProvider), ratio(c.overOidcProvider), c.fastify === undefined ? '-' : whole(c.fastify), ratio(c.ofFastify, true)]);
+    const rows = side.map((c) => [
+      c.scenario,
+      whole(c.latchkey),
+      c.oidcProvider === undefined ? '-' : whole(c.oidcProvider),
+      ratio(c.overOidcProvider),
+      c.fastify === undefined ? '-' : whole(c.fastify),
+      ratio(c.ofFastify, true),
+    ]);
     const head = ['scenario', 'Latchkey req/s', 'oidc-provider req/s', 'Latchkey/oidc-provider', 'bare Fastify req/s', 'Latchkey/Fastify'];
     const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
     const line = (cells: string[]) => cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join('  ');
@@ -298,7 +332,21 @@ export function formatReport(report: BenchReport): string {
     for (const run of report.runs.filter((r) => r.peers)) {
       for (const peer of run.peers ?? []) {
         out.push('', `${peer.peer} (${run.label})`);
-        out.push(table(peer.scenarios.map((s) => [s.scenario, whole(s.requestsPerSecond), s.p50Ms.toFixed(0), s.p99Ms.toFixed(0), whole(s.non2xx), whole(s.unexpected), s.serverCpuCores.toFixed(2), s.cpuMicrosecondsPerRequest.toFixed(0), s.peakRssMb.toFixed(0)])));
+        out.push(
+          table(
+            peer.scenarios.map((s) => [
+              s.scenario,
+              whole(s.requestsPerSecond),
+              s.p50Ms.toFixed(0),
+              s.p99Ms.toFixed(0),
+              whole(s.non2xx),
+              whole(s.unexpected),
+              s.serverCpuCores.toFixed(2),
+              s.cpuMicrosecondsPerRequest.toFixed(0),
+              s.peakRssMb.toFixed(0),
+            ]),
+          ),
+        );
       }
     }
   }

@@ -3,17 +3,20 @@
  * that counts as the expected one (a pending poll's expected answer is a 400 authorization_pending)
  * — except the browser sign-in, a whole flow of five requests driven by sign_in_load.ts.
  */
-import { codeVerifier, deviceClientId, deviceScope, redirectUri, signInClientId, signInRedirectUri, signInScope, webClientId, type SignInAccount } from './seed.js';
+import {
+  codeVerifier,
+  deviceClientId,
+  deviceScope,
+  redirectUri,
+  signInClientId,
+  signInRedirectUri,
+  signInScope,
+  webClientId,
+  type SignInAccount,
+} from './seed.js';
 
 export type ScenarioName =
-  | 'device_authorization'
-  | 'device_poll_pending'
-  | 'device_token_issuance'
-  | 'code_exchange'
-  | 'refresh'
-  | 'userinfo'
-  | 'jwks'
-  | 'browser_sign_in';
+  'device_authorization' | 'device_poll_pending' | 'device_token_issuance' | 'code_exchange' | 'refresh' | 'userinfo' | 'jwks' | 'browser_sign_in';
 
 export interface Expected {
   status: number;
@@ -46,7 +49,13 @@ const deviceGrantType = 'urn:ietf:params:oauth:grant-type:device_code';
 const encode = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 
 export function deviceAuthorizationRequest(): ScenarioRequest {
-  return { path: '/oauth/device/code', method: 'POST', headers: form, body: encode({ client_id: deviceClientId, scope: deviceScope }), expected: { status: 200 } };
+  return {
+    path: '/oauth/device/code',
+    method: 'POST',
+    headers: form,
+    body: encode({ client_id: deviceClientId, scope: deviceScope }),
+    expected: { status: 200 },
+  };
 }
 
 export function devicePollRequest(deviceCodes: string[], expected: Expected): ScenarioRequest {

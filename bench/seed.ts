@@ -75,9 +75,25 @@ export async function seedBase(store: Store, now: number): Promise<void> {
     profile: {},
     updatedAt: now,
   });
-  const common = { secretHash: undefined, requirePkce: true, firstParty: true, builtIn: false, createdAt: now, tokensRevokedAt: undefined, postLogoutRedirectUris: [], backchannelLogoutUri: undefined, ...plainClientFields };
+  const common = {
+    secretHash: undefined,
+    requirePkce: true,
+    firstParty: true,
+    builtIn: false,
+    createdAt: now,
+    tokensRevokedAt: undefined,
+    postLogoutRedirectUris: [],
+    backchannelLogoutUri: undefined,
+    ...plainClientFields,
+  };
   await store.createClient({ ...common, clientId: deviceClientId, name: 'Bench device', redirectUris: [], grantTypes: ['device_code', 'refresh_token'] });
-  await store.createClient({ ...common, clientId: webClientId, name: 'Bench web', redirectUris: [redirectUri], grantTypes: ['authorization_code', 'refresh_token'] });
+  await store.createClient({
+    ...common,
+    clientId: webClientId,
+    name: 'Bench web',
+    redirectUris: [redirectUri],
+    grantTypes: ['authorization_code', 'refresh_token'],
+  });
 }
 
 export interface DeviceGrantSeed {

@@ -20,12 +20,7 @@ export function pinned(cores: string | undefined, command: string[]): string[] {
 
 function childrenOf(pid: number): number[] {
   try {
-    return readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
-      readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')
-        .split(' ')
-        .filter(Boolean)
-        .map(Number),
-    );
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) => readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
   } catch {
     return [];
   }

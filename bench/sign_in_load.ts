@@ -65,7 +65,12 @@ function field(html: string, name: string): string {
   const tag = new RegExp(`<input[^>]*name="${name}"[^>]*>`).exec(html)?.[0];
   const value = tag ? /value="([^"]*)"/.exec(tag)?.[1] : undefined;
   if (value === undefined) throw new StepFailed(`login_page:no_${name}`, 200);
-  return value.replace(/&#39;/g, "'").replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  return value
+    .replace(/&#39;/g, "'")
+    .replace(/&quot;/g, '"')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 }
 
 function expectRedirect(step: string, answer: Answer): string {

@@ -269,7 +269,10 @@ export function toOAuthError(error: unknown): OAuthError {
 function pageFor(error: OAuthError, t: Translator['t']): ErrorPage {
   if (error.status === 429) {
     const minutes = Math.max(1, Math.ceil(Number(error.headers['retry-after'] ?? 60) / 60));
-    return { heading: 'Too many attempts', message: minutes === 1 ? 'Please wait 1 minute and try again.' : t('Please wait {minutes} minutes and try again.', { minutes }) };
+    return {
+      heading: 'Too many attempts',
+      message: minutes === 1 ? 'Please wait 1 minute and try again.' : t('Please wait {minutes} minutes and try again.', { minutes }),
+    };
   }
   if (error.status === 503) return { heading: 'Briefly unavailable', message: 'The service is busy or restarting. Please try again in a moment.' };
   if (error.status >= 500) return { heading: 'Something went wrong', message: 'We could not finish that. Please try again in a moment.' };
@@ -285,7 +288,8 @@ function errorHandler(services: Services) {
     const oauthError = toOAuthError(error);
     if (oauthError.status === 429) services.metrics.rateLimitHits.inc({ route: request.routeOptions.url ?? 'unmatched' });
     // A database outage is one cause behind many requests: one line each, without a stack.
-    if (isStoreUnavailable(error)) request.log.warn({ event: 'database.unavailable', detail: oauthError.detail }, 'request failed: the database is unavailable');
+    if (isStoreUnavailable(error))
+      request.log.warn({ event: 'database.unavailable', detail: oauthError.detail }, 'request failed: the database is unavailable');
     else if (oauthError.status >= 500) request.log.error({ err: error, detail: oauthError.detail }, 'request failed');
     else noteRefusal(request, { error: oauthError.code, detail: oauthError.detail });
 

@@ -28,7 +28,9 @@ export function banner(config: Config, port: number, result: BootstrapResult, re
     );
     // The console wants a second factor, and a password alone cannot add an administrator's first one.
     if (config.mfa !== 'off') {
-      lines.push(`To open the admin console (${config.issuer}/admin), get ${result.createdUser} a one-time link to set up a second factor: npx latchkey users mfa-enroll ${result.createdUser}`);
+      lines.push(
+        `To open the admin console (${config.issuer}/admin), get ${result.createdUser} a one-time link to set up a second factor: npx latchkey users mfa-enroll ${result.createdUser}`,
+      );
     }
   }
   lines.push(

@@ -53,7 +53,12 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
     notices = prepared.notices;
     result = await bootstrap(store, config, systemClock);
     // Keys and secrets are created (and sealed) here, once, not raced by N workers starting together.
-    await createSigner(store, systemClock, { issuer: config.issuer, accessTokenAlgorithm: config.signingAlg, retiredKeyRetention: retiredKeyRetention(config), secretBox });
+    await createSigner(store, systemClock, {
+      issuer: config.issuer,
+      accessTokenAlgorithm: config.signingAlg,
+      retiredKeyRetention: retiredKeyRetention(config),
+      secretBox,
+    });
     await loadServerSecrets(store, secretBox);
   } catch (err) {
     // A store left open (a PostgreSQL pool's connections) would keep the failed process alive.
@@ -63,12 +68,16 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
   const warnings = startupWarnings(config, store);
   for (const notice of notices) log.info({ event: 'startup.notice' }, notice);
   for (const warning of warnings) log.warn({ event: 'startup.warning' }, warning);
-  if (store.vacuumConversion === 'converted') log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
+  if (store.vacuumConversion === 'converted')
+    log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
   const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval, config.auditRetention);
   const unsplittable = unsplittableLimits(config);
   // Limits counted in a shared store are not split between workers.
   if (unsplittable.length > 0 && !store.sharedAcrossInstances) {
-    log.warn({ limits: unsplittable, workers: config.workers }, 'these rate limits are lower than LATCHKEY_WORKERS: each worker allows 1, so the cluster allows up to one per worker');
+    log.warn(
+      { limits: unsplittable, workers: config.workers },
+      'these rate limits are lower than LATCHKEY_WORKERS: each worker allows 1, so the cluster allows up to one per worker',
+    );
   }
 
   const aggregator = new AggregatorRegistry();
@@ -100,7 +109,10 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
       live.delete(worker);
       if (stopping) return;
       // A worker that never listened (port taken, bad configuration) would only fail again.
-      if (!listened) { fail(new Error(`a worker process could not start (exit code ${code ?? signal}); its error is above`)); return; }
+      if (!listened) {
+        fail(new Error(`a worker process could not start (exit code ${code ?? signal}); its error is above`));
+        return;
+      }
       log.warn({ workerPid: worker.process.pid, exitCode: code, signal }, 'worker exited; starting another');
       setTimeout(() => {
         if (!stopping) fork();
@@ -119,9 +131,12 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
         const exited = [...live].map((worker) => new Promise<void>((resolve) => (worker.isDead() ? resolve() : worker.once('exit', () => resolve()))));
         // Each worker closes as a single server does: in-flight requests finish within the shutdown timeout.
         for (const worker of live) worker.process.kill('SIGTERM');
-        const deadline = setTimeout(() => {
-          for (const worker of live) worker.process.kill('SIGKILL');
-        }, (config.shutdownTimeout + 5) * 1000);
+        const deadline = setTimeout(
+          () => {
+            for (const worker of live) worker.process.kill('SIGKILL');
+          },
+          (config.shutdownTimeout + 5) * 1000,
+        );
         deadline.unref();
         await Promise.all(exited);
         clearTimeout(deadline);

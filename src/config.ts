@@ -67,7 +67,10 @@ const trustProxySchema = z
   .transform((value, ctx): TrustProxy => {
     if (value === 'false' || value === '0') return false;
     if (/^\d{1,2}$/.test(value)) return Number(value);
-    const entries = value.split(',').map((e) => e.trim()).filter((e) => e !== '');
+    const entries = value
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e !== '');
     if (entries.length > 0 && entries.every(isAddressOrCidr)) return entries;
     ctx.addIssue({
       code: 'custom',
@@ -120,22 +123,18 @@ export const environmentSchema = z.object({
       group: 'server',
       accepts: 'a TCP port number from 0 to 65535 (`0`: any free port)',
       envDefault: '3000',
-      description:
-        'The TCP port the server listens on. While `LATCHKEY_ISSUER` is unset, the issuer is `http://localhost:` and this port.',
+      description: 'The TCP port the server listens on. While `LATCHKEY_ISSUER` is unset, the issuer is `http://localhost:` and this port.',
     } satisfies SettingAbout),
-  HOST: optionalText.transform((v) => v ?? '127.0.0.1').meta({
-    group: 'server',
-    accepts: 'an IP address or a host name of this machine',
-    envDefault: '127.0.0.1',
-    description:
-      'The address the server listens on. The default, loopback only, suits a trial on your own machine or a reverse proxy on the same host; `0.0.0.0` (or `::`) listens on every interface, as the Docker image does.',
-  } satisfies SettingAbout),
-  LATCHKEY_ISSUER: optionalText.pipe(
-    z
-      .string()
-      .refine(isIssuerUrl, 'LATCHKEY_ISSUER must be an http(s) URL with no query or fragment')
-      .optional(),
-  ).meta({
+  HOST: optionalText
+    .transform((v) => v ?? '127.0.0.1')
+    .meta({
+      group: 'server',
+      accepts: 'an IP address or a host name of this machine',
+      envDefault: '127.0.0.1',
+      description:
+        'The address the server listens on. The default, loopback only, suits a trial on your own machine or a reverse proxy on the same host; `0.0.0.0` (or `::`) listens on every interface, as the Docker image does.',
+    } satisfies SettingAbout),
+  LATCHKEY_ISSUER: optionalText.pipe(z.string().refine(isIssuerUrl, 'LATCHKEY_ISSUER must be an http(s) URL with no query or fragment').optional()).meta({
     group: 'server',
     accepts: 'an `http://` or `https://` URL with no query or fragment (a trailing `/` is dropped)',
     whenUnset: '`http://localhost:$PORT`',
@@ -158,23 +157,24 @@ export const environmentSchema = z.object({
         'Where the data lives. A SQLite file is created, with its folder (mode 0700; the file 0600), on first start; `:memory:` keeps everything in memory until the process ends. A `postgres://` URL lets several instances share one PostgreSQL database (13 or later) behind one load balancer; it then needs `LATCHKEY_SECRET_KEY` or `LATCHKEY_SECRET_KEY_FILE`, and a direct connection or a pooler in session mode (the directory cache uses `LISTEN`). Migrations run at start either way (on PostgreSQL under an advisory lock, so instances started together apply each one once). The administration commands open the same database. The password in a URL is never printed; it may also be left out and come from `PGPASSWORD` or `~/.pgpass`, which the `pg` driver reads.',
     } satisfies SettingAbout),
   // Never repeated in a message: it is a secret.
-  LATCHKEY_SECRET_KEY: optionalText.pipe(
-    z
-      .string()
-      .refine(
-        (v) => parseSecretKeys(v) !== undefined,
-        'LATCHKEY_SECRET_KEY must be one or more 256-bit keys, comma-separated, each 43 base64url characters or 64 hex digits (make one with: latchkey secret-key generate)',
-      )
-      .optional(),
-  ).meta({
-    group: 'secrets',
-    accepts:
-      'one or more 256-bit keys, comma-separated, each 43 base64url characters or 64 hex digits (`latchkey secret-key generate` prints one)',
-    whenUnset: 'the key comes from the key file (`LATCHKEY_SECRET_KEY_FILE`); with a `postgres://` database one of the two must be set',
-    secret: true,
-    description:
-      "The key that encrypts the server's secrets stored in the database (the signing keys' private keys, the HMAC keys of CSRF tokens and user codes, TOTP secrets, connectors' client secrets and bind passwords) with AES-256-GCM, each bound to its row, so that a stolen database or backup cannot forge a token. While rotating, list several: the first encrypts, all decrypt (`latchkey secret-key rotate` re-encrypts under the first). The key must belong to the database: a server or command given another refuses to start, naming the key the database needs. With a `postgres://` database every instance, and every administration command, needs the same key. Keep it apart from database backups.",
-  } satisfies SettingAbout),
+  LATCHKEY_SECRET_KEY: optionalText
+    .pipe(
+      z
+        .string()
+        .refine(
+          (v) => parseSecretKeys(v) !== undefined,
+          'LATCHKEY_SECRET_KEY must be one or more 256-bit keys, comma-separated, each 43 base64url characters or 64 hex digits (make one with: latchkey secret-key generate)',
+        )
+        .optional(),
+    )
+    .meta({
+      group: 'secrets',
+      accepts: 'one or more 256-bit keys, comma-separated, each 43 base64url characters or 64 hex digits (`latchkey secret-key generate` prints one)',
+      whenUnset: 'the key comes from the key file (`LATCHKEY_SECRET_KEY_FILE`); with a `postgres://` database one of the two must be set',
+      secret: true,
+      description:
+        "The key that encrypts the server's secrets stored in the database (the signing keys' private keys, the HMAC keys of CSRF tokens and user codes, TOTP secrets, connectors' client secrets and bind passwords) with AES-256-GCM, each bound to its row, so that a stolen database or backup cannot forge a token. While rotating, list several: the first encrypts, all decrypt (`latchkey secret-key rotate` re-encrypts under the first). The key must belong to the database: a server or command given another refuses to start, naming the key the database needs. With a `postgres://` database every instance, and every administration command, needs the same key. Keep it apart from database backups.",
+    } satisfies SettingAbout),
   LATCHKEY_SECRET_KEY_FILE: optionalText.meta({
     group: 'secrets',
     accepts: 'a file path',
@@ -182,18 +182,21 @@ export const environmentSchema = z.object({
     description:
       'Where the secret key lives while `LATCHKEY_SECRET_KEY` is unset: one key per line (`#` starts a comment), the first the current one. The default file is created with mode 0600 on first start (never for a database whose secrets are already encrypted), and `latchkey secret-key rotate` rewrites it. Back it up separately from the database: point this outside the data folder (a mounted secret, say) or exclude the `.key` file from copies. With a `postgres://` database, a file every instance mounts can stand in for `LATCHKEY_SECRET_KEY`.',
   } satisfies SettingAbout),
-  LATCHKEY_BOOTSTRAP_USER: optionalText.pipe(
-    z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'LATCHKEY_BOOTSTRAP_USER must be 1-64 letters, digits or ._@-').optional(),
-  ).meta({
-    group: 'first-start',
-    accepts: 'a username: 1 to 64 letters, digits or `. _ @ -`',
-    whenUnset: '`admin`',
-    description:
-      'On a database with no users, the start creates this user, holding the built-in `admin` role (the admin console). Ignored once any user exists.',
-  } satisfies SettingAbout),
-  LATCHKEY_BOOTSTRAP_PASSWORD: optionalText.pipe(
-    z.string().min(8, 'LATCHKEY_BOOTSTRAP_PASSWORD must be at least 8 characters').max(1024).optional(),
-  ).meta({
+  LATCHKEY_BOOTSTRAP_USER: optionalText
+    .pipe(
+      z
+        .string()
+        .regex(/^[A-Za-z0-9._@-]{1,64}$/, 'LATCHKEY_BOOTSTRAP_USER must be 1-64 letters, digits or ._@-')
+        .optional(),
+    )
+    .meta({
+      group: 'first-start',
+      accepts: 'a username: 1 to 64 letters, digits or `. _ @ -`',
+      whenUnset: '`admin`',
+      description:
+        'On a database with no users, the start creates this user, holding the built-in `admin` role (the admin console). Ignored once any user exists.',
+    } satisfies SettingAbout),
+  LATCHKEY_BOOTSTRAP_PASSWORD: optionalText.pipe(z.string().min(8, 'LATCHKEY_BOOTSTRAP_PASSWORD must be at least 8 characters').max(1024).optional()).meta({
     group: 'first-start',
     accepts: '8 to 1024 characters',
     whenUnset: 'a random password, printed once at that first start',
@@ -201,38 +204,38 @@ export const environmentSchema = z.object({
     description:
       'The password of the user `LATCHKEY_BOOTSTRAP_USER` creates on a database with no users. Ignored once any user exists; change it afterwards with `latchkey users passwd`.',
   } satisfies SettingAbout),
-  LATCHKEY_LOG_LEVEL: optionalText.pipe(
-    z.enum(logLevels, { error: `LATCHKEY_LOG_LEVEL must be one of ${logLevels.join(', ')}` }).optional(),
-  ).meta({
+  LATCHKEY_LOG_LEVEL: optionalText.pipe(z.enum(logLevels, { error: `LATCHKEY_LOG_LEVEL must be one of ${logLevels.join(', ')}` }).optional()).meta({
     group: 'operations',
     accepts: oneOf(logLevels),
     envDefault: 'info',
     description:
       'The least severe pino level written. Logs are JSON lines on stdout: one line per request (method, path without its query string, status, time, client address, and the OAuth error of a refused request) and audit events with a stable `event` field. Authorization headers, cookies and secret form fields are redacted at every level.',
   } satisfies SettingAbout),
-  LATCHKEY_SIGNING_ALG: optionalText.pipe(
-    z.enum(signingAlgorithms, { error: `LATCHKEY_SIGNING_ALG must be one of ${signingAlgorithms.join(', ')}` }).optional(),
-  ).meta({
-    group: 'secrets',
-    accepts: oneOf(signingAlgorithms),
-    envDefault: 'RS256',
-    description:
-      'The algorithm that signs access tokens. `RS256` is verified by every JWT library; `ES256` (P-256) and `EdDSA` (Ed25519) are about ten times cheaper to sign. id_tokens are always signed with RS256, the one algorithm every OpenID Connect relying party must accept (OIDC Core §15.1), so with `ES256` or `EdDSA` the JWKS holds two active keys. Changing it needs no key rotation: the next start creates a key for the new algorithm and keeps publishing the old one until what it signed has expired.',
-  } satisfies SettingAbout),
-  LATCHKEY_WORKERS: optionalText.pipe(
-    z
-      .string()
-      .regex(/^\d{1,3}$/, 'LATCHKEY_WORKERS must be a whole number of processes')
-      .transform(Number)
-      .pipe(z.number().int().min(1, 'LATCHKEY_WORKERS must be at least 1').max(64, 'LATCHKEY_WORKERS must be at most 64'))
-      .optional(),
-  ).meta({
-    group: 'server',
-    accepts: 'a whole number of processes from 1 to 64',
-    envDefault: '1',
-    description:
-      'Server processes sharing the port. Above 1, `latchkey serve` becomes a node:cluster primary that applies the migrations, runs housekeeping and forks this many workers on the same database; a worker that dies is replaced, and `/metrics` answers for the whole cluster. Use about one per core: more only adds contention for SQLite\'s single writer. On SQLite each worker counts rate limits in its own memory and allows its share of each limit (see [Rate limits](#rate-limits)).',
-  } satisfies SettingAbout),
+  LATCHKEY_SIGNING_ALG: optionalText
+    .pipe(z.enum(signingAlgorithms, { error: `LATCHKEY_SIGNING_ALG must be one of ${signingAlgorithms.join(', ')}` }).optional())
+    .meta({
+      group: 'secrets',
+      accepts: oneOf(signingAlgorithms),
+      envDefault: 'RS256',
+      description:
+        'The algorithm that signs access tokens. `RS256` is verified by every JWT library; `ES256` (P-256) and `EdDSA` (Ed25519) are about ten times cheaper to sign. id_tokens are always signed with RS256, the one algorithm every OpenID Connect relying party must accept (OIDC Core §15.1), so with `ES256` or `EdDSA` the JWKS holds two active keys. Changing it needs no key rotation: the next start creates a key for the new algorithm and keeps publishing the old one until what it signed has expired.',
+    } satisfies SettingAbout),
+  LATCHKEY_WORKERS: optionalText
+    .pipe(
+      z
+        .string()
+        .regex(/^\d{1,3}$/, 'LATCHKEY_WORKERS must be a whole number of processes')
+        .transform(Number)
+        .pipe(z.number().int().min(1, 'LATCHKEY_WORKERS must be at least 1').max(64, 'LATCHKEY_WORKERS must be at most 64'))
+        .optional(),
+    )
+    .meta({
+      group: 'server',
+      accepts: 'a whole number of processes from 1 to 64',
+      envDefault: '1',
+      description:
+        "Server processes sharing the port. Above 1, `latchkey serve` becomes a node:cluster primary that applies the migrations, runs housekeeping and forks this many workers on the same database; a worker that dies is replaced, and `/metrics` answers for the whole cluster. Use about one per core: more only adds contention for SQLite's single writer. On SQLite each worker counts rate limits in its own memory and allows its share of each limit (see [Rate limits](#rate-limits)).",
+    } satisfies SettingAbout),
   LATCHKEY_DEVICE_CODE_TTL: seconds('LATCHKEY_DEVICE_CODE_TTL', 900, 10, 86400, {
     group: 'tokens',
     description:
@@ -241,7 +244,7 @@ export const environmentSchema = z.object({
   LATCHKEY_DEVICE_INTERVAL: seconds('LATCHKEY_DEVICE_INTERVAL', 5, 1, 600, {
     group: 'tokens',
     description:
-      'The minimum time between a device\'s polls of the token endpoint: the `interval` of the device authorization response (RFC 8628 §3.2). A pending device polling sooner gets `slow_down`, and its interval grows by 5 seconds from then on (RFC 8628 §3.5).',
+      "The minimum time between a device's polls of the token endpoint: the `interval` of the device authorization response (RFC 8628 §3.2). A pending device polling sooner gets `slow_down`, and its interval grows by 5 seconds from then on (RFC 8628 §3.5).",
   }),
   LATCHKEY_ACCESS_TOKEN_TTL: seconds('LATCHKEY_ACCESS_TOKEN_TTL', 86400, 1, 365 * 86400, {
     group: 'tokens',
@@ -250,13 +253,11 @@ export const environmentSchema = z.object({
   }),
   LATCHKEY_REFRESH_TOKEN_TTL: seconds('LATCHKEY_REFRESH_TOKEN_TTL', 30 * 86400, 60, 10 * 365 * 86400, {
     group: 'tokens',
-    description:
-      'The absolute lifetime of a refresh-token family, counted from the sign-in: rotation never extends it. After it the person signs in again.',
+    description: 'The absolute lifetime of a refresh-token family, counted from the sign-in: rotation never extends it. After it the person signs in again.',
   }),
   LATCHKEY_REFRESH_TOKEN_IDLE_TTL: seconds('LATCHKEY_REFRESH_TOKEN_IDLE_TTL', 14 * 86400, 60, 10 * 365 * 86400, {
     group: 'tokens',
-    description:
-      'A refresh token unused this long expires; each rotation starts a new idle period for its successor.',
+    description: 'A refresh token unused this long expires; each rotation starts a new idle period for its successor.',
   }),
   LATCHKEY_REFRESH_REUSE_GRACE: seconds('LATCHKEY_REFRESH_REUSE_GRACE', 5, 0, 300, {
     group: 'tokens',
@@ -266,12 +267,12 @@ export const environmentSchema = z.object({
   LATCHKEY_RETRY_WINDOW: seconds('LATCHKEY_RETRY_WINDOW', 300, 0, 3600, {
     group: 'tokens',
     description:
-      'How long after a refresh token\'s rotation, or a device code\'s redemption, a client whose answer was lost (a restart or a dropped connection between the commit and the answer) may present the same token or code again: it gets a new pair, and the unused tokens of the lost answer are revoked, so the family keeps one live branch (RFC 9700 §4.14.2). This holds only while none of those tokens has been used, from 2 seconds (a refresh) or one polling interval (a device code) after the first answer, and at most 5 times per refresh token or 3 times per device code. `0` turns retries off.',
+      "How long after a refresh token's rotation, or a device code's redemption, a client whose answer was lost (a restart or a dropped connection between the commit and the answer) may present the same token or code again: it gets a new pair, and the unused tokens of the lost answer are revoked, so the family keeps one live branch (RFC 9700 §4.14.2). This holds only while none of those tokens has been used, from 2 seconds (a refresh) or one polling interval (a device code) after the first answer, and at most 5 times per refresh token or 3 times per device code. `0` turns retries off.",
   }),
   LATCHKEY_DB_TIMEOUT: seconds('LATCHKEY_DB_TIMEOUT', 5, 1, 300, {
     group: 'database',
     description:
-      'PostgreSQL: how long one statement, a wait for a pooled connection, and a request\'s transaction up to its commit may take. Past it the work is rolled back and the request answered 503 `temporarily_unavailable` with `Retry-After`, so a locked table makes requests fail fast instead of hang. Migrations and the administration commands\' bulk work have no such deadline.',
+      "PostgreSQL: how long one statement, a wait for a pooled connection, and a request's transaction up to its commit may take. Past it the work is rolled back and the request answered 503 `temporarily_unavailable` with `Retry-After`, so a locked table makes requests fail fast instead of hang. Migrations and the administration commands' bulk work have no such deadline.",
   }),
   LATCHKEY_HOUSEKEEPING_INTERVAL: seconds('LATCHKEY_HOUSEKEEPING_INTERVAL', 60, 1, 86400, {
     group: 'database',
@@ -281,7 +282,7 @@ export const environmentSchema = z.object({
   LATCHKEY_AUDIT_RETENTION: seconds('LATCHKEY_AUDIT_RETENTION', 365 * 86400, 86400, 10 * 365 * 86400, {
     group: 'database',
     description:
-      'How long the stored audit log (the admin console\'s audit page) keeps an event; older events are purged by housekeeping. Audit events written to the log are not affected.',
+      "How long the stored audit log (the admin console's audit page) keeps an event; older events are purged by housekeeping. Audit events written to the log are not affected.",
   }),
   LATCHKEY_SHUTDOWN_TIMEOUT: seconds('LATCHKEY_SHUTDOWN_TIMEOUT', 8, 1, 600, {
     group: 'server',
@@ -300,13 +301,15 @@ export const environmentSchema = z.object({
     description:
       'Second factors (TOTP apps per RFC 6238, passkeys, recovery codes). `optional`: people who set one up use it at every sign-in, and a client may ask for one with `acr_values=urn:latchkey:mfa`. `required`: everyone; a person without a factor sets one up at their next sign-in, before any application or device is allowed. `off`: no second step and no passkeys, the settings page is closed, factors already set up are kept unused, and `acr_values=urn:latchkey:mfa` is refused with `unmet_authentication_requirements` (OIDC Core §3.1.2.6) rather than quietly given one factor. id_tokens say what was used in `amr` (RFC 8176) and `acr`.',
   } satisfies SettingAbout),
-  LATCHKEY_ID_TOKEN_SCOPE_CLAIMS: optionalText.pipe(z.enum(idTokenScopeClaimModes, { error: 'LATCHKEY_ID_TOKEN_SCOPE_CLAIMS must be basic or none' }).optional()).meta({
-    group: 'tokens',
-    accepts: oneOf(idTokenScopeClaimModes),
-    envDefault: 'basic',
-    description:
-      '`basic`: id_tokens carry `email`/`email_verified` for the `email` scope and `name`/`preferred_username` for the `profile` scope. `none`: those claims only at userinfo, as OIDC Core §5.4 puts them when an access token is issued (what the OpenID certification\'s scope tests expect). Either way the `address`, `phone` and further profile claims are at userinfo, and in id_tokens only when the `claims` parameter asks for them there (OIDC Core §5.5).',
-  } satisfies SettingAbout),
+  LATCHKEY_ID_TOKEN_SCOPE_CLAIMS: optionalText
+    .pipe(z.enum(idTokenScopeClaimModes, { error: 'LATCHKEY_ID_TOKEN_SCOPE_CLAIMS must be basic or none' }).optional())
+    .meta({
+      group: 'tokens',
+      accepts: oneOf(idTokenScopeClaimModes),
+      envDefault: 'basic',
+      description:
+        "`basic`: id_tokens carry `email`/`email_verified` for the `email` scope and `name`/`preferred_username` for the `profile` scope. `none`: those claims only at userinfo, as OIDC Core §5.4 puts them when an access token is issued (what the OpenID certification's scope tests expect). Either way the `address`, `phone` and further profile claims are at userinfo, and in id_tokens only when the `claims` parameter asks for them there (OIDC Core §5.5).",
+    } satisfies SettingAbout),
   LATCHKEY_SESSION_TTL: seconds('LATCHKEY_SESSION_TTL', 12 * 3600, 60, 90 * 86400, {
     group: 'sign-in',
     description:
@@ -324,26 +327,29 @@ export const environmentSchema = z.object({
     accepts:
       '`false` (or `0`), a number of proxy hops (`1` for one reverse proxy), or a comma-separated list of proxy addresses and CIDR blocks (`10.0.0.0/8,127.0.0.1`)',
     envDefault: 'false',
-    whenUnset: 'the socket\'s address is the client\'s',
+    whenUnset: "the socket's address is the client's",
     description:
-      'Which peers may set `X-Forwarded-For`. Behind a reverse proxy, set it to the number of proxies in front or to their addresses, or every person shares the proxy\'s address for rate limits, audit events and the device confirmation page (which shows where a request came from, RFC 8628 §5.4). Trust only proxies that overwrite or append the header: a client can write anything in it.',
+      "Which peers may set `X-Forwarded-For`. Behind a reverse proxy, set it to the number of proxies in front or to their addresses, or every person shares the proxy's address for rate limits, audit events and the device confirmation page (which shows where a request came from, RFC 8628 §5.4). Trust only proxies that overwrite or append the header: a client can write anything in it.",
   } satisfies SettingAbout),
-  LATCHKEY_OUTBOUND_ALLOW: optionalText.transform((value, ctx): OutboundAllowList => {
-    const allow = value === undefined ? emptyAllowList : parseOutboundAllowList(value);
-    if (allow !== undefined) return allow;
-    ctx.addIssue({
-      code: 'custom',
-      message: 'LATCHKEY_OUTBOUND_ALLOW must be a comma-separated list of host names, IP addresses and CIDR blocks (for example jwks.corp.example,10.20.0.0/16)',
-    });
-    return z.NEVER;
-  }).meta({
-    group: 'connectors',
-    accepts:
-      'a comma-separated list of host names (`jwks.corp.example`: every address it resolves to), IP addresses and CIDR blocks (`10.20.0.0/16`, `127.0.0.1`, `fd00::/8`: these addresses, whatever name leads there)',
-    whenUnset: 'public addresses only',
-    description:
-      'Internal hosts that clients which registered themselves (RFC 7591) may still name as `backchannel_logout_uri` or `jwks_uri`. Without it, the server sends such clients\' requests to public addresses only: an address that is loopback, private, link-local (the cloud metadata address among them), carrier-grade NAT, unspecified, multicast or reserved, judged on the address actually connected to after DNS, gets no request, so that a client cannot make the server reach into the internal network (server-side request forgery); redirects are not followed. Clients made with `latchkey clients add` or the admin console are not limited.',
-  } satisfies SettingAbout),
+  LATCHKEY_OUTBOUND_ALLOW: optionalText
+    .transform((value, ctx): OutboundAllowList => {
+      const allow = value === undefined ? emptyAllowList : parseOutboundAllowList(value);
+      if (allow !== undefined) return allow;
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'LATCHKEY_OUTBOUND_ALLOW must be a comma-separated list of host names, IP addresses and CIDR blocks (for example jwks.corp.example,10.20.0.0/16)',
+      });
+      return z.NEVER;
+    })
+    .meta({
+      group: 'connectors',
+      accepts:
+        'a comma-separated list of host names (`jwks.corp.example`: every address it resolves to), IP addresses and CIDR blocks (`10.20.0.0/16`, `127.0.0.1`, `fd00::/8`: these addresses, whatever name leads there)',
+      whenUnset: 'public addresses only',
+      description:
+        "Internal hosts that clients which registered themselves (RFC 7591) may still name as `backchannel_logout_uri` or `jwks_uri`. Without it, the server sends such clients' requests to public addresses only: an address that is loopback, private, link-local (the cloud metadata address among them), carrier-grade NAT, unspecified, multicast or reserved, judged on the address actually connected to after DNS, gets no request, so that a client cannot make the server reach into the internal network (server-side request forgery); redirects are not followed. Clients made with `latchkey clients add` or the admin console are not limited.",
+    } satisfies SettingAbout),
   LATCHKEY_METRICS_TOKEN: optionalText.pipe(z.string().min(16, 'LATCHKEY_METRICS_TOKEN must be at least 16 characters').max(512).optional()).meta({
     group: 'operations',
     accepts: '16 to 512 characters',
@@ -352,26 +358,25 @@ export const environmentSchema = z.object({
     description:
       'When set, `GET /metrics` (Prometheus format) requires `Authorization: Bearer` and this token, compared in constant time, from any address: set it to scrape the metrics from outside the private network.',
   } satisfies SettingAbout),
-  LATCHKEY_PRODUCT_NAME: optionalText.pipe(
-    z.string().max(60, 'LATCHKEY_PRODUCT_NAME must be at most 60 characters').optional(),
-  ).meta({
+  LATCHKEY_PRODUCT_NAME: optionalText.pipe(z.string().max(60, 'LATCHKEY_PRODUCT_NAME must be at most 60 characters').optional()).meta({
     group: 'pages',
     accepts: 'at most 60 characters',
     envDefault: 'Latchkey',
-    description: 'The name the pages show, and the sender\'s name of mails while `LATCHKEY_MAIL_FROM` is unset.',
+    description: "The name the pages show, and the sender's name of mails while `LATCHKEY_MAIL_FROM` is unset.",
   } satisfies SettingAbout),
-  LATCHKEY_ACCENT_COLOR: optionalText.pipe(
-    z
-      .string()
-      .regex(/^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/, 'LATCHKEY_ACCENT_COLOR must be a hex colour such as #3451d1')
-      .optional(),
-  ).meta({
-    group: 'pages',
-    accepts: 'a hex colour, `#rgb` or `#rrggbb`',
-    whenUnset: 'the built-in blue, lighter in dark mode',
-    description:
-      'The accent colour of the pages (buttons and links). Text on it is black or white, whichever contrasts more.',
-  } satisfies SettingAbout),
+  LATCHKEY_ACCENT_COLOR: optionalText
+    .pipe(
+      z
+        .string()
+        .regex(/^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/, 'LATCHKEY_ACCENT_COLOR must be a hex colour such as #3451d1')
+        .optional(),
+    )
+    .meta({
+      group: 'pages',
+      accepts: 'a hex colour, `#rgb` or `#rrggbb`',
+      whenUnset: 'the built-in blue, lighter in dark mode',
+      description: 'The accent colour of the pages (buttons and links). Text on it is black or white, whichever contrasts more.',
+    } satisfies SettingAbout),
   LATCHKEY_RATE_LIMIT_USER_CODE: rateLimit('LATCHKEY_RATE_LIMIT_USER_CODE', '10/300', {
     group: 'rate-limits',
     description:
@@ -379,8 +384,7 @@ export const environmentSchema = z.object({
   }),
   LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE: rateLimit('LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE', '30/300', {
     group: 'rate-limits',
-    description:
-      'Unknown device codes presented at the token endpoint per address (RFC 8628 §5.2). A device polling its own code is never limited.',
+    description: 'Unknown device codes presented at the token endpoint per address (RFC 8628 §5.2). A device polling its own code is never limited.',
   }),
   LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: rateLimit('LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION', '30/60', {
     group: 'rate-limits',
@@ -413,34 +417,38 @@ export const environmentSchema = z.object({
       '"Forgot your password?" requests per address, whatever address was typed and whether or not an account uses it. Each account also gets at most 3 unused links an hour.',
   }),
   // Never repeated in a message: it may hold the mail server's password.
-  LATCHKEY_SMTP_URL: optionalText.pipe(
-    z
-      .string()
-      .refine(
-        (v) => parseSmtpUrl(v) !== undefined,
-        'LATCHKEY_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://… with nothing after the port (percent-encode any @ : / % in the user name or password)',
-      )
-      .optional(),
-  ).meta({
-    group: 'mail',
-    accepts:
-      '`smtp://[user:password@]host[:port]` (STARTTLS when the server offers it; port 587 by default) or `smtps://…` (TLS from the first byte; port 465 by default), nothing after the port; percent-encode any `@ : / %` in the user name or password',
-    whenUnset: 'no mail: no password reset or email verification by email, and no security notices',
-    secret: true,
-    description:
-      'The mail server that sends password-reset and email-verification links (single use, valid 30 minutes) and security notices (every change to how a person signs in). Over `smtp://`, STARTTLS is required when credentials go to another host. The password is never logged or printed. Without it the sign-in page shows no "Forgot your password?" link and `/login/forgot` answers 404.',
-  } satisfies SettingAbout),
-  LATCHKEY_MAIL_FROM: optionalText.pipe(
-    z
-      .string()
-      .refine((v) => parseMailAddress(v) !== undefined, 'LATCHKEY_MAIL_FROM must be an address such as no-reply@example.com or Name <no-reply@example.com>')
-      .optional(),
-  ).meta({
-    group: 'mail',
-    accepts: 'an address (`no-reply@example.com`) or a name and an address (`Example Sign-in <no-reply@example.com>`)',
-    whenUnset: '`LATCHKEY_PRODUCT_NAME` and `no-reply@` the issuer\'s host',
-    description: 'The `From` of every mail the server sends.',
-  } satisfies SettingAbout),
+  LATCHKEY_SMTP_URL: optionalText
+    .pipe(
+      z
+        .string()
+        .refine(
+          (v) => parseSmtpUrl(v) !== undefined,
+          'LATCHKEY_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://… with nothing after the port (percent-encode any @ : / % in the user name or password)',
+        )
+        .optional(),
+    )
+    .meta({
+      group: 'mail',
+      accepts:
+        '`smtp://[user:password@]host[:port]` (STARTTLS when the server offers it; port 587 by default) or `smtps://…` (TLS from the first byte; port 465 by default), nothing after the port; percent-encode any `@ : / %` in the user name or password',
+      whenUnset: 'no mail: no password reset or email verification by email, and no security notices',
+      secret: true,
+      description:
+        'The mail server that sends password-reset and email-verification links (single use, valid 30 minutes) and security notices (every change to how a person signs in). Over `smtp://`, STARTTLS is required when credentials go to another host. The password is never logged or printed. Without it the sign-in page shows no "Forgot your password?" link and `/login/forgot` answers 404.',
+    } satisfies SettingAbout),
+  LATCHKEY_MAIL_FROM: optionalText
+    .pipe(
+      z
+        .string()
+        .refine((v) => parseMailAddress(v) !== undefined, 'LATCHKEY_MAIL_FROM must be an address such as no-reply@example.com or Name <no-reply@example.com>')
+        .optional(),
+    )
+    .meta({
+      group: 'mail',
+      accepts: 'an address (`no-reply@example.com`) or a name and an address (`Example Sign-in <no-reply@example.com>`)',
+      whenUnset: "`LATCHKEY_PRODUCT_NAME` and `no-reply@` the issuer's host",
+      description: 'The `From` of every mail the server sends.',
+    } satisfies SettingAbout),
 });
 // Each setting also names its variable, taken from the key that parses it so that it is written once.
 recordEnvironmentNames(environmentSchema.shape);
@@ -593,8 +601,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'LATCHKEY_SECRET_KEY must be set when LATCHKEY_DB is a postgres:// URL: every instance needs the same key to read the encrypted server secrets (make one with: latchkey secret-key generate)',
     ]);
   }
-  const secretKeyFile =
-    e.LATCHKEY_SECRET_KEY_FILE ?? (postgres || e.LATCHKEY_DB === ':memory:' ? undefined : `${e.LATCHKEY_DB}.key`);
+  const secretKeyFile = e.LATCHKEY_SECRET_KEY_FILE ?? (postgres || e.LATCHKEY_DB === ':memory:' ? undefined : `${e.LATCHKEY_DB}.key`);
   return Object.freeze({
     issuer,
     port: e.PORT,
@@ -650,7 +657,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 function expandHex(color: string): string {
-  return color.length === 4 ? `#${Array.from(color.slice(1)).map((c) => c + c).join('')}` : color;
+  return color.length === 4
+    ? `#${Array.from(color.slice(1))
+        .map((c) => c + c)
+        .join('')}`
+    : color;
 }
 
 /** A config for tests and tools: defaults plus overrides, validated the same way. */

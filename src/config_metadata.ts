@@ -51,7 +51,7 @@ export const settingGroups: Readonly<Record<SettingGroup, { readonly title: stri
   'rate-limits': {
     title: 'Rate limits',
     summary:
-      'Limits on guessing and flooding, each `COUNT/SECONDS` or `off`. Past a limit the answer is HTTP 429 with `Retry-After` (a friendly page in the browser, an OAuth error body on the API). IPv6 addresses are counted by their /64; behind a reverse proxy, set `LATCHKEY_TRUST_PROXY` so that the client\'s own address is counted. On SQLite with `LATCHKEY_WORKERS` above 1, each worker counts in its own memory and allows its share of a limit (the limit divided by the number of workers, rounded down, at least 1); on PostgreSQL the counts live in the database and cover every instance together.',
+      "Limits on guessing and flooding, each `COUNT/SECONDS` or `off`. Past a limit the answer is HTTP 429 with `Retry-After` (a friendly page in the browser, an OAuth error body on the API). IPv6 addresses are counted by their /64; behind a reverse proxy, set `LATCHKEY_TRUST_PROXY` so that the client's own address is counted. On SQLite with `LATCHKEY_WORKERS` above 1, each worker counts in its own memory and allows its share of a limit (the limit divided by the number of workers, rounded down, at least 1); on PostgreSQL the counts live in the database and cover every instance together.",
   },
   connectors: {
     title: 'Connectors and outbound requests',

@@ -13,7 +13,17 @@ import type { PurgeCounts, Store } from './store/store.js';
 export const purgeBatchSize = 500;
 
 export async function purgeAll(store: Store, clock: Clock, batchSize = purgeBatchSize, keepGoing: () => boolean = () => true): Promise<PurgeCounts> {
-  const total: PurgeCounts = { authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0, emailTokens: 0, usedOnce: 0, registrationTokens: 0, pushedRequests: 0 };
+  const total: PurgeCounts = {
+    authorizationCodes: 0,
+    deviceGrants: 0,
+    sessions: 0,
+    refreshTokens: 0,
+    revokedAccessTokens: 0,
+    emailTokens: 0,
+    usedOnce: 0,
+    registrationTokens: 0,
+    pushedRequests: 0,
+  };
   for (;;) {
     const counts = await store.purgeExpired(epochSeconds(clock), batchSize);
     for (const key of Object.keys(total) as (keyof PurgeCounts)[]) total[key] += counts[key];
@@ -24,7 +34,13 @@ export async function purgeAll(store: Store, clock: Clock, batchSize = purgeBatc
 }
 
 /** Removes audit events older than `retentionSeconds`, in batches, yielding between them; returns how many. */
-export async function purgeAuditLog(store: Store, clock: Clock, retentionSeconds: number, batchSize = purgeBatchSize, keepGoing: () => boolean = () => true): Promise<number> {
+export async function purgeAuditLog(
+  store: Store,
+  clock: Clock,
+  retentionSeconds: number,
+  batchSize = purgeBatchSize,
+  keepGoing: () => boolean = () => true,
+): Promise<number> {
   const before = Math.floor((clock() - retentionSeconds) * 1000);
   let total = 0;
   for (;;) {
@@ -60,7 +76,8 @@ export function startHousekeeping(store: Store, clock: Clock, log: FastifyBaseLo
       .then(async (counts) => {
         const auditEvents = await purgeAuditLog(store, clock, auditRetentionSeconds, purgeBatchSize, () => !stopped);
         const pagesReleased = await reclaimAll(store, () => !stopped);
-        if (Object.values(counts).some((n) => n > 0) || auditEvents > 0 || pagesReleased > 0) log.info({ event: 'housekeeping.purged', ...counts, auditEvents, pagesReleased }, 'housekeeping');
+        if (Object.values(counts).some((n) => n > 0) || auditEvents > 0 || pagesReleased > 0)
+          log.info({ event: 'housekeeping.purged', ...counts, auditEvents, pagesReleased }, 'housekeeping');
       })
       .then(
         () => undefined,

@@ -7,7 +7,22 @@ import { pino } from 'pino';
 import type { LogLevel } from './config.js';
 import { batchedLogStream } from './http/log_stream.js';
 
-const secretFields = ['password', 'client_secret', 'device_code', 'user_code', 'code', 'refresh_token', 'access_token', 'id_token', 'csrf_token', 'token', 'new_password', 'current_password', 'id_token_hint', 'logout_token'];
+const secretFields = [
+  'password',
+  'client_secret',
+  'device_code',
+  'user_code',
+  'code',
+  'refresh_token',
+  'access_token',
+  'id_token',
+  'csrf_token',
+  'token',
+  'new_password',
+  'current_password',
+  'id_token_hint',
+  'logout_token',
+];
 
 /**
  * A safety net only: no log call passes a secret (a test scans the log of whole flows for every

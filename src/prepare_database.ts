@@ -25,7 +25,11 @@ export interface PreparedDatabase {
  * clear; an admin command leaves them be (it uses none of them, and `secret-key rotate` is how an
  * operator encrypts them on purpose).
  */
-export async function prepareDatabase(config: Pick<Config, 'secretKeys' | 'secretKeyFile'>, store: Store, options: { refuseClearValues: boolean }): Promise<PreparedDatabase> {
+export async function prepareDatabase(
+  config: Pick<Config, 'secretKeys' | 'secretKeyFile'>,
+  store: Store,
+  options: { refuseClearValues: boolean },
+): Promise<PreparedDatabase> {
   const keyFile = config.secretKeys === undefined ? config.secretKeyFile : undefined;
   const keyFileExisted = keyFile === undefined || existsSync(keyFile);
   const secretBox = await openSecretBox(config, store);
@@ -39,7 +43,9 @@ export async function prepareDatabase(config: Pick<Config, 'secretKeys' | 'secre
   const run = store.migrationRun;
   // The one-way step of this upgrade: the build before reads the rewritten record as a newer one's.
   if (run.renumbered) {
-    notices.push('Renumbered the database\'s record of migrations to the one history SQLite and PostgreSQL now share: Latchkey builds from before it will refuse this database');
+    notices.push(
+      "Renumbered the database's record of migrations to the one history SQLite and PostgreSQL now share: Latchkey builds from before it will refuse this database",
+    );
   }
   // A new database is nothing to report; an upgraded one is.
   if (run.applied.length > 0 && run.from > 0) {
@@ -48,6 +54,7 @@ export async function prepareDatabase(config: Pick<Config, 'secretKeys' | 'secre
   if (!keyFileExisted && existsSync(keyFile)) {
     notices.push(`Created the secret key file ${keyFile}: it encrypts the secrets in the database; back it up, and keep it apart from the database's backups`);
   }
-  if (sealed > 0) notices.push(`Encrypted ${sealed} stored secret${sealed === 1 ? '' : 's'} that an older version kept in the clear (key ${secretBox.currentKeyId})`);
+  if (sealed > 0)
+    notices.push(`Encrypted ${sealed} stored secret${sealed === 1 ? '' : 's'} that an older version kept in the clear (key ${secretBox.currentKeyId})`);
   return { secretBox, notices };
 }

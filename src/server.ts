@@ -39,7 +39,9 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   try {
     // The key checked against the database, and secrets an older version stored in the clear
     // encrypted (the primary does it once).
-    const prepared = options.worker ? { secretBox: await openSecretBox(config, store), notices: [] } : await prepareDatabase(config, store, { refuseClearValues: true });
+    const prepared = options.worker
+      ? { secretBox: await openSecretBox(config, store), notices: [] }
+      : await prepareDatabase(config, store, { refuseClearValues: true });
     const secretBox = prepared.secretBox;
     notices = prepared.notices;
     result = options.worker ? undefined : await bootstrap(store, config, systemClock);
@@ -61,7 +63,8 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   if (!options.worker) {
     for (const notice of notices) app.log.info({ event: 'startup.notice' }, notice);
     for (const warning of warnings) app.log.warn({ event: 'startup.warning' }, warning);
-    if (store.vacuumConversion === 'converted') app.log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
+    if (store.vacuumConversion === 'converted')
+      app.log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
   }
 
   const housekeeping = options.worker ? undefined : startHousekeeping(store, systemClock, app.log, config.housekeepingInterval, config.auditRetention);

@@ -9,7 +9,9 @@ import type { Store } from './store/store.js';
 export function startupWarnings(config: Config, store: Store): string[] {
   const warnings = [...(store.permissionWarnings ?? [])];
   if (store.vacuumConversion === 'busy') {
-    warnings.push('the database could not be converted to incremental vacuum (another process was writing): freed space is given back once a later start converts it');
+    warnings.push(
+      'the database could not be converted to incremental vacuum (another process was writing): freed space is given back once a later start converts it',
+    );
   }
   const keyFile = config.secretKeyFile;
   if (config.secretKeys === undefined && keyFile !== undefined && keyFileIsLoose(keyFile)) {

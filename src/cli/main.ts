@@ -45,9 +45,7 @@ function commandUsage(entry: CommandEntry, command: Command): string {
 
 function findCommand(args: string[]): { entry: CommandEntry; rest: string[] } | undefined {
   const words = args.filter((a) => !a.startsWith('-'));
-  const matches = commandIndex
-    .filter((c) => c.path.every((word, i) => words[i] === word))
-    .sort((a, b) => b.path.length - a.path.length);
+  const matches = commandIndex.filter((c) => c.path.every((word, i) => words[i] === word)).sort((a, b) => b.path.length - a.path.length);
   const entry = matches[0];
   if (!entry) return undefined;
   const rest = [...args];
@@ -63,7 +61,12 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
   }
   const found = findCommand(args);
   if (!found) {
-    io.stderr.write(`latchkey: unknown command "${args.filter((a) => !a.startsWith('-')).slice(0, 2).join(' ')}"\n\n${globalUsage()}`);
+    io.stderr.write(
+      `latchkey: unknown command "${args
+        .filter((a) => !a.startsWith('-'))
+        .slice(0, 2)
+        .join(' ')}"\n\n${globalUsage()}`,
+    );
     return exitCodes.usage;
   }
   const { entry, rest } = found;
@@ -118,7 +121,11 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
       secretBox: async () => (await open()).box,
     });
   } catch (err) {
-    const [{ ConfigError }, { SecretKeyError }, { AdminInputError }] = await Promise.all([import('../config.js'), import('../crypto/secret_box.js'), import('../directory/validation.js')]);
+    const [{ ConfigError }, { SecretKeyError }, { AdminInputError }] = await Promise.all([
+      import('../config.js'),
+      import('../crypto/secret_box.js'),
+      import('../directory/validation.js'),
+    ]);
     if (err instanceof ConfigError) {
       for (const problem of err.problems) io.stderr.write(`latchkey: ${visible(problem)}\n`);
       return configExitCode;

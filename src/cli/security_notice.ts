@@ -18,7 +18,11 @@ export async function mailSecurityNotice(context: CommandContext, user: UserReco
   try {
     const mails = securityNoticeMails(config.productName, config.issuer, user, change, { at: epochSeconds(systemClock), by: { kind: 'administrator' } });
     for (const outcome of await deliverSecurityNotices(mailer, mails)) {
-      context.stderr.write(outcome.sent ? `Sent a security notice to ${outcome.to}\n` : `The security notice to ${outcome.to} was not sent (${outcome.error.message}); the change is made\n`);
+      context.stderr.write(
+        outcome.sent
+          ? `Sent a security notice to ${outcome.to}\n`
+          : `The security notice to ${outcome.to} was not sent (${outcome.error.message}); the change is made\n`,
+      );
     }
   } finally {
     mailer.close();

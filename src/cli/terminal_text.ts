@@ -37,4 +37,3 @@ export function terminalJson(value: unknown, indent?: number): string {
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
   return (JSON.stringify(value, null, indent) ?? 'null').replace(rawInJson, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
-

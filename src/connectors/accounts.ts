@@ -39,7 +39,10 @@ export interface UpstreamUser {
 /** Usernames follow the rule of `users add`: 1-64 of A-Z a-z 0-9 . _ @ -. */
 function usernameBase(profile: UpstreamProfile): string {
   const raw = profile.username ?? profile.email?.split('@')[0] ?? 'user';
-  const cleaned = raw.normalize('NFKD').replace(/[^A-Za-z0-9._@-]/g, '').slice(0, 48);
+  const cleaned = raw
+    .normalize('NFKD')
+    .replace(/[^A-Za-z0-9._@-]/g, '')
+    .slice(0, 48);
   return cleaned === '' ? 'user' : cleaned;
 }
 
@@ -47,12 +50,21 @@ function usernameBase(profile: UpstreamProfile): string {
 export function usernameCandidates(profile: UpstreamProfile, connectorId: string): string[] {
   const base = usernameBase(profile);
   const qualified = `${base}@${connectorId}`.slice(0, 64);
-  return [base, qualified, ...Array.from({ length: 8 }, (_, i) => `${qualified.slice(0, 60)}-${i + 2}`), `${base.slice(0, 40)}-${randomString('abcdefghjkmnpqrstuvwxyz23456789', 10)}`];
+  return [
+    base,
+    qualified,
+    ...Array.from({ length: 8 }, (_, i) => `${qualified.slice(0, 60)}-${i + 2}`),
+    `${base.slice(0, 40)}-${randomString('abcdefghjkmnpqrstuvwxyz23456789', 10)}`,
+  ];
 }
 
 const disabledError = (userId: string) => new UpstreamError('This account has been disabled.', 'disabled', `user ${userId} is disabled`);
 const removedError = (connectorId: string) =>
-  new UpstreamError('Signing in this way was removed from your account. Sign in another way, or ask an administrator.', 'not_allowed', `the identity was removed from its account (${connectorId})`);
+  new UpstreamError(
+    'Signing in this way was removed from your account. Sign in another way, or ask an administrator.',
+    'not_allowed',
+    `the identity was removed from its account (${connectorId})`,
+  );
 
 export async function userForUpstream(store: Store, through: SignInThrough, given: UpstreamProfile, now: number): Promise<UpstreamUser> {
   const { connectorId } = through;

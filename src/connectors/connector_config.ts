@@ -19,7 +19,11 @@ const httpUrl = z
   }, 'must be an http(s) URL without a fragment or credentials');
 
 /** An LDAP distinguished name: printable, no control characters. */
-const dn = z.string().min(1).max(1024).refine((v) => !/[\u0000-\u001f\u007f]/.test(v), 'must not contain control characters');
+const dn = z
+  .string()
+  .min(1)
+  .max(1024)
+  .refine((v) => !/[\u0000-\u001f\u007f]/.test(v), 'must not contain control characters');
 
 export const oidcConfigSchema = z.object({
   issuer: httpUrl,

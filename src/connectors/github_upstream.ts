@@ -142,8 +142,15 @@ export async function githubCallback(upstream: GithubUpstream, currentUrl: URL, 
   );
   if (settings.orgs.length > 0) {
     const orgs = await api<GithubOrg[]>(upstream, token, '/user/orgs?per_page=100');
-    const member = (Array.isArray(orgs) ? orgs : []).some((o) => typeof o.login === 'string' && settings.orgs.some((allowed) => allowed.toLowerCase() === String(o.login).toLowerCase()));
-    if (!member) throw new UpstreamError('Your GitHub account is not a member of an organization allowed to sign in here.', 'not_allowed', `${user.login} in none of ${settings.orgs.join(', ')}`);
+    const member = (Array.isArray(orgs) ? orgs : []).some(
+      (o) => typeof o.login === 'string' && settings.orgs.some((allowed) => allowed.toLowerCase() === String(o.login).toLowerCase()),
+    );
+    if (!member)
+      throw new UpstreamError(
+        'Your GitHub account is not a member of an organization allowed to sign in here.',
+        'not_allowed',
+        `${user.login} in none of ${settings.orgs.join(', ')}`,
+      );
   }
   return {
     subject: String(user.id),

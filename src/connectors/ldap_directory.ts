@@ -97,7 +97,9 @@ async function withDirectory<T>(
     clearTimeout(timer);
     for (const client of clients) {
       // A polite unbind where the connection works, and in any case nothing left open.
-      void Promise.race([client.unbind(), new Promise((r) => setTimeout(r, 200))]).catch(() => undefined).finally(() => destroy(client));
+      void Promise.race([client.unbind(), new Promise((r) => setTimeout(r, 200))])
+        .catch(() => undefined)
+        .finally(() => destroy(client));
     }
   }
 }

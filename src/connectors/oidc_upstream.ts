@@ -37,10 +37,16 @@ async function configuration({ connectorId, settings, secret, timeoutSeconds }: 
   const execute = [oidc.enableNonRepudiationChecks, ...(settings.issuer.startsWith('http:') ? [oidc.allowInsecureRequests] : [])];
   try {
     // client_secret_basic, the default of RFC 6749 §2.3.1 and of most providers' applications.
-    const config = await oidc.discovery(new URL(settings.issuer), settings.clientId, undefined, secret === undefined ? oidc.None() : oidc.ClientSecretBasic(secret), {
-      execute,
-      timeout: timeoutSeconds,
-    });
+    const config = await oidc.discovery(
+      new URL(settings.issuer),
+      settings.clientId,
+      undefined,
+      secret === undefined ? oidc.None() : oidc.ClientSecretBasic(secret),
+      {
+        execute,
+        timeout: timeoutSeconds,
+      },
+    );
     discovered.set(connectorId, { config, at: Date.now(), key });
     return config;
   } catch (err) {
@@ -103,7 +109,11 @@ export async function oidcCallback(
     // them (auth_time, OIDC Core §3.1.2.1), not merely that a session of theirs was still open.
     const authTime = claims.auth_time;
     if (typeof authTime !== 'number' || authTime < expected.freshSince - freshSignInSkewSeconds) {
-      throw new UpstreamError('The sign-in service did not ask you to sign in again. Try again.', 'invalid_response', `auth_time ${String(authTime)} is before the request`);
+      throw new UpstreamError(
+        'The sign-in service did not ask you to sign in again. Try again.',
+        'invalid_response',
+        `auth_time ${String(authTime)} is before the request`,
+      );
     }
   }
   let userinfo: Record<string, unknown> = {};

@@ -55,7 +55,11 @@ export function canProveFreshSignIn(connector: TypedConnector): boolean {
 }
 
 /** The connectors people choose on the sign-in page (LDAP ones sign in through the password form). */
-export async function buttonConnectors(services: Services, log: FastifyBaseLogger, fresh: FreshSignIn | undefined): Promise<Array<{ id: string; name: string }>> {
+export async function buttonConnectors(
+  services: Services,
+  log: FastifyBaseLogger,
+  fresh: FreshSignIn | undefined,
+): Promise<Array<{ id: string; name: string }>> {
   return (await loadConnectors(services, log))
     .filter((c) => c.type !== 'ldap' && (fresh === undefined || canProveFreshSignIn(c)))
     .map((c) => ({ id: c.record.id, name: c.record.name }));

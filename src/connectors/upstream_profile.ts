@@ -35,6 +35,9 @@ export class UpstreamError extends Error {
 /** Groups from a claim or an API answer: strings only, trimmed, de-duplicated, bounded. */
 export function cleanGroups(value: unknown): string[] {
   const list = Array.isArray(value) ? value : typeof value === 'string' ? value.split(/[\s,]+/) : [];
-  const groups = list.filter((g): g is string => typeof g === 'string').map((g) => g.trim()).filter((g) => g !== '' && g.length <= 256 && !hasControlCharacters(g));
+  const groups = list
+    .filter((g): g is string => typeof g === 'string')
+    .map((g) => g.trim())
+    .filter((g) => g !== '' && g.length <= 256 && !hasControlCharacters(g));
   return [...new Set(groups)].slice(0, 200);
 }

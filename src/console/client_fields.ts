@@ -25,7 +25,8 @@ export function redirectUrisOf(text: string, what = 'redirect URIs'): string[] {
 export function grantTypesOf(ticked: string[], confidential: boolean, redirectUris: string[]): GrantTypeName[] {
   if (ticked.length === 0) throw new AdminInputError('Choose at least one grant type.');
   const grantTypes = validGrantTypes(ticked);
-  if (grantTypes.includes('client_credentials') && !confidential) throw new AdminInputError('Client Credentials is for confidential clients: a public client cannot keep a secret.');
+  if (grantTypes.includes('client_credentials') && !confidential)
+    throw new AdminInputError('Client Credentials is for confidential clients: a public client cannot keep a secret.');
   if (grantTypes.includes('authorization_code') && redirectUris.length === 0) throw new AdminInputError('Authorization Code needs at least one redirect URI.');
   return grantTypes;
 }

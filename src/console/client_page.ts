@@ -59,9 +59,11 @@ export async function showClientPage(
         clientId: client.clientId,
         name: client.name,
         confidential: isConfidential(client),
-        authentication: client.secretHash !== undefined ? 'client secret' : client.jwksUri !== undefined || client.jwks !== undefined ? 'private_key_jwt' : 'none (public)',
+        authentication:
+          client.secretHash !== undefined ? 'client secret' : client.jwksUri !== undefined || client.jwks !== undefined ? 'private_key_jwt' : 'none (public)',
         hasSecret: client.secretHash !== undefined,
-        previousSecretUntil: client.previousSecretHash !== undefined && (client.previousSecretExpiresAt ?? 0) > now ? when(client.previousSecretExpiresAt) : undefined,
+        previousSecretUntil:
+          client.previousSecretHash !== undefined && (client.previousSecretExpiresAt ?? 0) > now ? when(client.previousSecretExpiresAt) : undefined,
         grantTypes: client.grantTypes.map((g) => grantTypeChoices.find((c) => c.value === g)?.label ?? g),
         machine: client.grantTypes.includes('client_credentials'),
         requirePkce: client.requirePkce,

@@ -23,7 +23,10 @@ import type { Services } from '../services.js';
  * control characters, which nothing stored has (and PostgreSQL text cannot even hold U+0000).
  */
 export function storedKey(max: number) {
-  return z.string().max(max).regex(/^[^\u0000-\u001f\u007f]*$/, 'The request is malformed.');
+  return z
+    .string()
+    .max(max)
+    .regex(/^[^\u0000-\u001f\u007f]*$/, 'The request is malformed.');
 }
 
 export type Section = 'overview' | 'users' | 'clients' | 'apis' | 'roles' | 'connectors' | 'keys' | 'audit';
@@ -106,7 +109,10 @@ export async function adminForm<T extends { csrf_token?: string | undefined }>(
   if (!gate.ok) return gate;
   const form = parseFields(schema, request.body);
   if (!(await csrfTokenValid(request, services, 'admin', form.csrf_token))) {
-    return { ok: false, reply: await renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: back, label: 'Back to the admin console' } }, 403) };
+    return {
+      ok: false,
+      reply: await renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: back, label: 'Back to the admin console' } }, 403),
+    };
   }
   return { ok: true, admin: gate.admin, form };
 }
@@ -121,12 +127,31 @@ export async function renderAdmin(
   data: Record<string, unknown> & { title: string },
   status = 200,
 ): Promise<FastifyReply> {
-  return renderPage(request, reply, services, `admin/${view}`, { section, sections, csrfToken: await csrfToken(request, reply, services, 'admin'), notice: undefined, ...data }, status);
+  return renderPage(
+    request,
+    reply,
+    services,
+    `admin/${view}`,
+    { section, sections, csrfToken: await csrfToken(request, reply, services, 'admin'), notice: undefined, ...data },
+    status,
+  );
 }
 
 /** The 404 page of something the console does not have (an unknown user, client, role …). */
-export function notFound(request: FastifyRequest, reply: FastifyReply, services: Services, what: string, back: { href: string; label: string }): Promise<FastifyReply> {
-  return renderErrorPage(request, reply, services, { heading: `No such ${what}`, message: `There is no ${what} by that name here. It may have been removed.`, link: back }, 404);
+export function notFound(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  services: Services,
+  what: string,
+  back: { href: string; label: string },
+): Promise<FastifyReply> {
+  return renderErrorPage(
+    request,
+    reply,
+    services,
+    { heading: `No such ${what}`, message: `There is no ${what} by that name here. It may have been removed.`, link: back },
+    404,
+  );
 }
 
 /** After a change: back to the page (303), which shows the notice of `done` (a key, never text). */

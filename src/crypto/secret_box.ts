@@ -44,7 +44,10 @@ export function parseSecretKey(text: string): Buffer | undefined {
 
 /** Several keys, comma- or line-separated, the first the current one; undefined if any is malformed. */
 export function parseSecretKeys(text: string): SecretKey[] | undefined {
-  const withoutComments = text.split('\n').map((line) => line.replace(/#.*$/, '')).join('\n');
+  const withoutComments = text
+    .split('\n')
+    .map((line) => line.replace(/#.*$/, ''))
+    .join('\n');
   const parts = withoutComments.split(/[\s,]+/).filter((p) => p !== '');
   const keys = parts.map(parseSecretKey);
   if (keys.length === 0 || keys.some((k) => k === undefined)) return undefined;
@@ -120,7 +123,10 @@ export class SecretBox {
       this.keys = this.source.reload();
       key = this.keys.find((k) => k.id === id);
     }
-    if (!key) throw new SecretKeyError(`the database's secrets were encrypted with secret key ${id}, which is not among the configured keys (${this.keyIds.join(', ')})`);
+    if (!key)
+      throw new SecretKeyError(
+        `the database's secrets were encrypted with secret key ${id}, which is not among the configured keys (${this.keyIds.join(', ')})`,
+      );
     const raw = Buffer.from(body, 'base64url');
     if (raw.length < 16) throw new SecretKeyError(`the stored secret ${context} is damaged`);
     try {

@@ -13,7 +13,9 @@ import { createHash, createHmac, createSecretKey, randomFillSync, randomInt, ran
 const digestOnce: (algorithm: string, data: string, encoding: 'base64url') => string =
   typeof nodeCrypto.hash === 'function' ? nodeCrypto.hash : (algorithm, data, encoding) => createHash(algorithm).update(data, 'utf8').digest(encoding);
 const digestOnceBuffer: (algorithm: string, data: string) => Buffer =
-  typeof nodeCrypto.hash === 'function' ? (algorithm, data) => nodeCrypto.hash(algorithm, data, 'buffer') : (algorithm, data) => createHash(algorithm).update(data, 'utf8').digest();
+  typeof nodeCrypto.hash === 'function'
+    ? (algorithm, data) => nodeCrypto.hash(algorithm, data, 'buffer')
+    : (algorithm, data) => createHash(algorithm).update(data, 'utf8').digest();
 
 /** Type prefixes let secret scanners recognise a leaked Latchkey secret. */
 export const secretPrefix = {

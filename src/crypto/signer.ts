@@ -216,7 +216,10 @@ export async function createSigner(store: Store, clock: Clock, options: SignerOp
   async function signingKeys(): Promise<LoadedKeys> {
     const keys = await current();
     if (problem !== undefined) {
-      throw new OAuthError('temporarily_unavailable', 'The server cannot issue tokens right now. Try again later.', { status: 503, detail: `cannot sign: ${problem}` });
+      throw new OAuthError('temporarily_unavailable', 'The server cannot issue tokens right now. Try again later.', {
+        status: 503,
+        detail: `cannot sign: ${problem}`,
+      });
     }
     return keys;
   }

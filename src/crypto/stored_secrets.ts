@@ -28,7 +28,10 @@ export async function checkStoredSecrets(store: Store, box: SecretBox): Promise<
   const samples = await store.sampleStoredSecrets();
   const sealed = samples.filter((s) => isSealed(s.value));
   for (const sample of sealed) openOrExplain(box, sample);
-  return { keyIds: [...new Set(sealed.flatMap((s) => sealedKeyId(s.value) ?? []))], inTheClear: samples.filter((s) => !isSealed(s.value)).map((s) => s.context) };
+  return {
+    keyIds: [...new Set(sealed.flatMap((s) => sealedKeyId(s.value) ?? []))],
+    inTheClear: samples.filter((s) => !isSealed(s.value)).map((s) => s.context),
+  };
 }
 
 function openOrExplain(box: SecretBox, sample: SealedSecret): void {

@@ -33,7 +33,13 @@ const wireNameOf: Record<GrantTypeName, string> = {
   client_credentials: 'client_credentials',
 };
 
-export const tokenEndpointAuthMethods = ['none', 'client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'] as const satisfies readonly TokenEndpointAuthMethod[];
+export const tokenEndpointAuthMethods = [
+  'none',
+  'client_secret_basic',
+  'client_secret_post',
+  'client_secret_jwt',
+  'private_key_jwt',
+] as const satisfies readonly TokenEndpointAuthMethod[];
 
 /** How many URIs of each list one client may register. */
 const maxUris = 20;
@@ -72,8 +78,10 @@ export interface ClientMetadata {
   clientSecret: string | undefined;
 }
 
-const invalidMetadata = (description: string, detail?: string) => new OAuthError('invalid_client_metadata', description, detail === undefined ? {} : { detail });
-const invalidRedirectUri = (description: string, detail?: string) => new OAuthError('invalid_redirect_uri', description, detail === undefined ? {} : { detail });
+const invalidMetadata = (description: string, detail?: string) =>
+  new OAuthError('invalid_client_metadata', description, detail === undefined ? {} : { detail });
+const invalidRedirectUri = (description: string, detail?: string) =>
+  new OAuthError('invalid_redirect_uri', description, detail === undefined ? {} : { detail });
 
 /** What a check of validation.ts said, for the log only (its sentences quote the input). */
 function reason(err: unknown): string {
@@ -88,7 +96,10 @@ function redirectUris(values: string[], refuse: (description: string, detail?: s
     try {
       check = validRedirectUri(value);
     } catch (err) {
-      throw refuse(`Every ${member} entry must be an absolute URI without a fragment: https, http to a loopback host, or a private-use scheme named like a reverse domain.`, reason(err));
+      throw refuse(
+        `Every ${member} entry must be an absolute URI without a fragment: https, http to a loopback host, or a private-use scheme named like a reverse domain.`,
+        reason(err),
+      );
     }
     // `clients add` only warns about these; nobody reads a warning on this endpoint.
     if (check.warning !== undefined) throw refuse(`A ${member} entry uses plain http to a host that is not loopback; use https.`, check.warning);
@@ -105,7 +116,11 @@ function redirectUris(values: string[], refuse: (description: string, detail?: s
 function refuseInternalTarget(member: string, uri: string | undefined, allow: OutboundAllowList): void {
   if (uri === undefined) return;
   const refusal = registeredTargetRefusal(uri, allow);
-  if (refusal !== undefined) throw invalidMetadata(`${member} must name a public host: the server does not send requests to loopback, private or link-local addresses for registered clients.`, refusal);
+  if (refusal !== undefined)
+    throw invalidMetadata(
+      `${member} must name a public host: the server does not send requests to loopback, private or link-local addresses for registered clients.`,
+      refusal,
+    );
 }
 
 /**
@@ -133,7 +148,11 @@ export function parseClientMetadata(input: unknown, options: { outboundAllow: Ou
   const grantTypes: GrantTypeName[] = [];
   for (const value of m.grant_types ?? ['authorization_code']) {
     const grant = Object.hasOwn(wireGrantTypes, value) ? wireGrantTypes[value] : undefined;
-    if (grant === undefined) throw invalidMetadata('grant_types may hold authorization_code, refresh_token, urn:ietf:params:oauth:grant-type:device_code and client_credentials only.', `grant type ${value.slice(0, 80)}`);
+    if (grant === undefined)
+      throw invalidMetadata(
+        'grant_types may hold authorization_code, refresh_token, urn:ietf:params:oauth:grant-type:device_code and client_credentials only.',
+        `grant type ${value.slice(0, 80)}`,
+      );
     if (!grantTypes.includes(grant)) grantTypes.push(grant);
   }
   if (grantTypes.length === 0) throw invalidMetadata('grant_types must name at least one grant type.');
@@ -152,7 +171,10 @@ export function parseClientMetadata(input: unknown, options: { outboundAllow: Ou
   try {
     backchannelLogoutUri = validBackchannelLogoutUri(m.backchannel_logout_uri ?? undefined);
   } catch (err) {
-    throw invalidMetadata('backchannel_logout_uri must be an https URL without a fragment or credentials (plain http only to a loopback address the operator allows).', reason(err));
+    throw invalidMetadata(
+      'backchannel_logout_uri must be an https URL without a fragment or credentials (plain http only to a loopback address the operator allows).',
+      reason(err),
+    );
   }
   refuseInternalTarget('backchannel_logout_uri', backchannelLogoutUri, options.outboundAllow);
 
@@ -161,14 +183,19 @@ export function parseClientMetadata(input: unknown, options: { outboundAllow: Ou
   const jwksValue = m.jwks ?? undefined;
   // RFC 7591 §2: never both. Keys here serve private_key_jwt only, and a client with keys may use nothing else.
   if (jwksUriValue !== undefined && jwksValue !== undefined) throw invalidMetadata('jwks and jwks_uri must not both be present.');
-  if (method !== 'private_key_jwt' && (jwksUriValue !== undefined || jwksValue !== undefined)) throw invalidMetadata('jwks and jwks_uri are accepted only with private_key_jwt.');
-  if (method === 'private_key_jwt' && jwksUriValue === undefined && jwksValue === undefined) throw invalidMetadata('private_key_jwt needs the public keys: jwks or jwks_uri.');
+  if (method !== 'private_key_jwt' && (jwksUriValue !== undefined || jwksValue !== undefined))
+    throw invalidMetadata('jwks and jwks_uri are accepted only with private_key_jwt.');
+  if (method === 'private_key_jwt' && jwksUriValue === undefined && jwksValue === undefined)
+    throw invalidMetadata('private_key_jwt needs the public keys: jwks or jwks_uri.');
   let jwksUri: string | undefined;
   let jwks: { keys: Record<string, unknown>[] } | undefined;
   try {
     jwksUri = jwksUriValue === undefined ? undefined : validJwksUri(jwksUriValue);
   } catch (err) {
-    throw invalidMetadata('jwks_uri must be an https URL without a fragment or credentials (plain http only to a loopback address the operator allows).', reason(err));
+    throw invalidMetadata(
+      'jwks_uri must be an https URL without a fragment or credentials (plain http only to a loopback address the operator allows).',
+      reason(err),
+    );
   }
   refuseInternalTarget('jwks_uri', jwksUri, options.outboundAllow);
   try {
@@ -177,7 +204,8 @@ export function parseClientMetadata(input: unknown, options: { outboundAllow: Ou
     throw invalidMetadata('jwks must be a JWK Set of at most 20 public RSA, EC or OKP signing keys, with no private key material.', reason(err));
   }
 
-  if (grantTypes.includes('client_credentials') && method === 'none') throw invalidMetadata('client_credentials is for confidential clients: choose a token_endpoint_auth_method other than none.');
+  if (grantTypes.includes('client_credentials') && method === 'none')
+    throw invalidMetadata('client_credentials is for confidential clients: choose a token_endpoint_auth_method other than none.');
 
   // A name is shown on consent pages: no control or invisible formatting characters (bidi overrides).
   const clientName = m.client_name ?? undefined;
@@ -245,7 +273,11 @@ export function authMethodOf(client: ClientRecord): TokenEndpointAuthMethod {
  * registration access token (as presented or just issued: only its digest is stored) and, when one
  * was just issued, the client secret. client_secret_expires_at 0: secrets do not expire.
  */
-export function clientInformation(client: ClientRecord, issuer: string, tokens: { registrationAccessToken: string; clientSecret?: string | undefined }): Record<string, unknown> {
+export function clientInformation(
+  client: ClientRecord,
+  issuer: string,
+  tokens: { registrationAccessToken: string; clientSecret?: string | undefined },
+): Record<string, unknown> {
   const method = authMethodOf(client);
   return {
     client_id: client.clientId,

@@ -91,7 +91,8 @@ export function validJwks(text: string): { keys: Record<string, unknown>[] } {
   for (const key of keys as unknown[]) {
     if (typeof key !== 'object' || key === null || Array.isArray(key)) throw new AdminInputError('every key of the JWKS must be a JSON object');
     const jwk = key as Record<string, unknown>;
-    if (privateMembers.some((member) => member in jwk)) throw new AdminInputError('the JWKS holds private or symmetric key material: give the public keys only');
+    if (privateMembers.some((member) => member in jwk))
+      throw new AdminInputError('the JWKS holds private or symmetric key material: give the public keys only');
     if (typeof jwk.kty !== 'string' || !signingKeyTypes.has(jwk.kty)) throw new AdminInputError('every key must be an RSA, EC or OKP public key');
     if (jwk.use !== undefined && jwk.use !== 'sig') throw new AdminInputError('a key with "use" other than "sig" cannot sign client assertions');
   }

@@ -189,7 +189,8 @@ let knownZones: Map<string, string> | undefined;
 export function validZoneinfo(value: string, option = 'zoneinfo'): string {
   knownZones ??= new Map([...Intl.supportedValuesOf('timeZone'), 'UTC'].map((zone) => [zone.toLowerCase(), zone]));
   const zone = knownZones.get(value.trim().toLowerCase());
-  if (zone === undefined) throw new AdminInputError(`--${option} "${value.trim().slice(0, 80)}" is not a known IANA time zone (e.g. Europe/Paris, America/New_York, UTC)`);
+  if (zone === undefined)
+    throw new AdminInputError(`--${option} "${value.trim().slice(0, 80)}" is not a known IANA time zone (e.g. Europe/Paris, America/New_York, UTC)`);
   return zone;
 }
 
@@ -217,7 +218,9 @@ export function validPhoneNumber(value: string, option = 'phone-number'): string
   const match = /^(\+?[0-9 ().-]+)(;ext=[0-9]+)?$/.exec(trimmed);
   const digits = match?.[1]?.replace(/[^0-9]/g, '').length ?? 0;
   if (!match || trimmed.length < 4 || trimmed.length > 32 || digits < 4) {
-    throw new AdminInputError(`--${option} must be 4-32 characters: an optional +, at least 4 digits, spaces and ( ) - . and an optional ;ext=digits (e.g. +1 425 555 1212)`);
+    throw new AdminInputError(
+      `--${option} must be 4-32 characters: an optional +, at least 4 digits, spaces and ( ) - . and an optional ;ext=digits (e.g. +1 425 555 1212)`,
+    );
   }
   return trimmed;
 }
@@ -264,7 +267,8 @@ export function profileOptionsFrom(values: OptionValues, now: number): ProfileOp
     const value = values[option];
     if (typeof value !== 'string') continue;
     // A country is a code or a name (OIDC Core §5.1.1): a name's length, not a street's.
-    address[member] = member === 'formatted' ? validFormattedAddress(value, option) : validClaimText(value, option, member === 'country' ? maxText : maxAddressText);
+    address[member] =
+      member === 'formatted' ? validFormattedAddress(value, option) : validClaimText(value, option, member === 'country' ? maxText : maxAddressText);
   }
   const verified = values['phone-number-verified'] === true;
   const unverified = values['phone-number-unverified'] === true;
@@ -291,7 +295,8 @@ export function validClears(names: string[]): ProfileClears {
     else if (clearableClaims.has(name)) clears.claims.add(name as ProfileTextClaim | 'address');
     else if (addressMembers.has(name)) clears.addressMembers.add(name as AddressMember);
     else if (name === 'email') throw new AdminInputError('--clear email: every user has an email; give another with --email');
-    else if (name === 'phone_number_verified') throw new AdminInputError('--clear phone_number_verified: use --phone-number-unverified, or --clear phone_number');
+    else if (name === 'phone_number_verified')
+      throw new AdminInputError('--clear phone_number_verified: use --phone-number-unverified, or --clear phone_number');
     else {
       throw new AdminInputError(
         `--clear "${name.slice(0, 80)}" is not a claim that can be cleared: use name, ${[...clearableClaims].filter((c) => c !== 'name').join(', ')}, or an address member (${[...addressMembers].join(', ')})`,
@@ -326,11 +331,16 @@ function orderedProfile(profile: UserProfileClaims): UserProfileClaims {
  * stored address, clears remove. A phone number set or changed without a flag is unverified; one
  * kept keeps its flag. A flag needs a phone number (given or stored).
  */
-export function mergeProfile(stored: UserProfileClaims, options: ProfileOptions, clears: ProfileClears = { name: false, claims: new Set(), addressMembers: new Set() }): UserProfileClaims {
+export function mergeProfile(
+  stored: UserProfileClaims,
+  options: ProfileOptions,
+  clears: ProfileClears = { name: false, claims: new Set(), addressMembers: new Set() },
+): UserProfileClaims {
   for (const claim of clears.claims) {
     if (claim === 'address' && Object.keys(options.address).length > 0) throw new AdminInputError('--clear address cannot be combined with address options');
     if (claim !== 'address' && options.set[claim] !== undefined) throw new AdminInputError(`--clear ${claim} cannot be combined with the option that sets it`);
-    if (claim === 'phone_number' && options.phoneNumberVerified !== undefined) throw new AdminInputError('--clear phone_number cannot be combined with --phone-number-verified or --phone-number-unverified');
+    if (claim === 'phone_number' && options.phoneNumberVerified !== undefined)
+      throw new AdminInputError('--clear phone_number cannot be combined with --phone-number-verified or --phone-number-unverified');
   }
   for (const member of clears.addressMembers) {
     if (options.address[member] !== undefined) throw new AdminInputError(`--clear ${member} cannot be combined with the option that sets it`);
@@ -349,7 +359,8 @@ export function mergeProfile(stored: UserProfileClaims, options: ProfileOptions,
   if (ordered === undefined) delete merged.address;
   else merged.address = ordered;
   if (merged.phone_number === undefined) {
-    if (options.phoneNumberVerified !== undefined) throw new AdminInputError('--phone-number-verified and --phone-number-unverified need a phone number (--phone-number)');
+    if (options.phoneNumberVerified !== undefined)
+      throw new AdminInputError('--phone-number-verified and --phone-number-unverified need a phone number (--phone-number)');
     delete merged.phone_number_verified;
   }
   return orderedProfile(merged);
@@ -394,7 +405,11 @@ export function userChangeFrom(
     name = null;
   }
   const anyProfileOption =
-    Object.keys(options.set).length > 0 || Object.keys(options.address).length > 0 || options.phoneNumberVerified !== undefined || clears.claims.size > 0 || clears.addressMembers.size > 0;
+    Object.keys(options.set).length > 0 ||
+    Object.keys(options.address).length > 0 ||
+    options.phoneNumberVerified !== undefined ||
+    clears.claims.size > 0 ||
+    clears.addressMembers.size > 0;
   if (email === undefined && name === undefined && !anyProfileOption) {
     throw new AdminInputError('nothing to change: give --email, --name, a profile option or --clear <claim>');
   }

@@ -24,7 +24,14 @@ export function validScopeName(value: string): string {
 
 /** Distinct, valid scope names in the order given (at most 100). */
 export function validScopeNames(values: readonly string[]): string[] {
-  const names = [...new Set(values.map((v) => v.trim()).filter((v) => v !== '').map(validScopeName))];
+  const names = [
+    ...new Set(
+      values
+        .map((v) => v.trim())
+        .filter((v) => v !== '')
+        .map(validScopeName),
+    ),
+  ];
   if (names.length > 100) throw new AdminInputError('an API may declare at most 100 scopes');
   return names;
 }
@@ -45,9 +52,7 @@ export function validRoleDescription(value: string | undefined): string | undefi
 
 /** The permission `text` names among these APIs, or an AdminInputError saying what is wrong. */
 export function resolvePermission(apis: readonly ApiRecord[], text: string): Permission {
-  const candidates = apis
-    .filter((api) => text.startsWith(`${api.identifier}:`))
-    .sort((a, b) => b.identifier.length - a.identifier.length);
+  const candidates = apis.filter((api) => text.startsWith(`${api.identifier}:`)).sort((a, b) => b.identifier.length - a.identifier.length);
   const [longest] = candidates;
   if (longest === undefined) throw new AdminInputError(`permission "${text.slice(0, 200)}" does not start with a registered API identifier followed by ":"`);
   for (const api of candidates) {

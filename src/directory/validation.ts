@@ -46,7 +46,8 @@ export function validName(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   const trimmed = value.trim();
   if (trimmed.length > 256) throw new AdminInputError('--name must be at most 256 characters');
-  if (hasControlCharacters(trimmed)) throw new AdminInputError('--name must not contain control characters (escape sequences, line breaks, direction overrides)');
+  if (hasControlCharacters(trimmed))
+    throw new AdminInputError('--name must not contain control characters (escape sequences, line breaks, direction overrides)');
   return trimmed === '' ? undefined : trimmed;
 }
 
@@ -82,7 +83,8 @@ export interface RedirectUriCheck {
 
 export function validRedirectUri(value: string): RedirectUriCheck {
   // What is registered is compared byte for byte and sent in Location headers: printable ASCII only.
-  if (value !== '' && !/^[\x21-\x7e]+$/.test(value)) throw new AdminInputError(`redirect URI "${value.slice(0, 200)}" must be printable ASCII with no spaces (percent-encode anything else)`);
+  if (value !== '' && !/^[\x21-\x7e]+$/.test(value))
+    throw new AdminInputError(`redirect URI "${value.slice(0, 200)}" must be printable ASCII with no spaces (percent-encode anything else)`);
   let url: URL;
   try {
     url = new URL(value);
@@ -101,7 +103,8 @@ export function validRedirectUri(value: string): RedirectUriCheck {
     throw new AdminInputError(`redirect URI scheme "${scheme}:" is not allowed`);
   }
   // RFC 8252 §7.1: private-use schemes must be reverse domain names, e.g. com.example.app:/callback.
-  if (!scheme.includes('.')) throw new AdminInputError(`private-use redirect URI schemes must be a reverse domain name (e.g. com.example.app), not "${scheme}"`);
+  if (!scheme.includes('.'))
+    throw new AdminInputError(`private-use redirect URI schemes must be a reverse domain name (e.g. com.example.app), not "${scheme}"`);
   return { uri: value, warning: undefined };
 }
 
@@ -118,7 +121,8 @@ export function validGrantTypes(values: string[] | undefined): GrantTypeName[] {
   const result: GrantTypeName[] = [];
   for (const value of values) {
     const grant = Object.hasOwn(grantTypeAliases, value) ? grantTypeAliases[value] : undefined;
-    if (!grant) throw new AdminInputError(`unknown grant type "${value.slice(0, 80)}": use authorization_code, device_code, refresh_token or client_credentials`);
+    if (!grant)
+      throw new AdminInputError(`unknown grant type "${value.slice(0, 80)}": use authorization_code, device_code, refresh_token or client_credentials`);
     if (!result.includes(grant)) result.push(grant);
   }
   return result;

@@ -60,7 +60,7 @@ export const authorizationCodeGrant = {
     if (record.dpopJkt !== undefined && context.dpopJkt !== record.dpopJkt) throw invalidCode('DPoP-bound code without a proof by its key');
     const user = await store.findUserById(record.userId);
     if (!user || user.disabled) throw invalidCode('user missing or disabled');
-    if (user.tokensRevokedAt !== undefined && record.createdAt <= user.tokensRevokedAt) throw invalidCode('issued before the user\'s tokens were revoked');
+    if (user.tokensRevokedAt !== undefined && record.createdAt <= user.tokensRevokedAt) throw invalidCode("issued before the user's tokens were revoked");
 
     const issued = { accessTokenJti: randomId(), refreshFamilyId: randomId() };
     const consumed = await store.consumeAuthorizationCode(codeHash, now, issued);

@@ -33,11 +33,13 @@ export const clientCredentialsGrant = {
     let grant;
     if (audience === undefined || audience === '') {
       // Without an audience the one API the client may use is meant; with several it must say which.
-      if (grants.length !== 1 || grants[0] === undefined) throw new OAuthError('invalid_target', 'Name the API with the audience parameter.', { detail: `${grants.length} grants` });
+      if (grants.length !== 1 || grants[0] === undefined)
+        throw new OAuthError('invalid_target', 'Name the API with the audience parameter.', { detail: `${grants.length} grants` });
       grant = grants[0];
     } else {
       grant = grants.find((g) => g.api === audience);
-      if (!grant) throw new OAuthError('invalid_target', 'This client may not request tokens for that API.', { detail: `no grant for ${audience.slice(0, 200)}` });
+      if (!grant)
+        throw new OAuthError('invalid_target', 'This client may not request tokens for that API.', { detail: `no grant for ${audience.slice(0, 200)}` });
     }
     const api = await store.findApi(grant.api);
     if (!api) throw new OAuthError('invalid_target', 'This client may not request tokens for that API.', { detail: 'granted API removed' });
@@ -54,7 +56,9 @@ export const clientCredentialsGrant = {
       if (requested.some(isOidcScope)) throw new OAuthError('invalid_scope', 'OpenID Connect scopes need a person; a machine client cannot ask for them.');
       const refused = requested.filter((s) => !available.includes(s));
       if (refused.length > 0) {
-        throw new OAuthError('invalid_scope', 'A requested scope was not granted to this client.', { detail: `not granted: ${refused.join(' ').slice(0, 200)}` });
+        throw new OAuthError('invalid_scope', 'A requested scope was not granted to this client.', {
+          detail: `not granted: ${refused.join(' ').slice(0, 200)}`,
+        });
       }
       granted = requested;
     }
@@ -74,7 +78,12 @@ export const clientCredentialsGrant = {
       ...(context.dpopJkt === undefined ? {} : { cnf: { jkt: context.dpopJkt } }),
     });
     audit(context, 'token.issued', { grant: 'client_credentials', clientId: client.clientId, api: api.identifier, scope: granted.join(' ') });
-    const response: TokenResponse = { access_token: accessToken, token_type: context.dpopJkt === undefined ? 'Bearer' : 'DPoP', expires_in: config.accessTokenTtl, scope: granted.join(' ') };
+    const response: TokenResponse = {
+      access_token: accessToken,
+      token_type: context.dpopJkt === undefined ? 'Bearer' : 'DPoP',
+      expires_in: config.accessTokenTtl,
+      scope: granted.join(' '),
+    };
     return response;
   },
 } satisfies GrantHandler<z.infer<typeof params>>;

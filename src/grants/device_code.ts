@@ -45,7 +45,7 @@ async function issuanceFor(context: GrantContext, grant: DeviceGrantRecord, now:
   }
   // Approved with a sign-in that has since been ended (a new password, revoke-tokens): no tokens.
   if (user.tokensRevokedAt !== undefined && (grant.decidedAt ?? 0) <= user.tokensRevokedAt) {
-    throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'approved before the user\'s tokens were revoked' });
+    throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: "approved before the user's tokens were revoked" });
   }
   return {
     dpopJkt: context.dpopJkt,

@@ -51,17 +51,25 @@ export const refreshTokenGrant = {
 
     // RFC 9449 §5: a family bound to a DPoP key is refreshed only with a proof by that key.
     if (token.dpopJkt !== undefined && context.dpopJkt !== token.dpopJkt) {
-      throw invalidToken(context.dpopJkt === undefined ? 'DPoP-bound refresh token without a proof' : 'DPoP proof by another key than the refresh token is bound to');
+      throw invalidToken(
+        context.dpopJkt === undefined ? 'DPoP-bound refresh token without a proof' : 'DPoP proof by another key than the refresh token is bound to',
+      );
     }
     const accessScope = narrowedScope(token.scope, scope);
     if (accessScope === undefined) throw new OAuthError('invalid_scope', 'A refresh may not ask for more scope than was granted.');
     const user = await store.findUserById(token.userId);
     if (!user || user.disabled) throw invalidToken('user missing or disabled');
-    if (user.tokensRevokedAt !== undefined && token.createdAt <= user.tokensRevokedAt) throw invalidToken('issued before the user\'s tokens were revoked');
+    if (user.tokensRevokedAt !== undefined && token.createdAt <= user.tokensRevokedAt) throw invalidToken("issued before the user's tokens were revoked");
 
     // RFC 9449 §5: a public client's refresh token issued in answer to a proof is bound to its key.
     const dpopJkt = token.dpopJkt ?? (isConfidential(client) ? undefined : context.dpopJkt);
-    const successor = newRefreshToken(config, now, { ...token, dpopJkt, familyExpiresAt: token.familyExpiresAt, parentId: token.id, accessTokenJti: randomId() });
+    const successor = newRefreshToken(config, now, {
+      ...token,
+      dpopJkt,
+      familyExpiresAt: token.familyExpiresAt,
+      parentId: token.id,
+      accessTokenJti: randomId(),
+    });
     if (decision.kind === 'rotate' && !(await store.rotateRefreshToken(token.id, successor.record, now))) {
       // Someone else rotated or revoked it between our read and our write: decide again.
       const current = await store.findRefreshToken(token.tokenHash);

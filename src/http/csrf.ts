@@ -13,7 +13,8 @@ import { epochSeconds } from '../clock.js';
 import { currentSession } from './session.js';
 import { cookieNames, setCookie } from './cookies.js';
 
-export type FormName = 'login' | 'activate' | 'device_decision' | 'authorize_decision' | 'second_factor' | 'account_security' | 'account' | 'logout' | 'password_reset' | 'admin';
+export type FormName =
+  'login' | 'activate' | 'device_decision' | 'authorize_decision' | 'second_factor' | 'account_security' | 'account' | 'logout' | 'password_reset' | 'admin';
 
 export const csrfFieldName = 'csrf_token';
 
@@ -47,13 +48,7 @@ export async function csrfToken(request: FastifyRequest, reply: FastifyReply, se
   return `${issuedAt}.${await mac(request, services, form, browserKey(request, reply, services.config), issuedAt, bound)}`;
 }
 
-export async function csrfTokenValid(
-  request: FastifyRequest,
-  services: Services,
-  form: FormName,
-  token: string | undefined,
-  bound = '',
-): Promise<boolean> {
+export async function csrfTokenValid(request: FastifyRequest, services: Services, form: FormName, token: string | undefined, bound = ''): Promise<boolean> {
   const cookie = request.cookies[cookieNames(services.config).csrf];
   if (!token || !cookie || cookie.length > 128) return false;
   const match = /^(\d{1,12})\.([A-Za-z0-9_-]{43})$/.exec(token);

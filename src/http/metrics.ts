@@ -47,7 +47,12 @@ export function createMetrics(text?: () => Promise<string>): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'latchkey_' });
   const registers = [registry];
-  const httpRequests = new Counter({ name: 'latchkey_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'] as const, registers });
+  const httpRequests = new Counter({
+    name: 'latchkey_http_requests_total',
+    help: 'HTTP requests by route and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  });
   const httpDuration = new Histogram({
     name: 'latchkey_http_request_duration_seconds',
     help: 'HTTP request latency by route and status',

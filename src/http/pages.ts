@@ -83,13 +83,7 @@ export interface ErrorPage {
   link?: { href: string; label: string };
 }
 
-export function renderErrorPage(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  services: Services,
-  page: ErrorPage,
-  status: number,
-): Promise<FastifyReply> {
+export function renderErrorPage(request: FastifyRequest, reply: FastifyReply, services: Services, page: ErrorPage, status: number): Promise<FastifyReply> {
   return renderPage(request, reply, services, 'error', { title: page.heading, link: undefined, ...page }, status);
 }
 

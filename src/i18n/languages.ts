@@ -81,10 +81,7 @@ function bounded(value: string, separator: RegExp): string {
 /** OIDC `ui_locales`: space-separated tags, most preferred first. Anything not a tag is skipped. */
 export function parseUiLocales(value: string | undefined): string[] {
   if (!value) return [];
-  return bounded(value, /\s/g)
-    .split(/\s+/)
-    .filter(isLanguageTag)
-    .slice(0, maxPreferences);
+  return bounded(value, /\s/g).split(/\s+/).filter(isLanguageTag).slice(0, maxPreferences);
 }
 
 const weightPattern = /^q\s*=\s*(0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/i;

@@ -126,7 +126,10 @@ export function rateLimitKey(ip: string): string {
   const left = head === '' ? [] : head.split(':');
   const right = tail === '' ? [] : tail.split(':');
   const groups = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => (g === '' ? '0' : g.toLowerCase().replace(/^0+(?=.)/, ''))).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => (g === '' ? '0' : g.toLowerCase().replace(/^0+(?=.)/, '')))
+    .join(':')}::/64`;
 }
 
 interface Failures {

@@ -24,11 +24,18 @@ const maxAccountsPerAddress = 5;
 export type MailedLinkPurpose = Exclude<EmailTokenPurpose, 'factor_enrolment'>;
 
 /** Type prefixes, as crypto/secrets.ts secretPrefix has for the other secrets: scanners recognise a leaked link. */
-export const linkPrefix = { password_reset: secretPrefix.passwordResetLink, email_verification: secretPrefix.emailVerificationLink } as const satisfies Record<MailedLinkPurpose, string>;
+export const linkPrefix = { password_reset: secretPrefix.passwordResetLink, email_verification: secretPrefix.emailVerificationLink } as const satisfies Record<
+  MailedLinkPurpose,
+  string
+>;
 
 /** A well-formed link secret of the purpose: anything else is refused before the store is asked. */
 export function isLinkSecret(purpose: MailedLinkPurpose, value: string): boolean {
-  return value.length === linkPrefix[purpose].length + 43 && value.startsWith(linkPrefix[purpose]) && /^[A-Za-z0-9_-]{43}$/.test(value.slice(linkPrefix[purpose].length));
+  return (
+    value.length === linkPrefix[purpose].length + 43 &&
+    value.startsWith(linkPrefix[purpose]) &&
+    /^[A-Za-z0-9_-]{43}$/.test(value.slice(linkPrefix[purpose].length))
+  );
 }
 
 /** Only a local password can be reset: an account made by an upstream signs in there. */

@@ -133,7 +133,13 @@ function body(greeting: string, paragraphs: string[][], product: string, issuer:
  * The mails one change sends: one to the account's address — and for a changed email, one to the
  * address before (the owner, should someone else have made the change) and one to the new one.
  */
-export function securityNoticeMails(product: string, issuer: string, user: Pick<UserRecord, 'username' | 'email'>, change: SecurityChange, origin: ChangeOrigin): MailMessage[] {
+export function securityNoticeMails(
+  product: string,
+  issuer: string,
+  user: Pick<UserRecord, 'username' | 'email'>,
+  change: SecurityChange,
+  origin: ChangeOrigin,
+): MailMessage[] {
   const pages: Pages = { forgot: `${issuer}/login/forgot`, security: `${issuer}/account/security`, account: `${issuer}/account` };
   const notice = noticeFor(product, user.username, change, origin.by, pages);
   const facts = [`When: ${when(origin.at)}`, whereFrom(origin.by)];
@@ -153,9 +159,13 @@ export function securityNoticeMails(product: string, issuer: string, user: Pick<
         // Not the account's name: nobody has confirmed yet that this address is theirs.
         'Hello,',
         [
-          [`This address (${user.email}) was set as the email address of the ${product} account "${user.username}". Password-reset links and security notices of that account now come here.`],
+          [
+            `This address (${user.email}) was set as the email address of the ${product} account "${user.username}". Password-reset links and security notices of that account now come here.`,
+          ],
           facts,
-          ['If you know nothing of this account, someone typed your address by mistake: ignore this email, and any link to confirm the address or to reset the password that follows it.'],
+          [
+            'If you know nothing of this account, someone typed your address by mistake: ignore this email, and any link to confirm the address or to reset the password that follows it.',
+          ],
         ],
         product,
         issuer,

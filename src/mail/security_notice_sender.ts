@@ -39,7 +39,13 @@ export function requestAuthor(request: FastifyRequest): ChangeAuthor {
  * Tells `user` (as stored after the change) of `change`, after the answer to `request`. `by` is the
  * person themselves unless an administrator made the change (the console).
  */
-export function sendSecurityNoticesLater(services: Services, request: FastifyRequest, user: UserRecord, change: SecurityChange, by: 'person' | 'administrator' = 'person'): void {
+export function sendSecurityNoticesLater(
+  services: Services,
+  request: FastifyRequest,
+  user: UserRecord,
+  change: SecurityChange,
+  by: 'person' | 'administrator' = 'person',
+): void {
   const mailer = services.mailer;
   if (mailer === undefined) return;
   const author: ChangeAuthor = by === 'person' ? requestAuthor(request) : { kind: 'administrator' };

@@ -29,7 +29,12 @@ export function parseMailAddress(value: string): MailAddress | undefined {
   const text = value.trim();
   if (text.length > 320 || /[\u0000-\u001f\u007f]/.test(text)) return undefined;
   const named = /^(.*?)\s*<([^<>]*)>$/.exec(text);
-  const name = named ? (named[1] ?? '').trim().replace(/^"(.*)"$/, '$1').trim() : undefined;
+  const name = named
+    ? (named[1] ?? '')
+        .trim()
+        .replace(/^"(.*)"$/, '$1')
+        .trim()
+    : undefined;
   const address = named ? (named[2] ?? '').trim() : text;
   if (!mailAddressPattern.test(address) || address.length > 254) return undefined;
   if (name !== undefined && /[<>"]/.test(name)) return undefined;

@@ -50,11 +50,25 @@ export interface EnrolmentLink {
 }
 
 /** A new link for `user`, valid `lifetime` seconds from `now`; older unused ones stop working. */
-export async function createEnrolmentLink(store: Store, issuer: string, user: UserRecord, now: number, lifetime = defaultEnrolmentLinkLifetime): Promise<EnrolmentLink> {
+export async function createEnrolmentLink(
+  store: Store,
+  issuer: string,
+  user: UserRecord,
+  now: number,
+  lifetime = defaultEnrolmentLinkLifetime,
+): Promise<EnrolmentLink> {
   const replaced = await store.cancelEmailTokens(user.id, 'factor_enrolment', now);
   const secret = randomSecret(secretPrefix.factorEnrolmentLink);
   const expiresAt = now + lifetime;
-  await store.createEmailToken({ tokenHash: sha256(secret), userId: user.id, purpose: 'factor_enrolment', email: user.email, createdAt: now, expiresAt, usedAt: undefined });
+  await store.createEmailToken({
+    tokenHash: sha256(secret),
+    userId: user.id,
+    purpose: 'factor_enrolment',
+    email: user.email,
+    createdAt: now,
+    expiresAt,
+    usedAt: undefined,
+  });
   return { link: `${issuer}${enrolmentPath}?code=${secret}`, expiresAt, replaced };
 }
 

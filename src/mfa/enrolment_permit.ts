@@ -24,7 +24,12 @@ const permitSchema = z.object({
 });
 
 export function grantEnrolmentPermit(request: FastifyRequest, reply: FastifyReply, services: Services, signedIn: SignedIn, now: number): void {
-  const permit = { userId: signedIn.user.id, sessionId: signedIn.session.id, expiresAt: now + enrolmentPermitLifetime, browser: browserBinding(request, reply, services.config) };
+  const permit = {
+    userId: signedIn.user.id,
+    sessionId: signedIn.session.id,
+    expiresAt: now + enrolmentPermitLifetime,
+    browser: browserBinding(request, reply, services.config),
+  };
   saveSealedCookie(reply, services.config, services.secretBox, cookie, permit, enrolmentPermitLifetime);
 }
 

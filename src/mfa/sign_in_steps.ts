@@ -66,7 +66,12 @@ export async function finishSignIn(
   },
 ): Promise<FirstStepOutcome> {
   const interactionId = how.keep ? how.keep.interactionId : openSealedInteraction(request, reply, services, sealedInteractionOf(how.returnTo))?.id;
-  const signedIn = await startSession(request, reply, services, user, { amr: how.amr, interactionId, signedInAt: how.signedInAt, expiresAt: how.keep?.expiresAt, id: how.keep?.id });
+  const signedIn = await startSession(request, reply, services, user, {
+    amr: how.amr,
+    interactionId,
+    signedInAt: how.signedInAt,
+    expiresAt: how.keep?.expiresAt,
+    id: how.keep?.id,
+  });
   return signedIn ? { kind: 'signed_in', signedIn } : { kind: 'ended' };
 }
-

@@ -46,7 +46,11 @@ export function userHandle(user: Pick<UserRecord, 'id'>): string {
   return Buffer.from(user.id, 'utf8').toString('base64url');
 }
 
-const base64url = z.string().min(1).max(16_384).regex(/^[A-Za-z0-9_-]+$/);
+const base64url = z
+  .string()
+  .min(1)
+  .max(16_384)
+  .regex(/^[A-Za-z0-9_-]+$/);
 
 const registrationSchema = z.object({
   id: base64url.max(1366),
@@ -120,7 +124,11 @@ export interface RegisteredPasskey {
   backedUp: boolean;
 }
 
-export async function verifyRegistration(rp: RelyingParty, response: RegistrationResponseJSON, expectedChallenge: string): Promise<RegisteredPasskey | undefined> {
+export async function verifyRegistration(
+  rp: RelyingParty,
+  response: RegistrationResponseJSON,
+  expectedChallenge: string,
+): Promise<RegisteredPasskey | undefined> {
   try {
     const verified = await verifyRegistrationResponse({
       response,

@@ -23,7 +23,14 @@ const challengeSchema = z.object({
 });
 
 export function saveChallenge(reply: FastifyReply, services: Services, purpose: CeremonyPurpose, challenge: string, userId?: string): void {
-  saveSealedCookie(reply, services.config, services.secretBox, cookie, { purpose, challenge, ...(userId === undefined ? {} : { userId }), expiresAt: epochSeconds(services.clock) + lifetime }, lifetime);
+  saveSealedCookie(
+    reply,
+    services.config,
+    services.secretBox,
+    cookie,
+    { purpose, challenge, ...(userId === undefined ? {} : { userId }), expiresAt: epochSeconds(services.clock) + lifetime },
+    lifetime,
+  );
 }
 
 /** The challenge for this purpose and user, if this browser holds a live one; it is used up either way. */

@@ -167,7 +167,8 @@ export async function parseAuthorizationRequest(
   const invalid = (description: string) => fail(new OAuthError('invalid_request', description));
 
   for (const [name, value] of Object.entries(q)) {
-    if (typeof value !== 'string') return fail(new OAuthError('invalid_request', 'A parameter is repeated.', { detail: `repeated parameter ${name.slice(0, 64)}` }));
+    if (typeof value !== 'string')
+      return fail(new OAuthError('invalid_request', 'A parameter is repeated.', { detail: `repeated parameter ${name.slice(0, 64)}` }));
   }
   const p = q as Record<string, string | undefined>;
 
@@ -176,7 +177,8 @@ export async function parseAuthorizationRequest(
   if (p.registration !== undefined) return fail(new OAuthError('registration_not_supported', 'The registration parameter is not supported.'));
   if (p.response_type === undefined || p.response_type === '') return invalid('response_type is required.');
   if (p.response_type !== 'code') return fail(new OAuthError('unsupported_response_type', 'Only response_type=code is supported.'));
-  if (p.response_mode !== undefined && p.response_mode !== 'query' && p.response_mode !== 'form_post') return invalid('response_mode must be query or form_post.');
+  if (p.response_mode !== undefined && p.response_mode !== 'query' && p.response_mode !== 'form_post')
+    return invalid('response_mode must be query or form_post.');
   if (p.response_mode === 'form_post' && responseMode === undefined) return invalid('response_mode=form_post needs an http or https redirect_uri.');
   // RFC 9449 §10: the code will be redeemable only with a DPoP proof by the key of this thumbprint.
   if (p.dpop_jkt !== undefined && !/^[A-Za-z0-9_-]{43}$/.test(p.dpop_jkt)) return invalid('dpop_jkt must be a SHA-256 JWK thumbprint.');
@@ -231,7 +233,8 @@ export async function parseAuthorizationRequest(
   }
 
   // Control characters have no place in a nonce (and PostgreSQL text cannot hold U+0000).
-  if (p.nonce !== undefined && (p.nonce === '' || p.nonce.length > maxNonceLength || /[\u0000-\u001f\u007f]/.test(p.nonce))) return invalid('The nonce is malformed.');
+  if (p.nonce !== undefined && (p.nonce === '' || p.nonce.length > maxNonceLength || /[\u0000-\u001f\u007f]/.test(p.nonce)))
+    return invalid('The nonce is malformed.');
 
   const prompt = (p.prompt ?? '').split(' ').filter((v) => v !== '');
   if (prompt.some((v) => !promptValues.includes(v))) return invalid('The prompt value is not supported.');
@@ -253,7 +256,8 @@ export async function parseAuthorizationRequest(
   // A sub asked for with a value (Core §5.5.1) names the person as a hint does, and more: no one
   // else may answer.
   if (claims.subject !== undefined) {
-    if (expectedSubject !== undefined && expectedSubject !== claims.subject) return invalid('The claims parameter and the id_token_hint name different people.');
+    if (expectedSubject !== undefined && expectedSubject !== claims.subject)
+      return invalid('The claims parameter and the id_token_hint name different people.');
     expectedSubject = claims.subject;
   }
 

@@ -23,7 +23,6 @@ const attemptTimeoutMs = 5000;
 /** A logout token is for this delivery only: short-lived (§2.4 leaves the lifetime to the OP). */
 const logoutTokenLifetime = 120;
 
-
 export interface BackchannelDelivery {
   clientId: string;
   delivered: boolean;
@@ -31,7 +30,11 @@ export interface BackchannelDelivery {
 }
 
 /** Tells the clients of each ended session without waiting (the person's page never waits for a client). */
-export function notifyBackchannelLogoutLater(services: Services, sessions: readonly Pick<SessionRecord, 'userId' | 'id'>[], source: AuditSource & { log: { error(o: object, m: string): void } }): void {
+export function notifyBackchannelLogoutLater(
+  services: Services,
+  sessions: readonly Pick<SessionRecord, 'userId' | 'id'>[],
+  source: AuditSource & { log: { error(o: object, m: string): void } },
+): void {
   for (const session of sessions) {
     void notifyBackchannelLogout(services, session, source).catch((err: unknown) => source.log.error({ err }, 'back-channel logout failed'));
   }

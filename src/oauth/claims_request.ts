@@ -42,7 +42,8 @@ function readTarget(target: unknown, name: string): Map<string, ClaimRequest | n
   for (const [claim, request] of Object.entries(target)) {
     if (request !== null && !isObject(request)) throw malformed(`${name}.${claim.slice(0, 64)} is neither null nor an object`);
     if (request) {
-      if (request.essential !== undefined && typeof request.essential !== 'boolean') throw malformed(`${name}.${claim.slice(0, 64)}.essential is not a boolean`);
+      if (request.essential !== undefined && typeof request.essential !== 'boolean')
+        throw malformed(`${name}.${claim.slice(0, 64)}.essential is not a boolean`);
       if (request.values !== undefined && !Array.isArray(request.values)) throw malformed(`${name}.${claim.slice(0, 64)}.values is not an array`);
     }
     claims.set(claim, request);

@@ -129,7 +129,7 @@ export async function verifyClientAssertion(context: AssertionContext, client: C
     try {
       keys = registeredKeySet(client, context.outbound);
     } catch {
-      throw invalidClient('the client\'s registered key set is not usable');
+      throw invalidClient("the client's registered key set is not usable");
     }
     if (!keys) throw invalidClient('private_key_jwt from a client without registered keys');
     try {

@@ -77,7 +77,12 @@ function decodeFormComponent(value: string): string {
 /** Reads the credentials a request presents, without checking them. */
 export function readClientCredentials(
   authorization: string | undefined,
-  body: { client_id?: string | undefined; client_secret?: string | undefined; client_assertion?: string | undefined; client_assertion_type?: string | undefined },
+  body: {
+    client_id?: string | undefined;
+    client_secret?: string | undefined;
+    client_assertion?: string | undefined;
+    client_assertion_type?: string | undefined;
+  },
 ): ClientCredentials {
   if (body.client_assertion !== undefined || body.client_assertion_type !== undefined) {
     if ((authorization !== undefined && /^basic /i.test(authorization)) || body.client_secret !== undefined) {

@@ -17,12 +17,7 @@ export function pollJitterAllowanceMs(intervalSeconds: number): number {
 export const slowDownIncrement = 5;
 
 export type PollDecision =
-  | { kind: 'spent' }
-  | { kind: 'expired' }
-  | { kind: 'denied' }
-  | { kind: 'approved' }
-  | { kind: 'slow_down'; newInterval: number }
-  | { kind: 'pending' };
+  { kind: 'spent' } | { kind: 'expired' } | { kind: 'denied' } | { kind: 'approved' } | { kind: 'slow_down'; newInterval: number } | { kind: 'pending' };
 
 export function decidePoll(grant: DeviceGrantRecord, nowMs: number): PollDecision {
   if (grant.status === 'consumed') return { kind: 'spent' };

@@ -66,11 +66,7 @@ function nonceValid(context: DpopContext, nonce: unknown): boolean {
 
 /** RFC 9449 §7.1 / §8: what is wrong with a proof, as the endpoint's error. */
 export class DpopError extends OAuthError {
-  constructor(
-    code: 'invalid_dpop_proof' | 'use_dpop_nonce',
-    description: string,
-    detail: string,
-  ) {
+  constructor(code: 'invalid_dpop_proof' | 'use_dpop_nonce', description: string, detail: string) {
     super(code, description, { detail });
   }
 }
@@ -126,7 +122,11 @@ export async function verifyDpopProof(context: DpopContext, request: DpopRequest
     if (typeof payload.ath !== 'string' || !constantTimeEqual(payload.ath, sha256(request.accessToken))) throw bad('ath does not match the access token');
   }
   if (request.requireNonce && !nonceValid(context, payload.nonce)) {
-    throw new DpopError('use_dpop_nonce', 'Resend the request with the DPoP nonce this server provided.', payload.nonce === undefined ? 'no nonce' : 'stale or unknown nonce');
+    throw new DpopError(
+      'use_dpop_nonce',
+      'Resend the request with the DPoP nonce this server provided.',
+      payload.nonce === undefined ? 'no nonce' : 'stale or unknown nonce',
+    );
   }
   const jkt = await calculateJwkThumbprint(jwk, 'sha256');
   // One use per key and jti, for as long as the proof could still be accepted.

@@ -13,13 +13,7 @@ const scriptHash = `'sha256-${createHash('sha256').update(formPostScript).digest
 
 /** The policy of a form_post page: nothing but that script, and a form towards `formAction`. */
 export function formPostPolicy(formAction: string): string {
-  return [
-    "default-src 'none'",
-    `script-src ${scriptHash}`,
-    `form-action ${formAction}`,
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-  ].join('; ');
+  return ["default-src 'none'", `script-src ${scriptHash}`, `form-action ${formAction}`, "frame-ancestors 'none'", "base-uri 'none'"].join('; ');
 }
 
 /** Whether a redirect URI can receive a form post: browsers post only to http(s). */

@@ -51,9 +51,7 @@ export function pushedParameters(fields: Record<string, string>, clientId: strin
   return parameters;
 }
 
-export type RedeemedPushedRequest =
-  | { kind: 'pushed'; parameters: Record<string, string> }
-  | { kind: 'refused'; message: string; reason: string };
+export type RedeemedPushedRequest = { kind: 'pushed'; parameters: Record<string, string> } | { kind: 'refused'; message: string; reason: string };
 
 /**
  * Redeems the request_uri of an /authorize query (one of ours, see isPushedRequestUri): once, in

@@ -103,7 +103,8 @@ export async function openRequestObject(context: RequestObjectContext, client: C
     if (payload.iss !== undefined && payload.iss !== client.clientId) throw refused('request object iss is not the client');
     if (payload.aud !== undefined) {
       const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-      if (!audiences.includes(context.issuer) && !audiences.includes(`${context.issuer}/authorize`)) throw refused('request object aud does not name this server');
+      if (!audiences.includes(context.issuer) && !audiences.includes(`${context.issuer}/authorize`))
+        throw refused('request object aud does not name this server');
     }
   }
 

@@ -106,7 +106,14 @@ export async function prepareIssuance(services: Services, input: IssueTokensInpu
     });
     return { now, access, newRefreshToken: refresh, refreshToken: refresh.value, familyId, jti };
   }
-  return { now, access, newRefreshToken: undefined, refreshToken: input.refreshToken, familyId: input.refreshToken === undefined ? undefined : input.refreshFamilyId, jti };
+  return {
+    now,
+    access,
+    newRefreshToken: undefined,
+    refreshToken: input.refreshToken,
+    familyId: input.refreshToken === undefined ? undefined : input.refreshFamilyId,
+    jti,
+  };
 }
 
 /** Thrown when the refresh token could not be stored: the person's sign-ins were ended meanwhile. */
@@ -118,7 +125,10 @@ export async function issueTokens(services: Services, input: IssueTokensInput): 
   const prepared = await prepareIssuance(services, input);
   // Not if the person's sign-ins were ended since the grant read the user (a new password racing
   // this redemption): the family would escape that revocation.
-  if (prepared.newRefreshToken && !(await services.store.createRefreshToken(prepared.newRefreshToken.record, { userTokensRevokedAt: input.user.tokensRevokedAt }))) {
+  if (
+    prepared.newRefreshToken &&
+    !(await services.store.createRefreshToken(prepared.newRefreshToken.record, { userTokensRevokedAt: input.user.tokensRevokedAt }))
+  ) {
     throw signInEnded();
   }
   return finishIssuance(services, input, prepared);

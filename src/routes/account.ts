@@ -68,7 +68,13 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
   const page = { config: { page: true } };
   const signInFirst = '/login?return_to=%2Faccount';
 
-  async function showAccount(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, notice?: { kind: 'notice' | 'error'; text: string; about?: string }, status = 200) {
+  async function showAccount(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    signedIn: SignedIn,
+    notice?: { kind: 'notice' | 'error'; text: string; about?: string },
+    status = 200,
+  ) {
     const { user, session } = signedIn;
     const now = epochSeconds(clock);
     const [sessions, families, consents, clients, identities] = await Promise.all([
@@ -127,11 +133,18 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
   }
 
   /** Signed in and a valid form, or the reply that says why not. */
-  async function guard(request: FastifyRequest, reply: FastifyReply, csrf: string | undefined): Promise<{ ok: true; signedIn: SignedIn } | { ok: false; reply: FastifyReply }> {
+  async function guard(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    csrf: string | undefined,
+  ): Promise<{ ok: true; signedIn: SignedIn } | { ok: false; reply: FastifyReply }> {
     const signedIn = await currentSession(request, services);
     if (!signedIn) return { ok: false, reply: await reply.redirect(signInFirst, 303) };
     if (!(await csrfTokenValid(request, services, 'account', csrf))) {
-      return { ok: false, reply: await renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/account', label: 'Back to your account' } }, 403) };
+      return {
+        ok: false,
+        reply: await renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/account', label: 'Back to your account' } }, 403),
+      };
     }
     return { ok: true, signedIn };
   }
@@ -150,7 +163,13 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     const { user } = signedIn;
     const typed = ownProfileInput(form.name, form.email);
     if (typed === undefined) {
-      return showAccount(request, reply, signedIn, { kind: 'error', text: 'Enter a name of at most 256 characters and a valid email address.', about: 'profile' }, 400);
+      return showAccount(
+        request,
+        reply,
+        signedIn,
+        { kind: 'error', text: 'Enter a name of at most 256 characters and a valid email address.', about: 'profile' },
+        400,
+      );
     }
     const { name, email } = typed;
     const emailChanged = email.toLowerCase() !== user.email.toLowerCase();
@@ -163,7 +182,13 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
       // Proven like at a sign-in: a hash of an older kind is stored anew (a password change needs no such step).
       await upgradeOutdatedPasswordHash(request, services, user, form.current_password);
     } else if (emailChanged && epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) {
-      return showAccount(request, reply, signedIn, { kind: 'error', text: 'Changing your email needs a sign-in from the last 15 minutes. Sign out and sign in again first.', about: 'profile' }, 401);
+      return showAccount(
+        request,
+        reply,
+        signedIn,
+        { kind: 'error', text: 'Changing your email needs a sign-in from the last 15 minutes. Sign out and sign in again first.', about: 'profile' },
+        401,
+      );
     }
     await store.updateUserProfile(user.id, { name, email }, epochSeconds(clock));
     audit(request, 'user.profile_changed', { userId: user.id, emailChanged });
@@ -171,7 +196,8 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     // The address before hears of it too: should someone else have made the change, reset links no longer reach the owner.
     if (emailChanged) sendSecurityNoticesLater(services, request, updated.user, { kind: 'email_changed', previous: user.email });
     const mailed = emailChanged ? await sendVerificationEmail(services, updated.user, request) : undefined;
-    const text = mailed === 'sent' ? 'Saved. We sent a link to your new address to verify it.' : emailChanged ? 'Saved. Your new email is not verified yet.' : 'Saved.';
+    const text =
+      mailed === 'sent' ? 'Saved. We sent a link to your new address to verify it.' : emailChanged ? 'Saved. Your new email is not verified yet.' : 'Saved.';
     return showAccount(request, reply, updated, { kind: 'notice', text });
   });
 
@@ -188,7 +214,13 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     const { signedIn } = guarded;
     const { user, session } = signedIn;
     if (user.passwordHash === 'upstream') {
-      return showAccount(request, reply, signedIn, { kind: 'error', text: 'You sign in through another identity provider: there is no password here to change.', about: 'password' }, 400);
+      return showAccount(
+        request,
+        reply,
+        signedIn,
+        { kind: 'error', text: 'You sign in through another identity provider: there is no password here to change.', about: 'password' },
+        400,
+      );
     }
     const newPassword = newPasswordInput(form.new_password);
     if (newPassword === undefined) {
@@ -232,18 +264,31 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     const ended = await store.listSessions(user.id, now);
     const removed = await store.unlinkIdentity(user.id, target.connectorId, now, anotherWayIn(services.config));
     if (removed === 'last_way_in') {
-      const how = anotherWayIn(services.config).passkeysSignIn ? 'Add a passkey under “Sign-in security” first, or ask an administrator to set a password.' : 'Ask an administrator to set a password for you first.';
-      return showAccount(request, reply, signedIn, { kind: 'error', text: `${target.connectorName} is the only way you sign in here, so it cannot be removed. ${how}`, about: 'linked' }, 409);
+      const how = anotherWayIn(services.config).passkeysSignIn
+        ? 'Add a passkey under “Sign-in security” first, or ask an administrator to set a password.'
+        : 'Ask an administrator to set a password for you first.';
+      return showAccount(
+        request,
+        reply,
+        signedIn,
+        { kind: 'error', text: `${target.connectorName} is the only way you sign in here, so it cannot be removed. ${how}`, about: 'linked' },
+        409,
+      );
     }
-    if (removed.length === 0) return showAccount(request, reply, signedIn, { kind: 'error', text: 'That service is not linked to your account.', about: 'linked' }, 404);
+    if (removed.length === 0)
+      return showAccount(request, reply, signedIn, { kind: 'error', text: 'That service is not linked to your account.', about: 'linked' }, 404);
     audit(request, 'user.identity_unlinked', { userId: user.id, connectorId: target.connectorId, subjects: removed.map((i) => i.subject), source: 'account' });
     tellClients(request, ended);
     // Everything the person held ended with the link (whoever came in through it is out); this
     // browser, where the person just chose it, signs in again at once, as after a new password.
     const fresh = await store.findUserById(user.id);
-    const again = fresh && (await startSession(request, reply, services, fresh, { amr: session.amr, signedInAt: session.authTime, expiresAt: session.expiresAt }));
+    const again =
+      fresh && (await startSession(request, reply, services, fresh, { amr: session.amr, signedInAt: session.authTime, expiresAt: session.expiresAt }));
     if (!again) return reply.redirect(signInFirst, 303);
-    return showAccount(request, reply, again, { kind: 'notice', text: `${target.connectorName} no longer signs you in here, and every other sign-in has ended.` });
+    return showAccount(request, reply, again, {
+      kind: 'notice',
+      text: `${target.connectorName} no longer signs you in here, and every other sign-in has ended.`,
+    });
   });
 
   app.post('/account/revoke', page, async (request, reply) => {
@@ -293,6 +338,9 @@ export async function accountRoutes(app: FastifyInstance): Promise<void> {
     const given = form.client_id !== '' && (await store.listConsents(signedIn.user.id)).some((c) => c.clientId === form.client_id);
     const removed = given ? await store.withdrawConsent(signedIn.user.id, form.client_id, epochSeconds(clock)) : 0;
     if (removed > 0) audit(request, 'consent.withdrawn', { userId: signedIn.user.id, clientId: form.client_id });
-    return showAccount(request, reply, signedIn, { kind: 'notice', text: removed > 0 ? 'Access withdrawn: the application was signed out and will ask again.' : 'That application had no access.' });
+    return showAccount(request, reply, signedIn, {
+      kind: 'notice',
+      text: removed > 0 ? 'Access withdrawn: the application was signed out and will ask again.' : 'That application had no access.',
+    });
   });
 }

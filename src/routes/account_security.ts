@@ -77,10 +77,16 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const signedIn = await currentSession(request, services);
     if (!signedIn) return { ok: false, reply: await reply.redirect(`/login?return_to=${encodeURIComponent(here(returnTo))}`, 303) };
     if (csrf !== false && !(await csrfTokenValid(request, services, 'account_security', csrf))) {
-      return { ok: false, reply: await renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: here(returnTo), label: 'Back to security' } }, 403) };
+      return {
+        ok: false,
+        reply: await renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: here(returnTo), label: 'Back to security' } }, 403),
+      };
     }
     if (config.mfa === 'off') {
-      return { ok: false, reply: await renderErrorPage(request, reply, services, { heading: 'Second factors are off', message: 'This server does not use second factors.' }, 403) };
+      return {
+        ok: false,
+        reply: await renderErrorPage(request, reply, services, { heading: 'Second factors are off', message: 'This server does not use second factors.' }, 403),
+      };
     }
     // The sign-in itself, not the session: a step-up or an enrolment does not make an old sign-in recent.
     if (epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) {
@@ -90,7 +96,11 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
           request,
           reply,
           services,
-          { heading: 'Sign in again to continue', message: 'Changing how you sign in needs a sign-in from the last 15 minutes.', link: { href: signInAgain(returnTo), label: 'Sign in again' } },
+          {
+            heading: 'Sign in again to continue',
+            message: 'Changing how you sign in needs a sign-in from the last 15 minutes.',
+            link: { href: signInAgain(returnTo), label: 'Sign in again' },
+          },
           401,
         ),
       };
@@ -107,7 +117,8 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
   }
 
   /** The command an administrator runs to let this person set up their first factor. */
-  const enrolCommand = (username: string) => `latchkey users mfa-enroll ${/^[A-Za-z0-9._@-]+$/.test(username) ? username : `'${username.replace(/'/g, "'\\''")}'`}`;
+  const enrolCommand = (username: string) =>
+    `latchkey users mfa-enroll ${/^[A-Za-z0-9._@-]+$/.test(username) ? username : `'${username.replace(/'/g, "'\\''")}'`}`;
 
   /**
    * Whether this person may set up a factor now: anyone with a factor already (the guard made sure
@@ -170,7 +181,14 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
    * A factor was just set up: for a person's first, ten recovery codes at once (shown once). The
    * session now has it: a sign-in that waited for a second factor goes on.
    */
-  async function afterEnrollment(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, factors: SecondFactors, added: AuthMethod[], returnTo: string | undefined) {
+  async function afterEnrollment(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    signedIn: SignedIn,
+    factors: SecondFactors,
+    added: AuthMethod[],
+    returnTo: string | undefined,
+  ) {
     const { user, session } = signedIn;
     const upgraded = await startSession(request, reply, services, user, {
       amr: withMethods(session.amr, added),
@@ -179,7 +197,14 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
       expiresAt: session.expiresAt,
       id: session.id,
     });
-    if (!upgraded) return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
+    if (!upgraded)
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: { href: signInAgain(returnTo), label: 'Sign in' } },
+        401,
+      );
     // The permit of an enrolment link has served: from now on the factor itself guards every change.
     clearEnrolmentPermit(reply, services);
     if (factors.recoveryCodes === 0) return showRecoveryCodes(request, reply, user.id, returnTo);
@@ -213,7 +238,15 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
   const setupContext = (userId: string) => `totp_setup:${userId}`;
   const setupSchema = z.object({ secret: z.string().regex(/^[A-Z2-7]{16,64}$/), expiresAt: z.number().int() });
 
-  async function showTotpSetup(request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn, secret: string, returnTo: string | undefined, error?: string, status = 200) {
+  async function showTotpSetup(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    signedIn: SignedIn,
+    secret: string,
+    returnTo: string | undefined,
+    error?: string,
+    status = 200,
+  ) {
     allowFormsToEndAtClient(request, reply, returnTo);
     const sealed = services.secretBox.seal(setupContext(signedIn.user.id), JSON.stringify({ secret, expiresAt: epochSeconds(clock) + totpSetupLifetime }));
     const uri = totpUri(secret, signedIn.user.username, config.productName);
@@ -264,12 +297,30 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     }
     const now = epochSeconds(clock);
     if (!setup || now >= setup.expiresAt) {
-      return renderErrorPage(request, reply, services, { heading: 'This set-up has expired', message: 'Start again: you will get a new code to scan.', link: { href: `/account/security/totp${returnTo ? `?return_to=${encodeURIComponent(returnTo)}` : ''}`, label: 'Start again' } }, 400);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        {
+          heading: 'This set-up has expired',
+          message: 'Start again: you will get a new code to scan.',
+          link: { href: `/account/security/totp${returnTo ? `?return_to=${encodeURIComponent(returnTo)}` : ''}`, label: 'Start again' },
+        },
+        400,
+      );
     }
     const step = totpStepOf(setup.secret, form.otp, clock());
     if (step === undefined) {
       metrics.secondFactorEvents.inc({ factor: 'totp', event: 'failure' });
-      return showTotpSetup(request, reply, signedIn, setup.secret, returnTo, 'That code isn’t right. Check the app shows Latchkey’s new entry, and type its current code.', 400);
+      return showTotpSetup(
+        request,
+        reply,
+        signedIn,
+        setup.secret,
+        returnTo,
+        'That code isn’t right. Check the app shows Latchkey’s new entry, and type its current code.',
+        400,
+      );
     }
     // The confirming code is spent already: it cannot sign anyone in a second time.
     await store.saveTotp({ userId, secret: services.secretBox.seal(totpSecretContext(userId), setup.secret), lastStep: step, createdAt: now });
@@ -290,7 +341,13 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
       config.mfa === 'required'
         ? 'This server requires one. Add another (a passkey or an authenticator app) before you remove this one.'
         : 'Your account holds the admin role: without a factor, a new one would need an enrolment link from another administrator. Add another (a passkey or an authenticator app) before you remove this one.';
-    return renderErrorPage(request, reply, services, { heading: 'This is your last second factor', message, link: { href: here(returnTo), label: 'Back to security' } }, 409);
+    return renderErrorPage(
+      request,
+      reply,
+      services,
+      { heading: 'This is your last second factor', message, link: { href: here(returnTo), label: 'Back to security' } },
+      409,
+    );
   }
 
   app.post('/account/security/totp/remove', page, async (request, reply) => {
@@ -326,7 +383,11 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     }
     if (!mayEnroll(request, reply, signedIn, factors)) {
       audit(request, 'second_factor.enrolment_refused', { userId: signedIn.user.id, factor: 'passkey', reason: 'no_enrolment_link' });
-      throw new OAuthError('access_denied', `Your account holds the admin role: ask an administrator to run \`${enrolCommand(signedIn.user.username)}\`, then open the link they give you.`, { status: 403 });
+      throw new OAuthError(
+        'access_denied',
+        `Your account holds the admin role: ask an administrator to run \`${enrolCommand(signedIn.user.username)}\`, then open the link they give you.`,
+        { status: 403 },
+      );
     }
     const passkeys = await store.listPasskeys(signedIn.user.id);
     if (passkeys.length >= maxPasskeys) throw new OAuthError('invalid_request', `You have ${maxPasskeys} passkeys: remove one first.`, { status: 409 });
@@ -347,22 +408,47 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const rp = relyingParty(config);
     const now = epochSeconds(clock);
     const name = passkeyName(form.name, `Passkey added ${new Date(now * 1000).toISOString().slice(0, 10)}`);
-    if (name === undefined) return renderErrorPage(request, reply, services, { heading: 'Choose another name', message: 'A passkey’s name is at most 64 characters, without control characters.', link: back }, 400);
+    if (name === undefined)
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'Choose another name', message: 'A passkey’s name is at most 64 characters, without control characters.', link: back },
+        400,
+      );
     const challenge = takeChallenge(request, reply, services, 'register', userId);
     const response = parseRegistrationResponse(form.credential);
     const registered = rp && challenge && response ? await verifyRegistration(rp, response, challenge) : undefined;
     if (!registered) {
       metrics.secondFactorEvents.inc({ factor: 'passkey', event: 'failure' });
-      return renderErrorPage(request, reply, services, { heading: 'The passkey was not added', message: 'Your browser’s answer could not be verified. Try again.', link: back }, 400);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'The passkey was not added', message: 'Your browser’s answer could not be verified. Try again.', link: back },
+        400,
+      );
     }
     if ((await store.listPasskeys(userId)).length >= maxPasskeys) {
-      return renderErrorPage(request, reply, services, { heading: 'The passkey was not added', message: `You have ${maxPasskeys} passkeys: remove one first.`, link: back }, 409);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'The passkey was not added', message: `You have ${maxPasskeys} passkeys: remove one first.`, link: back },
+        409,
+      );
     }
     try {
       await store.createPasskey({ ...registered, userId, name, createdAt: now, lastUsedAt: undefined });
     } catch (err) {
       if (!(err instanceof DuplicateError)) throw err;
-      return renderErrorPage(request, reply, services, { heading: 'The passkey was not added', message: 'This passkey is registered already.', link: back }, 409);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'The passkey was not added', message: 'This passkey is registered already.', link: back },
+        409,
+      );
     }
     metrics.secondFactorEvents.inc({ factor: 'passkey', event: 'enrolled' });
     audit(request, 'second_factor.enrolled', { userId, factor: 'passkey' });
@@ -376,8 +462,20 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const guarded = await guard(request, reply, form.csrf_token, returnTo);
     if (!guarded.ok) return guarded.reply;
     const name = passkeyName(form.name, '');
-    if (!name) return renderErrorPage(request, reply, services, { heading: 'Choose another name', message: 'A passkey’s name is 1-64 characters, without control characters.', link: { href: here(returnTo), label: 'Back to security' } }, 400);
-    if (await store.renamePasskey(guarded.signedIn.user.id, form.id, name)) audit(request, 'second_factor.renamed', { userId: guarded.signedIn.user.id, factor: 'passkey' });
+    if (!name)
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        {
+          heading: 'Choose another name',
+          message: 'A passkey’s name is 1-64 characters, without control characters.',
+          link: { href: here(returnTo), label: 'Back to security' },
+        },
+        400,
+      );
+    if (await store.renamePasskey(guarded.signedIn.user.id, form.id, name))
+      audit(request, 'second_factor.renamed', { userId: guarded.signedIn.user.id, factor: 'passkey' });
     return reply.redirect(here(returnTo), 303);
   });
 
@@ -408,7 +506,17 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const guarded = await guard(request, reply, form.csrf_token, returnTo);
     if (!guarded.ok) return guarded.reply;
     if (!hasSecondFactor(guarded.factors)) {
-      return renderErrorPage(request, reply, services, { heading: 'Set up a second factor first', message: 'Recovery codes stand in for a passkey or an authenticator app you have lost.', link: { href: here(returnTo), label: 'Back to security' } }, 400);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        {
+          heading: 'Set up a second factor first',
+          message: 'Recovery codes stand in for a passkey or an authenticator app you have lost.',
+          link: { href: here(returnTo), label: 'Back to security' },
+        },
+        400,
+      );
     }
     // New codes replace the old ones at once: a list that may have been seen is dead.
     sendSecurityNoticesLater(services, request, guarded.signedIn.user, { kind: 'recovery_codes_replaced' });
@@ -419,7 +527,10 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
 
   /** The link's own address, to come back to after signing in (the secret is in it, as in a reset link). */
   const enrolHere = (secret: string | undefined, returnTo: string | undefined) => {
-    const query = new URLSearchParams({ ...(secret === undefined ? {} : { code: secret }), ...(returnTo === undefined ? {} : { return_to: returnTo }) }).toString();
+    const query = new URLSearchParams({
+      ...(secret === undefined ? {} : { code: secret }),
+      ...(returnTo === undefined ? {} : { return_to: returnTo }),
+    }).toString();
     return `${enrolmentPath}${query === '' ? '' : `?${query}`}`;
   };
   const expiredLink = (returnTo: string | undefined) => ({
@@ -437,7 +548,8 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     const signedIn = await currentSession(request, services);
     if (!signedIn) return reply.redirect(`/login?return_to=${encodeURIComponent(enrolHere(secret, returnTo))}`, 303);
     // The form that spends the link asks for a recent sign-in: ask for it now, and come back here.
-    if (epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds) return reply.redirect(`/login?fresh=1&return_to=${encodeURIComponent(enrolHere(secret, returnTo))}`, 303);
+    if (epochSeconds(clock) - signedIn.session.authTime > recentSignInSeconds)
+      return reply.redirect(`/login?fresh=1&return_to=${encodeURIComponent(enrolHere(secret, returnTo))}`, 303);
     const factors = await secondFactorsOf(store, signedIn.user.id);
     return renderPage(request, reply, services, 'factor_enrolment', {
       title: 'Set up your second factor',
@@ -460,7 +572,17 @@ export async function accountSecurityRoutes(app: FastifyInstance): Promise<void>
     if (hasSecondFactor(factors)) return reply.redirect(here(returnTo), 303);
     const secret = enrolmentSecretIn(form.code);
     if (secret === undefined) {
-      return renderErrorPage(request, reply, services, { heading: 'That is not an enrolment link', message: 'Paste the whole link the administrator gave you (it starts with the address of this server), or the code in it that starts with lk_fe_.', link: { href: here(returnTo), label: 'Back to security' } }, 400);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        {
+          heading: 'That is not an enrolment link',
+          message: 'Paste the whole link the administrator gave you (it starts with the address of this server), or the code in it that starts with lk_fe_.',
+          link: { href: here(returnTo), label: 'Back to security' },
+        },
+        400,
+      );
     }
     const outcome = await spendEnrolmentLink(store, secret, signedIn.user.id, epochSeconds(clock));
     if (outcome !== 'spent') {

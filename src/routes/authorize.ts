@@ -74,7 +74,13 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
    * The answer to the client, with iss (RFC 9207): in the redirect's query, or with
    * response_mode=form_post as a page whose form the browser posts to the redirect URI.
    */
-  async function redirectWith(reply: FastifyReply, redirectUri: string, params: Record<string, string | undefined>, status: 302 | 303, responseMode?: 'form_post') {
+  async function redirectWith(
+    reply: FastifyReply,
+    redirectUri: string,
+    params: Record<string, string | undefined>,
+    status: 302 | 303,
+    responseMode?: 'form_post',
+  ) {
     const answer: Record<string, string | undefined> = { ...params, iss: config.issuer };
     if (responseMode !== 'form_post') return reply.redirect(withResponseParams(redirectUri, answer), status);
     const fields = Object.entries(answer)
@@ -91,7 +97,13 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
 
   /** A final answer to the client. */
   function redirectError(reply: FastifyReply, interaction: Interaction, error: OAuthError, status: 302 | 303) {
-    return redirectWith(reply, interaction.request.redirectUri, { error: error.code, error_description: error.description, state: interaction.request.state }, status, interaction.request.responseMode);
+    return redirectWith(
+      reply,
+      interaction.request.redirectUri,
+      { error: error.code, error_description: error.description, state: interaction.request.state },
+      status,
+      interaction.request.responseMode,
+    );
   }
 
   /**
@@ -159,19 +171,32 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
       return reply.redirect(`/login?return_to=${encodeURIComponent(continuePath(sealed))}&fresh=${signedIn ? '1' : '0'}`, 303);
     }
     if (wrongPerson) {
-      audit(request, 'authorization.refused', { clientId: r.clientId, userId: signedIn.user.id, reason: 'signed in as another person than the claims parameter requires' });
+      audit(request, 'authorization.refused', {
+        clientId: r.clientId,
+        userId: signedIn.user.id,
+        reason: 'signed in as another person than the claims parameter requires',
+      });
       return redirectError(reply, interaction, new OAuthError('access_denied', 'The person who signed in is not the one the application asked for.'), status);
     }
     if (!(await secondFactorDone(signedIn, r))) {
-      if (r.prompt.includes('none')) return redirectError(reply, interaction, new OAuthError('interaction_required', 'The user must confirm the sign-in with a second factor.'), status);
+      if (r.prompt.includes('none'))
+        return redirectError(reply, interaction, new OAuthError('interaction_required', 'The user must confirm the sign-in with a second factor.'), status);
       return reply.redirect(stepUpPath(continuePath(sealed)), 303);
     }
     const client = await store.findClient(r.clientId);
-    if (!client) return renderErrorPage(request, reply, services, { heading: 'Unknown application', message: 'This application is no longer registered.' }, 400);
-    if (client.disabled) return renderErrorPage(request, reply, services, { heading: 'Application disabled', message: 'The administrator has disabled this application.' }, 403);
+    if (!client)
+      return renderErrorPage(request, reply, services, { heading: 'Unknown application', message: 'This application is no longer registered.' }, 400);
+    if (client.disabled)
+      return renderErrorPage(request, reply, services, { heading: 'Application disabled', message: 'The administrator has disabled this application.' }, 403);
     // The sealed request may be up to ten minutes old: its redirect must still be registered.
     if (!redirectUriAllowed(r.redirectUri, client.redirectUris)) {
-      return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: 'The address this application asked to return to is not registered for it.' }, 400);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'This sign-in link is not valid', message: 'The address this application asked to return to is not registered for it.' },
+        400,
+      );
     }
 
     const consent = await store.findConsent(signedIn.user.id, client.clientId, r.audience);
@@ -221,7 +246,10 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     if (pushed) {
       const redeemed = await redeemPushedRequest(store, query, requestUri, epochSeconds(clock));
       if (redeemed.kind === 'refused') {
-        audit(request, 'authorization.refused', { reason: redeemed.reason, ...(typeof query.client_id === 'string' ? { clientId: query.client_id.slice(0, 256) } : {}) });
+        audit(request, 'authorization.refused', {
+          reason: redeemed.reason,
+          ...(typeof query.client_id === 'string' ? { clientId: query.client_id.slice(0, 256) } : {}),
+        });
         return renderErrorPage(request, reply, services, { heading: 'This sign-in link is not valid', message: redeemed.message }, 400);
       }
       parameters = redeemed.parameters;
@@ -236,7 +264,13 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     if (parsed.kind === 'invalid_redirect') {
       audit(request, 'authorization.refused', { error: parsed.error.code });
-      return redirectWith(reply, parsed.redirectUri, { error: parsed.error.code, error_description: parsed.error.description, state: parsed.state }, 302, parsed.responseMode);
+      return redirectWith(
+        reply,
+        parsed.redirectUri,
+        { error: parsed.error.code, error_description: parsed.error.description, state: parsed.state },
+        302,
+        parsed.responseMode,
+      );
     }
     if (parsed.client.requirePar && !pushed) {
       // RFC 9126 §5: the client and its redirect_uri are verified, so the refusal goes back to it.
@@ -247,7 +281,12 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     // The validated request's, which may come from a request object or a pushed request.
     setPageLanguage(request, parsed.request.uiLocales);
-    const interaction = newInteraction(parsed.request, { maxAge: parsed.maxAge, expectedSubject: parsed.expectedSubject, requiredSubject: parsed.requiredSubject, now: epochSeconds(clock) });
+    const interaction = newInteraction(parsed.request, {
+      maxAge: parsed.maxAge,
+      expectedSubject: parsed.expectedSubject,
+      requiredSubject: parsed.requiredSubject,
+      now: epochSeconds(clock),
+    });
     const sealed = sealInteraction(services.interactionKey, browserBinding(request, reply, config), interaction);
     return proceed(request, reply, interaction, sealed, 302);
   }
@@ -300,7 +339,14 @@ export async function authorizeRoutes(app: FastifyInstance): Promise<void> {
     }
     const r = interaction.request;
     const client = await store.findClient(r.clientId);
-    if (!client || client.disabled) return renderErrorPage(request, reply, services, { heading: 'Application unavailable', message: 'This application is no longer registered or has been disabled.' }, 400);
+    if (!client || client.disabled)
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'Application unavailable', message: 'This application is no longer registered or has been disabled.' },
+        400,
+      );
     if (!client.firstParty) {
       const previous = await store.findConsent(signedIn.user.id, r.clientId, r.audience);
       // What the page showed: the request narrowed to what the person's roles allow.

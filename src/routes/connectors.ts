@@ -47,7 +47,11 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
       request,
       reply,
       services,
-      { heading: pageText(request)('Signing in with {name} did not work', { name }), message, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Back to sign-in' } },
+      {
+        heading: pageText(request)('Signing in with {name} did not work', { name }),
+        message,
+        link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Back to sign-in' },
+      },
       status,
     );
 
@@ -73,7 +77,13 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     const form = parseFields(startForm, request.body);
     const returnTo = safeReturnTo(form.return_to, '/activate', maxReturnToLength);
     if (!(await csrfTokenValid(request, services, 'login', form.csrf_token))) {
-      return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Sign in' } }, 403);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { ...formExpiredPage, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Sign in' } },
+        403,
+      );
     }
     const connector = await webConnector(form.connector);
     if (!connector) return failurePage(request, reply, 'that service', 'It is not one this server signs in with.', returnTo, 400);
@@ -84,7 +94,14 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
       // OIDC Core §3.1.2.1: a provider that cannot re-authenticate the person must not pretend to.
       metrics.upstreamSignIns.inc({ connector: record.id, outcome: 'fresh_unsupported' });
       audit(request, 'upstream.signin_failure', { connectorId: record.id, reason: 'fresh_unsupported' });
-      return failurePage(request, reply, record.name, pageText(request)('This application asks for a fresh sign-in, which {name} cannot confirm. Sign in another way.', { name: record.name }), returnTo, 400);
+      return failurePage(
+        request,
+        reply,
+        record.name,
+        pageText(request)('This application asks for a fresh sign-in, which {name} cannot confirm. Sign in another way.', { name: record.name }),
+        returnTo,
+        400,
+      );
     }
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
@@ -114,7 +131,12 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     // Not a redirect: browsers check CSP form-action against the redirects that follow a form
     // post, and the sign-in page would have to list every upstream (and wherever an upstream's
     // authorization endpoint moves to). A page of ours that moves on is a new navigation.
-    return renderPage(request, reply, services, 'continue', { title: pageText(request)('Continuing to {name}', { name: record.name }), name: record.name, url: url.href, refreshTo: url.href });
+    return renderPage(request, reply, services, 'continue', {
+      title: pageText(request)('Continuing to {name}', { name: record.name }),
+      name: record.name,
+      url: url.href,
+      refreshTo: url.href,
+    });
   });
 
   app.get('/connectors/:id/callback', page, async (request, reply) => {
@@ -134,14 +156,21 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     let profile: UpstreamProfile;
     try {
       profile =
-                connector.type === 'oidc' ? await oidcCallback(oidcUpstream(connector), currentUrl, pending) : await githubCallback(githubUpstream(connector), currentUrl, pending);
+        connector.type === 'oidc'
+          ? await oidcCallback(oidcUpstream(connector), currentUrl, pending)
+          : await githubCallback(githubUpstream(connector), currentUrl, pending);
     } catch (err) {
       return fail(request, reply, record.id, record.name, err, pending.returnTo);
     }
     const trustEmail = connector.type === 'oidc' ? connector.config.trustEmail : true;
     let user;
     try {
-      const outcome = await userForUpstream(store, { connectorId: record.id, emailTrusted: trustEmail, linkByEmail: connector.type === 'oidc' && trustEmail }, profile, now);
+      const outcome = await userForUpstream(
+        store,
+        { connectorId: record.id, emailTrusted: trustEmail, linkByEmail: connector.type === 'oidc' && trustEmail },
+        profile,
+        now,
+      );
       user = outcome.user;
       if (outcome.created) audit(request, 'upstream.user_created', { connectorId: record.id, userId: user.id });
       if (outcome.linked) audit(request, 'upstream.identity_linked', { connectorId: record.id, userId: user.id });
@@ -154,7 +183,14 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     const signedInAt = profile.authTime === undefined || pending.freshSince === undefined ? profile.authTime : Math.max(profile.authTime, pending.freshSince);
     const next = await afterFirstFactor(request, reply, services, user, { amr: ['fed'], returnTo: pending.returnTo, signedInAt });
     if (next.kind === 'ended') {
-      return fail(request, reply, record.id, record.name, new UpstreamError('Your sign-ins were ended a moment ago. Sign in again.', 'error'), pending.returnTo);
+      return fail(
+        request,
+        reply,
+        record.id,
+        record.name,
+        new UpstreamError('Your sign-ins were ended a moment ago. Sign in again.', 'error'),
+        pending.returnTo,
+      );
     }
     metrics.upstreamSignIns.inc({ connector: record.id, outcome: 'success' });
     audit(request, 'upstream.signin_success', { connectorId: record.id, userId: user.id });
@@ -167,7 +203,8 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
   });
 
   function fail(request: FastifyRequest, reply: FastifyReply, connectorId: string, name: string, err: unknown, returnTo: string) {
-    const upstream = err instanceof UpstreamError ? err : new UpstreamError('Something went wrong while signing you in. Try again in a moment.', 'error', errorMessage(err));
+    const upstream =
+      err instanceof UpstreamError ? err : new UpstreamError('Something went wrong while signing you in. Try again in a moment.', 'error', errorMessage(err));
     metrics.upstreamSignIns.inc({ connector: connectorId, outcome: upstream.reason });
     audit(request, 'upstream.signin_failure', { connectorId, reason: upstream.reason, detail: upstream.detail.slice(0, 300) });
     const status = upstream.reason === 'unreachable' ? 502 : upstream.reason === 'not_allowed' || upstream.reason === 'disabled' ? 403 : 400;

@@ -48,7 +48,10 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
     const { store, config, clock } = app.services;
     reply.header('cache-control', 'no-store');
     const params = parseFields(deviceAuthorizationParams, request.body);
-    const client = await authenticateClient(clientAuthContext(request, app.services, '/oauth/device/code'), readClientCredentials(request.headers.authorization, params));
+    const client = await authenticateClient(
+      clientAuthContext(request, app.services, '/oauth/device/code'),
+      readClientCredentials(request.headers.authorization, params),
+    );
     requireGrantType(client, 'device_code');
     const limited = await app.services.rateLimits.deviceAuthorization.hit(`${client.clientId}|${rateLimitKey(request.ip)}`);
     if (limited.limited) throw tooManyRequests(limited.retryAfter, 'Too many device authorization requests. Try again later.');

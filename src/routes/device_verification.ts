@@ -123,7 +123,14 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
     const client = await store.findClient(grant.clientId);
     const now = epochSeconds(clock);
     const access = await permittedScope(store, signedIn.user, grant.audience, grant.scope);
-    if (access === '') return renderErrorPage(request, reply, services, { heading: 'Nothing you can allow', message: `${nothingPermitted} Ask your administrator for the role it needs.` }, 403);
+    if (access === '')
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'Nothing you can allow', message: `${nothingPermitted} Ask your administrator for the role it needs.` },
+        403,
+      );
     return renderPage(request, reply, services, 'device_confirm', {
       title: 'Confirm access',
       csrfToken: await csrfToken(request, reply, services, 'device_decision'),
@@ -160,7 +167,13 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
       return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: '/activate', label: 'Enter your code' } }, 403);
     }
     if (form.decision !== 'allow' && form.decision !== 'deny') {
-      return renderErrorPage(request, reply, services, { heading: 'Choose Allow or Deny', message: 'The answer was missing. Go back and choose Allow or Deny.' }, 400);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'Choose Allow or Deny', message: 'The answer was missing. Go back and choose Allow or Deny.' },
+        400,
+      );
     }
     const found = await lookUp(request, form.user_code);
     if ('error' in found) return showEntry(request, reply, form.user_code.slice(0, 32), found.error, 400);

@@ -43,7 +43,10 @@ export async function introspectionRoutes(app: FastifyInstance): Promise<void> {
   app.post('/oauth/introspect', async (request, reply) => {
     reply.header('cache-control', 'no-store');
     const params = parseFields(introspectionParams, request.body);
-    const client = await authenticateClient(clientAuthContext(request, app.services, '/oauth/introspect'), readClientCredentials(request.headers.authorization, params));
+    const client = await authenticateClient(
+      clientAuthContext(request, app.services, '/oauth/introspect'),
+      readClientCredentials(request.headers.authorization, params),
+    );
     if (!isConfidential(client)) throw invalidClient(`public client ${client.clientId} tried to introspect`);
     const inactive = { active: false };
     const found = await identifyToken(app.services, params.token, params.token_type_hint);

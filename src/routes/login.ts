@@ -57,7 +57,12 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     request: FastifyRequest,
     reply: FastifyReply,
     returnTo: string,
-  ): Promise<{ clientName: string | undefined; connectors: Awaited<ReturnType<typeof buttonConnectors>>; passkeySignIn: boolean; loginHint: string | undefined }> {
+  ): Promise<{
+    clientName: string | undefined;
+    connectors: Awaited<ReturnType<typeof buttonConnectors>>;
+    passkeySignIn: boolean;
+    loginHint: string | undefined;
+  }> {
     const interaction = openSealedInteraction(request, reply, services, sealedInteractionOf(returnTo));
     const connectors = await buttonConnectors(services, request.log, freshSignInAsked(interaction));
     // The password form may end at the client. A connector's button does not need its upstream
@@ -66,7 +71,12 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     allowFormActionTo(reply, client);
     const passkeySignIn = relyingParty(services.config) !== undefined;
     if (passkeySignIn) allowOwnScripts(reply);
-    return { clientName: interaction && (await store.findClient(interaction.request.clientId))?.name, connectors, passkeySignIn, loginHint: interaction?.request.loginHint };
+    return {
+      clientName: interaction && (await store.findClient(interaction.request.clientId))?.name,
+      connectors,
+      passkeySignIn,
+      loginHint: interaction?.request.loginHint,
+    };
   }
 
   app.get('/login', page, async (request, reply) => {
@@ -167,7 +177,13 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     const form = parseFields(loginForm, request.body);
     const returnTo = safeReturnTo(form.return_to, '/activate', maxReturnToLength);
     if (!(await csrfTokenValid(request, services, 'login', form.csrf_token))) {
-      return renderErrorPage(request, reply, services, { ...formExpiredPage, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Sign in' } }, 403);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { ...formExpiredPage, link: { href: `/login?return_to=${encodeURIComponent(returnTo)}`, label: 'Sign in' } },
+        403,
+      );
     }
     const again = async (error: string, status: number) =>
       renderPage(

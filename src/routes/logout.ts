@@ -72,7 +72,8 @@ export async function logoutRoutes(app: FastifyInstance): Promise<void> {
     }
     // Trusted: a hint for this very session (its sid), or for nobody signed in here. An older
     // id_token of the same person (another session) asks first, like no hint at all.
-    const trustedHint = hint !== undefined && (signedIn === undefined || (signedIn.user.id === hint.sub && (hint.sid === undefined || hint.sid === signedIn.session.id)));
+    const trustedHint =
+      hint !== undefined && (signedIn === undefined || (signedIn.user.id === hint.sub && (hint.sid === undefined || hint.sid === signedIn.session.id)));
     return { client, redirect, state: params.state, trustedHint };
   }
 
@@ -103,11 +104,15 @@ export async function logoutRoutes(app: FastifyInstance): Promise<void> {
       if (!(await csrfTokenValid(request, services, 'logout', params.csrf_token))) return renderErrorPage(request, reply, services, formExpiredPage, 403);
       if (params.decision === 'stay') return renderPage(request, reply, services, 'logout_stay', { title: 'Still signed in' });
       await signOut(request, reply, signedIn, 'rp');
-      return checked.redirect === undefined ? renderPage(request, reply, services, 'logout', { title: 'Signed out' }) : finish(reply, checked.redirect, checked.state);
+      return checked.redirect === undefined
+        ? renderPage(request, reply, services, 'logout', { title: 'Signed out' })
+        : finish(reply, checked.redirect, checked.state);
     }
     if (checked.trustedHint || !signedIn) {
       await signOut(request, reply, signedIn, 'rp');
-      return checked.redirect === undefined ? renderPage(request, reply, services, 'logout', { title: 'Signed out' }) : finish(reply, checked.redirect, checked.state);
+      return checked.redirect === undefined
+        ? renderPage(request, reply, services, 'logout', { title: 'Signed out' })
+        : finish(reply, checked.redirect, checked.state);
     }
     // Anyone can link here: the person confirms. The form ends, by redirect, at the client.
     allowFormActionTo(reply, checked.redirect && formActionSource(checked.redirect));

@@ -7,10 +7,21 @@ import type { FastifyInstance } from 'fastify';
 import { BlockList, isIP } from 'node:net';
 
 const privateNetworks = new BlockList();
-for (const [network, prefix] of [['127.0.0.0', 8], ['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['169.254.0.0', 16]] as const) {
+for (const [network, prefix] of [
+  ['127.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['172.16.0.0', 12],
+  ['192.168.0.0', 16],
+  ['169.254.0.0', 16],
+] as const) {
   privateNetworks.addSubnet(network, prefix, 'ipv4');
 }
-for (const [network, prefix] of [['::1', 128], ['fc00::', 7], ['fe80::', 10]] as const) privateNetworks.addSubnet(network, prefix, 'ipv6');
+for (const [network, prefix] of [
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+] as const)
+  privateNetworks.addSubnet(network, prefix, 'ipv6');
 
 export function isPrivateAddress(ip: string): boolean {
   const address = ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice(7) : ip;
@@ -33,7 +44,9 @@ export async function metricsRoutes(app: FastifyInstance): Promise<void> {
           .send({ error: 'invalid_token', error_description: 'The metrics need the configured bearer token.' });
       }
     } else if (!isPrivateAddress(request.ip)) {
-      return reply.code(403).send({ error: 'access_denied', error_description: 'Set LATCHKEY_METRICS_TOKEN to read the metrics from outside the private network.' });
+      return reply
+        .code(403)
+        .send({ error: 'access_denied', error_description: 'Set LATCHKEY_METRICS_TOKEN to read the metrics from outside the private network.' });
     }
     reply.type(metrics.registry.contentType);
     return metrics.text();

@@ -41,7 +41,8 @@ export async function parRoutes(app: FastifyInstance): Promise<void> {
       const dpop = dpopContext(services);
       reply.header('dpop-nonce', currentNonce(dpop));
       proofJkt = await verifyDpopProof(dpop, { proof, method: 'POST', url: `${config.issuer}${parPath}`, requireNonce: true });
-      if (fields.dpop_jkt !== undefined && fields.dpop_jkt !== proofJkt) throw new OAuthError('invalid_request', 'dpop_jkt does not match the key of the DPoP proof.');
+      if (fields.dpop_jkt !== undefined && fields.dpop_jkt !== proofJkt)
+        throw new OAuthError('invalid_request', 'dpop_jkt does not match the key of the DPoP proof.');
     }
     const client = await authenticateClient(clientAuthContext(request, services, parPath), credentials);
     // Anyone can push as a public client: its pushes count per client and address like device
@@ -69,7 +70,14 @@ export async function parRoutes(app: FastifyInstance): Promise<void> {
 
     const now = epochSeconds(clock);
     const { requestUri, requestHash } = newRequestUri();
-    await store.createPushedRequest({ requestHash, clientId: client.clientId, parameters, createdAt: now, expiresAt: now + pushedRequestLifetime, usedAt: undefined });
+    await store.createPushedRequest({
+      requestHash,
+      clientId: client.clientId,
+      parameters,
+      createdAt: now,
+      expiresAt: now + pushedRequestLifetime,
+      usedAt: undefined,
+    });
     audit(request, 'authorization.pushed', { clientId: client.clientId });
     return reply.code(201).send({ request_uri: requestUri, expires_in: pushedRequestLifetime });
   });

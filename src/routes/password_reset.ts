@@ -160,7 +160,13 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
     const form = parseFields(resetForm, request.body);
     if (!isLinkSecret('password_reset', form.token)) return renderErrorPage(request, reply, services, expiredResetLink, 400);
     if (!(await csrfTokenValid(request, services, 'password_reset', form.csrf_token, resetBinding(form.token)))) {
-      return renderErrorPage(request, reply, services, { ...formExpiredPage, message: 'For your security the form could not be accepted. Open the link in the email again.' }, 403);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { ...formExpiredPage, message: 'For your security the form could not be accepted. Open the link in the email again.' },
+        403,
+      );
     }
     const newPassword = newPasswordInput(form.new_password);
     if (newPassword === undefined) {
@@ -238,7 +244,11 @@ export async function passwordResetRoutes(app: FastifyInstance): Promise<void> {
       reply,
       services,
       'verify_email',
-      { title: verified ? 'Your email is verified' : 'Your email changed', outcome: verified ? 'verified' : 'changed', email: verified ? spent.email : undefined },
+      {
+        title: verified ? 'Your email is verified' : 'Your email changed',
+        outcome: verified ? 'verified' : 'changed',
+        email: verified ? spent.email : undefined,
+      },
       verified ? 200 : 400,
     );
   });

@@ -37,7 +37,10 @@ function bearerChallenge(error?: string, description?: string): string {
 
 /** RFC 6750 §3.1: a request without a token gets a bare challenge; a bad token, one naming the error. */
 function invalidToken(presented: boolean, description: string, detail: string): OAuthError {
-  return new OAuthError('invalid_token', description, { detail, headers: { 'www-authenticate': presented ? bearerChallenge('invalid_token', description) : bearerChallenge() } });
+  return new OAuthError('invalid_token', description, {
+    detail,
+    headers: { 'www-authenticate': presented ? bearerChallenge('invalid_token', description) : bearerChallenge() },
+  });
 }
 
 function bearerToken(authorization: string | undefined): string | undefined {
@@ -64,7 +67,8 @@ async function readBody(request: FastifyRequest, payload: AsyncIterable<Buffer |
 /** RFC 7591 §3.1: the metadata is a JSON object sent as application/json (UTF-8, RFC 8259 §8.1). */
 function jsonBody(request: FastifyRequest): unknown {
   const type = ((request.headers['content-type'] ?? '').split(';')[0] ?? '').trim().toLowerCase();
-  if (type !== 'application/json') throw new OAuthError('invalid_client_metadata', 'The client metadata must be sent as application/json.', { detail: `content type ${type.slice(0, 80)}` });
+  if (type !== 'application/json')
+    throw new OAuthError('invalid_client_metadata', 'The client metadata must be sent as application/json.', { detail: `content type ${type.slice(0, 80)}` });
   const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
   let text: string;
   try {
@@ -89,7 +93,13 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
   app.addContentTypeParser('*', async (request: FastifyRequest, payload: AsyncIterable<Buffer | string>) => readBody(request, payload));
 
   /** Runs one operation: refusals are audited (never with the token or the metadata) and rethrown. */
-  async function guarded<T>(request: FastifyRequest, reply: FastifyReply, operation: Operation, clientId: string | undefined, work: () => Promise<T>): Promise<T> {
+  async function guarded<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    operation: Operation,
+    clientId: string | undefined,
+    work: () => Promise<T>,
+  ): Promise<T> {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
     try {
       return await work();
@@ -110,7 +120,11 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
     // Compared whatever was found, so the time taken does not tell whether the client exists.
     const matches = constantTimeEqual(sha256(token), expected ?? sha256(''));
     if (client === undefined || expected === undefined || !matches || client.disabled) {
-      throw invalidToken(true, 'The registration access token is invalid.', client === undefined ? 'unknown client' : client.disabled ? 'disabled client' : 'wrong registration access token');
+      throw invalidToken(
+        true,
+        'The registration access token is invalid.',
+        client === undefined ? 'unknown client' : client.disabled ? 'disabled client' : 'wrong registration access token',
+      );
     }
     return { client, token };
   }
@@ -133,7 +147,11 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
       const tokenHash = sha256(token);
       const initial = await store.findRegistrationToken(tokenHash);
       if (initial === undefined || initial.usedAt !== undefined || initial.expiresAt <= now) {
-        throw invalidToken(true, 'The initial access token is invalid, expired or already used.', initial === undefined ? 'unknown initial access token' : initial.usedAt !== undefined ? 'used initial access token' : 'expired initial access token');
+        throw invalidToken(
+          true,
+          'The initial access token is invalid, expired or already used.',
+          initial === undefined ? 'unknown initial access token' : initial.usedAt !== undefined ? 'used initial access token' : 'expired initial access token',
+        );
       }
       const metadata = parseClientMetadata(jsonBody(request), { outboundAllow: config.outboundAllow });
       const clientId = newRegisteredClientId();
@@ -159,7 +177,8 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
         requirePar: false,
       };
       // The token is spent in the same step that stores the client: of two racing registrations, one wins.
-      if (!(await store.registerClient(client, tokenHash, now))) throw invalidToken(true, 'The initial access token is invalid, expired or already used.', 'initial access token spent meanwhile');
+      if (!(await store.registerClient(client, tokenHash, now)))
+        throw invalidToken(true, 'The initial access token is invalid, expired or already used.', 'initial access token spent meanwhile');
       audit(request, 'client.registered', { clientId, authentication: metadata.method, grantTypes: metadata.grantTypes });
       const stored = (await store.findClient(clientId)) ?? client;
       return reply.code(201).send(clientInformation(stored, issuer, { registrationAccessToken, clientSecret: fresh?.secret }));
@@ -171,7 +190,11 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
     method: ['POST', 'PATCH'],
     url: managementPath,
     handler: async (_request, reply) =>
-      reply.code(405).header('allow', 'GET, PUT, DELETE').header('cache-control', 'no-store').send({ error: 'invalid_request', error_description: 'Use GET, PUT or DELETE here.' }),
+      reply
+        .code(405)
+        .header('allow', 'GET, PUT, DELETE')
+        .header('cache-control', 'no-store')
+        .send({ error: 'invalid_request', error_description: 'Use GET, PUT or DELETE here.' }),
   });
 
   app.get<{ Params: { clientId: string } }>(managementPath, async (request, reply) =>
@@ -200,7 +223,12 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
       const stored = updated ? await store.findClient(client.clientId) : undefined;
       if (stored === undefined) throw invalidToken(true, 'The registration access token is invalid.', 'client removed during the update');
       const fresh = secret === 'keep' ? undefined : secret;
-      audit(request, 'client.registration_updated', { clientId: client.clientId, authentication: metadata.method, grantTypes: metadata.grantTypes, newSecret: fresh !== undefined });
+      audit(request, 'client.registration_updated', {
+        clientId: client.clientId,
+        authentication: metadata.method,
+        grantTypes: metadata.grantTypes,
+        newSecret: fresh !== undefined,
+      });
       return clientInformation(stored, issuer, { registrationAccessToken: token, clientSecret: fresh?.secret });
     }),
   );
@@ -209,7 +237,8 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
     guarded(request, reply, 'delete', request.params.clientId, async () => {
       const { client } = await managedClient(request, request.params.clientId);
       // As `clients remove`: everything issued to it goes, and a later client of this id inherits nothing.
-      if (!(await store.removeClient(client.clientId, epochSeconds(clock)))) throw invalidToken(true, 'The registration access token is invalid.', 'client removed meanwhile');
+      if (!(await store.removeClient(client.clientId, epochSeconds(clock))))
+        throw invalidToken(true, 'The registration access token is invalid.', 'client removed meanwhile');
       audit(request, 'client.registration_deleted', { clientId: client.clientId });
       return reply.code(204).send();
     }),

@@ -29,12 +29,20 @@ export async function revocationRoutes(app: FastifyInstance): Promise<void> {
     const { store, clock } = app.services;
     reply.header('cache-control', 'no-store');
     const params = parseFields(revocationParams, request.body);
-    const client = await authenticateClient(clientAuthContext(request, app.services, '/oauth/revoke'), readClientCredentials(request.headers.authorization, params));
+    const client = await authenticateClient(
+      clientAuthContext(request, app.services, '/oauth/revoke'),
+      readClientCredentials(request.headers.authorization, params),
+    );
     const found = await identifyToken(app.services, params.token, params.token_type_hint);
     if (!found) return {};
     // A token that is already dead is "invalid" (§2.2: 200), whoever presents it: nothing to learn.
     if (found.kind === 'refresh_token' && (found.record.revokedAt !== undefined || epochSeconds(clock) >= found.record.familyExpiresAt)) return {};
-    if (found.kind === 'access_token' && !(await liveAccessTokenUser(app.services, found.claims)) && !(await liveMachineTokenClient(app.services, found.claims))) return {};
+    if (
+      found.kind === 'access_token' &&
+      !(await liveAccessTokenUser(app.services, found.claims)) &&
+      !(await liveMachineTokenClient(app.services, found.claims))
+    )
+      return {};
     const owner = found.kind === 'access_token' ? found.claims.client_id : found.record.clientId;
     if (owner !== client.clientId) throw new OAuthError('invalid_request', 'This token was not issued to this client.');
     if (found.kind === 'access_token') {

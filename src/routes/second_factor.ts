@@ -112,7 +112,14 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
   }
 
   /** The second factor is proven: the session, with what was used, and on to where it was for. */
-  async function succeed(request: FastifyRequest, reply: FastifyReply, step: SecondStep, returnTo: string, factor: 'totp' | 'recovery_code' | 'passkey', added: AuthMethod[]) {
+  async function succeed(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    step: SecondStep,
+    returnTo: string,
+    factor: 'totp' | 'recovery_code' | 'passkey',
+    added: AuthMethod[],
+  ) {
     clearPendingSignIn(reply, services);
     const next = await finishSignIn(request, reply, services, step.user, {
       amr: withMethods(step.amr, added),
@@ -121,7 +128,13 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
       ...(step.session ? { keep: { interactionId: step.session.interactionId, expiresAt: step.session.expiresAt, id: step.session.id } } : {}),
     });
     if (next.kind !== 'signed_in') {
-      return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: { href: signInAgain(returnTo), label: 'Sign in' } },
+        401,
+      );
     }
     metrics.secondFactorEvents.inc({ factor, event: 'success' });
     audit(request, 'second_factor.success', { userId: step.user.id, factor, stepUp: step.kind === 'step_up' });
@@ -138,7 +151,10 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
       return (await store.useTotpStep(user.id, step)) ? { kind: 'totp' } : { kind: 'replayed' };
     }
     const recovery = normalizeRecoveryCode(typed);
-    if (recovery !== undefined && (await store.useRecoveryCode(user.id, recoveryCodeDigest(services.recoveryCodeKey, user.id, recovery), epochSeconds(clock)))) {
+    if (
+      recovery !== undefined &&
+      (await store.useRecoveryCode(user.id, recoveryCodeDigest(services.recoveryCodeKey, user.id, recovery), epochSeconds(clock)))
+    ) {
       return { kind: 'recovery_code' };
     }
     return { kind: 'wrong' };
@@ -173,7 +189,13 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
     }
     const step = await secondStep(request, reply);
     if (!step) {
-      return renderErrorPage(request, reply, services, { heading: 'This sign-in has expired', message: 'Sign in again.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'This sign-in has expired', message: 'Sign in again.', link: { href: signInAgain(returnTo), label: 'Sign in' } },
+        401,
+      );
     }
     if (form.otp.trim() === '') return showSecondStep(request, reply, step, returnTo, 'Enter the code from your authenticator app, or a recovery code.', 400);
     const attempt = await startSignInAttempt(request, services, step.user.username, step.user.id);
@@ -201,7 +223,8 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
   app.post('/login/second-factor/passkey/options', async (request, reply) => {
     reply.header('cache-control', 'no-store');
     const form = parseFields(optionsForm, request.body);
-    if (!(await csrfTokenValid(request, services, 'second_factor', form.csrf_token))) throw new OAuthError('invalid_request', 'The form has expired. Reload the page.', { status: 403 });
+    if (!(await csrfTokenValid(request, services, 'second_factor', form.csrf_token)))
+      throw new OAuthError('invalid_request', 'The form has expired. Reload the page.', { status: 403 });
     const rp = relyingParty(config);
     const step = await secondStep(request, reply);
     const passkeys = step ? await store.listPasskeys(step.user.id) : [];
@@ -220,7 +243,13 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
     const step = await secondStep(request, reply);
     const rp = relyingParty(config);
     if (!step || !rp) {
-      return renderErrorPage(request, reply, services, { heading: 'This sign-in has expired', message: 'Sign in again.', link: { href: signInAgain(returnTo), label: 'Sign in' } }, 401);
+      return renderErrorPage(
+        request,
+        reply,
+        services,
+        { heading: 'This sign-in has expired', message: 'Sign in again.', link: { href: signInAgain(returnTo), label: 'Sign in' } },
+        401,
+      );
     }
     const attempt = await startSignInAttempt(request, services, step.user.username, step.user.id);
     const verified = await attempt.run(async () => {
@@ -250,7 +279,8 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
   app.post('/login/passkey/options', async (request, reply) => {
     reply.header('cache-control', 'no-store');
     const form = parseFields(optionsForm, request.body);
-    if (!(await csrfTokenValid(request, services, 'login', form.csrf_token))) throw new OAuthError('invalid_request', 'The form has expired. Reload the page.', { status: 403 });
+    if (!(await csrfTokenValid(request, services, 'login', form.csrf_token)))
+      throw new OAuthError('invalid_request', 'The form has expired. Reload the page.', { status: 403 });
     const rp = relyingParty(config);
     if (!rp) throw new OAuthError('invalid_request', 'Passkeys are not available on this server.');
     const options = await authenticationOptions(rp, undefined);
@@ -262,7 +292,8 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
     const form = parseFields(passkeyForm, request.body);
     const returnTo = safeReturnTo(form.return_to, '/activate', maxReturnToLength);
     const back = { href: signInAgain(returnTo), label: 'Back to sign-in' };
-    if (!(await csrfTokenValid(request, services, 'login', form.csrf_token))) return renderErrorPage(request, reply, services, { ...formExpiredPage, link: back }, 403);
+    if (!(await csrfTokenValid(request, services, 'login', form.csrf_token)))
+      return renderErrorPage(request, reply, services, { ...formExpiredPage, link: back }, 403);
     const rp = relyingParty(config);
     // Failed passkey sign-ins are counted per address, as wrong passwords are (there is no account to count them on).
     const addressKey = rateLimitKey(request.ip);
@@ -274,7 +305,10 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
     const user = passkey && (await store.findUserById(passkey.userId));
     // The authenticator names the account it holds the passkey for; it must be the passkey's owner.
     const handleMatches = response?.response.userHandle === undefined || (user !== undefined && response.response.userHandle === userHandle(user));
-    const verified = rp && challenge && response && passkey && user && !user.disabled && handleMatches ? await verifyAuthentication(rp, response, challenge, passkey, true) : undefined;
+    const verified =
+      rp && challenge && response && passkey && user && !user.disabled && handleMatches
+        ? await verifyAuthentication(rp, response, challenge, passkey, true)
+        : undefined;
     // Recorded only forward: of two assertions checked in parallel against one count, one is a clone.
     const assertion = verified && passkey && (await store.recordPasskeyUse(passkey.id, verified.newCounter, epochSeconds(clock))) ? verified : undefined;
     if (!user || !assertion) {
@@ -290,7 +324,8 @@ export async function secondFactorRoutes(app: FastifyInstance): Promise<void> {
     }
     await services.rateLimits.signInAddress.undo(addressKey);
     const next = await finishSignIn(request, reply, services, user, { amr: ['hwk', 'user'], returnTo });
-    if (next.kind !== 'signed_in') return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: back }, 401);
+    if (next.kind !== 'signed_in')
+      return renderErrorPage(request, reply, services, { heading: 'Please sign in again', message: 'Your sign-ins were ended a moment ago.', link: back }, 401);
     clearPendingSignIn(reply, services);
     metrics.secondFactorEvents.inc({ factor: 'passkey', event: 'success' });
     audit(request, 'signin.success', { userId: user.id, amr: 'hwk user' });

@@ -53,7 +53,10 @@ export async function userinfoRoutes(app: FastifyInstance): Promise<void> {
     if (token === undefined || token === '') {
       // RFC 6750 §3.1: a request with no credentials gets a bare challenge, no error code.
       // RFC 9449 §7.1: both schemes are offered.
-      return reply.code(401).header('www-authenticate', `${bearerChallenge()}, ${dpopChallenge()}`).send({ error: 'invalid_token', error_description: 'An access token is required.' });
+      return reply
+        .code(401)
+        .header('www-authenticate', `${bearerChallenge()}, ${dpopChallenge()}`)
+        .send({ error: 'invalid_token', error_description: 'An access token is required.' });
     }
     const claims = await signer.verifyAccessToken(token);
     if (!claims) throw refuse('invalid_token', 'The access token is invalid or expired.', scheme);
@@ -64,12 +67,24 @@ export async function userinfoRoutes(app: FastifyInstance): Promise<void> {
       try {
         const proof = dpopHeader(request.headers);
         if (proof === undefined) throw refuse('invalid_token', 'A DPoP proof is required with a DPoP token.', 'DPoP');
-        jkt = await verifyDpopProof(dpop, { proof, method: request.method, url: `${app.services.config.issuer}/userinfo`, accessToken: token, requireNonce: false });
+        jkt = await verifyDpopProof(dpop, {
+          proof,
+          method: request.method,
+          url: `${app.services.config.issuer}/userinfo`,
+          accessToken: token,
+          requireNonce: false,
+        });
       } catch (err) {
-        if (err instanceof DpopError) throw new OAuthError(err.code, err.description, { status: 401, detail: err.detail, headers: { 'www-authenticate': dpopChallenge(err.code, err.description) } });
+        if (err instanceof DpopError)
+          throw new OAuthError(err.code, err.description, {
+            status: 401,
+            detail: err.detail,
+            headers: { 'www-authenticate': dpopChallenge(err.code, err.description) },
+          });
         throw err;
       }
-      if (typeof boundTo !== 'string' || !constantTimeEqual(boundTo, jkt)) throw refuse('invalid_token', 'The access token is not bound to the key of this proof.', 'DPoP');
+      if (typeof boundTo !== 'string' || !constantTimeEqual(boundTo, jkt))
+        throw refuse('invalid_token', 'The access token is not bound to the key of this proof.', 'DPoP');
     } else if (boundTo !== undefined) {
       // A DPoP-bound token sent as a bearer token: whoever holds it does not hold its key.
       throw refuse('invalid_token', 'This access token is bound to a DPoP key: send it with a DPoP proof.', 'DPoP');

@@ -54,7 +54,11 @@ const flag = (v: unknown): boolean => v === true || v === 1;
 
 /** amr is stored space-separated ("pwd otp"); '' (rows from before second factors were recorded) is none. */
 export function amrFromText(v: unknown): AuthMethod[] {
-  return v === null || v === undefined ? [] : (text(v).split(' ').filter((m) => m !== '') as AuthMethod[]);
+  return v === null || v === undefined
+    ? []
+    : (text(v)
+        .split(' ')
+        .filter((m) => m !== '') as AuthMethod[]);
 }
 
 export function amrToText(amr: readonly AuthMethod[]): string {
@@ -132,8 +136,7 @@ export function profileToText(profile: UserProfileClaims): string {
 export function claimsFromText(v: unknown): RequestedClaims | undefined {
   if (v === null || v === undefined) return undefined;
   const stored = parseObject(text(v));
-  const names = (value: unknown): string[] | undefined =>
-    Array.isArray(value) && value.every((name) => typeof name === 'string') ? value : undefined;
+  const names = (value: unknown): string[] | undefined => (Array.isArray(value) && value.every((name) => typeof name === 'string') ? value : undefined);
   const userinfo = names(stored.userinfo);
   const idToken = names(stored.idToken);
   return userinfo === undefined || idToken === undefined ? undefined : { userinfo, idToken };

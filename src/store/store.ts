@@ -34,7 +34,9 @@ export interface PostalAddress {
 }
 
 /** The members of a postal address, in OIDC Core §5.1.1's order. */
-export const postalAddressMembers = ['formatted', 'street_address', 'locality', 'region', 'postal_code', 'country'] as const satisfies ReadonlyArray<keyof PostalAddress>;
+export const postalAddressMembers = ['formatted', 'street_address', 'locality', 'region', 'postal_code', 'country'] as const satisfies ReadonlyArray<
+  keyof PostalAddress
+>;
 
 /**
  * The OIDC Core §5.1 standard claims a person's record holds besides its own columns (username →
@@ -252,7 +254,10 @@ export interface RegisteredClientUpdate {
 
 /** What may be changed on a registered client (the admin console, `clients update`). */
 export type ClientChanges = Partial<
-  Pick<ClientRecord, 'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'backchannelLogoutUri' | 'grantTypes' | 'firstParty' | 'requirePkce' | 'jwksUri' | 'jwks'>
+  Pick<
+    ClientRecord,
+    'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'backchannelLogoutUri' | 'grantTypes' | 'firstParty' | 'requirePkce' | 'jwksUri' | 'jwks'
+  >
 >;
 
 /** What a machine client may ask `client_credentials` tokens for: one API and some of its scopes. */
@@ -651,7 +656,18 @@ export interface PushedRequestRecord {
 }
 
 /** How many rows of each kind purgeExpired removed. */
-export type PurgeCounts = Record<'authorizationCodes' | 'deviceGrants' | 'sessions' | 'refreshTokens' | 'revokedAccessTokens' | 'emailTokens' | 'usedOnce' | 'registrationTokens' | 'pushedRequests', number>;
+export type PurgeCounts = Record<
+  | 'authorizationCodes'
+  | 'deviceGrants'
+  | 'sessions'
+  | 'refreshTokens'
+  | 'revokedAccessTokens'
+  | 'emailTokens'
+  | 'usedOnce'
+  | 'registrationTokens'
+  | 'pushedRequests',
+  number
+>;
 
 export interface Store {
   /**

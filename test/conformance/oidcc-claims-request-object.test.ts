@@ -82,7 +82,10 @@ describe('oidcc-claims-essential', () => {
     expect(expectAuthorizationError(await new Tester(op).open(request.url), request.state)).toBe('unmet_authentication_requirements');
     const tester = new Tester(op);
     await codeFlow(op, tester);
-    const stepUp = authorizationRequest(op.client, { prompt: 'none', claims: JSON.stringify({ id_token: { acr: { essential: true, values: ['urn:latchkey:mfa'] } } }) });
+    const stepUp = authorizationRequest(op.client, {
+      prompt: 'none',
+      claims: JSON.stringify({ id_token: { acr: { essential: true, values: ['urn:latchkey:mfa'] } } }),
+    });
     expect(expectAuthorizationError(await tester.open(stepUp.url), stepUp.state)).toBe('interaction_required');
   });
 
@@ -97,7 +100,13 @@ describe('oidcc-claims-essential', () => {
 /** ConvertAuthorizationEndpointRequestToRequestObject + BuildRequestObjectByValueRedirectToAuthorizationEndpoint. */
 function byValue(request: AuthorizationRequest, object: string, queryRedirect = request.params.redirect_uri!): AuthorizationRequest {
   const p = request.params;
-  const query = new URLSearchParams({ request: object, response_type: p.response_type!, client_id: p.client_id!, scope: p.scope!, redirect_uri: queryRedirect });
+  const query = new URLSearchParams({
+    request: object,
+    response_type: p.response_type!,
+    client_id: p.client_id!,
+    scope: p.scope!,
+    redirect_uri: queryRedirect,
+  });
   return { ...request, url: `${issuer}/authorize?${query.toString()}` };
 }
 
@@ -141,7 +150,14 @@ describe('oidcc-request-uri-unsigned-supported-correctly-or-rejected-as-unsuppor
     const metadata = (await (await opFetch(op, discoveryUrl)).json()) as Record<string, unknown>;
     expect(metadata.request_uri_parameter_supported).toBe(false);
     const base = authorizationRequest(op.client);
-    const query = new URLSearchParams({ request_uri: `${op.origin}/requesturi/${randomAlphanumeric(64)}#frag`, response_type: 'code', client_id: op.client.id, scope: 'openid', redirect_uri: callbackUri, state: base.state! });
+    const query = new URLSearchParams({
+      request_uri: `${op.origin}/requesturi/${randomAlphanumeric(64)}#frag`,
+      response_type: 'code',
+      client_id: op.client.id,
+      scope: 'openid',
+      redirect_uri: callbackUri,
+      state: base.state!,
+    });
     const outcome = await new Tester(op).open(`${issuer}/authorize?${query.toString()}`);
     expect(expectAuthorizationError(outcome, base.state)).toBe('request_uri_not_supported');
   });
@@ -182,7 +198,12 @@ describe('request objects: signed, and the abuse cases (OIDC Core §6.1, RFC 910
   });
 
   it('HS256 with the secret of a client that keeps it (--client-secret-jwt) is used; HS256 keyed with a registered public key is refused', async () => {
-    const { secret } = await addClient(op.t.store, 'ro-hmac', { confidential: true, redirectUris: [callbackUri], grantTypes: ['authorization_code'], secretBox: op.t.app.services.secretBox });
+    const { secret } = await addClient(op.t.store, 'ro-hmac', {
+      confidential: true,
+      redirectUris: [callbackUri],
+      grantTypes: ['authorization_code'],
+      secretBox: op.t.app.services.secretBox,
+    });
     const base = authorizationRequest({ id: 'ro-hmac', secret: secret! });
     const hmac = await new SignJWT({ ...base.params, iss: 'ro-hmac', aud: issuer }).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(secret));
     expectCode(await new Tester(op).open(byValue(base, hmac).url), base);
@@ -194,12 +215,19 @@ describe('request objects: signed, and the abuse cases (OIDC Core §6.1, RFC 910
     const rsaBase = authorizationRequest({ id: 'ro-rsa', secret: '' });
     for (const keyBytes of [JSON.stringify(jwk), String(jwk.n)]) {
       const forged = await new SignJWT({ ...rsaBase.params }).setProtectedHeader({ alg: 'HS256', kid: 'rsa-1' }).sign(new TextEncoder().encode(keyBytes));
-      expect(expectAuthorizationError(await new Tester(op).open(byValue(rsaBase, forged).url + `&state=${rsaBase.state}`), rsaBase.state)).toBe('invalid_request_object');
+      expect(expectAuthorizationError(await new Tester(op).open(byValue(rsaBase, forged).url + `&state=${rsaBase.state}`), rsaBase.state)).toBe(
+        'invalid_request_object',
+      );
     }
   });
 
   it('a client whose jwks_uri cannot be reached gets invalid_request_object, not a server error', async () => {
-    await addClient(op.t.store, 'ro-remote', { confidential: true, redirectUris: [callbackUri], grantTypes: ['authorization_code'], jwksUri: 'https://127.0.0.1:1/jwks.json' });
+    await addClient(op.t.store, 'ro-remote', {
+      confidential: true,
+      redirectUris: [callbackUri],
+      grantTypes: ['authorization_code'],
+      jwksUri: 'https://127.0.0.1:1/jwks.json',
+    });
     const { privateKey } = await generateKeyPair('ES256');
     const base = authorizationRequest({ id: 'ro-remote', secret: '' });
     const object = await new SignJWT({ ...base.params, iss: 'ro-remote', aud: issuer }).setProtectedHeader({ alg: 'ES256', kid: 'k' }).sign(privateKey);

@@ -90,7 +90,11 @@ describe('oidcc-refresh-token', () => {
   /** RefreshTokenRequestSteps: the refresh answer's checks. */
   async function refreshes(client: SuiteClient, refreshToken: string, first: Awaited<ReturnType<typeof refreshableFlow>>['tokens'], withScope: boolean) {
     op.t.clock.advance(1); // WaitForOneSecond
-    const answer = await tokenRequest(op, client, { grant_type: 'refresh_token', refresh_token: refreshToken, ...(withScope ? { scope: 'openid offline_access' } : {}) });
+    const answer = await tokenRequest(op, client, {
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      ...(withScope ? { scope: 'openid offline_access' } : {}),
+    });
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     expect(answer.headers.get('content-type')).toMatch(/^application\/json(;|$)/);
     expect(answer.headers.get('cache-control')).toMatch(/(^|,\s*)no-store(\s*,|$)/); // CheckTokenEndpointCacheHeaders

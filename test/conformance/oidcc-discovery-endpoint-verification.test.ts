@@ -26,20 +26,60 @@ const httpsUrl = (value: unknown) => typeof value === 'string' && new URL(value)
 
 /** The top-level keys the suite's metadata schema knows (CheckForUnexpectedParametersInServerMetadata warns on others). */
 const knownMetadata = new Set([
-  'issuer', 'authorization_endpoint', 'token_endpoint', 'userinfo_endpoint', 'jwks_uri', 'registration_endpoint', 'scopes_supported',
-  'response_types_supported', 'response_modes_supported', 'grant_types_supported', 'acr_values_supported', 'subject_types_supported',
-  'id_token_signing_alg_values_supported', 'id_token_encryption_alg_values_supported', 'id_token_encryption_enc_values_supported',
-  'userinfo_signing_alg_values_supported', 'userinfo_encryption_alg_values_supported', 'userinfo_encryption_enc_values_supported',
-  'request_object_signing_alg_values_supported', 'request_object_encryption_alg_values_supported', 'request_object_encryption_enc_values_supported',
-  'token_endpoint_auth_methods_supported', 'token_endpoint_auth_signing_alg_values_supported', 'display_values_supported', 'claim_types_supported',
-  'claims_supported', 'service_documentation', 'claims_locales_supported', 'ui_locales_supported', 'claims_parameter_supported',
-  'request_parameter_supported', 'request_uri_parameter_supported', 'require_request_uri_registration', 'op_policy_uri', 'op_tos_uri',
-  'revocation_endpoint', 'revocation_endpoint_auth_methods_supported', 'revocation_endpoint_auth_signing_alg_values_supported',
-  'introspection_endpoint', 'introspection_endpoint_auth_methods_supported', 'introspection_endpoint_auth_signing_alg_values_supported',
-  'code_challenge_methods_supported', 'end_session_endpoint', 'check_session_iframe', 'frontchannel_logout_supported',
-  'frontchannel_logout_session_supported', 'backchannel_logout_supported', 'backchannel_logout_session_supported',
-  'device_authorization_endpoint', 'pushed_authorization_request_endpoint', 'require_pushed_authorization_requests',
-  'dpop_signing_alg_values_supported', 'authorization_response_iss_parameter_supported', 'prompt_values_supported',
+  'issuer',
+  'authorization_endpoint',
+  'token_endpoint',
+  'userinfo_endpoint',
+  'jwks_uri',
+  'registration_endpoint',
+  'scopes_supported',
+  'response_types_supported',
+  'response_modes_supported',
+  'grant_types_supported',
+  'acr_values_supported',
+  'subject_types_supported',
+  'id_token_signing_alg_values_supported',
+  'id_token_encryption_alg_values_supported',
+  'id_token_encryption_enc_values_supported',
+  'userinfo_signing_alg_values_supported',
+  'userinfo_encryption_alg_values_supported',
+  'userinfo_encryption_enc_values_supported',
+  'request_object_signing_alg_values_supported',
+  'request_object_encryption_alg_values_supported',
+  'request_object_encryption_enc_values_supported',
+  'token_endpoint_auth_methods_supported',
+  'token_endpoint_auth_signing_alg_values_supported',
+  'display_values_supported',
+  'claim_types_supported',
+  'claims_supported',
+  'service_documentation',
+  'claims_locales_supported',
+  'ui_locales_supported',
+  'claims_parameter_supported',
+  'request_parameter_supported',
+  'request_uri_parameter_supported',
+  'require_request_uri_registration',
+  'op_policy_uri',
+  'op_tos_uri',
+  'revocation_endpoint',
+  'revocation_endpoint_auth_methods_supported',
+  'revocation_endpoint_auth_signing_alg_values_supported',
+  'introspection_endpoint',
+  'introspection_endpoint_auth_methods_supported',
+  'introspection_endpoint_auth_signing_alg_values_supported',
+  'code_challenge_methods_supported',
+  'end_session_endpoint',
+  'check_session_iframe',
+  'frontchannel_logout_supported',
+  'frontchannel_logout_session_supported',
+  'backchannel_logout_supported',
+  'backchannel_logout_session_supported',
+  'device_authorization_endpoint',
+  'pushed_authorization_request_endpoint',
+  'require_pushed_authorization_requests',
+  'dpop_signing_alg_values_supported',
+  'authorization_response_iss_parameter_supported',
+  'prompt_values_supported',
 ]);
 
 describe('oidcc-discovery-endpoint-verification', () => {
@@ -58,7 +98,13 @@ describe('oidcc-discovery-endpoint-verification', () => {
 
   it('metadata types: every *_supported a list of strings, every flag a boolean (ValidateServerMetadataAgainstSchema); no unknown keys (CheckForUnexpectedParametersInServerMetadata)', () => {
     for (const [key, value] of Object.entries(metadata)) {
-      if (key.endsWith('_supported') && !key.endsWith('parameter_supported') && !key.startsWith('backchannel_logout') && !key.startsWith('frontchannel_logout') && key !== 'authorization_response_iss_parameter_supported') {
+      if (
+        key.endsWith('_supported') &&
+        !key.endsWith('parameter_supported') &&
+        !key.startsWith('backchannel_logout') &&
+        !key.startsWith('frontchannel_logout') &&
+        key !== 'authorization_response_iss_parameter_supported'
+      ) {
         expect(Array.isArray(value) && value.every((v) => typeof v === 'string'), key).toBe(true);
       }
       if (key.endsWith('parameter_supported') || key.startsWith('require_') || key.endsWith('logout_supported') || key.endsWith('logout_session_supported')) {

@@ -18,7 +18,22 @@ afterAll(async () => {
 
 const scopeClaims: Record<string, string[]> = {
   openid: ['sub'],
-  profile: ['name', 'given_name', 'family_name', 'middle_name', 'nickname', 'profile', 'picture', 'website', 'gender', 'birthdate', 'zoneinfo', 'locale', 'updated_at', 'preferred_username'],
+  profile: [
+    'name',
+    'given_name',
+    'family_name',
+    'middle_name',
+    'nickname',
+    'profile',
+    'picture',
+    'website',
+    'gender',
+    'birthdate',
+    'zoneinfo',
+    'locale',
+    'updated_at',
+    'preferred_username',
+  ],
   email: ['email', 'email_verified'],
   address: ['address'],
   phone: ['phone_number', 'phone_number_verified'],
@@ -41,7 +56,16 @@ async function expectScopeClaims(scope: string): Promise<{ info: Record<string, 
 describe('oidcc-scope-profile', () => {
   it('scope=openid profile: all fourteen profile claims at userinfo', async () => {
     const { info } = await expectScopeClaims('openid profile');
-    expect(info).toMatchObject({ name: 'Buffy Summers', given_name: 'Buffy', family_name: 'Summers', preferred_username: 'buffy', birthdate: '1981-01-19', zoneinfo: 'America/Los_Angeles', locale: 'en-US', updated_at: 1_790_000_000 });
+    expect(info).toMatchObject({
+      name: 'Buffy Summers',
+      given_name: 'Buffy',
+      family_name: 'Summers',
+      preferred_username: 'buffy',
+      birthdate: '1981-01-19',
+      zoneinfo: 'America/Los_Angeles',
+      locale: 'en-US',
+      updated_at: 1_790_000_000,
+    });
   });
 });
 

@@ -123,9 +123,17 @@ describe('oidcc-ensure-request-with-valid-pkce-succeeds', () => {
 
   it('the wrong verifier is refused with invalid_grant', async () => {
     const verifier = randomBytes(64).toString('base64url');
-    const request = authorizationRequest(op.client, { code_challenge: createHash('sha256').update(verifier).digest('base64url'), code_challenge_method: 'S256' });
+    const request = authorizationRequest(op.client, {
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+    });
     const code = expectCode(await new Tester(op).open(request.url), request);
-    const answer = await tokenRequest(op, op.client, { grant_type: 'authorization_code', code, redirect_uri: request.params.redirect_uri!, code_verifier: `${verifier}x` });
+    const answer = await tokenRequest(op, op.client, {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: request.params.redirect_uri!,
+      code_verifier: `${verifier}x`,
+    });
     expect(answer.status).toBe(400);
     expect(answer.body.error).toBe('invalid_grant');
   });

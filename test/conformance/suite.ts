@@ -45,7 +45,14 @@ export const personProfile: UserProfileClaims = {
   locale: 'en-US',
   phone_number: '+1 (805) 555-0100',
   phone_number_verified: true,
-  address: { formatted: '1630 Revello Drive\nSunnydale, CA 95037\nUS', street_address: '1630 Revello Drive', locality: 'Sunnydale', region: 'CA', postal_code: '95037', country: 'US' },
+  address: {
+    formatted: '1630 Revello Drive\nSunnydale, CA 95037\nUS',
+    street_address: '1630 Revello Drive',
+    locality: 'Sunnydale',
+    region: 'CA',
+    postal_code: '95037',
+    country: 'US',
+  },
 };
 
 export interface SuiteClient {
@@ -71,9 +78,19 @@ export async function startOp(env: Record<string, string> = {}): Promise<Op> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-oidcc-'));
   const port = await freePort();
   const t = await testApp({ LATCHKEY_ISSUER: issuer, ...env }, { path: join(dir, 'latchkey.db') });
-  const user = await addUser(t.store, person.username, person.password, { name: 'Buffy Summers', email: 'buffy@example.test', profile: personProfile, updatedAt: 1_790_000_000 });
+  const user = await addUser(t.store, person.username, person.password, {
+    name: 'Buffy Summers',
+    email: 'buffy@example.test',
+    profile: personProfile,
+    updatedAt: 1_790_000_000,
+  });
   const register = async (id: string): Promise<SuiteClient> => {
-    const { secret } = await addClient(t.store, id, { name: `Conformance ${id}`, confidential: true, redirectUris: [callbackUri], grantTypes: ['authorization_code', 'refresh_token'] });
+    const { secret } = await addClient(t.store, id, {
+      name: `Conformance ${id}`,
+      confidential: true,
+      redirectUris: [callbackUri],
+      grantTypes: ['authorization_code', 'refresh_token'],
+    });
     return { id, secret: secret! };
   };
   const client = await register('oidcc-client');
@@ -255,7 +272,12 @@ export interface TokenAnswer {
 }
 
 /** CallTokenEndpoint with the module's client authentication (client_secret_basic form-urlencodes id and secret first). */
-export async function tokenRequest(op: Op, client: SuiteClient, fields: Record<string, string>, auth: 'client_secret_basic' | 'client_secret_post' = 'client_secret_basic'): Promise<TokenAnswer> {
+export async function tokenRequest(
+  op: Op,
+  client: SuiteClient,
+  fields: Record<string, string>,
+  auth: 'client_secret_basic' | 'client_secret_post' = 'client_secret_basic',
+): Promise<TokenAnswer> {
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
   const form = { ...fields };
   if (auth === 'client_secret_basic') {
@@ -300,7 +322,12 @@ export async function redeem(
   const answer = await tokenRequest(
     op,
     client,
-    { grant_type: 'authorization_code', code, redirect_uri: request.params.redirect_uri!, ...(options.codeVerifier ? { code_verifier: options.codeVerifier } : {}) },
+    {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: request.params.redirect_uri!,
+      ...(options.codeVerifier ? { code_verifier: options.codeVerifier } : {}),
+    },
     options.auth,
   );
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
@@ -312,7 +339,14 @@ export async function redeem(
   expect(typeof expires_in === 'number' && expires_in > 0).toBe(true);
   expect(typeof id_token).toBe('string');
   const claims = await expectValidIdToken(op, id_token as string, { clientId: client.id, nonce: request.nonce, accessToken: access_token as string, code });
-  return { accessToken: access_token as string, tokenType: token_type as string, idToken: id_token as string, refreshToken: refresh_token as string | undefined, claims, answer };
+  return {
+    accessToken: access_token as string,
+    tokenType: token_type as string,
+    idToken: id_token as string,
+    refreshToken: refresh_token as string | undefined,
+    claims,
+    answer,
+  };
 }
 
 /** The JWKS as the suite fetches it (FetchServerKeys): through discovery's jwks_uri, each time. */
@@ -369,7 +403,23 @@ export async function expectValidIdToken(
 
 /** AbstractValidateOpenIdStandardClaims: the types of the OIDC standard claims that are present. */
 export function expectStandardClaimTypes(claims: Record<string, unknown>): void {
-  const strings = ['sub', 'name', 'given_name', 'family_name', 'middle_name', 'nickname', 'preferred_username', 'profile', 'picture', 'website', 'email', 'gender', 'zoneinfo', 'locale', 'phone_number'];
+  const strings = [
+    'sub',
+    'name',
+    'given_name',
+    'family_name',
+    'middle_name',
+    'nickname',
+    'preferred_username',
+    'profile',
+    'picture',
+    'website',
+    'email',
+    'gender',
+    'zoneinfo',
+    'locale',
+    'phone_number',
+  ];
   for (const name of strings) {
     if (claims[name] === undefined) continue;
     expect(typeof claims[name], name).toBe('string');
@@ -404,8 +454,18 @@ export async function userinfo(op: Op, tokens: Pick<Tokens, 'accessToken' | 'tok
   const headers: Record<string, string> = { accept: 'application/json' };
   let init: RequestInit;
   if (method === 'get') init = { method: 'GET', headers: { ...headers, authorization: `${tokens.tokenType} ${tokens.accessToken}` } };
-  else if (method === 'post-header') init = { method: 'POST', headers: { ...headers, authorization: `${tokens.tokenType} ${tokens.accessToken}`, 'content-type': 'application/x-www-form-urlencoded' }, body: '' };
-  else init = { method: 'POST', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ access_token: tokens.accessToken }).toString() };
+  else if (method === 'post-header')
+    init = {
+      method: 'POST',
+      headers: { ...headers, authorization: `${tokens.tokenType} ${tokens.accessToken}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: '',
+    };
+  else
+    init = {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ access_token: tokens.accessToken }).toString(),
+    };
   const res = await opFetch(op, url, init);
   const text = await res.text();
   expect(res.status, text).toBe(200);
@@ -422,13 +482,22 @@ export async function userinfo(op: Op, tokens: Pick<Tokens, 'accessToken' | 'tok
 export async function codeFlow(
   op: Op,
   tester: Tester,
-  options: { client?: SuiteClient; extras?: Record<string, string | undefined>; auth?: 'client_secret_basic' | 'client_secret_post'; method?: 'GET' | 'POST'; codeVerifier?: string } = {},
+  options: {
+    client?: SuiteClient;
+    extras?: Record<string, string | undefined>;
+    auth?: 'client_secret_basic' | 'client_secret_post';
+    method?: 'GET' | 'POST';
+    codeVerifier?: string;
+  } = {},
 ): Promise<{ request: AuthorizationRequest; outcome: BrowserOutcome; code: string; tokens: Tokens }> {
   const client = options.client ?? op.client;
   const request = authorizationRequest(client, options.extras);
   const outcome = await tester.open(request.url, options.method);
   const code = expectCode(outcome, request);
-  const tokens = await redeem(op, client, code, request, { ...(options.auth ? { auth: options.auth } : {}), ...(options.codeVerifier ? { codeVerifier: options.codeVerifier } : {}) });
+  const tokens = await redeem(op, client, code, request, {
+    ...(options.auth ? { auth: options.auth } : {}),
+    ...(options.codeVerifier ? { codeVerifier: options.codeVerifier } : {}),
+  });
   await userinfo(op, tokens);
   return { request, outcome, code, tokens };
 }

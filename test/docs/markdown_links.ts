@@ -160,8 +160,7 @@ export function brokenLinks(root: string, pages: string[]): BrokenLink[] {
       const pathPart = hashAt === -1 ? target : target.slice(0, hashAt);
       const anchor = hashAt === -1 ? undefined : decodeURIComponent(target.slice(hashAt + 1));
       const decodedPath = decodeURIComponent(pathPart.split('?')[0] ?? '');
-      const file =
-        decodedPath === '' ? page : decodedPath.startsWith('/') ? join(root, decodedPath) : resolve(dirname(page), decodedPath);
+      const file = decodedPath === '' ? page : decodedPath.startsWith('/') ? join(root, decodedPath) : resolve(dirname(page), decodedPath);
       if (!existsSync(file)) {
         broken.push({ page: where, target, problem: `no file ${relative(root, file)}` });
         continue;

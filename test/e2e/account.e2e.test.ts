@@ -62,9 +62,20 @@ beforeAll(async () => {
   rpPort = await freePort();
   rpOrigin = `http://127.0.0.1:${rpPort}`;
   // A third-party web application (asks for consent) that keeps a refresh token.
-  await addClient(t.store, 'photos', { name: 'Photo Editor', redirectUris: [`${rpOrigin}/cb`], grantTypes: ['authorization_code', 'refresh_token'], requirePkce: false });
+  await addClient(t.store, 'photos', {
+    name: 'Photo Editor',
+    redirectUris: [`${rpOrigin}/cb`],
+    grantTypes: ['authorization_code', 'refresh_token'],
+    requirePkce: false,
+  });
   // A web application that sends people to /logout and wants them back afterwards.
-  await addClient(t.store, 'notes', { name: 'Team Notes', redirectUris: [`${rpOrigin}/cb`], grantTypes: ['authorization_code'], firstParty: true, postLogoutRedirectUris: [`${rpOrigin}/signed-out`] });
+  await addClient(t.store, 'notes', {
+    name: 'Team Notes',
+    redirectUris: [`${rpOrigin}/cb`],
+    grantTypes: ['authorization_code'],
+    firstParty: true,
+    postLogoutRedirectUris: [`${rpOrigin}/signed-out`],
+  });
   await t.app.listen({ port, host: '127.0.0.1' });
   rp = createServer((req, res) => {
     rpHits.push(req.url ?? '');
@@ -113,11 +124,18 @@ async function newPage(size: typeof phone | typeof desktop): Promise<Opened> {
 async function expectAccessible(page: Page) {
   await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
-    const result = await (window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string; help: string; nodes: { html: string }[] }[] }> } }).axe.run();
+    const result = await (
+      window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string; help: string; nodes: { html: string }[] }[] }> } }
+    ).axe.run();
     return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.html) }));
   });
   // Soft: the test goes on (and captures the other pages) and fails at its end, with every finding.
-  expect.soft(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'), `axe-core on ${page.url()}`).toEqual([]);
+  expect
+    .soft(
+      violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
+      `axe-core on ${page.url()}`,
+    )
+    .toEqual([]);
 }
 
 async function capture(page: Page, name: string, size: 'phone' | 'desktop') {
@@ -143,7 +161,11 @@ async function signInToAccount(page: Page, username: string) {
 
 /** POST a form to this server over HTTP, as a device or an application does. */
 async function post(path: string, fields: Record<string, string>, userAgent = 'latchkey-e2e') {
-  const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': userAgent }, body: new URLSearchParams(fields) });
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'user-agent': userAgent },
+    body: new URLSearchParams(fields),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, string> };
 }
 
@@ -159,7 +181,11 @@ interface DeviceTokens {
  * gets its tokens.
  */
 async function approveDevice(page: Page, clientId: string, clientName: string, software: string, username?: string): Promise<DeviceTokens> {
-  const started = await post('/oauth/device/code', { client_id: clientId, scope: 'openid profile offline_access', audience: 'https://api.example.com' }, software);
+  const started = await post(
+    '/oauth/device/code',
+    { client_id: clientId, scope: 'openid profile offline_access', audience: 'https://api.example.com' },
+    software,
+  );
   expect(started.status).toBe(200);
   const device = started.body as { device_code: string; user_code: string; interval: string };
   const poll = () => post('/oauth/token', { grant_type: deviceGrantType, client_id: clientId, device_code: device.device_code }, software);
@@ -182,7 +208,8 @@ async function approveDevice(page: Page, clientId: string, clientName: string, s
   return tokens.body as unknown as DeviceTokens;
 }
 
-const refresh = (clientId: string, refreshToken: string) => post('/oauth/token', { grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshToken });
+const refresh = (clientId: string, refreshToken: string) =>
+  post('/oauth/token', { grant_type: 'refresh_token', client_id: clientId, refresh_token: refreshToken });
 
 const userinfo = async (accessToken: string) => (await fetch(`${base}/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } })).status;
 
@@ -334,10 +361,12 @@ describe.skipIf(!run)('/account and sign-out in a real browser', () => {
     expect((await context.cookies()).map((c) => c.name)).toContain('latchkey_session');
 
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
-    await page.waitForURL((url) => url.href.startsWith(`${postLogout}?`), step).catch(async (err: Error) => {
-      await page.waitForEvent('console', { timeout: 2_000 }).catch(() => undefined); // the console message of a refused navigation comes after it
-      throw new Error(`not back at Team Notes: at ${page.url()}; the browser said: ${JSON.stringify(errors)}`, { cause: err });
-    });
+    await page
+      .waitForURL((url) => url.href.startsWith(`${postLogout}?`), step)
+      .catch(async (err: Error) => {
+        await page.waitForEvent('console', { timeout: 2_000 }).catch(() => undefined); // the console message of a refused navigation comes after it
+        throw new Error(`not back at Team Notes: at ${page.url()}; the browser said: ${JSON.stringify(errors)}`, { cause: err });
+      });
     expect(new URL(page.url()).searchParams.get('state')).toBe('lo-17');
     await page.getByRole('heading', { name: 'Back at the application' }).waitFor();
     expect(rpHits).toContain('/signed-out?state=lo-17');
@@ -353,18 +382,32 @@ describe.skipIf(!run)('/account and sign-out in a real browser', () => {
     const setup = await newPage(desktop);
     await signInToAccount(setup.page, 'ivy');
     const tv = await approveDevice(setup.page, 'tv', 'Living Room TV', 'LivingRoomTV/4.2 (Tizen 7.0)');
-    const authorize = new URLSearchParams({ response_type: 'code', client_id: 'photos', redirect_uri: `${rpOrigin}/cb`, scope: 'openid profile offline_access', audience: 'https://api.example.com', state: 'st-17' });
+    const authorize = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'photos',
+      redirect_uri: `${rpOrigin}/cb`,
+      scope: 'openid profile offline_access',
+      audience: 'https://api.example.com',
+      state: 'st-17',
+    });
     await setup.page.goto(`${base}/authorize?${authorize}`);
     await setup.page.getByRole('heading', { name: 'Allow Photo Editor to access your account?' }).waitFor();
     await setup.page.getByRole('button', { name: 'Allow' }).click();
     await setup.page.waitForURL((url) => url.href.startsWith(`${rpOrigin}/cb?`), step);
     const code = new URL(setup.page.url()).searchParams.get('code')!;
-    const photos = await post('/oauth/token', { grant_type: 'authorization_code', client_id: 'photos', code, redirect_uri: `${rpOrigin}/cb` }, 'PhotoEditor/3.1');
+    const photos = await post(
+      '/oauth/token',
+      { grant_type: 'authorization_code', client_id: 'photos', code, redirect_uri: `${rpOrigin}/cb` },
+      'PhotoEditor/3.1',
+    );
     expect(photos.status, JSON.stringify(photos.body)).toBe(200);
     expect(photos.body.refresh_token).toMatch(/\S/);
     expect(setup.outside).toEqual([]);
 
-    for (const [sizeName, size] of [['phone', phone], ['desktop', desktop]] as const) {
+    for (const [sizeName, size] of [
+      ['phone', phone],
+      ['desktop', desktop],
+    ] as const) {
       const { context, page, outside, errors } = await newPage(size);
       await signInToAccount(page, 'ivy');
       // This browser, the set-up browser (and, on the desktop, the phone), the TV and Photo Editor.

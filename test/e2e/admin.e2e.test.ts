@@ -60,7 +60,14 @@ beforeAll(async () => {
   await addUser(t.store, 'erin', 'erin-password');
   for (const name of ['frank', 'grace', 'heidi']) await addUser(t.store, name, `${name}-password`, { source: name === 'heidi' ? 'corp' : 'local' });
   await addApi(t.store, reportsApi, 'Reports', [], ['read:reports', 'write:reports', 'share:reports']);
-  await t.store.createConnector({ id: 'corp', type: 'oidc', name: 'Corp SSO', config: { issuer: 'https://sso.corp.example', clientId: 'latchkey', scope: 'openid email profile' }, secret: undefined, createdAt: 1_800_000_000 });
+  await t.store.createConnector({
+    id: 'corp',
+    type: 'oidc',
+    name: 'Corp SSO',
+    config: { issuer: 'https://sso.corp.example', clientId: 'latchkey', scope: 'openid email profile' },
+    secret: undefined,
+    createdAt: 1_800_000_000,
+  });
   await t.app.listen({ port, host: '127.0.0.1' });
   browser = await chromium.launch({
     executablePath,
@@ -102,7 +109,9 @@ async function newPage(size: typeof phone | typeof desktop): Promise<Opened> {
 async function expectAccessible(page: Page) {
   await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
-    const result = await (window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string; help: string; nodes: { html: string }[] }[] }> } }).axe.run();
+    const result = await (
+      window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string; help: string; nodes: { html: string }[] }[] }> } }
+    ).axe.run();
     return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.html.slice(0, 200)) }));
   });
   // Soft: the test goes on (and captures the other pages) and fails at its end, with every finding.
@@ -285,7 +294,11 @@ describe.skipIf(!run)('the admin console in a real browser', () => {
     await capture(page, 'audit', 'desktop');
 
     // The other pages of the console, checked too.
-    for (const [label, heading] of [['Overview', 'Admin console'], ['APIs', 'APIs'], ['Connectors', 'Connectors']] as const) {
+    for (const [label, heading] of [
+      ['Overview', 'Admin console'],
+      ['APIs', 'APIs'],
+      ['Connectors', 'Connectors'],
+    ] as const) {
       await openSection(page, label, heading);
       await expectAccessible(page);
     }
@@ -315,7 +328,14 @@ describe.skipIf(!run)('the admin console in a real browser', () => {
     await page.getByRole('button', { name: 'Verify' }).click();
     await page.waitForURL(`${base}/admin/users`, step);
     await page.getByRole('heading', { level: 1, name: 'Users' }).waitFor();
-    for (const path of ['/admin/users', '/admin/audit', `/admin/users/${(await t.store.findUserByUsername('dana'))!.id}`, '/admin/clients/reports-bot', '/admin/roles', '/admin/keys']) {
+    for (const path of [
+      '/admin/users',
+      '/admin/audit',
+      `/admin/users/${(await t.store.findUserByUsername('dana'))!.id}`,
+      '/admin/clients/reports-bot',
+      '/admin/roles',
+      '/admin/keys',
+    ]) {
       await page.goto(`${base}${path}`);
       await page.getByRole('heading', { level: 1 }).waitFor();
       const width = await page.evaluate(() => document.documentElement.scrollWidth);

@@ -29,7 +29,8 @@ beforeEach(async () => {
   const grantTypes = ['authorization_code', 'refresh_token'] as const;
   await addClient(t.store, 'rp', { name: 'Relying Party', redirectUris: [redirectUri], grantTypes: [...grantTypes], postLogoutRedirectUris: [signedOutUri] });
   await addClient(t.store, 'seed', { name: 'Seed App', redirectUris: [redirectUri], grantTypes: [...grantTypes], requirePkce: false });
-  serverSecret = (await addClient(t.store, 'backend', { name: 'Backend', redirectUris: [redirectUri], grantTypes: [...grantTypes], confidential: true })).secret!;
+  serverSecret = (await addClient(t.store, 'backend', { name: 'Backend', redirectUris: [redirectUri], grantTypes: [...grantTypes], confidential: true }))
+    .secret!;
   await t.app.listen({ port, host: '127.0.0.1' });
 });
 
@@ -48,8 +49,18 @@ describe('RP-Initiated Logout with openid-client', () => {
     expect(config.serverMetadata().end_session_endpoint).toBe(`${base}/logout`);
     const verifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
-    const url = client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
-    const tokens = await client.authorizationCodeGrant(config, await personAllows(browser, url, 'alice', 'alice-password'), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      scope: 'openid',
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+    });
+    const tokens = await client.authorizationCodeGrant(config, await personAllows(browser, url, 'alice', 'alice-password'), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      idTokenExpected: true,
+    });
     return { config, idToken: tokens.id_token! };
   }
 

@@ -62,7 +62,17 @@ describe('npm run bench (smoke run)', () => {
   }, 300_000);
 
   it('runs each family once (a store scale, two workers, oidc-provider and bare Fastify side by side) and reports the ratios', () => {
-    const { report, stdout } = bench(['--peer', '--alg', 'RS256', '--workers', '2', '--scales', '1000', '--scenarios', 'device_authorization,device_token_issuance']);
+    const { report, stdout } = bench([
+      '--peer',
+      '--alg',
+      'RS256',
+      '--workers',
+      '2',
+      '--scales',
+      '1000',
+      '--scenarios',
+      'device_authorization,device_token_issuance',
+    ]);
     expect(report.runs.map((r) => [r.label, r.storedDeviceGrants, r.scenarios.map((s) => s.scenario)])).toEqual([
       ['RS256, 1 worker', 0, ['device_authorization', 'device_token_issuance']],
       ['RS256, 1,000 stored grants', 1000, ['device_token_issuance']],
@@ -79,7 +89,9 @@ describe('npm run bench (smoke run)', () => {
     expect(report.comparisons.map((c) => c.scenario)).toEqual(['device_authorization', 'device_token_issuance']);
     for (const c of report.comparisons) expect(c.overOidcProvider).toBeCloseTo(c.latchkey / c.oidcProvider!, 6);
     expect(report.comparisons[0]?.ofFastify).toBeCloseTo(report.comparisons[0]!.latchkey / report.comparisons[0]!.fastify!, 6);
-    expect(report.targets.map((t) => t.target)).toEqual(expect.arrayContaining([expect.stringContaining('≥ 3x oidc-provider'), expect.stringContaining('of bare Fastify')]));
+    expect(report.targets.map((t) => t.target)).toEqual(
+      expect.arrayContaining([expect.stringContaining('≥ 3x oidc-provider'), expect.stringContaining('of bare Fastify')]),
+    );
     expect(stdout).toContain('Side by side');
   }, 300_000);
 

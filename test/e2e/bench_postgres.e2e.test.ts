@@ -22,7 +22,18 @@ describeWithPostgres('npm run bench --postgres (smoke run)', () => {
       }
     };
     const before = await benchDatabases();
-    const { report } = bench(['--alg', 'RS256', '--workers', '', '--scales', '', '--scenarios', 'device_authorization,device_token_issuance', '--postgres', pgTestUrl ?? '']);
+    const { report } = bench([
+      '--alg',
+      'RS256',
+      '--workers',
+      '',
+      '--scales',
+      '',
+      '--scenarios',
+      'device_authorization,device_token_issuance',
+      '--postgres',
+      pgTestUrl ?? '',
+    ]);
     expect(report.runs.map((r) => [r.label, r.database, r.instances, r.measuredAlongside])).toEqual([
       ['RS256, 1 worker', 'sqlite', 1, undefined],
       ['RS256, PostgreSQL, 1 instance', 'postgresql', 1, undefined],
@@ -39,7 +50,9 @@ describeWithPostgres('npm run bench --postgres (smoke run)', () => {
     const rateOf = (run: number, scenario: string) => report.runs[run]?.scenarios.find((s) => s.scenario === scenario)?.requestsPerSecond ?? 0;
     const issuanceRatio = report.targets.find((t) => t.target.startsWith('PostgreSQL device_token_issuance (1 instance)'));
     expect(issuanceRatio?.value).toContain(`${((rateOf(1, 'device_token_issuance') / rateOf(3, 'device_token_issuance')) * 100).toFixed(0)}%`);
-    expect(report.targets.map((t) => t.target)).toEqual(expect.arrayContaining([expect.stringContaining('PostgreSQL device_authorization (1 instance)'), expect.stringContaining('2 instances')]));
+    expect(report.targets.map((t) => t.target)).toEqual(
+      expect.arrayContaining([expect.stringContaining('PostgreSQL device_authorization (1 instance)'), expect.stringContaining('2 instances')]),
+    );
     expect(await benchDatabases()).toBe(before);
   }, 300_000);
 });

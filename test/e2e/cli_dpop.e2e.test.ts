@@ -35,7 +35,12 @@ describe('latchkey login --dpop', () => {
   it('binds the tokens to a key on this machine; token, whoami and --dpop-proof use it; a copied token is refused', async () => {
     const login = spawnCli(['login', '--device', '--dpop'], cliEnv);
     const [, userCode] = await login.waitForStderr(/enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})/);
-    await actOnDeviceCode(new Browser(fetchTransport(server.base)), `/activate?user_code=${userCode}`, { username: 'erin', password: 'erin-password' }, 'allow');
+    await actOnDeviceCode(
+      new Browser(fetchTransport(server.base)),
+      `/activate?user_code=${userCode}`,
+      { username: 'erin', password: 'erin-password' },
+      'allow',
+    );
     expect(await login.exit, login.stderr()).toBe(0);
 
     const file = join(dir, 'home', '.latchkey', 'credentials.json');

@@ -85,7 +85,11 @@ describe.runIf(process.platform === 'linux')('LATCHKEY_WORKERS=2', () => {
 
   it('a device flow approved through pages served by either worker; racing redemptions yield one token response', async () => {
     const device = JSON.parse((await freshConnection('POST', '/oauth/device/code', 'client_id=latchkey-cli&scope=openid%20offline_access')).body);
-    const pending = await freshConnection('POST', '/oauth/token', new URLSearchParams({ grant_type: deviceGrantType, device_code: device.device_code, client_id: 'latchkey-cli' }).toString());
+    const pending = await freshConnection(
+      'POST',
+      '/oauth/token',
+      new URLSearchParams({ grant_type: deviceGrantType, device_code: device.device_code, client_id: 'latchkey-cli' }).toString(),
+    );
     expect(JSON.parse(pending.body).error).toBe('authorization_pending');
 
     const browser = new Browser(fetchTransport(server.base));

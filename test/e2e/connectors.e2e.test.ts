@@ -46,7 +46,11 @@ afterAll(async () => {
 async function pressConnector(browser: Browser, connector: string, returnTo = '/activate'): Promise<string> {
   const login = await browser.get(`/login?return_to=${encodeURIComponent(returnTo)}`);
   expect(login.body).toContain(`value="${connector}"`);
-  const page = await browser.post('/login/connector', { csrf_token: inputValue(login.body, 'csrf_token')!, return_to: inputValue(login.body, 'return_to')!, connector });
+  const page = await browser.post('/login/connector', {
+    csrf_token: inputValue(login.body, 'csrf_token')!,
+    return_to: inputValue(login.body, 'return_to')!,
+    connector,
+  });
   expect(page.status).toBe(200);
   const refresh = page.body.match(/<meta http-equiv="refresh" content="0;url=([^"]+)">/)?.[1];
   expect(refresh).toBeDefined();
@@ -65,7 +69,11 @@ const pathOf = (url: string) => {
  */
 async function confirmIfAsked(browser: Browser, page: BrowserResponse): Promise<BrowserResponse> {
   if (page.status !== 200 || !page.body.includes('name="decision"')) return page;
-  return browser.post('/authorize/decision', { csrf_token: inputValue(page.body, 'csrf_token')!, interaction: inputValue(page.body, 'interaction')!, decision: 'allow' });
+  return browser.post('/authorize/decision', {
+    csrf_token: inputValue(page.body, 'csrf_token')!,
+    interaction: inputValue(page.body, 'interaction')!,
+    decision: 'allow',
+  });
 }
 
 /** Follows redirects that stay at `base` (absolute or relative), returning the first that leaves it or a page. */
@@ -89,7 +97,15 @@ describe('Latchkey behind Latchkey', () => {
 
   beforeAll(async () => {
     upstreamEnv = { LATCHKEY_DB: join(dir, 'upstream.db') };
-    expect((await runCli(['users', 'add', 'ursula', '--email', 'ursula@upstream.example', '--name', 'Ursula Upstream', '--password-stdin'], upstreamEnv, 'ursula-password')).code).toBe(0);
+    expect(
+      (
+        await runCli(
+          ['users', 'add', 'ursula', '--email', 'ursula@upstream.example', '--name', 'Ursula Upstream', '--password-stdin'],
+          upstreamEnv,
+          'ursula-password',
+        )
+      ).code,
+    ).toBe(0);
     upstream = await startServerProcess(upstreamEnv);
     upstreamEnv.LATCHKEY_ISSUER = upstream.base;
   });
@@ -97,13 +113,36 @@ describe('Latchkey behind Latchkey', () => {
 
   it('the operator registers the downstream at the upstream and adds the connector; a person signs in through both', async () => {
     const client = await runCli(
-      ['clients', 'add', 'downstream', '--name', 'Downstream Latchkey', '--confidential', '--first-party', '--redirect-uri', `${server.base}/connectors/company/callback`],
+      [
+        'clients',
+        'add',
+        'downstream',
+        '--name',
+        'Downstream Latchkey',
+        '--confidential',
+        '--first-party',
+        '--redirect-uri',
+        `${server.base}/connectors/company/callback`,
+      ],
       upstreamEnv,
     );
     expect(client.code).toBe(0);
     const secret = client.stdout.match(/lk_cs_\S+/)![0];
     const added = await runCli(
-      ['connectors', 'add', 'company', '--type', 'oidc', '--issuer', upstream.base, '--client-id', 'downstream', '--client-secret-stdin', '--name', 'Company Latchkey'],
+      [
+        'connectors',
+        'add',
+        'company',
+        '--type',
+        'oidc',
+        '--issuer',
+        upstream.base,
+        '--client-id',
+        'downstream',
+        '--client-secret-stdin',
+        '--name',
+        'Company Latchkey',
+      ],
       env,
       `${secret}\n`,
     );
@@ -130,13 +169,21 @@ describe('Latchkey behind Latchkey', () => {
     const back = await person.get(pathOf(callback.href));
     expect(back.status).toBe(303);
     expect(back.location).toBe('/activate');
-    expect((await users()).find((u) => u.source === 'company')).toMatchObject({ username: 'ursula', email: 'ursula@upstream.example', name: 'Ursula Upstream' });
+    expect((await users()).find((u) => u.source === 'company')).toMatchObject({
+      username: 'ursula',
+      email: 'ursula@upstream.example',
+      name: 'Ursula Upstream',
+    });
   });
 
   it('a device then approved by that person gets tokens for the user the upstream sign-in made', async () => {
     expect((await runCli(['clients', 'add', 'tv', '--grant-type', 'device_code'], env)).code).toBe(0);
     const device = await (
-      await fetch(`${server.base}/oauth/device/code`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ client_id: 'tv', scope: 'openid profile' }) })
+      await fetch(`${server.base}/oauth/device/code`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ client_id: 'tv', scope: 'openid profile' }),
+      })
     ).json();
     const person = new Browser(fetchTransport(server.base));
     const atUpstream = new Browser(fetchTransport(upstream.base));
@@ -148,10 +195,18 @@ describe('Latchkey behind Latchkey', () => {
     const back = await person.get(pathOf(page.location!));
     expect(back.location).toBe(confirm);
     const confirmation = await person.get(confirm);
-    const allowed = await person.post('/activate/confirm', { csrf_token: inputValue(confirmation.body, 'csrf_token')!, user_code: device.user_code, decision: 'allow' });
+    const allowed = await person.post('/activate/confirm', {
+      csrf_token: inputValue(confirmation.body, 'csrf_token')!,
+      user_code: device.user_code,
+      decision: 'allow',
+    });
     expect(allowed.status).toBe(200);
     const tokens = await (
-      await fetch(`${server.base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: deviceGrantType, client_id: 'tv', device_code: device.device_code }) })
+      await fetch(`${server.base}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: deviceGrantType, client_id: 'tv', device_code: device.device_code }),
+      })
     ).json();
     const ursula = (await users()).find((u) => u.source === 'company')!;
     expect(decodeJwt(tokens.access_token).sub).toBe(ursula.id);
@@ -165,7 +220,16 @@ describe('Latchkey behind Latchkey', () => {
     await signIn(atUpstream, await atUpstream.get('/login'), 'ursula', 'ursula-password');
     const verifier = 'v'.repeat(50);
     const challenge = createHash('sha256').update(verifier).digest('base64url');
-    const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256', prompt: 'login' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'web',
+      redirect_uri: 'https://app.example.com/cb',
+      scope: 'openid',
+      state: 's',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      prompt: 'login',
+    });
     const toLogin = await person.get(`/authorize?${query}`);
     const returnTo = decodeURIComponent(toLogin.location!.split('return_to=')[1]!.split('&')[0]!);
     const start = await pressConnector(person, 'company', returnTo);
@@ -190,12 +254,27 @@ describe('oidc-provider as the upstream', () => {
     await new Promise<void>((resolve) => op.listen(0, '127.0.0.1', resolve));
     opBase = `http://127.0.0.1:${(op.address() as AddressInfo).port}`;
     const provider = new Provider(opBase, {
-      clients: [{ client_id: 'latchkey', client_secret: 'oidc-provider-secret', redirect_uris: [`${server.base}/connectors/op/callback`], grant_types: ['authorization_code'], response_types: ['code'] }],
+      clients: [
+        {
+          client_id: 'latchkey',
+          client_secret: 'oidc-provider-secret',
+          redirect_uris: [`${server.base}/connectors/op/callback`],
+          grant_types: ['authorization_code'],
+          response_types: ['code'],
+        },
+      ],
       claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'preferred_username'], groups: ['groups'] },
       scopes: ['openid', 'email', 'profile', 'groups'],
       findAccount: async (_ctx, id) => ({
         accountId: id,
-        claims: async () => ({ sub: `op-${id}`, email: `${id}@op.example`, email_verified: true, name: `${id} from oidc-provider`, preferred_username: id, groups: ['readers', 'writers'] }),
+        claims: async () => ({
+          sub: `op-${id}`,
+          email: `${id}@op.example`,
+          email_verified: true,
+          name: `${id} from oidc-provider`,
+          preferred_username: id,
+          groups: ['readers', 'writers'],
+        }),
       }),
       features: { devInteractions: { enabled: true } },
       cookies: { keys: ['a-cookie-signing-key-for-tests'] },
@@ -207,7 +286,24 @@ describe('oidc-provider as the upstream', () => {
 
   it('signs a person in with PKCE, nonce and the iss response parameter; groups from --groups-claim', async () => {
     const added = await runCli(
-      ['connectors', 'add', 'op', '--type', 'oidc', '--issuer', opBase, '--client-id', 'latchkey', '--client-secret-stdin', '--scope', 'openid email profile groups', '--groups-claim', 'groups', '--name', 'OP'],
+      [
+        'connectors',
+        'add',
+        'op',
+        '--type',
+        'oidc',
+        '--issuer',
+        opBase,
+        '--client-id',
+        'latchkey',
+        '--client-secret-stdin',
+        '--scope',
+        'openid email profile groups',
+        '--groups-claim',
+        'groups',
+        '--name',
+        'OP',
+      ],
       env,
       'oidc-provider-secret',
     );
@@ -243,7 +339,11 @@ describe('GitHub (a stand-in: github.com cannot be reached from here)', () => {
     const bad = await runCli(['connectors', 'add', 'gh', '--type', 'github', '--client-id', github.clientId], env);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--client-secret-stdin');
-    const added = await runCli(['connectors', 'add', 'gh', '--type', 'github', '--client-id', github.clientId, '--client-secret-stdin', '--org', 'acme', '--api-url', github.apiUrl], env, `${github.clientSecret}\n`);
+    const added = await runCli(
+      ['connectors', 'add', 'gh', '--type', 'github', '--client-id', github.clientId, '--client-secret-stdin', '--org', 'acme', '--api-url', github.apiUrl],
+      env,
+      `${github.clientSecret}\n`,
+    );
     expect(added.code).toBe(0);
     const person = new Browser(fetchTransport(server.base));
     const start = await pressConnector(person, 'gh');
@@ -272,9 +372,49 @@ describe('connectors add refuses what would silently not work, and warns of what
       runCli(['connectors', 'add', 'gh2', '--type', 'github', '--client-id', 'x', '--client-secret-stdin', '--trust-email'], env, stdin),
       runCli(['connectors', 'add', 'o2', '--type', 'oidc', '--issuer', 'https://sso.example.com', '--client-id', 'x', '--org', 'acme'], env),
       runCli(['connectors', 'add', 'o3', '--type', 'oidc', '--issuer', 'https://sso.example.com', '--client-id', 'x', '--scope', 'email profile'], env),
-      runCli(['connectors', 'add', 'l2', '--type', 'ldap', '--url', 'ldap://admin:secret@dc1.example:389', '--bind-dn', 'cn=x', '--bind-password-stdin', '--user-base', 'ou=people'], env, stdin),
-      runCli(['connectors', 'add', 'l3', '--type', 'ldap', '--url', 'ldaps://dc1.example:636', '--client-id', 'x', '--bind-dn', 'cn=x', '--bind-password-stdin', '--user-base', 'ou=people'], env, stdin),
-      runCli(['connectors', 'add', 'google', '--type', 'oidc', '--issuer', 'https://accounts.google.com', '--client-id', 'x', '--client-secret-stdin'], env, stdin),
+      runCli(
+        [
+          'connectors',
+          'add',
+          'l2',
+          '--type',
+          'ldap',
+          '--url',
+          'ldap://admin:secret@dc1.example:389',
+          '--bind-dn',
+          'cn=x',
+          '--bind-password-stdin',
+          '--user-base',
+          'ou=people',
+        ],
+        env,
+        stdin,
+      ),
+      runCli(
+        [
+          'connectors',
+          'add',
+          'l3',
+          '--type',
+          'ldap',
+          '--url',
+          'ldaps://dc1.example:636',
+          '--client-id',
+          'x',
+          '--bind-dn',
+          'cn=x',
+          '--bind-password-stdin',
+          '--user-base',
+          'ou=people',
+        ],
+        env,
+        stdin,
+      ),
+      runCli(
+        ['connectors', 'add', 'google', '--type', 'oidc', '--issuer', 'https://accounts.google.com', '--client-id', 'x', '--client-secret-stdin'],
+        env,
+        stdin,
+      ),
       runCli(['connectors', 'add', 'gh3', '--type', 'github', '--client-id', 'x', '--client-secret-stdin'], env, stdin),
     ]);
     expect(reserved).toMatchObject({ code: 2 });
@@ -308,7 +448,23 @@ if (!slapdAvailable && ldapRequired) {
 (slapdAvailable ? describe : describe.skip)('LDAP with StartTLS (a real slapd)', () => {
   it("the password form signs a directory user in over StartTLS, with the directory's groups; the bind password is stored sealed", async () => {
     const added = await runCli(
-      ['connectors', 'add', 'corp', '--type', 'ldap', '--url', slapd!.url, '--bind-dn', directory.bindDn, '--bind-password-stdin', '--user-base', directory.userBase, '--group-base', directory.groupBase, '--start-tls'],
+      [
+        'connectors',
+        'add',
+        'corp',
+        '--type',
+        'ldap',
+        '--url',
+        slapd!.url,
+        '--bind-dn',
+        directory.bindDn,
+        '--bind-password-stdin',
+        '--user-base',
+        directory.userBase,
+        '--group-base',
+        directory.groupBase,
+        '--start-tls',
+      ],
       env,
       `${directory.bindPassword}\n`,
     );
@@ -330,7 +486,7 @@ if (!slapdAvailable && ldapRequired) {
   // What a terminal would run: ESC and the other C0 controls but the new lines of the output, DEL, C1.
   const rawControl = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
 
-  it("an entry with terminal escapes in its displayName and CR LF in its mail: neither is stored, and users list and whoami print no raw control character, even of values stored before the check", async () => {
+  it('an entry with terminal escapes in its displayName and CR LF in its mail: neither is stored, and users list and whoami print no raw control character, even of values stored before the check', async () => {
     const home = mkdtempSync(join(tmpdir(), 'latchkey-home-'));
     try {
       const cliEnv = { HOME: home, LATCHKEY_ISSUER: server.base };
@@ -343,7 +499,12 @@ if (!slapdAvailable && ldapRequired) {
       const signedIn = await signIn(person, await person.get(toLogin.location!), 'mallory', directory.people.mallory.password);
       expect(signedIn.status).toBe(303);
       let page = await person.get(signedIn.location!);
-      if (page.status === 200) page = await person.post('/authorize/decision', { csrf_token: inputValue(page.body, 'csrf_token')!, interaction: inputValue(page.body, 'interaction')!, decision: 'allow' });
+      if (page.status === 200)
+        page = await person.post('/authorize/decision', {
+          csrf_token: inputValue(page.body, 'csrf_token')!,
+          interaction: inputValue(page.body, 'interaction')!,
+          decision: 'allow',
+        });
       expect(page.location).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
       await fetch(page.location!);
       expect(await cli.exit).toBe(0);
@@ -378,7 +539,25 @@ if (!slapdAvailable && ldapRequired) {
     const untrusted = await startServerProcess({ LATCHKEY_DB: join(dir, 'untrusted.db'), LATCHKEY_UPSTREAM_TIMEOUT: '3' });
     try {
       const uenv = { LATCHKEY_DB: join(dir, 'untrusted.db') };
-      await runCli(['connectors', 'add', 'corp', '--type', 'ldap', '--url', slapd!.url, '--bind-dn', directory.bindDn, '--bind-password-stdin', '--user-base', directory.userBase, '--start-tls'], uenv, directory.bindPassword);
+      await runCli(
+        [
+          'connectors',
+          'add',
+          'corp',
+          '--type',
+          'ldap',
+          '--url',
+          slapd!.url,
+          '--bind-dn',
+          directory.bindDn,
+          '--bind-password-stdin',
+          '--user-base',
+          directory.userBase,
+          '--start-tls',
+        ],
+        uenv,
+        directory.bindPassword,
+      );
       const person = new Browser(fetchTransport(untrusted.base));
       const res = await signIn(person, await person.get('/login'), 'dora', directory.people.dora.password);
       expect(res.status).toBe(401);

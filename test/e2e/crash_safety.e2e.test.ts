@@ -54,7 +54,9 @@ describe('crash safety', () => {
       server = await startServerProcess({ ...env, LATCHKEY_DEVICE_INTERVAL: '1' });
       try {
         for (const deviceCode of approved) {
-          const results = await Promise.all(Array.from({ length: 3 }, () => post(server.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'tv', device_code: deviceCode })));
+          const results = await Promise.all(
+            Array.from({ length: 3 }, () => post(server.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'tv', device_code: deviceCode })),
+          );
           expect(results.filter((r) => r.status === 200)).toHaveLength(1);
           expect(results.filter((r) => r.body.error === 'invalid_grant')).toHaveLength(2);
         }

@@ -67,7 +67,10 @@ beforeAll(async () => {
   signedOut = { HOME: join(dir, 'home'), LATCHKEY_HOME: join(dir, 'signed-out'), LATCHKEY_ISSUER: server.base };
   mkdirSync(signedIn.HOME!);
 
-  for (const args of [['--audience', api], ['--profile', userinfoOnly]]) {
+  for (const args of [
+    ['--audience', api],
+    ['--profile', userinfoOnly],
+  ]) {
     const cli = spawnCli(['login', '--device', ...args], signedIn);
     const [, userCode] = await cli.waitForStderr(/enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})/);
     await actOnDeviceCode(new Browser(fetchTransport(server.base)), `/activate?user_code=${userCode}`, { username: 'kim', password }, 'allow');
@@ -85,7 +88,11 @@ afterAll(async () => {
 });
 
 describe('latchkey credential kubectl', () => {
-  interface ExecCredential { apiVersion: string; kind: string; status: { token: string; expirationTimestamp: string } }
+  interface ExecCredential {
+    apiVersion: string;
+    kind: string;
+    status: { token: string; expirationTimestamp: string };
+  }
 
   it('prints the ExecCredential kubectl asks for in KUBERNETES_EXEC_INFO, with the token of `latchkey token`', async () => {
     const execInfo = { apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false } };
@@ -109,7 +116,10 @@ describe('latchkey credential kubectl', () => {
     });
     expect(beta.code, beta.stderr).toBe(0);
     expect(JSON.parse(beta.stdout)).toMatchObject({ apiVersion: 'client.authentication.k8s.io/v1beta1', kind: 'ExecCredential', status: { token } });
-    const alpha = await runCli(['credential', 'kubectl'], { ...signedIn, KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1alpha1' }) });
+    const alpha = await runCli(['credential', 'kubectl'], {
+      ...signedIn,
+      KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1alpha1' }),
+    });
     expect(alpha.code).toBe(2);
     expect(alpha.stdout).toBe('');
   });
@@ -161,7 +171,12 @@ describe('latchkey credential kubectl', () => {
 
   it('--host: answers only for the hosts listed', async () => {
     const scoped = (host: string) =>
-      run('git', ['-c', 'credential.helper=', '-c', `credential.helper=${helper} --host git.example.com`, 'credential', 'fill'], gitEnv(signedIn, signedIn.HOME!), `protocol=https\nhost=${host}\n\n`);
+      run(
+        'git',
+        ['-c', 'credential.helper=', '-c', `credential.helper=${helper} --host git.example.com`, 'credential', 'fill'],
+        gitEnv(signedIn, signedIn.HOME!),
+        `protocol=https\nhost=${host}\n\n`,
+      );
     expect((await scoped('git.example.com')).stdout).toContain(`password=${token}\n`);
     const other = await scoped('other.example.com');
     expect(other.code).not.toBe(0);

@@ -25,7 +25,13 @@ function execForm(instruction: string): string[] {
 
 function dockerEnv(): Record<string, string> {
   const block = dockerfile.match(/^ENV ([\s\S]*?)\n(?!\s)/m)![1]!;
-  return Object.fromEntries(block.split(/\\\n|\s+(?=[A-Z_]+=)/).map((p) => p.trim()).filter(Boolean).map((p) => p.split('=') as [string, string]));
+  return Object.fromEntries(
+    block
+      .split(/\\\n|\s+(?=[A-Z_]+=)/)
+      .map((p) => p.trim())
+      .filter(Boolean)
+      .map((p) => p.split('=') as [string, string]),
+  );
 }
 
 function run(command: string[], env: Record<string, string>) {
@@ -51,7 +57,9 @@ describe('the container image', () => {
     const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) => match[1]!.trim().split(/\s+/));
     expect(copied).toContain('src');
     for (const source of copied) expect({ source, bench: source === 'bench' || existsSync(join(root, source, 'bench')) }).toEqual({ source, bench: false });
-    const ignored = readFileSync(join(root, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim());
+    const ignored = readFileSync(join(root, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((line) => line.trim());
     expect(ignored).toEqual(expect.arrayContaining(['bench', 'dist-bench']));
   });
 
@@ -118,14 +126,23 @@ describe('graceful shutdown', () => {
   it('requests in flight at SIGTERM complete; the process then exits 0', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'latchkey-shutdown-'));
     const port = await freePort();
-    const env = { LATCHKEY_DB: join(dir, 'latchkey.db'), PORT: String(port), LATCHKEY_ISSUER: `http://127.0.0.1:${port}`, LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT: 'off', LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: 'off' };
+    const env = {
+      LATCHKEY_DB: join(dir, 'latchkey.db'),
+      PORT: String(port),
+      LATCHKEY_ISSUER: `http://127.0.0.1:${port}`,
+      LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT: 'off',
+      LATCHKEY_RATE_LIMIT_SIGNIN_ADDRESS: 'off',
+    };
     expect((await runCli(['users', 'add', 'fay', '--email', 'fay@example.com', '--password-stdin'], env, 'fay-password')).code).toBe(0);
     const server = run(['node', 'dist/cli/main.js', 'serve'], env);
     try {
       await waitFor(() => server.output().includes('Latchkey is listening'), { what: 'the server to listen' });
       const base = `http://127.0.0.1:${port}`;
       const page = await fetch(`${base}/login`);
-      const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const cookie = page.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; ');
       const csrf = (await page.text()).match(/name="csrf_token" value="([^"]+)"/)![1]!;
       // Sign-ins are slow on purpose (a password hash each, one per core at a time): eight of them
       // are still running when SIGTERM comes.
@@ -138,10 +155,14 @@ describe('graceful shutdown', () => {
         let written!: () => void;
         sent.push(new Promise<void>((resolve) => (written = resolve)));
         return new Promise<number | string>((resolve) => {
-          const request = httpRequest(`${base}/login`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } }, (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          });
+          const request = httpRequest(
+            `${base}/login`,
+            { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } },
+            (res) => {
+              res.resume();
+              resolve(res.statusCode ?? 0);
+            },
+          );
           request.on('error', (err) => resolve(`failed: ${err.message}`));
           request.on('finish', written);
           request.end(body);

@@ -42,7 +42,14 @@ async function api(path: string, fields: Record<string, string>) {
 async function requestDeviceCode() {
   const res = await api('/oauth/device/code', { client_id: 'tv', scope: 'openid email profile offline_access', audience: 'https://api.example.com' });
   expect(res.status).toBe(200);
-  return res.body as { device_code: string; user_code: string; verification_uri: string; verification_uri_complete: string; interval: number; expires_in: number };
+  return res.body as {
+    device_code: string;
+    user_code: string;
+    verification_uri: string;
+    verification_uri_complete: string;
+    interval: number;
+    expires_in: number;
+  };
 }
 
 const poll = (deviceCode: string) => api('/oauth/token', { grant_type: deviceGrantType, device_code: deviceCode, client_id: 'tv' });

@@ -27,7 +27,12 @@ beforeEach(async () => {
   base = `http://127.0.0.1:${port}`;
   t = await testApp({ LATCHKEY_ISSUER: base }, { path: join(dir, 'latchkey.db') });
   await addUser(t.store, 'alice', 'alice-password');
-  await addClient(t.store, 'spa', { name: 'Single Page App', redirectUris: [redirectUri], grantTypes: ['authorization_code', 'refresh_token'], firstParty: true });
+  await addClient(t.store, 'spa', {
+    name: 'Single Page App',
+    redirectUris: [redirectUri],
+    grantTypes: ['authorization_code', 'refresh_token'],
+    firstParty: true,
+  });
   await t.app.listen({ port, host: '127.0.0.1' });
 });
 
@@ -35,8 +40,6 @@ afterEach(async () => {
   await t.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-
 
 describe('openid-client with DPoP', () => {
   it('PAR + code flow + userinfo + refresh, every token bound to the key; attacks with a copy refused', async () => {
@@ -53,14 +56,27 @@ describe('openid-client with DPoP', () => {
     const nonce = client.randomNonce();
     const url = await client.buildAuthorizationUrlWithPAR(
       config,
-      { redirect_uri: redirectUri, scope: 'openid profile offline_access', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, nonce },
+      {
+        redirect_uri: redirectUri,
+        scope: 'openid profile offline_access',
+        code_challenge: await client.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+        state,
+        nonce,
+      },
       { DPoP },
     );
     // The request itself stayed out of the browser's URL: only the client and the request_uri.
     expect([...url.searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
     const callback = await personAllows(new Browser(fetchTransport(base)), url, 'alice', 'alice-password');
 
-    const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true }, undefined, { DPoP });
+    const tokens = await client.authorizationCodeGrant(
+      config,
+      callback,
+      { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true },
+      undefined,
+      { DPoP },
+    );
     expect(tokens.token_type).toBe('dpop');
     const bound = decodeJwt(tokens.access_token).cnf as { jkt: string };
     expect(bound.jkt).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -92,12 +108,26 @@ describe('openid-client with DPoP', () => {
     expect(replayed.headers.get('www-authenticate')).toContain('invalid_dpop_proof');
     // A fresh proof by the right key, with the server's nonce, but made for another URL.
     const refreshBody = new URLSearchParams({ grant_type: 'refresh_token', client_id: 'spa', refresh_token: refreshed.refresh_token! });
-    const nonceProbe = await fetch(`${base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: proof }, body: refreshBody });
+    const nonceProbe = await fetch(`${base}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: proof },
+      body: refreshBody,
+    });
     const serverNonce = nonceProbe.headers.get('dpop-nonce')!;
-    const forIntrospection = await new SignJWT({ htm: 'POST', htu: `${base}/oauth/introspect`, jti: randomUUID(), iat: Math.floor(t.clock()), nonce: serverNonce })
+    const forIntrospection = await new SignJWT({
+      htm: 'POST',
+      htu: `${base}/oauth/introspect`,
+      jti: randomUUID(),
+      iat: Math.floor(t.clock()),
+      nonce: serverNonce,
+    })
       .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(keyPair.publicKey) })
       .sign(keyPair.privateKey);
-    const otherUrl = await fetch(`${base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: forIntrospection }, body: refreshBody });
+    const otherUrl = await fetch(`${base}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: forIntrospection },
+      body: refreshBody,
+    });
     expect(otherUrl.status).toBe(400);
     expect(((await otherUrl.json()) as { error: string }).error).toBe('invalid_dpop_proof');
     // The code itself was bound at PAR (RFC 9449 §10.1): the proof there made it so.

@@ -35,7 +35,15 @@ beforeAll(async () => {
   t = await testApp({ LATCHKEY_ISSUER: base }, { path: join(dir, 'latchkey.db') });
   await addUser(t.store, 'erin', 'erin-password');
   rpPort = await freePort();
-  secret = (await addClient(t.store, 'wiki', { name: 'Team Wiki', confidential: true, redirectUris: [`http://127.0.0.1:${rpPort}/redirect_uri`], grantTypes: ['authorization_code'], requirePkce: false })).secret!;
+  secret = (
+    await addClient(t.store, 'wiki', {
+      name: 'Team Wiki',
+      confidential: true,
+      redirectUris: [`http://127.0.0.1:${rpPort}/redirect_uri`],
+      grantTypes: ['authorization_code'],
+      requirePkce: false,
+    })
+  ).secret!;
   await t.app.listen({ port, host: '127.0.0.1' });
   // The RP: like mod_auth_openidc, it reads the posted form at its redirect URI.
   rp = createServer((req, res) => {
@@ -43,11 +51,15 @@ beforeAll(async () => {
     req.on('data', (chunk: Buffer | string) => (body += chunk.toString()));
     req.on('end', () => {
       // What reaches the redirect URI (not the browser's own favicon request).
-      if (req.url?.startsWith('/redirect_uri')) posts.push({ method: req.method ?? '', url: req.url ?? '', contentType: req.headers['content-type'] ?? '', body });
+      if (req.url?.startsWith('/redirect_uri'))
+        posts.push({ method: req.method ?? '', url: req.url ?? '', contentType: req.headers['content-type'] ?? '', body });
       res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Team Wiki</title><h1>Team Wiki</h1>');
     });
   }).listen(rpPort, '127.0.0.1');
-  browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'] });
+  browser = await chromium.launch({
+    executablePath,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -65,7 +77,15 @@ describe.skipIf(!run)('response_mode=form_post in Chromium', () => {
     page.on('console', (message) => {
       if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
     });
-    const query = new URLSearchParams({ response_type: 'code', response_mode: 'form_post', client_id: 'wiki', redirect_uri: `http://127.0.0.1:${rpPort}/redirect_uri`, scope: 'openid profile', state: 'st-form', nonce: 'n-form' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      response_mode: 'form_post',
+      client_id: 'wiki',
+      redirect_uri: `http://127.0.0.1:${rpPort}/redirect_uri`,
+      scope: 'openid profile',
+      state: 'st-form',
+      nonce: 'n-form',
+    });
     await page.goto(`${base}/authorize?${query}`);
     await page.getByLabel('Username').fill('erin');
     await page.getByLabel('Password').fill('erin-password');
@@ -98,7 +118,14 @@ describe.skipIf(!run)('response_mode=form_post in Chromium', () => {
     posts.length = 0;
     const context = await browser.newContext();
     const page = await context.newPage();
-    const query = new URLSearchParams({ response_type: 'code', response_mode: 'form_post', client_id: 'wiki', redirect_uri: `http://127.0.0.1:${rpPort}/redirect_uri`, scope: 'openid no-such-scope', state: 'st-err' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      response_mode: 'form_post',
+      client_id: 'wiki',
+      redirect_uri: `http://127.0.0.1:${rpPort}/redirect_uri`,
+      scope: 'openid no-such-scope',
+      state: 'st-err',
+    });
     await page.goto(`${base}/authorize?${query}`);
     await page.getByRole('heading', { name: 'Team Wiki' }).waitFor();
     await context.close();

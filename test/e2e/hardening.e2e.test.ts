@@ -37,7 +37,12 @@ async function deviceSignIn(clientId = 'tv', extra: Record<string, string> = {})
   const post = (path: string, fields: Record<string, string>) =>
     fetch(`${server.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
   const start = await (await post('/oauth/device/code', { client_id: clientId, scope: 'openid offline_access', ...extra })).json();
-  await actOnDeviceCode(new Browser(fetchTransport(server.base)), new URL(start.verification_uri_complete).pathname + new URL(start.verification_uri_complete).search, { username: 'alice', password }, 'allow');
+  await actOnDeviceCode(
+    new Browser(fetchTransport(server.base)),
+    new URL(start.verification_uri_complete).pathname + new URL(start.verification_uri_complete).search,
+    { username: 'alice', password },
+    'allow',
+  );
   for (;;) {
     const res = await post('/oauth/token', { grant_type: deviceGrantType, client_id: clientId, device_code: start.device_code, ...extra });
     const body = await res.json();
@@ -48,7 +53,11 @@ async function deviceSignIn(clientId = 'tv', extra: Record<string, string> = {})
 }
 const userinfo = (token: string) => fetch(`${server.base}/userinfo`, { headers: { authorization: `Bearer ${token}` } });
 const refresh = (clientId: string, token: string) =>
-  fetch(`${server.base}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'refresh_token', client_id: clientId, refresh_token: token }) });
+  fetch(`${server.base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'refresh_token', client_id: clientId, refresh_token: token }),
+  });
 /** The next whole second (the clock passing is the point): tokens issued in the second of a revocation are refused too. */
 const nextSecond = () => sleep(1000 - (Date.now() % 1000) + 20);
 
@@ -100,7 +109,7 @@ describe('ending what a person holds', () => {
 });
 
 describe('introspection clients of an API', () => {
-  it('apis add/update --introspection-client, and only those clients (or the token\'s own) learn about a token', async () => {
+  it("apis add/update --introspection-client, and only those clients (or the token's own) learn about a token", async () => {
     const rs = await runCli(['clients', 'add', 'photos-api', '--confidential', '--grant-type', 'device_code'], env);
     const rsSecret = rs.stdout.match(/lk_cs_\S+/)![0];
     const nosy = await runCli(['clients', 'add', 'nosy', '--confidential', '--grant-type', 'device_code'], env);
@@ -154,14 +163,18 @@ describe('server secrets at rest', () => {
     expect(after).not.toBe(before);
     expect(after.trim().split('\n')).toHaveLength(1);
     const db = new Database(env.LATCHKEY_DB, { readonly: true });
-    const values = (db.prepare('SELECT private_key_pem AS v FROM signing_keys UNION ALL SELECT value FROM server_secrets').all() as Array<{ v: string }>).map((r) => r.v);
+    const values = (db.prepare('SELECT private_key_pem AS v FROM signing_keys UNION ALL SELECT value FROM server_secrets').all() as Array<{ v: string }>).map(
+      (r) => r.v,
+    );
     db.close();
     for (const value of values) expect(value.split('.')[1]).toBe(keyId);
 
     // A new signing key, sealed under the new secret key: the running server must open it.
     const kid = (await runCli(['keys', 'rotate'], env)).stdout.trim().split('\n')[0]!;
     // The server looks at the keys once a second: wait until it publishes the new one first.
-    await waitFor(async () => (await (await fetch(`${server.base}/.well-known/jwks.json`)).json()).keys[0].kid === kid, { what: 'the server to publish the rotated key' });
+    await waitFor(async () => (await (await fetch(`${server.base}/.well-known/jwks.json`)).json()).keys[0].kid === kid, {
+      what: 'the server to publish the rotated key',
+    });
     await nextSecond();
     const tokens = await deviceSignIn();
     expect(JSON.parse(Buffer.from(tokens.access_token.split('.')[0]!, 'base64url').toString()).kid).toBe(kid);
@@ -228,7 +241,9 @@ describe('anonymous /authorize floods', () => {
     const rows = () => {
       const db = new Database(env.LATCHKEY_DB, { readonly: true });
       try {
-        return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(({ name }) => (db.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n);
+        return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(
+          ({ name }) => (db.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n,
+        );
       } finally {
         db.close();
       }
@@ -246,7 +261,9 @@ describe('anonymous /authorize floods', () => {
       code_challenge_method: 'S256',
     });
     for (let batch = 0; batch < 20; batch++) {
-      const statuses = await Promise.all(Array.from({ length: 100 }, async () => (await fetch(`${server.base}/authorize?${query}`, { redirect: 'manual' })).status));
+      const statuses = await Promise.all(
+        Array.from({ length: 100 }, async () => (await fetch(`${server.base}/authorize?${query}`, { redirect: 'manual' })).status),
+      );
       expect(new Set(statuses)).toEqual(new Set([303]));
     }
     expect(rows()).toEqual(before);

@@ -54,7 +54,12 @@ async function deviceTokens(server: ServerProcess): Promise<{ status: number; bo
     return { status: res.status, body: (await res.json()) as Record<string, string> };
   };
   const device = await post('/oauth/device/code', { client_id: 'tv', scope: 'openid offline_access' });
-  await actOnDeviceCode(new Browser(fetchTransport(server.base)), `/activate?user_code=${device.body.user_code}`, { username: 'carol', password: 'carol-password' }, 'allow');
+  await actOnDeviceCode(
+    new Browser(fetchTransport(server.base)),
+    `/activate?user_code=${device.body.user_code}`,
+    { username: 'carol', password: 'carol-password' },
+    'allow',
+  );
   return post('/oauth/token', { grant_type: deviceGrantType, client_id: 'tv', device_code: device.body.device_code! });
 }
 
@@ -70,7 +75,11 @@ describe('a key file that does not belong to the database', () => {
       `^latchkey: LATCHKEY_SECRET_KEY: the database's secrets are encrypted with secret key [A-Za-z0-9_-]{8}, which is not among the configured keys \\(${secretKeyOf(Buffer.from(wrongKey, 'base64url')).id}\\): the configured key does not belong to this database\\. .*nothing was changed\\n$`,
     );
 
-    for (const args of [['secret-key', 'rotate'], ['keys', 'rotate'], ['users', 'add', 'dave', '--email', 'dave@example.com', '--password-stdin']]) {
+    for (const args of [
+      ['secret-key', 'rotate'],
+      ['keys', 'rotate'],
+      ['users', 'add', 'dave', '--email', 'dave@example.com', '--password-stdin'],
+    ]) {
       const run = await runCli(args, env, 'dave-password\n');
       expect({ args, code: run.code }).toEqual({ args, code: 3 });
       expect(run.stderr).toMatch(refusal);

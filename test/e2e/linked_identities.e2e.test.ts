@@ -21,7 +21,13 @@ let idp: FakeOidcProvider;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'latchkey-linked-'));
-  idp = await startFakeOidcProvider({ sub: 'upstream-sub-1', email: 'alice@example.com', email_verified: true, name: 'Alice Upstream', preferred_username: 'alice-up' });
+  idp = await startFakeOidcProvider({
+    sub: 'upstream-sub-1',
+    email: 'alice@example.com',
+    email_verified: true,
+    name: 'Alice Upstream',
+    preferred_username: 'alice-up',
+  });
   env = { LATCHKEY_DB: join(dir, 'latchkey.db'), LATCHKEY_UPSTREAM_TIMEOUT: '5' };
   server = await startServerProcess(env);
   env.LATCHKEY_ISSUER = server.base;
@@ -49,7 +55,11 @@ async function signInUpstream(): Promise<{ answer: BrowserResponse; browser: Bro
   const browser = new Browser(fetchTransport(server.base));
   const login = await browser.get('/login?return_to=%2Faccount');
   expect(login.body).toContain('value="acme"');
-  const start = await browser.post('/login/connector', { csrf_token: inputValue(login.body, 'csrf_token')!, return_to: inputValue(login.body, 'return_to')!, connector: 'acme' });
+  const start = await browser.post('/login/connector', {
+    csrf_token: inputValue(login.body, 'csrf_token')!,
+    return_to: inputValue(login.body, 'return_to')!,
+    connector: 'acme',
+  });
   const to = start.body.match(/<meta http-equiv="refresh" content="0;url=([^"]+)">/)?.[1];
   expect(to, start.body.slice(0, 300)).toBeDefined();
   const upstream = await fetch(decodeEntities(to!), { redirect: 'manual' });
@@ -60,7 +70,21 @@ async function signInUpstream(): Promise<{ answer: BrowserResponse; browser: Bro
 describe('latchkey users unlink <username> <connector>', () => {
   it('an email link is listed by users list --json; unlinking it ends its sign-ins and the upstream account can no longer sign in as that user', async () => {
     const connector = await runCli(
-      ['connectors', 'add', 'acme', '--type', 'oidc', '--issuer', idp.base, '--client-id', idp.clientId, '--client-secret-stdin', '--name', 'Acme SSO', '--trust-email'],
+      [
+        'connectors',
+        'add',
+        'acme',
+        '--type',
+        'oidc',
+        '--issuer',
+        idp.base,
+        '--client-id',
+        idp.clientId,
+        '--client-secret-stdin',
+        '--name',
+        'Acme SSO',
+        '--trust-email',
+      ],
       env,
       `${idp.clientSecret}\n`,
     );
@@ -123,7 +147,10 @@ describe('latchkey users unlink <username> <connector>', () => {
   it('an operator may take the last way in of an account the upstream made, and is told so', async () => {
     idp.behaviour.person = { sub: 'upstream-quinn', email: 'quinn@upstream.example', email_verified: true, preferred_username: 'quinn' };
     expect((await signInUpstream()).answer.status).toBe(303);
-    expect((await listed()).find((u) => u.username === 'quinn')).toMatchObject({ source: 'acme', identities: [{ connector: 'acme', subject: 'upstream-quinn' }] });
+    expect((await listed()).find((u) => u.username === 'quinn')).toMatchObject({
+      source: 'acme',
+      identities: [{ connector: 'acme', subject: 'upstream-quinn' }],
+    });
     const unlinked = await runCli(['users', 'unlink', 'quinn', 'acme'], env);
     expect(unlinked.code, unlinked.stderr).toBe(0);
     expect(unlinked.stderr).toContain('warning: quinn now has no way to sign in (no password, passkey or other linked identity)');

@@ -61,7 +61,10 @@ function machineClientSuite(database: 'sqlite' | 'postgres'): void {
 
     const pair = await generateKeyPair('RS256');
     signerKey = pair.privateKey;
-    writeFileSync(join(dir, 'signer.jwks.json'), JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'signer-1', alg: 'RS256', use: 'sig' }] }));
+    writeFileSync(
+      join(dir, 'signer.jwks.json'),
+      JSON.stringify({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'signer-1', alg: 'RS256', use: 'sig' }] }),
+    );
     await cli(['clients', 'add', 'signer', '--jwks-file', join(dir, 'signer.jwks.json'), '--grant-type', 'client_credentials']);
     await cli(['clients', 'grant', 'signer', reports, '--scope', 'read:reports', '--scope', 'write:reports']);
     server = await startServerProcess({ ...env, LATCHKEY_DEVICE_INTERVAL: '1' });
@@ -79,7 +82,9 @@ function machineClientSuite(database: 'sqlite' | 'postgres'): void {
 
   describe('client_credentials with openid-client', () => {
     it('client_secret_basic: a token whose subject is the machine, with the granted scope, and no refresh token', async () => {
-      const config = await client.discovery(new URL(server.base), 'nightly', undefined, client.ClientSecretBasic(nightlySecret), { execute: [client.allowInsecureRequests] });
+      const config = await client.discovery(new URL(server.base), 'nightly', undefined, client.ClientSecretBasic(nightlySecret), {
+        execute: [client.allowInsecureRequests],
+      });
       expect(config.serverMetadata().grant_types_supported).toContain('client_credentials');
       const tokens = await client.clientCredentialsGrant(config, { scope: 'read:reports', audience: reports });
       expect(tokens.refresh_token).toBeUndefined();
@@ -90,7 +95,9 @@ function machineClientSuite(database: 'sqlite' | 'postgres'): void {
     });
 
     it('private_key_jwt: every request signs a fresh assertion, each accepted once', async () => {
-      const config = await client.discovery(new URL(server.base), 'signer', undefined, client.PrivateKeyJwt(signerKey), { execute: [client.allowInsecureRequests] });
+      const config = await client.discovery(new URL(server.base), 'signer', undefined, client.PrivateKeyJwt(signerKey), {
+        execute: [client.allowInsecureRequests],
+      });
       expect(config.serverMetadata().token_endpoint_auth_methods_supported).toContain('private_key_jwt');
       const first = await client.clientCredentialsGrant(config, { audience: reports });
       expect((await verified(first.access_token)).scope).toBe('read:reports write:reports');
@@ -99,7 +106,9 @@ function machineClientSuite(database: 'sqlite' | 'postgres'): void {
     });
 
     it('a machine asking for an ungranted scope gets invalid_scope', async () => {
-      const config = await client.discovery(new URL(server.base), 'nightly', undefined, client.ClientSecretBasic(nightlySecret), { execute: [client.allowInsecureRequests] });
+      const config = await client.discovery(new URL(server.base), 'nightly', undefined, client.ClientSecretBasic(nightlySecret), {
+        execute: [client.allowInsecureRequests],
+      });
       const refused = await client.clientCredentialsGrant(config, { scope: 'write:reports', audience: reports }).catch((err: unknown) => err);
       expect(refused).toBeInstanceOf(client.ResponseBodyError);
       expect((refused as client.ResponseBodyError).error).toBe('invalid_scope');
@@ -108,11 +117,15 @@ function machineClientSuite(database: 'sqlite' | 'postgres'): void {
     it('rotate-secret --keep-old-for: both secrets work during the overlap; disable stops the client, enable lets it back', async () => {
       const fresh = secretFrom(await cli(['clients', 'rotate-secret', 'nightly', '--keep-old-for', '300']));
       for (const secret of [nightlySecret, fresh]) {
-        const config = await client.discovery(new URL(server.base), 'nightly', undefined, client.ClientSecretBasic(secret), { execute: [client.allowInsecureRequests] });
+        const config = await client.discovery(new URL(server.base), 'nightly', undefined, client.ClientSecretBasic(secret), {
+          execute: [client.allowInsecureRequests],
+        });
         expect((await client.clientCredentialsGrant(config, { audience: reports })).access_token).toBeTruthy();
       }
       await cli(['clients', 'disable', 'nightly']);
-      const config = await client.discovery(new URL(server.base), 'nightly', undefined, client.ClientSecretBasic(fresh), { execute: [client.allowInsecureRequests] });
+      const config = await client.discovery(new URL(server.base), 'nightly', undefined, client.ClientSecretBasic(fresh), {
+        execute: [client.allowInsecureRequests],
+      });
       const refused = await client.clientCredentialsGrant(config, { audience: reports }).catch((err: unknown) => err);
       // A 401 with a challenge: openid-client reports the challenge (RFC 6749 §5.2 invalid_client).
       expect(refused).toBeInstanceOf(client.WWWAuthenticateChallengeError);
@@ -121,62 +134,71 @@ function machineClientSuite(database: 'sqlite' | 'postgres'): void {
       await cli(['clients', 'enable', 'nightly']);
       expect((await client.clientCredentialsGrant(config, { audience: reports })).access_token).toBeTruthy();
       const listed = JSON.parse(await cli(['clients', 'list', '--json'])) as { client_id: string; authentication: string; api_grants: unknown[] }[];
-      expect(listed.find((c) => c.client_id === 'signer')).toMatchObject({ authentication: 'private_key_jwt', api_grants: [{ api: reports, scopes: ['read:reports', 'write:reports'] }] });
+      expect(listed.find((c) => c.client_id === 'signer')).toMatchObject({
+        authentication: 'private_key_jwt',
+        api_grants: [{ api: reports, scopes: ['read:reports', 'write:reports'] }],
+      });
     });
   });
 
   // The person's side and the CLI's refusals do not depend on the store: once, on SQLite.
-  if (database === 'sqlite') describe('a person’s token carries what their role allows', () => {
-    it('erin (analyst) asks for read and write through the device flow and gets read, with roles', async () => {
-      const start = await fetch(`${server.base}/oauth/device/code`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ client_id: 'tv', scope: 'openid read:reports write:reports', audience: reports }),
-      });
-      expect(start.status).toBe(200);
-      const device = (await start.json()) as { device_code: string; verification_uri_complete: string };
-      const url = new URL(device.verification_uri_complete);
-      const result = await actOnDeviceCode(new Browser(fetchTransport(server.base)), url.pathname + url.search, { username: 'erin', password: 'erin-password' }, 'allow');
-      expect(result.status).toBe(200);
-      const poll = await fetch(`${server.base}/oauth/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.device_code, client_id: 'tv' }),
-      });
-      const body = (await poll.json()) as { access_token: string; scope: string };
-      expect(body.scope).toBe('openid read:reports');
-      expect(await verified(body.access_token)).toMatchObject({ scope: 'openid read:reports', roles: ['analyst'], aud: reports });
+  if (database === 'sqlite')
+    describe('a person’s token carries what their role allows', () => {
+      it('erin (analyst) asks for read and write through the device flow and gets read, with roles', async () => {
+        const start = await fetch(`${server.base}/oauth/device/code`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ client_id: 'tv', scope: 'openid read:reports write:reports', audience: reports }),
+        });
+        expect(start.status).toBe(200);
+        const device = (await start.json()) as { device_code: string; verification_uri_complete: string };
+        const url = new URL(device.verification_uri_complete);
+        const result = await actOnDeviceCode(
+          new Browser(fetchTransport(server.base)),
+          url.pathname + url.search,
+          { username: 'erin', password: 'erin-password' },
+          'allow',
+        );
+        expect(result.status).toBe(200);
+        const poll = await fetch(`${server.base}/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: device.device_code, client_id: 'tv' }),
+        });
+        const body = (await poll.json()) as { access_token: string; scope: string };
+        expect(body.scope).toBe('openid read:reports');
+        expect(await verified(body.access_token)).toMatchObject({ scope: 'openid read:reports', roles: ['analyst'], aud: reports });
 
-      const roles = JSON.parse(await cli(['roles', 'list', '--json'])) as { name: string; members: number; permissions: string[]; built_in: boolean }[];
-      expect(roles).toEqual(
-        expect.arrayContaining([
-          expect.objectContaining({ name: 'admin', built_in: true }),
-          expect.objectContaining({ name: 'analyst', members: 1, permissions: [`${reports}:read:reports`] }),
-        ]),
-      );
-      await cli(['users', 'revoke', 'erin', 'analyst']);
-      const users = JSON.parse(await cli(['users', 'list', '--json'])) as { username: string; roles: string[] }[];
-      expect(users.find((u) => u.username === 'erin')?.roles).toEqual([]);
-    });
+        const roles = JSON.parse(await cli(['roles', 'list', '--json'])) as { name: string; members: number; permissions: string[]; built_in: boolean }[];
+        expect(roles).toEqual(
+          expect.arrayContaining([
+            expect.objectContaining({ name: 'admin', built_in: true }),
+            expect.objectContaining({ name: 'analyst', members: 1, permissions: [`${reports}:read:reports`] }),
+          ]),
+        );
+        await cli(['users', 'revoke', 'erin', 'analyst']);
+        const users = JSON.parse(await cli(['users', 'list', '--json'])) as { username: string; roles: string[] }[];
+        expect(users.find((u) => u.username === 'erin')?.roles).toEqual([]);
+      });
 
-    it('CLI refusals are clear: an unknown permission, the built-in admin role, a scope the API does not declare', async () => {
-      const unknown = await runCli(['roles', 'add', 'x', '--permission', 'https://nowhere.example.com:read'], env);
-      expect(unknown.code).toBe(2);
-      expect(unknown.stderr).toContain('does not start with a registered API');
-      const undeclared = await runCli(['roles', 'add', 'y', '--permission', `${reports}:delete:reports`], env);
-      expect(undeclared.stderr).toContain('declares no scope');
-      const admin = await runCli(['roles', 'remove', 'admin'], env);
-      expect(admin.code).toBe(1);
-      expect(admin.stderr).toContain('built in');
-      const grant = await runCli(['clients', 'grant', 'nightly', reports, '--scope', 'delete:reports'], env);
-      expect(grant.code).toBe(1);
-      expect(grant.stderr).toContain('declares no scope');
-      const both = await runCli(['clients', 'add', 'z', '--confidential', '--jwks-uri', 'https://keys.example.com/jwks'], env);
-      expect(both.code).toBe(1);
-      const publicMachine = await runCli(['clients', 'add', 'p', '--grant-type', 'client_credentials'], env);
-      expect(publicMachine.stderr).toContain('confidential');
+      it('CLI refusals are clear: an unknown permission, the built-in admin role, a scope the API does not declare', async () => {
+        const unknown = await runCli(['roles', 'add', 'x', '--permission', 'https://nowhere.example.com:read'], env);
+        expect(unknown.code).toBe(2);
+        expect(unknown.stderr).toContain('does not start with a registered API');
+        const undeclared = await runCli(['roles', 'add', 'y', '--permission', `${reports}:delete:reports`], env);
+        expect(undeclared.stderr).toContain('declares no scope');
+        const admin = await runCli(['roles', 'remove', 'admin'], env);
+        expect(admin.code).toBe(1);
+        expect(admin.stderr).toContain('built in');
+        const grant = await runCli(['clients', 'grant', 'nightly', reports, '--scope', 'delete:reports'], env);
+        expect(grant.code).toBe(1);
+        expect(grant.stderr).toContain('declares no scope');
+        const both = await runCli(['clients', 'add', 'z', '--confidential', '--jwks-uri', 'https://keys.example.com/jwks'], env);
+        expect(both.code).toBe(1);
+        const publicMachine = await runCli(['clients', 'add', 'p', '--grant-type', 'client_credentials'], env);
+        expect(publicMachine.stderr).toContain('confidential');
+      });
     });
-  });
 }
 
 describe('on SQLite', () => machineClientSuite('sqlite'));

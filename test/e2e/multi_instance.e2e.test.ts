@@ -47,7 +47,13 @@ describe.skipIf(!baseUrl)('two instances on one PostgreSQL database', () => {
     url.pathname = `/${database}`;
     // One issuer for both, as behind one load balancer: a token from either verifies on the other.
     // Every instance shares the key that encrypts the server secrets in the database.
-    env = { LATCHKEY_DB: url.toString(), LATCHKEY_SECRET_KEY: 'K'.repeat(43), LATCHKEY_ISSUER: 'http://id.latchkey.test', LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: '4/60', LATCHKEY_REFRESH_REUSE_GRACE: '0' };
+    env = {
+      LATCHKEY_DB: url.toString(),
+      LATCHKEY_SECRET_KEY: 'K'.repeat(43),
+      LATCHKEY_ISSUER: 'http://id.latchkey.test',
+      LATCHKEY_RATE_LIMIT_DEVICE_AUTHORIZATION: '4/60',
+      LATCHKEY_REFRESH_REUSE_GRACE: '0',
+    };
     // Both start at once on the empty database: one applies the migrations, the other waits for it.
     [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
     const add = await runCli(['users', 'add', 'grace', '--email', 'grace@example.com', '--password-stdin'], env, 'grace-password\n');
@@ -83,7 +89,12 @@ describe.skipIf(!baseUrl)('two instances on one PostgreSQL database', () => {
     const poll = { grant_type: deviceGrantType, device_code: device.body.device_code ?? '', client_id: 'latchkey-cli' };
     expect((await post(b, '/oauth/token', poll)).body.error).toBe('authorization_pending');
 
-    const page = await actOnDeviceCode(new Browser(fetchTransport(b.base)), `/activate?user_code=${device.body.user_code}`, { username: 'grace', password: 'grace-password' }, 'allow');
+    const page = await actOnDeviceCode(
+      new Browser(fetchTransport(b.base)),
+      `/activate?user_code=${device.body.user_code}`,
+      { username: 'grace', password: 'grace-password' },
+      'allow',
+    );
     expect(page.status).toBe(200);
     // At once, sooner than the interval: an approved grant is handed out even to an impatient poll
     // (slow_down is for pending ones, RFC 8628 §3.5).
@@ -102,12 +113,20 @@ describe.skipIf(!baseUrl)('two instances on one PostgreSQL database', () => {
     expect(refreshed.status).toBe(200);
     // The client rotates on from B; the old token replayed on A is then theft (no grace window here:
     // LATCHKEY_REFRESH_REUSE_GRACE=0).
-    const onwards = await post(b, '/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: refreshed.body.refresh_token ?? '' });
+    const onwards = await post(b, '/oauth/token', {
+      grant_type: 'refresh_token',
+      client_id: 'latchkey-cli',
+      refresh_token: refreshed.body.refresh_token ?? '',
+    });
     expect(onwards.status).toBe(200);
     const replayed = await post(a, '/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: tokens.refresh_token ?? '' });
     expect(replayed.body.error).toBe('invalid_grant');
     // Reuse detected on A revoked the family B rotated into.
-    const successor = await post(b, '/oauth/token', { grant_type: 'refresh_token', client_id: 'latchkey-cli', refresh_token: onwards.body.refresh_token ?? '' });
+    const successor = await post(b, '/oauth/token', {
+      grant_type: 'refresh_token',
+      client_id: 'latchkey-cli',
+      refresh_token: onwards.body.refresh_token ?? '',
+    });
     expect(successor.body.error).toBe('invalid_grant');
   }, 40_000);
 

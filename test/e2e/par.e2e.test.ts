@@ -30,7 +30,8 @@ beforeEach(async () => {
   await addApi(t.store, 'https://api.example.com', 'Example API');
   const grantTypes = ['authorization_code', 'refresh_token'] as const;
   await addClient(t.store, 'rp', { name: 'Relying Party', redirectUris: [redirectUri], grantTypes: [...grantTypes], requirePar: true });
-  backendSecret = (await addClient(t.store, 'backend', { name: 'Backend', redirectUris: [redirectUri], grantTypes: [...grantTypes], confidential: true })).secret!;
+  backendSecret = (await addClient(t.store, 'backend', { name: 'Backend', redirectUris: [redirectUri], grantTypes: [...grantTypes], confidential: true }))
+    .secret!;
   await t.app.listen({ port, host: '127.0.0.1' });
 });
 
@@ -79,7 +80,12 @@ describe('Pushed Authorization Requests with openid-client (RFC 9126)', () => {
     const browser = new Browser(fetchTransport(base));
     const callback = await personAllows(browser, url, 'alice', 'alice-password');
     expect(callback.searchParams.get('iss')).toBe(base);
-    const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+    const tokens = await client.authorizationCodeGrant(config, callback, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
+    });
     expect(tokens.scope).toBe('openid email profile offline_access');
     const claims = tokens.claims()!;
     expect(claims).toMatchObject({ iss: base, aud: 'rp', nonce, email: 'alice@example.com' });
@@ -101,7 +107,13 @@ describe('Pushed Authorization Requests with openid-client (RFC 9126)', () => {
     const config = await client.discovery(new URL(base), 'rp', undefined, client.None(), { execute: [client.allowInsecureRequests] });
     const verifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
-    const url = client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state });
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      scope: 'openid',
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+    });
     const res = await new Browser(fetchTransport(base)).get(pathOf(url));
     expect(res.status).toBe(302);
     const error = await client.authorizationCodeGrant(config, new URL(res.location!), { pkceCodeVerifier: verifier, expectedState: state }).then(
@@ -113,7 +125,9 @@ describe('Pushed Authorization Requests with openid-client (RFC 9126)', () => {
   });
 
   it('confidential client with client_secret_basic: PAR authenticates it, and the code flow and userinfo follow', async () => {
-    const config = await client.discovery(new URL(base), 'backend', backendSecret, client.ClientSecretBasic(backendSecret), { execute: [client.allowInsecureRequests] });
+    const config = await client.discovery(new URL(base), 'backend', backendSecret, client.ClientSecretBasic(backendSecret), {
+      execute: [client.allowInsecureRequests],
+    });
     const state = client.randomState();
     const nonce = client.randomNonce();
     const verifier = client.randomPKCECodeVerifier();
@@ -126,19 +140,24 @@ describe('Pushed Authorization Requests with openid-client (RFC 9126)', () => {
       nonce,
     });
     const callback = await personAllows(new Browser(fetchTransport(base)), url, 'alice', 'alice-password');
-    const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+    const tokens = await client.authorizationCodeGrant(config, callback, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
+    });
     expect(tokens.claims()).toMatchObject({ aud: 'backend', name: 'Alice Example' });
     expect(await client.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub)).toMatchObject({ name: 'Alice Example' });
   });
 
   it('a wrong client secret: openid-client gets 401 invalid_client with a Basic challenge from the PAR endpoint, and no request_uri', async () => {
-    const config = await client.discovery(new URL(base), 'backend', 'lk_cs_wrong', client.ClientSecretBasic('lk_cs_wrong'), { execute: [client.allowInsecureRequests] });
-    const error = await client
-      .buildAuthorizationUrlWithPAR(config, { redirect_uri: redirectUri, scope: 'openid', state: client.randomState() })
-      .then(
-        () => undefined,
-        (err: unknown) => err as client.WWWAuthenticateChallengeError,
-      );
+    const config = await client.discovery(new URL(base), 'backend', 'lk_cs_wrong', client.ClientSecretBasic('lk_cs_wrong'), {
+      execute: [client.allowInsecureRequests],
+    });
+    const error = await client.buildAuthorizationUrlWithPAR(config, { redirect_uri: redirectUri, scope: 'openid', state: client.randomState() }).then(
+      () => undefined,
+      (err: unknown) => err as client.WWWAuthenticateChallengeError,
+    );
     // The challenge comes first in openid-client's eyes; the body is the RFC 6749 §5.2 error.
     expect(error).toBeInstanceOf(client.WWWAuthenticateChallengeError);
     expect(error!.status).toBe(401);
@@ -159,10 +178,24 @@ describe('Pushed Authorization Requests with openid-client (RFC 9126)', () => {
     const verifier = client.randomPKCECodeVerifier();
     const challenge = await client.calculatePKCECodeChallenge(verifier);
     const state = client.randomState();
-    const plain = await new Browser(fetchTransport(base)).get(pathOf(client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state })));
+    const plain = await new Browser(fetchTransport(base)).get(
+      pathOf(
+        client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state }),
+      ),
+    );
     expect(new URL(plain.location!).searchParams.get('error')).toBe('invalid_request');
-    const url = await client.buildAuthorizationUrlWithPAR(config, { redirect_uri: redirectUri, scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256', state });
-    const tokens = await client.authorizationCodeGrant(config, await personAllows(new Browser(fetchTransport(base)), url, 'alice', 'alice-password'), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+    const url = await client.buildAuthorizationUrlWithPAR(config, {
+      redirect_uri: redirectUri,
+      scope: 'openid',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state,
+    });
+    const tokens = await client.authorizationCodeGrant(config, await personAllows(new Browser(fetchTransport(base)), url, 'alice', 'alice-password'), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      idTokenExpected: true,
+    });
     expect(tokens.claims()).toMatchObject({ aud: 'portal' });
 
     // Only /authorize is concerned: a client without the authorization_code grant is warned.

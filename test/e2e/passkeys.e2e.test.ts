@@ -88,7 +88,14 @@ beforeAll(async () => {
   }).listen(rpPort, '127.0.0.1');
   browser = await chromium.launch({
     executablePath,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--host-resolver-rules=MAP notes.example 127.0.0.1'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--host-resolver-rules=MAP notes.example 127.0.0.1',
+    ],
   });
 }, 60_000);
 
@@ -131,7 +138,14 @@ async function addAuthenticator(context: BrowserContext, page: Page, credential?
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
   });
   if (credential) await cdp.send('WebAuthn.addCredential', { authenticatorId, credential });
   return { credentials: async (): Promise<VirtualCredential[]> => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials };
@@ -170,22 +184,39 @@ async function passkeyButton(page: Page, name: string) {
 /** A new Authorization Code request of Team Notes, with PKCE. */
 function authorizeUrl(extra: Record<string, string> = {}) {
   const { verifier, challenge } = pkcePair();
-  const query = new URLSearchParams({ response_type: 'code', client_id: 'notes', redirect_uri: redirectUri, scope: 'openid profile', state: 'st-16', code_challenge: challenge, code_challenge_method: 'S256', ...extra });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'notes',
+    redirect_uri: redirectUri,
+    scope: 'openid profile',
+    state: 'st-16',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...extra,
+  });
   return { url: `${base}/authorize?${query}`, verifier };
 }
 
 /** Back at Team Notes with a code: redeemed as the application would, the id_token's claims returned. */
 async function tokensAtApplication(page: Page, verifier: string) {
-  await page.waitForURL((url) => url.href.startsWith(`${redirectUri}?`), step).catch(async (err: Error) => {
-    await page.waitForEvent('console', { timeout: 2_000 }).catch(() => undefined); // the console message of a refused navigation comes after it
-    throw new Error(`not back at Team Notes: at ${new URL(page.url()).pathname}; the browser said: ${JSON.stringify(consoleErrors.get(page) ?? [])}`, { cause: err });
-  });
+  await page
+    .waitForURL((url) => url.href.startsWith(`${redirectUri}?`), step)
+    .catch(async (err: Error) => {
+      await page.waitForEvent('console', { timeout: 2_000 }).catch(() => undefined); // the console message of a refused navigation comes after it
+      throw new Error(`not back at Team Notes: at ${new URL(page.url()).pathname}; the browser said: ${JSON.stringify(consoleErrors.get(page) ?? [])}`, {
+        cause: err,
+      });
+    });
   const callback = new URL(page.url());
   expect(callback.searchParams.get('state')).toBe('st-16');
   expect(callback.searchParams.get('iss')).toBe(base);
   const code = callback.searchParams.get('code');
   expect(code).toMatch(/^lk_ac_/);
-  const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'notes', code: code!, redirect_uri: redirectUri, code_verifier: verifier }) });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    ...form({ grant_type: 'authorization_code', client_id: 'notes', code: code!, redirect_uri: redirectUri, code_verifier: verifier }),
+  });
   expect(res.statusCode, res.body).toBe(200);
   return decodeJwt(res.json<{ id_token: string }>().id_token);
 }
@@ -405,7 +436,10 @@ describe.skipIf(!run)('second factors in a real browser', () => {
   });
 
   it('the second-factor pages at both sizes: accessible, and captured for the docs', async () => {
-    for (const [sizeName, size] of [['phone', phone], ['desktop', desktop]] as const) {
+    for (const [sizeName, size] of [
+      ['phone', phone],
+      ['desktop', desktop],
+    ] as const) {
       // Grace starts with no second factor at each size.
       await t.store.removeTotp(grace.id);
       for (const p of await t.store.listPasskeys(grace.id)) await t.store.removePasskey(grace.id, p.id);
@@ -474,10 +508,17 @@ describe.skipIf(!run)('second factors in a real browser', () => {
     expect(await page.locator('form[data-passkey]').count()).toBe(0);
     await expectAccessible(page);
     // The server refuses the ceremony too, whatever the page shows: the options answer 403.
-    const refused = await page.evaluate(async (csrf) => {
-      const res = await fetch('/account/security/passkeys/options', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf_token: csrf }).toString() });
-      return res.status;
-    }, (await page.locator('input[name="csrf_token"]').first().getAttribute('value')) ?? '');
+    const refused = await page.evaluate(
+      async (csrf) => {
+        const res = await fetch('/account/security/passkeys/options', {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ csrf_token: csrf }).toString(),
+        });
+        return res.status;
+      },
+      (await page.locator('input[name="csrf_token"]').first().getAttribute('value')) ?? '',
+    );
     expect(refused).toBe(403);
 
     const { link } = await createEnrolmentLink(t.store, base, hana, Math.floor(t.clock()));

@@ -72,8 +72,7 @@ async function signInWith(username: string, password: string): Promise<{ browser
   return { browser, res };
 }
 
-const events = (name: string) =>
-  logLines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.event === name);
+const events = (name: string) => logLines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.event === name);
 
 describe('password reset by email', () => {
   it('the mail arrives (to, from, subject, link); the link works once; the old password stops working, the new one works; every other sign-in ended', async () => {
@@ -294,7 +293,12 @@ describe('email verification by email', () => {
     const { browser } = await signInWith('carol', 'carol-password');
     const page = await browser.get('/account');
     expect(page.body).not.toContain('Send a verification link');
-    const saved = await browser.post('/account/profile', { csrf_token: inputValue(page.body, 'csrf_token')!, name: 'Carol', email: 'carol@new.example', current_password: 'carol-password' });
+    const saved = await browser.post('/account/profile', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      name: 'Carol',
+      email: 'carol@new.example',
+      current_password: 'carol-password',
+    });
     expect(saved.status).toBe(200);
     expect(saved.body).toContain('We sent a link to your new address');
     expect(saved.body).toContain('Send a verification link');
@@ -302,10 +306,15 @@ describe('email verification by email', () => {
     const verification = smtp.mails.filter((m) => m.subject.startsWith('Confirm your email address'));
     expect(verification.map((m) => m.to)).toEqual(['carol@new.example']);
     // Besides, the change is told to the address before and to the new one (security notices).
-    expect(smtp.mails.filter((m) => m !== verification[0]).map((m) => m.to).sort()).toEqual(['carol@example.com', 'carol@new.example']);
+    expect(
+      smtp.mails
+        .filter((m) => m !== verification[0])
+        .map((m) => m.to)
+        .sort(),
+    ).toEqual(['carol@example.com', 'carol@new.example']);
     const link = linkIn(verification[0]!, `${issuer}/account/verify-email?token=`);
     expect((await browser.get(pathOf(link))).status).toBe(200);
-    expect((await t.store.findUserById(carol.id))).toMatchObject({ email: 'carol@new.example', emailVerified: true });
+    expect(await t.store.findUserById(carol.id)).toMatchObject({ email: 'carol@new.example', emailVerified: true });
   });
 
   it('past 3 unused links in an hour the account is told to use one of them (429), and no mail goes out', async () => {

@@ -85,7 +85,9 @@ if (!url && required) {
 
     // Both instances redeem the approved code at once: exactly one gets the tokens.
     const answers = await Promise.all(
-      [first, second].map((server) => post(server.base, '/oauth/token', { grant_type: deviceGrantType, device_code: String(device.body.device_code), client_id: 'kiosk' })),
+      [first, second].map((server) =>
+        post(server.base, '/oauth/token', { grant_type: deviceGrantType, device_code: String(device.body.device_code), client_id: 'kiosk' }),
+      ),
     );
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     expect(answers.find((a) => a.status === 200)?.body).toMatchObject({ token_type: 'Bearer', scope: 'openid profile' });

@@ -155,13 +155,25 @@ describe.skipIf(pgServerBin === undefined)('PostgreSQL faults under load, two in
     cluster.stop('fast');
     const downAt = Date.now();
     // Polled while the database is away: they must wait, not be lost.
-    const polledDown = await Promise.all(codes.map((code, i) => post(servers[i % 2]!.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'kiosk', device_code: code })));
-    for (const answer of polledDown) expect({ status: answer.status, retryAfter: answer.retryAfter, error: answer.body.error }).toEqual({ status: 503, retryAfter: '2', error: 'temporarily_unavailable' });
+    const polledDown = await Promise.all(
+      codes.map((code, i) => post(servers[i % 2]!.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'kiosk', device_code: code })),
+    );
+    for (const answer of polledDown)
+      expect({ status: answer.status, retryAfter: answer.retryAfter, error: answer.body.error }).toEqual({
+        status: 503,
+        retryAfter: '2',
+        error: 'temporarily_unavailable',
+      });
     for (const server of servers) expect(await readiness(server.base)).toBe(503);
     await loadAnsweredSince(downAt + 200, 'the load to be answered while the database is away');
     const whileDown = answers.filter((a) => a.at > downAt + 200);
     expect(whileDown.length).toBeGreaterThan(0);
-    for (const answer of whileDown.filter((a) => a.status >= 500)) expect({ status: answer.status, retryAfter: answer.retryAfter, error: answer.body.error }).toEqual({ status: 503, retryAfter: '2', error: 'temporarily_unavailable' });
+    for (const answer of whileDown.filter((a) => a.status >= 500))
+      expect({ status: answer.status, retryAfter: answer.retryAfter, error: answer.body.error }).toEqual({
+        status: 503,
+        retryAfter: '2',
+        error: 'temporarily_unavailable',
+      });
 
     cluster.start();
     const backAt = Date.now();
@@ -185,13 +197,18 @@ describe.skipIf(pgServerBin === undefined)('PostgreSQL faults under load, two in
     const started = Date.now();
     let terminated = 0;
     while (Date.now() - started < 2_500) {
-      const { rows } = await cluster.query<{ ended: boolean }>("SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name LIKE 'latchkey%'");
+      const { rows } = await cluster.query<{ ended: boolean }>(
+        "SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE application_name LIKE 'latchkey%'",
+      );
       terminated += rows.filter((r) => r.ended).length;
-      await Promise.all(codes.map((code, i) => post(servers[i % 2]!.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'kiosk', device_code: code })));
+      await Promise.all(
+        codes.map((code, i) => post(servers[i % 2]!.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'kiosk', device_code: code })),
+      );
       await new Promise((resolve) => setTimeout(resolve, 200)); // the faults' rhythm: a termination every 200 ms or so
     }
     expect(terminated).toBeGreaterThan(0);
-    for (const answer of failuresSince(started)) expect({ status: answer.status, error: answer.body.error }).toEqual({ status: 503, error: 'temporarily_unavailable' });
+    for (const answer of failuresSince(started))
+      expect({ status: answer.status, error: answer.body.error }).toEqual({ status: 503, error: 'temporarily_unavailable' });
     for (const server of servers) await until(async () => (await readiness(server.base)) === 200, 2_000);
     const settled = Date.now();
     await loadAnsweredSince(settled, 'the load to succeed again', 200);
@@ -218,9 +235,15 @@ describe.skipIf(pgServerBin === undefined)('PostgreSQL faults under load, two in
       await pgClient.query('BEGIN');
       await pgClient.query('LOCK TABLE refresh_tokens IN EXCLUSIVE MODE');
       const lockedAt = Date.now();
-      const during = await Promise.all(codes.map((code, i) => post(servers[i % 2]!.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'kiosk', device_code: code })));
+      const during = await Promise.all(
+        codes.map((code, i) => post(servers[i % 2]!.base, '/oauth/token', { grant_type: deviceGrantType, client_id: 'kiosk', device_code: code })),
+      );
       for (const answer of during) {
-        expect({ status: answer.status, error: answer.body.error, retryAfter: answer.retryAfter }).toEqual({ status: 503, error: 'temporarily_unavailable', retryAfter: '2' });
+        expect({ status: answer.status, error: answer.body.error, retryAfter: answer.retryAfter }).toEqual({
+          status: 503,
+          error: 'temporarily_unavailable',
+          retryAfter: '2',
+        });
         // The limit is 2 s a statement and a transaction; a request never waits for the lock to go.
         expect(answer.ms).toBeLessThan(4_500);
       }

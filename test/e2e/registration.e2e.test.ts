@@ -74,7 +74,11 @@ async function personAllows(browser: Browser, authorizationUrl: URL): Promise<UR
   // A registered client is never first party: the person is asked.
   expect(page.status).toBe(200);
   expect(page.body).toContain('Allow Registered RP to access your account?');
-  page = await browser.post('/authorize/decision', { csrf_token: inputValue(page.body, 'csrf_token')!, interaction: inputValue(page.body, 'interaction')!, decision: 'allow' });
+  page = await browser.post('/authorize/decision', {
+    csrf_token: inputValue(page.body, 'csrf_token')!,
+    interaction: inputValue(page.body, 'interaction')!,
+    decision: 'allow',
+  });
   expect([302, 303]).toContain(page.status);
   return new URL(page.location!);
 }
@@ -112,7 +116,13 @@ describe('openid-client dynamicClientRegistration (RFC 7591) with a token from t
     const initialAccessToken = await registrationToken();
     const config = await client.dynamicClientRegistration(
       new URL(base),
-      { client_name: 'Registered RP', redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+      {
+        client_name: 'Registered RP',
+        redirect_uris: [redirectUri],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      },
       client.None(),
       { initialAccessToken, execute: [client.allowInsecureRequests] },
     );
@@ -125,16 +135,31 @@ describe('openid-client dynamicClientRegistration (RFC 7591) with a token from t
     const verifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
     const nonce = client.randomNonce();
-    const url = client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'openid email offline_access', code_challenge: await client.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, nonce });
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      scope: 'openid email offline_access',
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+    });
     const callback = await personAllows(new Browser(fetchTransport(base)), url);
-    const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+    const tokens = await client.authorizationCodeGrant(config, callback, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
+    });
     expect(tokens.claims()).toMatchObject({ iss: base, aud: metadata.client_id, email: 'alice@example.com' });
     expect(tokens.refresh_token).toMatch(/^lk_rt_/);
     const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!);
     expect(refreshed.access_token).toBeTruthy();
 
     const again = await client
-      .dynamicClientRegistration(new URL(base), { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }, client.None(), { initialAccessToken, execute: [client.allowInsecureRequests] })
+      .dynamicClientRegistration(new URL(base), { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }, client.None(), {
+        initialAccessToken,
+        execute: [client.allowInsecureRequests],
+      })
       .catch((err: unknown) => err);
     expect(again).toBeInstanceOf(client.WWWAuthenticateChallengeError);
     expect((again as client.WWWAuthenticateChallengeError).status).toBe(401);
@@ -143,7 +168,9 @@ describe('openid-client dynamicClientRegistration (RFC 7591) with a token from t
 
   it('without an initial access token the registration is refused', async () => {
     const refused = await client
-      .dynamicClientRegistration(new URL(base), { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }, client.None(), { execute: [client.allowInsecureRequests] })
+      .dynamicClientRegistration(new URL(base), { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' }, client.None(), {
+        execute: [client.allowInsecureRequests],
+      })
       .catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(client.WWWAuthenticateChallengeError);
     expect((refused as client.WWWAuthenticateChallengeError).status).toBe(401);
@@ -151,7 +178,10 @@ describe('openid-client dynamicClientRegistration (RFC 7591) with a token from t
 
   it('invalid metadata is refused with the RFC 7591 error code', async () => {
     const refused = await client
-      .dynamicClientRegistration(new URL(base), { redirect_uris: ['http://rp.example.com/callback'] }, undefined, { initialAccessToken: await registrationToken(), execute: [client.allowInsecureRequests] })
+      .dynamicClientRegistration(new URL(base), { redirect_uris: ['http://rp.example.com/callback'] }, undefined, {
+        initialAccessToken: await registrationToken(),
+        execute: [client.allowInsecureRequests],
+      })
       .catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(client.ResponseBodyError);
     expect((refused as client.ResponseBodyError).error).toBe('invalid_redirect_uri');
@@ -166,7 +196,9 @@ describe('openid-client dynamicClientRegistration (RFC 7591) with a token from t
     );
     const metadata = config.clientMetadata();
     expect(metadata.client_secret).toMatch(/^lk_cs_/);
-    const machine = await client.discovery(new URL(base), metadata.client_id, undefined, client.ClientSecretBasic(metadata.client_secret), { execute: [client.allowInsecureRequests] });
+    const machine = await client.discovery(new URL(base), metadata.client_id, undefined, client.ClientSecretBasic(metadata.client_secret), {
+      execute: [client.allowInsecureRequests],
+    });
 
     // Machine grants stay the operator's: nothing until `clients grant`.
     const before = await client.clientCredentialsGrant(machine, { audience: reports }).catch((err: unknown) => err);
@@ -183,7 +215,11 @@ describe('openid-client dynamicClientRegistration (RFC 7591) with a token from t
     const authorization = { authorization: `Bearer ${metadata.registration_access_token as string}` };
     const read = await fetch(metadata.registration_client_uri as string, { headers: authorization });
     expect(read.status).toBe(200);
-    expect(await read.json()).toMatchObject({ client_id: metadata.client_id, grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic' });
+    expect(await read.json()).toMatchObject({
+      client_id: metadata.client_id,
+      grant_types: ['client_credentials'],
+      token_endpoint_auth_method: 'client_secret_basic',
+    });
     const removed = await fetch(metadata.registration_client_uri as string, { method: 'DELETE', headers: authorization });
     expect(removed.status).toBe(204);
     const after = await client.clientCredentialsGrant(machine, { audience: reports }).catch((err: unknown) => err);

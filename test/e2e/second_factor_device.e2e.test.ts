@@ -35,17 +35,24 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const credentials = () => JSON.parse(readFileSync(join(dir, 'home', '.latchkey', 'credentials.json'), 'utf8')) as { profiles: Record<string, { access_token: string }> };
+const credentials = () =>
+  JSON.parse(readFileSync(join(dir, 'home', '.latchkey', 'credentials.json'), 'utf8')) as { profiles: Record<string, { access_token: string }> };
 
 /** Enters the device's code on /activate; returns the page that follows (sign-in, second step or confirmation). */
 async function enterCode(browser: Browser, userCode: string): Promise<BrowserResponse> {
   const entry = await browser.get(`/activate?user_code=${userCode}`);
-  return browser.follow(await browser.post('/activate', { csrf_token: inputValue(entry.body, 'csrf_token')!, user_code: inputValue(entry.body, 'user_code')! }));
+  return browser.follow(
+    await browser.post('/activate', { csrf_token: inputValue(entry.body, 'csrf_token')!, user_code: inputValue(entry.body, 'user_code')! }),
+  );
 }
 
 async function allow(browser: Browser, confirmation: BrowserResponse): Promise<BrowserResponse> {
   expect(confirmation.body, confirmation.body.slice(0, 400)).toContain('name="decision"');
-  return browser.post('/activate/confirm', { csrf_token: inputValue(confirmation.body, 'csrf_token')!, user_code: inputValue(confirmation.body, 'user_code')!, decision: 'allow' });
+  return browser.post('/activate/confirm', {
+    csrf_token: inputValue(confirmation.body, 'csrf_token')!,
+    user_code: inputValue(confirmation.body, 'user_code')!,
+    decision: 'allow',
+  });
 }
 
 const answer = (browser: Browser, step: BrowserResponse, otp: string) =>
@@ -60,7 +67,11 @@ describe('a person with an authenticator app approves a device', () => {
     expect((await signIn(browser, await browser.get('/login?return_to=%2Faccount%2Fsecurity'), 'dana', password)).status).toBe(303);
     const setup = await browser.get('/account/security/totp');
     secret = shownSecret(setup.body);
-    const done = await browser.post('/account/security/totp', { csrf_token: inputValue(setup.body, 'csrf_token')!, setup: inputValue(setup.body, 'setup')!, otp: totpCodeAt(secret, now()) });
+    const done = await browser.post('/account/security/totp', {
+      csrf_token: inputValue(setup.body, 'csrf_token')!,
+      setup: inputValue(setup.body, 'setup')!,
+      otp: totpCodeAt(secret, now()),
+    });
     expect(done.status, done.body.slice(0, 400)).toBe(200);
     recoveryCodes = shownRecoveryCodes(done.body);
     expect(recoveryCodes).toHaveLength(10);

@@ -21,7 +21,12 @@ describe('secrets at rest', () => {
       await addUser(t.store, 'alice', password);
       await addApi(t.store, 'https://api.example.com');
       await addClient(t.store, 'tv');
-      const { secret } = await addClient(t.store, 'web', { confidential: true, redirectUris: ['https://app.example.com/cb'], grantTypes: ['authorization_code', 'refresh_token'], firstParty: true });
+      const { secret } = await addClient(t.store, 'web', {
+        confidential: true,
+        redirectUris: ['https://app.example.com/cb'],
+        grantTypes: ['authorization_code', 'refresh_token'],
+        firstParty: true,
+      });
       secrets.push(secret!);
 
       // Device flow: device code, user code (as shown and as typed), tokens.
@@ -30,22 +35,49 @@ describe('secrets at rest', () => {
       const browser = new Browser(injectTransport(t.app));
       await actOnDeviceCode(browser, `/activate?user_code=${device.user_code}`, { username: 'alice', password }, 'allow');
       for (const name of ['latchkey_session', 'latchkey_csrf']) secrets.push(browser.cookies.get(name)!);
-      const deviceTokens = (await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'tv', device_code: device.device_code }) })).json();
+      const deviceTokens = (
+        await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'tv', device_code: device.device_code }) })
+      ).json();
       secrets.push(deviceTokens.refresh_token);
 
       // Refresh: the rotated token and its successor.
-      const refreshed = (await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: deviceTokens.refresh_token }) })).json();
+      const refreshed = (
+        await t.app.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: deviceTokens.refresh_token }),
+        })
+      ).json();
       secrets.push(refreshed.refresh_token);
 
       // Authorization Code flow: the code, its PKCE verifier, the tokens.
       const pkce = pkcePair();
       const other = new Browser(injectTransport(t.app));
       await signIn(other, await other.get('/login'), 'alice', password);
-      const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid offline_access', state: 's', code_challenge: pkce.challenge, code_challenge_method: 'S256' });
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: 'web',
+        redirect_uri: 'https://app.example.com/cb',
+        scope: 'openid offline_access',
+        state: 's',
+        code_challenge: pkce.challenge,
+        code_challenge_method: 'S256',
+      });
       const code = new URL((await other.get(`/authorize?${query}`)).location!).searchParams.get('code')!;
       secrets.push(code, pkce.verifier, other.cookies.get('latchkey_session')!);
       const codeTokens = (
-        await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', client_secret: secret!, code, redirect_uri: 'https://app.example.com/cb', code_verifier: pkce.verifier }) })
+        await t.app.inject({
+          method: 'POST',
+          url: '/oauth/token',
+          ...form({
+            grant_type: 'authorization_code',
+            client_id: 'web',
+            client_secret: secret!,
+            code,
+            redirect_uri: 'https://app.example.com/cb',
+            code_verifier: pkce.verifier,
+          }),
+        })
       ).json();
       secrets.push(codeTokens.refresh_token);
       // The server's own secrets: a stolen database must not let anyone forge a CSRF token or a

@@ -67,7 +67,7 @@ describe('latchkey administration commands', () => {
     expect((await runCli(['users', 'disable', 'erin'], env)).code).toBe(0);
     expect((await runCli(['users', 'disable', 'nobody'], env)).code).toBe(1);
     const table = (await runCli(['users', 'list'], env)).stdout;
-    expect(table.split("\n")[0]).toMatch(/^USERNAME\s+EMAIL\s+NAME\s+STATUS\s+CREATED\s+SOURCE\s+ROLES\s+LINKED$/);
+    expect(table.split('\n')[0]).toMatch(/^USERNAME\s+EMAIL\s+NAME\s+STATUS\s+CREATED\s+SOURCE\s+ROLES\s+LINKED$/);
     expect(table).toMatch(/erin\s+erin@example.com\s+disabled/);
   });
 
@@ -94,7 +94,11 @@ describe('latchkey administration commands', () => {
       require_pkce: false, // PKCE is required of public clients; confidential ones may send it
       first_party: true,
     });
-    expect(clients.find((c: { client_id: string }) => c.client_id === 'tv')).toMatchObject({ type: 'public', grant_types: ['device_code', 'refresh_token'], require_pkce: true });
+    expect(clients.find((c: { client_id: string }) => c.client_id === 'tv')).toMatchObject({
+      type: 'public',
+      grant_types: ['device_code', 'refresh_token'],
+      require_pkce: true,
+    });
     expect(JSON.stringify(clients)).not.toContain('lk_cs_');
     expect((await runCli(['clients', 'remove', 'web'], env)).code).toBe(0);
     expect((await runCli(['clients', 'remove', 'web'], env)).code).toBe(1);
@@ -204,9 +208,12 @@ describe('latchkey serve', () => {
     const newKid = rotate.stdout.trim();
     expect(kidOf(before.access_token!)).not.toBe(newKid);
     // The server looks at the keys once a second: wait until it publishes the new one.
-    await waitFor(async () => ((await (await fetch(`${server.base}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.some((k) => k.kid === newKid), {
-      what: 'the server to publish the rotated key',
-    });
+    await waitFor(
+      async () => ((await (await fetch(`${server.base}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.some((k) => k.kid === newKid),
+      {
+        what: 'the server to publish the rotated key',
+      },
+    );
     const after = await refreshWith(before.refresh_token!);
     expect(after.status).toBe(200);
     expect(kidOf(after.body.access_token!)).toBe(newKid);

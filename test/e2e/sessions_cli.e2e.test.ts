@@ -30,7 +30,16 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Row { id: string; kind: 'browser' | 'app'; user: string; client_id: string | null; from: string | null; software: string | null; created_at: string; last_used_at: string }
+interface Row {
+  id: string;
+  kind: 'browser' | 'app';
+  user: string;
+  client_id: string | null;
+  from: string | null;
+  software: string | null;
+  created_at: string;
+  last_used_at: string;
+}
 
 describe('latchkey sessions', () => {
   it('lists a browser sign-in and a device, per user or all; revoking the device makes its next refresh fail', async () => {
@@ -60,7 +69,11 @@ describe('latchkey sessions', () => {
     const revoked = await runCli(['sessions', 'revoke', device.id], serverEnv);
     expect(revoked.code, revoked.stderr).toBe(0);
     expect(revoked.stderr).toContain('Ended the sign-in of latchkey-cli');
-    expect(JSON.parse(revoked.stderr.split('\n').find((l) => l.includes('session.revoked'))!)).toMatchObject({ event: 'session.revoked', kind: 'app', clientId: 'latchkey-cli' });
+    expect(JSON.parse(revoked.stderr.split('\n').find((l) => l.includes('session.revoked'))!)).toMatchObject({
+      event: 'session.revoked',
+      kind: 'app',
+      clientId: 'latchkey-cli',
+    });
     const whoami = await runCli(['whoami', '--profile', 'box'], cliEnv);
     expect(whoami.code).not.toBe(0);
 

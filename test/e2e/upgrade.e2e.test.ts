@@ -36,7 +36,10 @@ interface Held {
 }
 
 const fixtures = fileURLToPath(new URL('../fixtures/upgrade/', import.meta.url));
-const latest = { sqlite: Math.max(...readMigrations(sqliteMigrationsDir).map((m) => m.version)), postgres: Math.max(...readMigrations(postgresMigrationsDir).map((m) => m.version)) };
+const latest = {
+  sqlite: Math.max(...readMigrations(sqliteMigrationsDir).map((m) => m.version)),
+  postgres: Math.max(...readMigrations(postgresMigrationsDir).map((m) => m.version)),
+};
 const pgRequired = process.env.LATCHKEY_REQUIRE_PG === '1';
 const cleanups: (() => Promise<void> | void)[] = [];
 afterAll(async () => {
@@ -44,7 +47,10 @@ afterAll(async () => {
 });
 
 /** A database as the fixture left it, ready for this build: its LATCHKEY_* environment. */
-async function restore(fixture: string, store: 'sqlite' | 'postgres'): Promise<{ env: Record<string, string>; held: Held; sql: (text: string) => Promise<void> }> {
+async function restore(
+  fixture: string,
+  store: 'sqlite' | 'postgres',
+): Promise<{ env: Record<string, string>; held: Held; sql: (text: string) => Promise<void> }> {
   const dir = join(fixtures, fixture, store);
   const held = JSON.parse(readFileSync(join(dir, 'held.json'), 'utf8')) as Held;
   // The approved device code lived a day at most; it is moved to now, as if its device polled today.
@@ -123,87 +129,97 @@ describe.runIf(pgRequired && !pgTestUrl)('PostgreSQL for the upgrade tests', () 
   });
 });
 
-describe.each(cases.filter((c) => c.store === 'sqlite' || pgTestUrl !== undefined))('upgrading the database the main of $fixture left on $store', ({ fixture, store, from, renumbered, sealedBefore }) => {
-  it('the start says what it did; the person, the clients and the sign-ins of the older build keep working; the second start changes nothing', async () => {
-    const { env, held, sql } = await restore(fixture, store);
-    env.LATCHKEY_ISSUER = held.issuer;
-    const server = await startServerProcess(env);
-    try {
-      const output = server.output();
-      const names = readMigrations(store === 'sqlite' ? sqliteMigrationsDir : postgresMigrationsDir)
-        .filter((m) => m.version > from)
-        .map((m) => m.name.replace(/\.sql$/, ''));
-      expect(output).toContain(`Upgraded the database from schema version ${from} to ${latest[store]}: ${names.join(', ')}`);
-      if (renumbered) expect(output).toContain(`${renumbering}: Latchkey builds from before it will refuse this database`);
-      else expect(output).not.toContain(renumbering);
-      if (!sealedBefore) expect(output).toMatch(/Encrypted \d+ stored secrets that an older version kept in the clear \(key [A-Za-z0-9_-]{8}\)/);
-      if (!sealedBefore && store === 'sqlite') expect(output).toContain(`Created the secret key file ${env.LATCHKEY_DB}.key`);
-      expect(output).not.toContain('"level"'); // the terminal gets sentences, not log lines
+describe.each(cases.filter((c) => c.store === 'sqlite' || pgTestUrl !== undefined))(
+  'upgrading the database the main of $fixture left on $store',
+  ({ fixture, store, from, renumbered, sealedBefore }) => {
+    it('the start says what it did; the person, the clients and the sign-ins of the older build keep working; the second start changes nothing', async () => {
+      const { env, held, sql } = await restore(fixture, store);
+      env.LATCHKEY_ISSUER = held.issuer;
+      const server = await startServerProcess(env);
+      try {
+        const output = server.output();
+        const names = readMigrations(store === 'sqlite' ? sqliteMigrationsDir : postgresMigrationsDir)
+          .filter((m) => m.version > from)
+          .map((m) => m.name.replace(/\.sql$/, ''));
+        expect(output).toContain(`Upgraded the database from schema version ${from} to ${latest[store]}: ${names.join(', ')}`);
+        if (renumbered) expect(output).toContain(`${renumbering}: Latchkey builds from before it will refuse this database`);
+        else expect(output).not.toContain(renumbering);
+        if (!sealedBefore) expect(output).toMatch(/Encrypted \d+ stored secrets that an older version kept in the clear \(key [A-Za-z0-9_-]{8}\)/);
+        if (!sealedBefore && store === 'sqlite') expect(output).toContain(`Created the secret key file ${env.LATCHKEY_DB}.key`);
+        expect(output).not.toContain('"level"'); // the terminal gets sentences, not log lines
 
-      // The sign-in the older build refreshed goes on.
-      const refreshed = await post(server, '/oauth/token', { grant_type: 'refresh_token', client_id: 'tv', refresh_token: held.refreshToken });
-      expect(refreshed.status).toBe(200);
-      // The device the person approved before the upgrade gets its tokens.
-      const redeemed = await post(server, '/oauth/token', { grant_type: deviceGrantType, client_id: 'tv', device_code: held.approvedDeviceCode });
-      expect({ status: redeemed.status, error: redeemed.body.error }).toEqual({ status: 200, error: undefined });
-      // The confidential client's secret still authenticates it (RFC 7009 asks a confidential client to).
-      expect((await post(server, '/oauth/revoke', { token: 'lk_rt_unknown' }, basic('webapp', held.webappSecret))).status).toBe(200);
-      expect((await post(server, '/oauth/revoke', { token: 'lk_rt_unknown' }, basic('webapp', 'lk_cs_wrong'))).status).toBe(401);
-      // The person signs in with the password the older build stored.
-      const device = await post(server, '/oauth/device/code', { client_id: 'tv', scope: 'openid' });
-      const page = await actOnDeviceCode(new Browser(fetchTransport(server.base)), `/activate?user_code=${device.body.user_code}`, { username: 'alice', password: held.alicePassword }, 'allow');
-      expect(page.status).toBe(200);
-      // The keys the older build signed with are still published (its tokens verify until they expire).
-      const jwks = (await (await fetch(`${server.base}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
-      expect(jwks.keys.map((k) => k.kid)).toContain(decodeProtectedHeader(held.accessToken).kid);
-      // The admin commands read it too.
-      const users = await runCli(['users', 'list', '--json'], { ...env, LATCHKEY_ISSUER: held.issuer });
-      expect(users.code, users.stderr).toBe(0);
-      expect((JSON.parse(users.stdout) as { username: string }[]).map((u) => u.username)).toContain('alice');
-    } finally {
-      await server.stop();
-    }
+        // The sign-in the older build refreshed goes on.
+        const refreshed = await post(server, '/oauth/token', { grant_type: 'refresh_token', client_id: 'tv', refresh_token: held.refreshToken });
+        expect(refreshed.status).toBe(200);
+        // The device the person approved before the upgrade gets its tokens.
+        const redeemed = await post(server, '/oauth/token', { grant_type: deviceGrantType, client_id: 'tv', device_code: held.approvedDeviceCode });
+        expect({ status: redeemed.status, error: redeemed.body.error }).toEqual({ status: 200, error: undefined });
+        // The confidential client's secret still authenticates it (RFC 7009 asks a confidential client to).
+        expect((await post(server, '/oauth/revoke', { token: 'lk_rt_unknown' }, basic('webapp', held.webappSecret))).status).toBe(200);
+        expect((await post(server, '/oauth/revoke', { token: 'lk_rt_unknown' }, basic('webapp', 'lk_cs_wrong'))).status).toBe(401);
+        // The person signs in with the password the older build stored.
+        const device = await post(server, '/oauth/device/code', { client_id: 'tv', scope: 'openid' });
+        const page = await actOnDeviceCode(
+          new Browser(fetchTransport(server.base)),
+          `/activate?user_code=${device.body.user_code}`,
+          { username: 'alice', password: held.alicePassword },
+          'allow',
+        );
+        expect(page.status).toBe(200);
+        // The keys the older build signed with are still published (its tokens verify until they expire).
+        const jwks = (await (await fetch(`${server.base}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
+        expect(jwks.keys.map((k) => k.kid)).toContain(decodeProtectedHeader(held.accessToken).kid);
+        // The admin commands read it too.
+        const users = await runCli(['users', 'list', '--json'], { ...env, LATCHKEY_ISSUER: held.issuer });
+        expect(users.code, users.stderr).toBe(0);
+        expect((JSON.parse(users.stdout) as { username: string }[]).map((u) => u.username)).toContain('alice');
+      } finally {
+        await server.stop();
+      }
 
-    const again = await startServerProcess({ ...env, LATCHKEY_ISSUER: held.issuer });
-    try {
-      expect(again.output()).not.toContain('Upgraded the database');
-      expect(again.output()).not.toContain(renumbering);
-      expect(again.output()).not.toContain('Encrypted');
-    } finally {
-      await again.stop();
-    }
+      const again = await startServerProcess({ ...env, LATCHKEY_ISSUER: held.issuer });
+      try {
+        expect(again.output()).not.toContain('Upgraded the database');
+        expect(again.output()).not.toContain(renumbering);
+        expect(again.output()).not.toContain('Encrypted');
+      } finally {
+        await again.stop();
+      }
 
-    // Later a newer build upgrades it, and this one is started on it by mistake.
-    await sql("INSERT INTO schema_migrations (version, name, applied_at, checksum, latchkey_version) VALUES (999, '0999_later.sql', 1, 'x', '9.9.9')");
-    const refusal = new RegExp(
-      `^latchkey: LATCHKEY_DB: cannot open the database .*: the database was upgraded by Latchkey 9\\.9\\.9 \\(schema version 999, 0999_later\\.sql\\); this is Latchkey [0-9.]+, which knows schema versions up to ${latest[store]}: run Latchkey 9\\.9\\.9 or newer, or restore the backup made before the upgrade\\n$`,
-    );
-    const serve = await runCli(['serve'], { ...env, PORT: String(await freePort()) });
-    expect(serve.code).toBe(3);
-    expect(serve.stderr).toMatch(refusal);
-    const list = await runCli(['users', 'list'], env);
-    expect(list.code).toBe(3);
-    expect(list.stderr).toMatch(refusal);
-  }, 60_000);
+      // Later a newer build upgrades it, and this one is started on it by mistake.
+      await sql("INSERT INTO schema_migrations (version, name, applied_at, checksum, latchkey_version) VALUES (999, '0999_later.sql', 1, 'x', '9.9.9')");
+      const refusal = new RegExp(
+        `^latchkey: LATCHKEY_DB: cannot open the database .*: the database was upgraded by Latchkey 9\\.9\\.9 \\(schema version 999, 0999_later\\.sql\\); this is Latchkey [0-9.]+, which knows schema versions up to ${latest[store]}: run Latchkey 9\\.9\\.9 or newer, or restore the backup made before the upgrade\\n$`,
+      );
+      const serve = await runCli(['serve'], { ...env, PORT: String(await freePort()) });
+      expect(serve.code).toBe(3);
+      expect(serve.stderr).toMatch(refusal);
+      const list = await runCli(['users', 'list'], env);
+      expect(list.code).toBe(3);
+      expect(list.stderr).toMatch(refusal);
+    }, 60_000);
+  },
+);
 
-});
-
-describe.each(cases.filter((c) => !c.sealedBefore && (c.store === 'sqlite' || pgTestUrl !== undefined)))('an admin command first, on the database the main of $fixture left on $store', ({ fixture, store, from, renumbered }) => {
-  it('upgrades it, encrypts what was in the clear and says so; the server then starts on it', async () => {
-    const { env, held } = await restore(fixture, store);
-    env.LATCHKEY_ISSUER = held.issuer;
-    const rotate = await runCli(['keys', 'rotate'], env);
-    expect(rotate.code, rotate.stderr).toBe(0);
-    expect(rotate.stderr).toContain(`Upgraded the database from schema version ${from} to ${latest[store]}`);
-    if (renumbered) expect(rotate.stderr).toContain(renumbering);
-    expect(rotate.stderr).toMatch(/Encrypted \d+ stored secrets that an older version kept in the clear/);
-    const server = await startServerProcess(env);
-    try {
-      expect(server.output()).not.toContain('Upgraded the database');
-      const refreshed = await post(server, '/oauth/token', { grant_type: 'refresh_token', client_id: 'tv', refresh_token: held.refreshToken });
-      expect(refreshed.status).toBe(200);
-    } finally {
-      await server.stop();
-    }
-  }, 60_000);
-});
+describe.each(cases.filter((c) => !c.sealedBefore && (c.store === 'sqlite' || pgTestUrl !== undefined)))(
+  'an admin command first, on the database the main of $fixture left on $store',
+  ({ fixture, store, from, renumbered }) => {
+    it('upgrades it, encrypts what was in the clear and says so; the server then starts on it', async () => {
+      const { env, held } = await restore(fixture, store);
+      env.LATCHKEY_ISSUER = held.issuer;
+      const rotate = await runCli(['keys', 'rotate'], env);
+      expect(rotate.code, rotate.stderr).toBe(0);
+      expect(rotate.stderr).toContain(`Upgraded the database from schema version ${from} to ${latest[store]}`);
+      if (renumbered) expect(rotate.stderr).toContain(renumbering);
+      expect(rotate.stderr).toMatch(/Encrypted \d+ stored secrets that an older version kept in the clear/);
+      const server = await startServerProcess(env);
+      try {
+        expect(server.output()).not.toContain('Upgraded the database');
+        const refreshed = await post(server, '/oauth/token', { grant_type: 'refresh_token', client_id: 'tv', refresh_token: held.refreshToken });
+        expect(refreshed.status).toBe(200);
+      } finally {
+        await server.stop();
+      }
+    }, 60_000);
+  },
+);

@@ -73,31 +73,52 @@ async function ageAlice(): Promise<void> {
 }
 
 async function addAlice(extra: string[] = []): Promise<void> {
-  const added = await latchkey(['users', 'add', 'alice', '--email', 'alice@example.com', '--name', 'Alice Liddell', '--password-stdin', ...extra], 'alice-password');
+  const added = await latchkey(
+    ['users', 'add', 'alice', '--email', 'alice@example.com', '--name', 'Alice Liddell', '--password-stdin', ...extra],
+    'alice-password',
+  );
   expect(added.code, added.stderr).toBe(0);
 }
 
 describe('latchkey users add with profile claims', () => {
   it('stores every claim given, lists it with --json (profile and updated_at), and a phone number without a flag is unverified', async () => {
     await addAlice([
-      '--given-name', 'Alice',
-      '--family-name', 'Liddell',
-      '--middle-name', 'Pleasance',
-      '--nickname', 'Al',
-      '--profile-url', 'https://example.com/~alice',
-      '--picture', 'https://example.com/alice.png',
-      '--website', 'https://alice.example',
-      '--gender', 'female',
-      '--birthdate', '0000-05-04',
-      '--zoneinfo', 'europe/london',
-      '--locale', 'en-gb',
-      '--phone-number', '+44 20 7946 0958',
-      '--street-address', 'Christ Church, St Aldates',
-      '--locality', 'Oxford',
-      '--region', 'Oxfordshire',
-      '--postal-code', 'OX1 1DP',
-      '--country', 'GB',
-      '--address-formatted', 'Christ Church\\nOxford OX1 1DP\\nUnited Kingdom',
+      '--given-name',
+      'Alice',
+      '--family-name',
+      'Liddell',
+      '--middle-name',
+      'Pleasance',
+      '--nickname',
+      'Al',
+      '--profile-url',
+      'https://example.com/~alice',
+      '--picture',
+      'https://example.com/alice.png',
+      '--website',
+      'https://alice.example',
+      '--gender',
+      'female',
+      '--birthdate',
+      '0000-05-04',
+      '--zoneinfo',
+      'europe/london',
+      '--locale',
+      'en-gb',
+      '--phone-number',
+      '+44 20 7946 0958',
+      '--street-address',
+      'Christ Church, St Aldates',
+      '--locality',
+      'Oxford',
+      '--region',
+      'Oxfordshire',
+      '--postal-code',
+      'OX1 1DP',
+      '--country',
+      'GB',
+      '--address-formatted',
+      'Christ Church\\nOxford OX1 1DP\\nUnited Kingdom',
     ]);
     const alice = await listed('alice');
     expect(alice).toMatchObject({ email: 'alice@example.com', name: 'Alice Liddell' });
@@ -150,11 +171,35 @@ describe('latchkey users add with profile claims', () => {
 
 describe('latchkey users update', () => {
   it('merges the options given into the stored claims, address members into the stored address, and moves updated_at', async () => {
-    await addAlice(['--given-name', 'Alice', '--nickname', 'Al', '--locality', 'Oxford', '--country', 'GB', '--phone-number', '+44 20 7946 0958', '--phone-number-verified']);
+    await addAlice([
+      '--given-name',
+      'Alice',
+      '--nickname',
+      'Al',
+      '--locality',
+      'Oxford',
+      '--country',
+      'GB',
+      '--phone-number',
+      '+44 20 7946 0958',
+      '--phone-number-verified',
+    ]);
     await ageAlice();
     const before = await listed('alice');
     expect(before.updated_at).toBe('2020-01-01T00:00:00Z');
-    const updated = await latchkey(['users', 'update', 'alice', '--family-name', 'Liddell', '--postal-code', 'OX1 1DP', '--locality', 'Oxford ', '--email', 'alice@oxford.example']);
+    const updated = await latchkey([
+      'users',
+      'update',
+      'alice',
+      '--family-name',
+      'Liddell',
+      '--postal-code',
+      'OX1 1DP',
+      '--locality',
+      'Oxford ',
+      '--email',
+      'alice@oxford.example',
+    ]);
     expect(updated.code, updated.stderr).toBe(0);
     expect(updated.stderr).toContain('Updated alice: email, family_name, address\n');
     const after = await listed('alice');
@@ -190,7 +235,12 @@ describe('latchkey users update', () => {
     expect(result.stderr).toContain('Updated alice: name, nickname, address\n');
     let alice = await listed('alice');
     expect(alice.name).toBeNull();
-    expect(alice.profile).toStrictEqual({ given_name: 'Alice', phone_number: '+44 20 7946 0958', phone_number_verified: false, address: { locality: 'Oxford' } });
+    expect(alice.profile).toStrictEqual({
+      given_name: 'Alice',
+      phone_number: '+44 20 7946 0958',
+      phone_number_verified: false,
+      address: { locality: 'Oxford' },
+    });
 
     result = await latchkey(['users', 'update', 'alice', '--clear', 'address', '--clear', 'phone_number']);
     expect(result.code, result.stderr).toBe(0);
@@ -213,9 +263,17 @@ describe('latchkey users update', () => {
     for (const [args, code, message] of [
       [['users', 'update', 'alice'], 2, 'latchkey: nothing to change: give --email, --name, a profile option or --clear <claim>\n'],
       [['users', 'update', 'alice', '--clear', 'email'], 2, 'latchkey: --clear email: every user has an email; give another with --email\n'],
-      [['users', 'update', 'alice', '--nickname', 'B', '--clear', 'nickname'], 2, 'latchkey: --clear nickname cannot be combined with the option that sets it\n'],
+      [
+        ['users', 'update', 'alice', '--nickname', 'B', '--clear', 'nickname'],
+        2,
+        'latchkey: --clear nickname cannot be combined with the option that sets it\n',
+      ],
       [['users', 'update', 'alice', '--locale', 'en_US'], 2, 'latchkey: --locale "en_US" is not a BCP 47 language tag (e.g. en-US, fr-CA, zh-Hant-TW)\n'],
-      [['users', 'update', 'alice', '--phone-number', '555'], 2, 'latchkey: --phone-number must be 4-32 characters: an optional +, at least 4 digits, spaces and ( ) - . and an optional ;ext=digits (e.g. +1 425 555 1212)\n'],
+      [
+        ['users', 'update', 'alice', '--phone-number', '555'],
+        2,
+        'latchkey: --phone-number must be 4-32 characters: an optional +, at least 4 digits, spaces and ( ) - . and an optional ;ext=digits (e.g. +1 425 555 1212)\n',
+      ],
       [['users', 'update', 'alice', '--nickname', 'A\u0007l'], 2, 'latchkey: --nickname must not contain control characters\n'],
       [['users', 'update', 'alice', '--website', 'https://user:pw@example.com'], 2, 'latchkey: --website must not carry a user name or password\n'],
       [['users', 'update', 'nobody', '--nickname', 'N'], 1, 'latchkey: no user "nobody"\n'],
@@ -236,8 +294,11 @@ describe('latchkey users update', () => {
   it('--help shows the profile options and --clear', async () => {
     const help = await latchkey(['users', 'update', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('Usage: latchkey users update <username> [--email <email>] [--name <full name>] [profile claim options] [--clear <claim>]...');
-    for (const option of ['--given-name', '--profile-url', '--phone-number-verified', '--address-formatted', '--clear <claim>']) expect(help.stdout).toContain(option);
+    expect(help.stdout).toContain(
+      'Usage: latchkey users update <username> [--email <email>] [--name <full name>] [profile claim options] [--clear <claim>]...',
+    );
+    for (const option of ['--given-name', '--profile-url', '--phone-number-verified', '--address-formatted', '--clear <claim>'])
+      expect(help.stdout).toContain(option);
     expect((await latchkey(['users', 'add', '--help'])).stdout).toContain('--birthdate <date>');
     expect((await latchkey(['--help'])).stdout).toMatch(/users update\s+Change a user's email, name or profile claims/);
   });

@@ -36,7 +36,12 @@ export async function testApp(
   const clock = manualClock();
   // LATCHKEY_DB names the store's file, so that the secret key file lives beside it (or, in
   // memory, the key is this process's own).
-  const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', LATCHKEY_DB: options.path ?? ':memory:', ...env });
+  const config = configFrom({
+    LATCHKEY_ISSUER: 'http://latchkey.test',
+    LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password',
+    LATCHKEY_DB: options.path ?? ':memory:',
+    ...env,
+  });
   // The server's set-up (store/open.ts, openConfiguredStore with server: true): the verbs of one
   // event-loop turn share a transaction, and background checkpoints run on a file. The routes are
   // tested on the store they run on in production, batching included.
@@ -97,16 +102,17 @@ async function seedSigningKeys(store: SqliteStore, box: SecretBox, accessTokenAl
     if (!privateKey) keyPairs.set(alg, (privateKey = privateKeyFromPem(generateSigningKey(alg).privateKeyPem)));
     const kid = randomBytes(12).toString('base64url');
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    await store.ensureSigningKey({ kid, alg, privateKeyPem: box.seal(signingKeyContext(kid), pem), publicJwk: publicJwkOf(privateKey, kid, alg), createdAt: now });
+    await store.ensureSigningKey({
+      kid,
+      alg,
+      privateKeyPem: box.seal(signingKeyContext(kid), pem),
+      publicJwk: publicJwkOf(privateKey, kid, alg),
+      createdAt: now,
+    });
   }
 }
 
-export async function addUser(
-  store: Store,
-  username = 'alice',
-  password = 'correct horse battery',
-  extra: Partial<UserRecord> = {},
-): Promise<UserRecord> {
+export async function addUser(store: Store, username = 'alice', password = 'correct horse battery', extra: Partial<UserRecord> = {}): Promise<UserRecord> {
   const user: UserRecord = {
     id: randomId(),
     username,
@@ -174,7 +180,13 @@ export async function addClient(
   return { client, secret };
 }
 
-export async function addApi(store: Store, identifier: string, name = 'Example API', introspectionClients: string[] = [], scopes: string[] = []): Promise<void> {
+export async function addApi(
+  store: Store,
+  identifier: string,
+  name = 'Example API',
+  introspectionClients: string[] = [],
+  scopes: string[] = [],
+): Promise<void> {
   await store.createApi({ identifier, name, createdAt: 1_800_000_000, introspectionClients, scopes });
 }
 

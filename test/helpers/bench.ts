@@ -54,4 +54,3 @@ export function expectOnlyExpectedAnswers(scenarios: Scenario[], label: string) 
     expect(scenario.requestsPerSecond).toBeGreaterThan(0);
   }
 }
-

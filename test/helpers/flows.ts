@@ -21,7 +21,12 @@ export async function tokensFor(
   options: { scope?: string; audience?: string; clientSecret?: string } = {},
 ): Promise<Tokens> {
   const auth: Record<string, string> = options.clientSecret ? { client_secret: options.clientSecret } : {};
-  const start = form({ client_id: clientId, scope: options.scope ?? 'openid email profile offline_access', ...(options.audience ? { audience: options.audience } : {}), ...auth });
+  const start = form({
+    client_id: clientId,
+    scope: options.scope ?? 'openid email profile offline_access',
+    ...(options.audience ? { audience: options.audience } : {}),
+    ...auth,
+  });
   const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...start })).json();
   expect(device.user_code).toBeDefined();
   const grant = await t.store.findDeviceGrantByUserCode(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(device.user_code)!));

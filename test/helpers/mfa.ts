@@ -56,7 +56,12 @@ export async function usePasskeyForm(
   expect(optionsResponse.status, optionsResponse.body).toBe(200);
   const options = JSON.parse(optionsResponse.body) as Record<string, unknown>;
   const returnTo = inputValue(formHtml, 'return_to');
-  return browser.post(action, { csrf_token: csrf, credential: JSON.stringify(respond(options)), ...(returnTo === undefined ? {} : { return_to: returnTo }), ...extra });
+  return browser.post(action, {
+    csrf_token: csrf,
+    credential: JSON.stringify(respond(options)),
+    ...(returnTo === undefined ? {} : { return_to: returnTo }),
+    ...extra,
+  });
 }
 
 /**
@@ -64,7 +69,12 @@ export async function usePasskeyForm(
  * (made as `latchkey users mfa-enroll` makes it), opened in `browser` — signed in as that person —
  * and accepted with its Continue button. Returns the link and the answer (a 303 to the security page).
  */
-export async function acceptEnrolmentLink(t: TestApp, browser: Browser, username: string, returnTo?: string): Promise<{ link: string; accepted: BrowserResponse }> {
+export async function acceptEnrolmentLink(
+  t: TestApp,
+  browser: Browser,
+  username: string,
+  returnTo?: string,
+): Promise<{ link: string; accepted: BrowserResponse }> {
   const user = await t.store.findUserByUsername(username);
   expect(user, `a user ${username}`).toBeDefined();
   const { link } = await createEnrolmentLink(t.store, t.config.issuer, user!, Math.floor(t.clock()));

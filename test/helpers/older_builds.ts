@@ -42,7 +42,10 @@ export type OlderRecord = { checksums: false } | { checksums: true; latchkeyVers
 
 export function applyAsOlderBuildSqlite(db: Database.Database, migrations: Migration[], record: OlderRecord, appliedAt: number): void {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT');
-  if (record.checksums && (db.prepare("SELECT count(*) AS n FROM pragma_table_info('schema_migrations') WHERE name = 'checksum'").get() as { n: number }).n === 0) {
+  if (
+    record.checksums &&
+    (db.prepare("SELECT count(*) AS n FROM pragma_table_info('schema_migrations') WHERE name = 'checksum'").get() as { n: number }).n === 0
+  ) {
     db.exec('ALTER TABLE schema_migrations ADD COLUMN checksum TEXT; ALTER TABLE schema_migrations ADD COLUMN latchkey_version TEXT');
   }
   for (const m of migrations) {
@@ -72,7 +75,8 @@ export async function applyAsOlderBuildPostgres(
   between?: { before: number; run: (pool: pg.Pool) => Promise<void> },
 ): Promise<void> {
   await pool.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)');
-  if (record.checksums) await pool.query('ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum TEXT, ADD COLUMN IF NOT EXISTS latchkey_version TEXT');
+  if (record.checksums)
+    await pool.query('ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum TEXT, ADD COLUMN IF NOT EXISTS latchkey_version TEXT');
   for (const m of migrations) {
     if (between !== undefined && m.version === between.before) await between.run(pool);
     await pool.query(m.sql);

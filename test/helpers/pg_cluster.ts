@@ -43,7 +43,8 @@ export async function startPgCluster(): Promise<PgCluster> {
   if (bin === undefined) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
   const root = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-pgcluster-'));
-  if (root) chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })));
+  if (root)
+    chownSync(dir, Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })));
   const run = (program: string, args: string[]) => {
     const command = join(bin, program);
     execFileSync(root ? 'runuser' : command, root ? ['-u', 'postgres', '--', command, ...args] : args, { stdio: 'pipe' });

@@ -105,8 +105,14 @@ export function spawnCli(args: string[], env: Record<string, string>): RunningCl
         const started = Date.now();
         const check = () => {
           const match = err.match(pattern);
-          if (match) { resolve(match); return; }
-          if (Date.now() - started > timeoutMs || child.exitCode !== null) { reject(new Error(`no ${pattern} in stderr:\n${err}`)); return; }
+          if (match) {
+            resolve(match);
+            return;
+          }
+          if (Date.now() - started > timeoutMs || child.exitCode !== null) {
+            reject(new Error(`no ${pattern} in stderr:\n${err}`));
+            return;
+          }
           setTimeout(check, 25);
         };
         check();

@@ -97,7 +97,10 @@ interface SqliteColumn {
 
 export function sqliteSchemaFacts(db: Database.Database): string[] {
   const facts: string[] = [];
-  const tables = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string; sql: string }[];
+  const tables = db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as {
+    name: string;
+    sql: string;
+  }[];
   for (const { name: table, sql } of tables) {
     facts.push(`table ${table}`);
     const body = sql.slice(sql.indexOf('(') + 1, sql.lastIndexOf(')'));
@@ -119,20 +122,30 @@ export function sqliteSchemaFacts(db: Database.Database): string[] {
       if (column.notnull || column.pk) fact += ' not null';
       if (column.pk && autoincrement && column.type === 'INTEGER') fact += ' default autoincrement';
       else if (column.dflt_value !== null) {
-        const value = booleans.has(column.name) ? { '0': 'false', '1': 'true' }[column.dflt_value] ?? column.dflt_value : column.dflt_value;
+        const value = booleans.has(column.name) ? ({ '0': 'false', '1': 'true' }[column.dflt_value] ?? column.dflt_value) : column.dflt_value;
         fact += ` default ${value}`;
       }
       facts.push(fact);
     }
     // Table constraints: CHECKs written after the columns.
     for (const definition of definitions.filter((d) => /^CHECK\b/i.test(d))) facts.push(`check ${table} ${normalizeCheck(definition)}`);
-    const primaryKey = columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name);
+    const primaryKey = columns
+      .filter((c) => c.pk > 0)
+      .sort((a, b) => a.pk - b.pk)
+      .map((c) => c.name);
     if (primaryKey.length > 0) facts.push(`primary key ${table} (${primaryKey.join(', ')})`);
 
-    const indexes = db.prepare('SELECT name, "unique", origin, partial FROM pragma_index_list(?)').all(table) as { name: string; unique: number; origin: string; partial: number }[];
+    const indexes = db.prepare('SELECT name, "unique", origin, partial FROM pragma_index_list(?)').all(table) as {
+      name: string;
+      unique: number;
+      origin: string;
+      partial: number;
+    }[];
     for (const index of indexes) {
       if (index.origin === 'pk') continue;
-      const keys = (db.prepare('SELECT name, coll, key FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno').all(index.name) as { name: string | null; coll: string }[]).map((k) => {
+      const keys = (
+        db.prepare('SELECT name, coll, key FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno').all(index.name) as { name: string | null; coll: string }[]
+      ).map((k) => {
         const column = k.name ?? '<expression>';
         return k.coll === 'BINARY' ? column : `${column} collate ${k.coll.toLowerCase()}`;
       });
@@ -185,7 +198,9 @@ function postgresIndexKey(key: string): string {
 export async function postgresSchemaFacts(client: pg.Pool | pg.PoolClient | pg.Client, schema: string): Promise<string[]> {
   const facts: string[] = [];
   const q = async <T>(sql: string): Promise<T[]> => (await client.query(sql, [schema])).rows as T[];
-  for (const { table_name } of await q<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE'")) {
+  for (const { table_name } of await q<{ table_name: string }>(
+    "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE'",
+  )) {
     facts.push(`table ${table_name}`);
   }
   const columns = await q<{ table_name: string; column_name: string; data_type: string; is_nullable: string; column_default: string | null }>(
@@ -200,7 +215,15 @@ export async function postgresSchemaFacts(client: pg.Pool | pg.PoolClient | pg.C
     }
     facts.push(fact);
   }
-  const constraints = await q<{ table: string; contype: string; def: string; columns: string[]; ref_table: string | null; ref_columns: string[] | null; confdeltype: string }>(
+  const constraints = await q<{
+    table: string;
+    contype: string;
+    def: string;
+    columns: string[];
+    ref_table: string | null;
+    ref_columns: string[] | null;
+    confdeltype: string;
+  }>(
     `SELECT t.relname AS table, c.contype, pg_get_constraintdef(c.oid) AS def,
             ARRAY(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.i)::text[] AS columns,
             r.relname AS ref_table,
@@ -214,7 +237,10 @@ export async function postgresSchemaFacts(client: pg.Pool | pg.PoolClient | pg.C
     if (c.contype === 'p') facts.push(`primary key ${c.table} (${c.columns.join(', ')})`);
     else if (c.contype === 'u') facts.push(`unique ${c.table} (${c.columns.join(', ')})`);
     else if (c.contype === 'c') facts.push(`check ${c.table} ${normalizeCheck(c.def)}`);
-    else if (c.contype === 'f') facts.push(`foreign key ${c.table} (${c.columns.join(', ')}) references ${c.ref_table} (${c.ref_columns!.join(', ')}) on delete ${onDelete[c.confdeltype]}`);
+    else if (c.contype === 'f')
+      facts.push(
+        `foreign key ${c.table} (${c.columns.join(', ')}) references ${c.ref_table} (${c.ref_columns!.join(', ')}) on delete ${onDelete[c.confdeltype]}`,
+      );
   }
   const indexes = await q<{ table: string; name: string; unique: boolean; keys: string[]; predicate: string | null }>(
     `SELECT t.relname AS table, i.relname AS name, x.indisunique AS unique,

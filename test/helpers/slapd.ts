@@ -123,7 +123,27 @@ export async function startSlapd(): Promise<RunningSlapd> {
   mkdirSync(join(dir, 'db'));
   const cert = join(dir, 'cert.pem');
   const key = join(dir, 'key.pem');
-  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'pipe' });
+  const made = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'pipe' },
+  );
   if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
   const conf = join(dir, 'slapd.conf');
   writeFileSync(

@@ -43,7 +43,10 @@ export async function startSmtpServer(credentials?: { user: string; password: st
     allowInsecureAuth: true,
     logger: false,
     onAuth(auth, _session, callback) {
-      if (credentials && auth.username === credentials.user && auth.password === credentials.password) { callback(null, { user: auth.username }); return; }
+      if (credentials && auth.username === credentials.user && auth.password === credentials.password) {
+        callback(null, { user: auth.username });
+        return;
+      }
       state.authFailures++;
       callback(new Error('Invalid username or password'));
     },

@@ -94,7 +94,13 @@ export class SoftAuthenticator {
     const idLength = Buffer.alloc(2);
     idLength.writeUInt16BE(id.length);
     const authData = Buffer.concat([sha256(rpId), Buffer.from([flags]), counter, Buffer.alloc(16), idLength, id, cbor(cose)]);
-    const attestationObject = cbor(new Map<string, Cbor>([['fmt', 'none'], ['attStmt', new Map()], ['authData', authData]]));
+    const attestationObject = cbor(
+      new Map<string, Cbor>([
+        ['fmt', 'none'],
+        ['attStmt', new Map()],
+        ['authData', authData],
+      ]),
+    );
     const clientData = JSON.stringify({ type: 'webauthn.create', challenge: options.challenge, origin: bend.origin ?? this.origin, crossOrigin: false });
     this.credentials.push(credential);
     return {
@@ -117,7 +123,9 @@ export class SoftAuthenticator {
     counter.writeUInt32BE(chosen.counter);
     const flags = 0x01 | (bend.noUserVerification ? 0 : 0x04);
     const authData = Buffer.concat([sha256(options.rpId ?? chosen.rpId), Buffer.from([flags]), counter]);
-    const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin: bend.origin ?? this.origin, crossOrigin: false }));
+    const clientData = Buffer.from(
+      JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin: bend.origin ?? this.origin, crossOrigin: false }),
+    );
     const signature = sign('sha256', Buffer.concat([authData, sha256(clientData)]), chosen.privateKey);
     return {
       id: b64url(chosen.id),

@@ -17,7 +17,9 @@ export interface RunningUpstream {
   close(): Promise<void>;
 }
 
-async function listen(handler: (request: IncomingMessage, response: ServerResponse, body: URLSearchParams) => unknown): Promise<{ server: Server; base: string }> {
+async function listen(
+  handler: (request: IncomingMessage, response: ServerResponse, body: URLSearchParams) => unknown,
+): Promise<{ server: Server; base: string }> {
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (c: Buffer) => chunks.push(c));
@@ -89,7 +91,9 @@ export interface FakeOidcProvider extends RunningUpstream {
   lastTokenAuth: 'client_secret_basic' | 'client_secret_post' | undefined;
 }
 
-export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'upstream-sub-1', email: 'pat@upstream.example', email_verified: true, name: 'Pat Upstream', preferred_username: 'pat' }): Promise<FakeOidcProvider> {
+export async function startFakeOidcProvider(
+  person: FakeOidcPerson = { sub: 'upstream-sub-1', email: 'pat@upstream.example', email_verified: true, name: 'Pat Upstream', preferred_username: 'pat' },
+): Promise<FakeOidcProvider> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
   const forger = await generateKeyPair('RS256', { extractable: true });
   const jwk = { ...(await exportJWK(publicKey)), kid: 'fake-1', alg: 'RS256', use: 'sig' };
@@ -99,12 +103,23 @@ export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'ups
     base: '',
     clientId: 'latchkey-downstream',
     clientSecret: randomBytes(16).toString('hex'),
-    behaviour: { person, idTokenOverrides: {}, idTokenOmits: [], responseIss: undefined, authorizeError: undefined, hang: new Set(), authorizationOrigin: undefined, signWithUnpublishedKey: false, authTime: undefined },
+    behaviour: {
+      person,
+      idTokenOverrides: {},
+      idTokenOmits: [],
+      responseIss: undefined,
+      authorizeError: undefined,
+      hang: new Set(),
+      authorizationOrigin: undefined,
+      signWithUnpublishedKey: false,
+      authTime: undefined,
+    },
     lastAuthorize: undefined,
     lastTokenAuth: undefined,
     close: async () => undefined,
   };
-  const sign = (claims: Record<string, unknown>, key: CryptoKey) => new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'fake-1', typ: 'JWT' }).sign(key);
+  const sign = (claims: Record<string, unknown>, key: CryptoKey) =>
+    new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: 'fake-1', typ: 'JWT' }).sign(key);
   const { server, base } = await listen(async (request, response, body) => {
     const url = new URL(request.url ?? '/', 'http://x');
     if (provider.behaviour.hang.has(url.pathname)) return; // never answers
@@ -154,7 +169,10 @@ export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'ups
         // client_secret_basic (RFC 6749 §2.3.1: form-urlencoded id and secret, then Basic) or _post.
         const basic = /^Basic (.+)$/i.exec(request.headers.authorization ?? '');
         const [clientId, clientSecret] = basic
-          ? Buffer.from(basic[1]!, 'base64').toString('utf8').split(':').map((part) => decodeURIComponent(part.replace(/\+/g, ' ')))
+          ? Buffer.from(basic[1]!, 'base64')
+              .toString('utf8')
+              .split(':')
+              .map((part) => decodeURIComponent(part.replace(/\+/g, ' ')))
           : [body.get('client_id'), body.get('client_secret')];
         provider.lastTokenAuth = basic ? 'client_secret_basic' : 'client_secret_post';
         if (clientId !== provider.clientId || clientSecret !== provider.clientSecret) return json(response, 401, { error: 'invalid_client' });
@@ -175,7 +193,12 @@ export async function startFakeOidcProvider(person: FakeOidcPerson = { sub: 'ups
         };
         for (const omitted of provider.behaviour.idTokenOmits) delete claims[omitted];
         Object.assign(claims, provider.behaviour.idTokenOverrides);
-        return json(response, 200, { access_token: access, token_type: 'Bearer', expires_in: 300, id_token: await sign(claims, provider.behaviour.signWithUnpublishedKey ? forger.privateKey : privateKey) });
+        return json(response, 200, {
+          access_token: access,
+          token_type: 'Bearer',
+          expires_in: 300,
+          id_token: await sign(claims, provider.behaviour.signWithUnpublishedKey ? forger.privateKey : privateKey),
+        });
       }
       case 'GET /userinfo': {
         const p = tokens.get((request.headers.authorization ?? '').replace(/^Bearer /i, ''));
@@ -266,7 +289,12 @@ export async function startFakeGithub(): Promise<FakeGithub> {
           redirect.searchParams.set('error', github.authorizeError);
         } else {
           const code = randomBytes(10).toString('hex');
-          codes.set(code, { clientId: url.searchParams.get('client_id') ?? '', redirectUri: redirect.origin + redirect.pathname, nonce: undefined, challenge: url.searchParams.get('code_challenge') ?? undefined });
+          codes.set(code, {
+            clientId: url.searchParams.get('client_id') ?? '',
+            redirectUri: redirect.origin + redirect.pathname,
+            nonce: undefined,
+            challenge: url.searchParams.get('code_challenge') ?? undefined,
+          });
           redirect.searchParams.set('code', code);
         }
         return void response.writeHead(302, { location: redirect.href }).end();
@@ -275,8 +303,10 @@ export async function startFakeGithub(): Promise<FakeGithub> {
         const code = codes.get(body.get('code') ?? '');
         codes.delete(body.get('code') ?? '');
         // GitHub answers errors with 200 and an error body.
-        if (!code || body.get('client_id') !== github.clientId || body.get('client_secret') !== github.clientSecret) return json(response, 200, { error: 'bad_verification_code' });
-        if (code.challenge !== undefined && s256(body.get('code_verifier') ?? '') !== code.challenge) return json(response, 200, { error: 'bad_verification_code' });
+        if (!code || body.get('client_id') !== github.clientId || body.get('client_secret') !== github.clientSecret)
+          return json(response, 200, { error: 'bad_verification_code' });
+        if (code.challenge !== undefined && s256(body.get('code_verifier') ?? '') !== code.challenge)
+          return json(response, 200, { error: 'bad_verification_code' });
         const token = `gho_${randomBytes(16).toString('hex')}`;
         tokens.add(token);
         return json(response, 200, { access_token: token, token_type: 'bearer', scope: 'read:org,read:user,user:email' });
@@ -286,9 +316,21 @@ export async function startFakeGithub(): Promise<FakeGithub> {
       case 'GET /api/v3/user/emails':
         return authorized ? json(response, 200, a.emails) : json(response, 401, { message: 'Bad credentials' });
       case 'GET /api/v3/user/orgs':
-        return authorized ? json(response, 200, a.orgs.map((login) => ({ login }))) : json(response, 401, { message: 'Bad credentials' });
+        return authorized
+          ? json(
+              response,
+              200,
+              a.orgs.map((login) => ({ login })),
+            )
+          : json(response, 401, { message: 'Bad credentials' });
       case 'GET /api/v3/user/teams':
-        return authorized ? json(response, 200, a.teams.map((t) => ({ slug: t.slug, organization: { login: t.org } }))) : json(response, 401, { message: 'Bad credentials' });
+        return authorized
+          ? json(
+              response,
+              200,
+              a.teams.map((t) => ({ slug: t.slug, organization: { login: t.org } })),
+            )
+          : json(response, 401, { message: 'Bad credentials' });
       default:
         return json(response, 404, { message: 'Not Found' });
     }

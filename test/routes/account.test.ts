@@ -22,7 +22,11 @@ async function setUp(env: Record<string, string> = {}) {
   await addUser(t.store, 'alice', 'alice-password', { email: 'alice@example.com', name: 'Alice' });
   await addUser(t.store, 'bob', 'bob-password');
   await addClient(t.store, 'tv', { name: 'Living Room TV' });
-  await addClient(t.store, 'photos', { name: 'Photo Editor', redirectUris: ['https://photos.example.com/cb'], grantTypes: ['authorization_code', 'refresh_token'] });
+  await addClient(t.store, 'photos', {
+    name: 'Photo Editor',
+    redirectUris: ['https://photos.example.com/cb'],
+    grantTypes: ['authorization_code', 'refresh_token'],
+  });
   return new Browser(injectTransport(t.app), 'Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0');
 }
 
@@ -39,12 +43,28 @@ const revokeButtons = (html: string) => [...html.matchAll(/name="revoke" value="
 /** Photo Editor through the Authorization Code flow with consent, in `browser` (signed in). */
 async function consentToPhotos(browser: Browser) {
   const { verifier, challenge } = pkcePair();
-  const query = new URLSearchParams({ response_type: 'code', client_id: 'photos', redirect_uri: 'https://photos.example.com/cb', scope: 'openid offline_access', state: 's', code_challenge: challenge, code_challenge_method: 'S256' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'photos',
+    redirect_uri: 'https://photos.example.com/cb',
+    scope: 'openid offline_access',
+    state: 's',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  });
   const consent = await browser.follow(await browser.get(`/authorize?${query}`));
   expect(consent.body).toContain('name="decision"');
-  const decided = await browser.post('/authorize/decision', { csrf_token: inputValue(consent.body, 'csrf_token')!, interaction: inputValue(consent.body, 'interaction')!, decision: 'allow' });
+  const decided = await browser.post('/authorize/decision', {
+    csrf_token: inputValue(consent.body, 'csrf_token')!,
+    interaction: inputValue(consent.body, 'interaction')!,
+    decision: 'allow',
+  });
   const code = new URL(decided.location!).searchParams.get('code')!;
-  const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'photos', code, redirect_uri: 'https://photos.example.com/cb', code_verifier: verifier }) });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    ...form({ grant_type: 'authorization_code', client_id: 'photos', code, redirect_uri: 'https://photos.example.com/cb', code_verifier: verifier }),
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.json<{ access_token: string; refresh_token: string; id_token: string }>();
 }
@@ -83,16 +103,30 @@ describe('the account page', () => {
     expect(await alice()).toMatchObject({ name: 'Alice L.', emailVerified: true });
     // A new email (where reset links go) needs the password: a stolen session cannot redirect them.
     for (const current_password of ['', 'wrong-password']) {
-      const refused = await browser.post('/account/profile', { csrf_token: await csrfOf(browser), name: 'Alice L.', email: 'alice@new.example', current_password });
+      const refused = await browser.post('/account/profile', {
+        csrf_token: await csrfOf(browser),
+        name: 'Alice L.',
+        email: 'alice@new.example',
+        current_password,
+      });
       expect(refused.status).toBe(401);
       expect(refused.body).toContain('enter your current password');
     }
     expect((await alice()).email).toBe('ALICE@example.com');
-    const changed = await browser.post('/account/profile', { csrf_token: await csrfOf(browser), name: 'Alice L.', email: 'alice@new.example', current_password: 'alice-password' });
+    const changed = await browser.post('/account/profile', {
+      csrf_token: await csrfOf(browser),
+      name: 'Alice L.',
+      email: 'alice@new.example',
+      current_password: 'alice-password',
+    });
     expect(changed.status).toBe(200);
     expect(changed.body).toContain('not verified yet');
     expect(await alice()).toMatchObject({ email: 'alice@new.example', emailVerified: false });
-    expect(audited().filter((e) => e.event === 'user.profile_changed').map((e) => e.emailChanged)).toEqual([false, true]);
+    expect(
+      audited()
+        .filter((e) => e.event === 'user.profile_changed')
+        .map((e) => e.emailChanged),
+    ).toEqual([false, true]);
   });
 });
 
@@ -104,7 +138,12 @@ describe('a password stored by an earlier version (scrypt)', () => {
     const now = Math.floor(t.clock());
     await t.store.createSession(session({ idHash: sha256('carol-session'), userId: carol.id, authTime: now, createdAt: now, expiresAt: now + 3600 }));
     browser.cookies.set('latchkey_session', 'carol-session');
-    const changed = await browser.post('/account/profile', { csrf_token: await csrfOf(browser), name: 'Carol', email: 'carol@new.example', current_password: earlierScryptHash.password });
+    const changed = await browser.post('/account/profile', {
+      csrf_token: await csrfOf(browser),
+      name: 'Carol',
+      email: 'carol@new.example',
+      current_password: earlierScryptHash.password,
+    });
     expect(changed.status).toBe(200);
     const stored = (await t.store.findUserById(carol.id))!;
     expect(stored.email).toBe('carol@new.example');
@@ -146,7 +185,12 @@ describe('changing the password', () => {
     const other = new Browser(injectTransport(t.app));
     await signInAs(other);
     const tv = await tokensFor(t, await alice(), 'tv');
-    const changed = await browser.post('/account/password', { csrf_token: await csrfOf(browser), current_password: 'alice-password', new_password: 'a-new-password', keep_other_sign_ins: '1' });
+    const changed = await browser.post('/account/password', {
+      csrf_token: await csrfOf(browser),
+      current_password: 'alice-password',
+      new_password: 'a-new-password',
+      keep_other_sign_ins: '1',
+    });
     expect(changed.status).toBe(200);
     expect((await other.get('/account')).status).toBe(200);
     expect((await refresh(t, 'tv', tv.refresh_token!)).statusCode).toBe(200);
@@ -157,7 +201,8 @@ describe('changing the password', () => {
     await signInAs(browser);
     const csrf = await csrfOf(browser);
     const statuses: number[] = [];
-    for (let i = 0; i < 5; i++) statuses.push((await browser.post('/account/password', { csrf_token: csrf, current_password: `guess-${i}`, new_password: 'a-new-password' })).status);
+    for (let i = 0; i < 5; i++)
+      statuses.push((await browser.post('/account/password', { csrf_token: csrf, current_password: `guess-${i}`, new_password: 'a-new-password' })).status);
     expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
     expect(statuses.slice(3)).toEqual([429, 429]);
   });
@@ -237,7 +282,7 @@ describe('devices and apps', () => {
     expect((await other.get('/account')).status).toBe(303);
     expect((await refresh(t, 'tv', tv.refresh_token!)).json().error).toBe('invalid_grant');
     expect((await t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${tv.access_token}` } })).statusCode).toBe(401);
-    expect((await t.store.listRefreshFamilies((await alice()).id, Math.floor(t.clock())))).toEqual([]);
+    expect(await t.store.listRefreshFamilies((await alice()).id, Math.floor(t.clock()))).toEqual([]);
     // Without the form token: nothing.
     const again = new Browser(injectTransport(t.app));
     await signInAs(again);
@@ -262,7 +307,9 @@ describe('applications you allowed', () => {
     expect(await t.store.listConsents((await alice()).id)).toEqual([]);
     // Withdrawing what was never given: nothing, and that application's sign-ins stay.
     const tv = await tokensFor(t, await alice(), 'tv');
-    expect((await browser.post('/account/consents/withdraw', { csrf_token: inputValue(page.body, 'csrf_token')!, client_id: 'tv' })).body).toContain('had no access');
+    expect((await browser.post('/account/consents/withdraw', { csrf_token: inputValue(page.body, 'csrf_token')!, client_id: 'tv' })).body).toContain(
+      'had no access',
+    );
     expect((await refresh(t, 'tv', tv.refresh_token!)).statusCode).toBe(200);
     expect(audited().filter((e) => e.event === 'consent.withdrawn')).toHaveLength(1);
   });

@@ -80,7 +80,20 @@ async function expectAudited(event: string, fields: Partial<AuditEventRecord> & 
 const text = (res: BrowserResponse) => decodeEntities(res.body.replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' '));
 
 /** Every page of the console, and every form it has (with valid-looking fields). */
-const pages = ['/admin', '/admin/users', '/admin/users/ID', '/admin/clients', '/admin/clients/tv', '/admin/apis', `/admin/apis/edit?identifier=${encodeURIComponent(api)}`, '/admin/roles', '/admin/roles/admin', '/admin/connectors', '/admin/keys', '/admin/audit'];
+const pages = [
+  '/admin',
+  '/admin/users',
+  '/admin/users/ID',
+  '/admin/clients',
+  '/admin/clients/tv',
+  '/admin/apis',
+  `/admin/apis/edit?identifier=${encodeURIComponent(api)}`,
+  '/admin/roles',
+  '/admin/roles/admin',
+  '/admin/connectors',
+  '/admin/keys',
+  '/admin/audit',
+];
 const forms: [string, Record<string, string>][] = [
   ['/admin/users', { username: 'mallory', email: 'm@example.com', name: 'M', password: 'mallory-password' }],
   ['/admin/users/ID/disable', {}],
@@ -126,19 +139,48 @@ async function snapshot() {
     t.store.listSessions(undefined, now()),
   ]);
   const oneTimeLinks = t.store.db.prepare('SELECT token_hash, used_at FROM email_tokens ORDER BY token_hash').all();
-  return JSON.stringify({ users, clients, apis, roles, connectors, keys, sessions: sessions.map((s) => s.id), grants: await t.store.listClientGrants(undefined), oneTimeLinks });
+  return JSON.stringify({
+    users,
+    clients,
+    apis,
+    roles,
+    connectors,
+    keys,
+    sessions: sessions.map((s) => s.id),
+    grants: await t.store.listClientGrants(undefined),
+    oneTimeLinks,
+  });
 }
 
 /** A browser session for `who` made straight in the store, signed in as `amr` says. */
 async function sessionFor(browser: Browser, who: string, amr: AuthMethod[]) {
   const id = randomSecret();
   const { id: userId } = await user(who);
-  await t.store.createSession({ idHash: sha256(id), userId, authTime: now(), amr, createdAt: now(), expiresAt: now() + 3600, interactionId: undefined, id: randomId(), ip: '127.0.0.1', userAgent: 'test', lastSeenAt: now() });
+  await t.store.createSession({
+    idHash: sha256(id),
+    userId,
+    authTime: now(),
+    amr,
+    createdAt: now(),
+    expiresAt: now() + 3600,
+    interactionId: undefined,
+    id: randomId(),
+    ip: '127.0.0.1',
+    userAgent: 'test',
+    lastSeenAt: now(),
+  });
   browser.cookies.set(cookieNames(t.config).session, id);
 }
 
 async function addConnector(id = 'corp') {
-  await t.store.createConnector({ id, type: 'oidc', name: 'Corp SSO', config: { issuer: 'https://sso.corp.example', clientId: 'latchkey', scope: 'openid email profile' }, secret: undefined, createdAt: 1_800_000_000 });
+  await t.store.createConnector({
+    id,
+    type: 'oidc',
+    name: 'Corp SSO',
+    config: { issuer: 'https://sso.corp.example', clientId: 'latchkey', scope: 'openid email profile' },
+    secret: undefined,
+    createdAt: 1_800_000_000,
+  });
 }
 
 describe('who may use the console', () => {
@@ -240,8 +282,19 @@ describe('who may use the console', () => {
     const before = await snapshot();
     for (const [action, fields] of forms) {
       const path = action.replace('ID', bob.id);
-      for (const csrf_token of [undefined, '', 'forged', `${now()}.${'A'.repeat(43)}`, accountToken, adminToken.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'))]) {
-        const res = await browser.post(path, { ...(csrf_token === undefined ? {} : { csrf_token }), ...fields, ...(fields.sign_in ? { sign_in: session!.id } : {}) });
+      for (const csrf_token of [
+        undefined,
+        '',
+        'forged',
+        `${now()}.${'A'.repeat(43)}`,
+        accountToken,
+        adminToken.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+      ]) {
+        const res = await browser.post(path, {
+          ...(csrf_token === undefined ? {} : { csrf_token }),
+          ...fields,
+          ...(fields.sign_in ? { sign_in: session!.id } : {}),
+        });
         expect(res.status, `${path} ${csrf_token}`).toBe(403);
         expect(text(res)).toContain('This form has expired');
       }
@@ -274,7 +327,12 @@ describe('users', () => {
 
   it('creates a user who can then sign in; audited with the admin as actor', async () => {
     const browser = await admin();
-    const res = await submit(browser, '/admin/users', '/admin/users', { username: 'carol', email: 'carol@example.com', name: 'Carol C.', password: 'carol-password' });
+    const res = await submit(browser, '/admin/users', '/admin/users', {
+      username: 'carol',
+      email: 'carol@example.com',
+      name: 'Carol C.',
+      password: 'carol-password',
+    });
     expect(res.status).toBe(303);
     const carol = await user('carol');
     expect(carol).toMatchObject({ email: 'carol@example.com', name: 'Carol C.', source: 'local', disabled: false, roles: [] });
@@ -321,7 +379,14 @@ describe('users', () => {
     const token = await csrfOf(browser);
     expect((await browser.post('/admin/users/no-such-id/disable', { csrf_token: token })).status).toBe(404);
     // Control characters are in no stored key (and PostgreSQL text cannot hold U+0000): refused, never looked up.
-    for (const path of ['/admin/users/%00', '/admin/clients/tv%00', '/admin/roles/admin%0A', '/admin/audit?user=%00', '/admin/audit?client=a%07b', '/admin/apis/edit?identifier=%00']) {
+    for (const path of [
+      '/admin/users/%00',
+      '/admin/clients/tv%00',
+      '/admin/roles/admin%0A',
+      '/admin/audit?user=%00',
+      '/admin/audit?client=a%07b',
+      '/admin/apis/edit?identifier=%00',
+    ]) {
       const res = await browser.get(path);
       expect(res.status, path).toBe(400);
       expect(res.headers['content-type']).toContain('text/html');
@@ -523,7 +588,13 @@ describe('clients', () => {
 
   it('a confidential client: the secret is shown once, on the answer (no-store, not in an address), and never again', async () => {
     const browser = await admin();
-    const res = await submit(browser, '/admin/clients', '/admin/clients', { client_id: 'billing', name: 'Billing', redirect_uris: '', type: 'confidential', grant_type_0: 'client_credentials' });
+    const res = await submit(browser, '/admin/clients', '/admin/clients', {
+      client_id: 'billing',
+      name: 'Billing',
+      redirect_uris: '',
+      type: 'confidential',
+      grant_type_0: 'client_credentials',
+    });
     expect(res.status).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.location).toBeUndefined();
@@ -554,7 +625,11 @@ describe('clients', () => {
     expect(res.headers['cache-control']).toBe('no-store');
     const secret = decodeEntities(res.body.match(/<code class="secret" id="client-secret">([^<]+)<\/code>/)![1]!);
     expect(text(res)).toContain('keeps working until');
-    expect(await t.store.findClient('billing')).toMatchObject({ secretHash: sha256(secret), previousSecretHash: sha256(old!), previousSecretExpiresAt: now() + 3600 });
+    expect(await t.store.findClient('billing')).toMatchObject({
+      secretHash: sha256(secret),
+      previousSecretHash: sha256(old!),
+      previousSecretExpiresAt: now() + 3600,
+    });
     expect((await browser.get('/admin/clients/billing')).body).not.toContain(secret);
     await expectAudited('client.secret_rotated', { clientId: 'billing', details: { keepOldFor: 3600 } });
     const publicOne = await submit(browser, '/admin/clients/tv', '/admin/clients/tv/rotate-secret', { keep_old_for: '0' });
@@ -572,10 +647,18 @@ describe('clients', () => {
       post_logout_redirect_uris: 'https://photos.example.com/bye',
     });
     expect(res.location).toBe('/admin/clients/photos?done=updated');
-    expect(await t.store.findClient('photos')).toMatchObject({ name: 'Photo Editor', redirectUris: ['https://photos.example.com/cb', 'https://photos.example.com/cb2'], postLogoutRedirectUris: ['https://photos.example.com/bye'] });
+    expect(await t.store.findClient('photos')).toMatchObject({
+      name: 'Photo Editor',
+      redirectUris: ['https://photos.example.com/cb', 'https://photos.example.com/cb2'],
+      postLogoutRedirectUris: ['https://photos.example.com/bye'],
+    });
     await expectAudited('client.updated', { clientId: 'photos', details: { changed: ['name', 'redirectUris', 'postLogoutRedirectUris'] } });
     for (const redirect_uris of ['data:text/html,hi', 'not a uri', '', 'https://x.example/\u00e9']) {
-      const refused = await submit(browser, '/admin/clients/photos', '/admin/clients/photos/update', { name: 'Photo Editor', redirect_uris, post_logout_redirect_uris: '' });
+      const refused = await submit(browser, '/admin/clients/photos', '/admin/clients/photos/update', {
+        name: 'Photo Editor',
+        redirect_uris,
+        post_logout_redirect_uris: '',
+      });
       expect(refused.status, redirect_uris).toBe(400);
       expect(refused.body).toContain('id="edit-error"');
       // What was typed is shown again to correct.
@@ -636,7 +719,11 @@ describe('clients', () => {
 describe('APIs', () => {
   it('registers, edits and removes an API; bad input and duplicates answer the page with 4xx', async () => {
     const browser = await admin();
-    const created = await submit(browser, '/admin/apis', '/admin/apis', { identifier: 'https://billing.example.com', name: 'Billing', scopes: 'invoices:read\ninvoices:write\n' });
+    const created = await submit(browser, '/admin/apis', '/admin/apis', {
+      identifier: 'https://billing.example.com',
+      name: 'Billing',
+      scopes: 'invoices:read\ninvoices:write\n',
+    });
     expect(created.location).toBe(`/admin/apis/edit?identifier=${encodeURIComponent('https://billing.example.com')}&done=created`);
     expect(await t.store.findApi('https://billing.example.com')).toMatchObject({ name: 'Billing', scopes: ['invoices:read', 'invoices:write'] });
     await expectAudited('api.created', { details: { identifier: 'https://billing.example.com', scopes: ['invoices:read', 'invoices:write'] } });
@@ -676,7 +763,11 @@ describe('roles', () => {
     const browser = await admin();
     const list = await browser.get('/admin/roles');
     expect(list.body).toContain(`value="${api}:read:reports"`);
-    const created = await submit(browser, '/admin/roles', '/admin/roles', { name: 'reporter', description: 'Reads reports', permission_0: `${api}:read:reports` });
+    const created = await submit(browser, '/admin/roles', '/admin/roles', {
+      name: 'reporter',
+      description: 'Reads reports',
+      permission_0: `${api}:read:reports`,
+    });
     expect(created.location).toBe('/admin/roles/reporter?done=created');
     expect(await t.store.findRole('reporter')).toMatchObject({ description: 'Reads reports', permissions: [{ api, scope: 'read:reports' }], builtIn: false });
     await expectAudited('role.created', { details: { role: 'reporter', permissions: [`${api}:read:reports`] } });
@@ -695,9 +786,16 @@ describe('roles', () => {
       expect(text(refused)).toContain(message);
     }
 
-    const updated = await submit(browser, '/admin/roles/reporter', '/admin/roles/reporter/update', { description: 'Reads and writes', permission_0: `${api}:read:reports`, permission_1: `${api}:write:reports` });
+    const updated = await submit(browser, '/admin/roles/reporter', '/admin/roles/reporter/update', {
+      description: 'Reads and writes',
+      permission_0: `${api}:read:reports`,
+      permission_1: `${api}:write:reports`,
+    });
     expect(updated.location).toBe('/admin/roles/reporter?done=updated');
-    expect((await t.store.findRole('reporter'))!.permissions).toEqual([{ api, scope: 'read:reports' }, { api, scope: 'write:reports' }]);
+    expect((await t.store.findRole('reporter'))!.permissions).toEqual([
+      { api, scope: 'read:reports' },
+      { api, scope: 'write:reports' },
+    ]);
     await expectAudited('role.updated', { details: { role: 'reporter' } });
 
     const alice = await user('alice');
@@ -815,7 +913,15 @@ describe('the audit log', () => {
 
   it('pages through older events with "Older events" links', async () => {
     const browser = await admin();
-    const rows = Array.from({ length: 120 }, (_, i) => ({ at: 1_800_000_000_000 + i, event: 'user.enabled', actor: 'cli', userId: undefined, clientId: undefined, ip: undefined, details: { n: i } }));
+    const rows = Array.from({ length: 120 }, (_, i) => ({
+      at: 1_800_000_000_000 + i,
+      event: 'user.enabled',
+      actor: 'cli',
+      userId: undefined,
+      clientId: undefined,
+      ip: undefined,
+      details: { n: i },
+    }));
     await t.store.appendAuditEvents(rows);
     let page = await browser.get('/admin/audit?event=user.enabled');
     const seen: number[] = [];
@@ -839,7 +945,9 @@ describe('hostile input and edge cases', () => {
     await t.store.createRole({ name: 'xss', description: `Role ${script}`, permissions: [], createdAt: now() });
     await submit(browser, '/admin/clients/xss', '/admin/clients/xss/update', { name: `Renamed ${script}`, redirect_uris: '', post_logout_redirect_uris: '' });
     await t.app.services.auditTrail.flush();
-    await t.store.appendAuditEvents([{ at: now() * 1000, event: 'user.created', actor: 'cli', userId: undefined, clientId: 'xss', ip: undefined, details: { username: script } }]);
+    await t.store.appendAuditEvents([
+      { at: now() * 1000, event: 'user.created', actor: 'cli', userId: undefined, clientId: 'xss', ip: undefined, details: { username: script } },
+    ]);
     for (const path of ['/admin/clients', '/admin/clients/xss', '/admin/roles', '/admin/roles/xss', '/admin/audit']) {
       const page = await browser.get(path);
       expect(page.status, path).toBe(200);
@@ -851,12 +959,21 @@ describe('hostile input and edge cases', () => {
   it('a path cut through an emoji (or a lone surrogate) is a 4xx or the sign-in page, never a 500, for anyone', async () => {
     const browser = await setUp();
     const emoji = encodeURIComponent('😀');
-    for (const path of [`/admin/users/${'a'.repeat(127)}${emoji}/disable`, `/admin/clients/${'a'.repeat(127)}${emoji}/remove`, `/admin/roles/${'a'.repeat(63)}${emoji}/remove`, '/admin/users/%ED%A0%80/disable']) {
+    for (const path of [
+      `/admin/users/${'a'.repeat(127)}${emoji}/disable`,
+      `/admin/clients/${'a'.repeat(127)}${emoji}/remove`,
+      `/admin/roles/${'a'.repeat(63)}${emoji}/remove`,
+      '/admin/users/%ED%A0%80/disable',
+    ]) {
       const res = await browser.post(path, {});
       expect(res.status, path).toBeLessThan(500);
     }
     await signInAs(browser);
-    for (const path of [`/admin/users/${'a'.repeat(127)}${emoji}/disable`, `/admin/clients/${'a'.repeat(127)}${emoji}/remove`, `/admin/roles/${'a'.repeat(63)}${emoji}/remove`]) {
+    for (const path of [
+      `/admin/users/${'a'.repeat(127)}${emoji}/disable`,
+      `/admin/clients/${'a'.repeat(127)}${emoji}/remove`,
+      `/admin/roles/${'a'.repeat(63)}${emoji}/remove`,
+    ]) {
       const res = await submit(browser, '/admin/users', path, {});
       expect(res.status, path).toBeLessThan(500);
     }
@@ -868,7 +985,11 @@ describe('hostile input and edge cases', () => {
     const own = await submit(browser, `/admin/users/${root.id}`, `/admin/users/${root.id}/second-factors/reset`, {});
     expect(own.status).toBe(400);
     expect(text(own)).toContain('your own second factors');
-    const builtIn = await submit(browser, '/admin/clients/latchkey-cli', '/admin/clients/latchkey-cli/update', { name: 'Latchkey CLI', redirect_uris: 'https://evil.example/cb', post_logout_redirect_uris: '' });
+    const builtIn = await submit(browser, '/admin/clients/latchkey-cli', '/admin/clients/latchkey-cli/update', {
+      name: 'Latchkey CLI',
+      redirect_uris: 'https://evil.example/cb',
+      post_logout_redirect_uris: '',
+    });
     expect(builtIn.status).toBe(400);
     expect(text(builtIn)).toContain('fixed');
     expect((await t.store.findClient('latchkey-cli'))!.redirectUris).toEqual(['http://127.0.0.1/callback']);
@@ -898,7 +1019,9 @@ describe('hostile input and edge cases', () => {
     const alice = await user('alice');
     await submit(browser, `/admin/users/${alice.id}`, `/admin/users/${alice.id}/disable`, {});
     await t.app.services.auditTrail.flush();
-    await t.store.appendAuditEvents([{ at: now() * 1000, event: 'user.created', actor: 'cli', userId: undefined, clientId: undefined, ip: undefined, details: { username: 'zed' } }]);
+    await t.store.appendAuditEvents([
+      { at: now() * 1000, event: 'user.created', actor: 'cli', userId: undefined, clientId: undefined, ip: undefined, details: { username: 'zed' } },
+    ]);
     const byRoot = text(await browser.get('/admin/audit?actor=root'));
     expect(byRoot).toContain('user.disabled');
     expect(byRoot).not.toContain('zed');

@@ -107,10 +107,18 @@ describe('an administrator with only a password', () => {
     const options = JSON.parse((await browser.post('/account/security/passkeys/options', { csrf_token: csrf })).body);
     // An administrator grants alice the role meanwhile: she has no factor, so her first needs a link now.
     await t.store.grantRole(await userId('alice'), 'admin', now());
-    const totp = await browser.post('/account/security/totp', { csrf_token: inputValue(setup.body, 'csrf_token')!, setup: inputValue(setup.body, 'setup')!, otp: totpCodeAt(secret, t.clock()) });
+    const totp = await browser.post('/account/security/totp', {
+      csrf_token: inputValue(setup.body, 'csrf_token')!,
+      setup: inputValue(setup.body, 'setup')!,
+      otp: totpCodeAt(secret, t.clock()),
+    });
     expect(totp.status).toBe(403);
     expect(text(totp)).toContain('latchkey users mfa-enroll alice');
-    const passkey = await browser.post('/account/security/passkeys', { csrf_token: csrf, credential: JSON.stringify(authenticator.register(options)), name: 'Laptop' });
+    const passkey = await browser.post('/account/security/passkeys', {
+      csrf_token: csrf,
+      credential: JSON.stringify(authenticator.register(options)),
+      name: 'Laptop',
+    });
     expect(passkey.status).toBe(403);
     await expectNoFactor('alice');
   });
@@ -118,7 +126,15 @@ describe('an administrator with only a password', () => {
   it('LATCHKEY_MFA=required: the sign-in stops at setting up a factor, which a password cannot do; the enrolment link pasted there lets them on, with pwd+otp', async () => {
     const browser = await setUp({ LATCHKEY_MFA: 'required' });
     const { verifier, challenge } = pkcePair();
-    const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid', state: 's1', code_challenge: challenge, code_challenge_method: 'S256' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'web',
+      redirect_uri: 'https://app.example.com/cb',
+      scope: 'openid',
+      state: 's1',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
     const toLogin = await browser.get(`/authorize?${query}`);
     const afterPassword = await signIn(browser, await browser.get(toLogin.location!), 'root', 'root-password');
     const toStepUp = await browser.get(afterPassword.location!);
@@ -136,7 +152,11 @@ describe('an administrator with only a password', () => {
 
     // The operator's link, pasted whole into the page's field: on to the set-up, and from there to the client.
     const { link } = await createEnrolmentLink(t.store, issuer, (await t.store.findUserByUsername('root'))!, now());
-    const accepted = await browser.post('/account/security/enrol', { csrf_token: inputValue(page.body, 'csrf_token')!, code: link, return_to: inputValue(page.body, 'return_to')! });
+    const accepted = await browser.post('/account/security/enrol', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      code: link,
+      return_to: inputValue(page.body, 'return_to')!,
+    });
     expect(accepted.status).toBe(303);
     expect(accepted.location).toBe(toEnrol.location);
     expect(text(await browser.get(accepted.location!))).toContain('Your enrolment link was accepted');
@@ -144,7 +164,11 @@ describe('an administrator with only a password', () => {
     expect(shownRecoveryCodes(codes.body)).toHaveLength(10);
     const final = await browser.get(returnTo);
     const code = new URL(final.location!).searchParams.get('code')!;
-    const tokens = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }) });
+    const tokens = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }),
+    });
     expect(decodeJwt(tokens.json<{ id_token: string }>().id_token)).toMatchObject({ amr: ['pwd', 'otp'], acr: 'urn:latchkey:mfa' });
   });
 
@@ -209,7 +233,9 @@ describe('the sanctioned ways', () => {
     const other = await use(forOps.link);
     expect(other.status).toBe(400);
     expect(text(other)).toContain('This enrolment link has expired or was used');
-    expect(t.store.db.prepare('SELECT used_at FROM email_tokens WHERE token_hash = ?').get(sha256(new URL(forOps.link).searchParams.get('code')!))).toEqual({ used_at: now() });
+    expect(t.store.db.prepare('SELECT used_at FROM email_tokens WHERE token_hash = ?').get(sha256(new URL(forOps.link).searchParams.get('code')!))).toEqual({
+      used_at: now(),
+    });
 
     // A newer link cancels the older.
     const first = await createEnrolmentLink(t.store, issuer, root, now());
@@ -224,7 +250,15 @@ describe('the sanctioned ways', () => {
     await expectNoFactor('root');
 
     // Garbage: a clear 400, never a 500, nothing spent.
-    for (const code of ['', 'lk_fe_short', `lk_fe_${'A'.repeat(43)}`, `lk_pr_${'A'.repeat(43)}`, `${issuer}/account/security/enrol?code=nope`, 'x'.repeat(2048), 'lk_fe_\u0000']) {
+    for (const code of [
+      '',
+      'lk_fe_short',
+      `lk_fe_${'A'.repeat(43)}`,
+      `lk_pr_${'A'.repeat(43)}`,
+      `${issuer}/account/security/enrol?code=nope`,
+      'x'.repeat(2048),
+      'lk_fe_\u0000',
+    ]) {
       const res = await use(code);
       expect(res.status, code.slice(0, 40)).toBe(400);
     }
@@ -284,7 +318,9 @@ describe('the sanctioned ways', () => {
     const opsBrowser = newBrowser();
     await signInAs(opsBrowser, 'ops');
     const opened = await opsBrowser.get(link.slice(issuer.length));
-    expect((await opsBrowser.post('/account/security/enrol', { csrf_token: inputValue(opened.body, 'csrf_token')!, code: inputValue(opened.body, 'code')! })).status).toBe(303);
+    expect(
+      (await opsBrowser.post('/account/security/enrol', { csrf_token: inputValue(opened.body, 'csrf_token')!, code: inputValue(opened.body, 'code')! })).status,
+    ).toBe(303);
     expect((await enrollTotp(t, opsBrowser)).page.status).toBe(200);
 
     // ops has a factor now: no link is made for them.

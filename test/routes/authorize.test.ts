@@ -177,7 +177,7 @@ describe('a state that cannot be echoed: an error page, since an error redirect 
     expect(res.body).not.toContain('action="https://app.example.com/cb"');
   });
 
-  it('in a request object (which replaces the query\'s state): a page', async () => {
+  it("in a request object (which replaces the query's state): a page", async () => {
     const object = `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify({ state: 'caf\u00e9' })).toString('base64url')}.`;
     expectStatePage(await browser.get(authorizeUrl({ state: undefined, request: object })));
   });
@@ -188,11 +188,19 @@ describe('a state that cannot be echoed: an error page, since an error redirect 
 
   it('POSTed: moved to a GET that shows the page; posted too long for an address, the page at once', async () => {
     const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
-    const short = await t.app.inject({ method: 'POST', url: '/authorize', headers: formHeaders, payload: `${authorizeUrl({ state: undefined }).split('?')[1]}&state=one&state=two` });
+    const short = await t.app.inject({
+      method: 'POST',
+      url: '/authorize',
+      headers: formHeaders,
+      payload: `${authorizeUrl({ state: undefined }).split('?')[1]}&state=one&state=two`,
+    });
     expect(short.statusCode).toBe(303);
     expect(short.headers.location).toMatch(/^\/authorize\?/);
     expectStatePage(await browser.get(short.headers.location as string));
-    const long = await browser.post('/authorize', Object.fromEntries(new URLSearchParams(authorizeUrl({ state: 'caf\u00e9', response_type: 'token', padding: 'x'.repeat(8000) }).split('?')[1])));
+    const long = await browser.post(
+      '/authorize',
+      Object.fromEntries(new URLSearchParams(authorizeUrl({ state: 'caf\u00e9', response_type: 'token', padding: 'x'.repeat(8000) }).split('?')[1])),
+    );
     expectStatePage(long);
   });
 
@@ -209,7 +217,11 @@ describe('a state that cannot be echoed: an error page, since an error redirect 
       ['a client without the grant', authorizeUrl({ client_id: 'tv' }), 'unauthorized_client'],
       ['an unknown audience', authorizeUrl({ audience: 'https://nope.example' }), 'invalid_target'],
       ['a malformed nonce', authorizeUrl({ nonce: 'n'.repeat(257) }), 'invalid_request'],
-      ['a state of exactly 1,024 printable characters', `${authorizeUrl({ state: undefined, response_type: 'token' })}&state=${encodeURIComponent(' ~'.repeat(512))}`, 'unsupported_response_type'],
+      [
+        'a state of exactly 1,024 printable characters',
+        `${authorizeUrl({ state: undefined, response_type: 'token' })}&state=${encodeURIComponent(' ~'.repeat(512))}`,
+        'unsupported_response_type',
+      ],
     ];
     for (const [name, url, error] of cases) {
       const res = await browser.get(url);
@@ -231,7 +243,9 @@ describe('a state that cannot be echoed: an error page, since an error redirect 
 describe('GET /authorize: sign-in, consent, code', () => {
   it('an anonymous person signs in, sees the consent page, allows, and is sent back with code, state and iss', async () => {
     const { challenge } = pkcePair();
-    const start = await browser.get(authorizeUrl({ code_challenge: challenge, nonce: 'n-1', audience: 'https://api.example.com', scope: 'openid email offline_access' }));
+    const start = await browser.get(
+      authorizeUrl({ code_challenge: challenge, nonce: 'n-1', audience: 'https://api.example.com', scope: 'openid email offline_access' }),
+    );
     const consent = await signInThrough(start);
     expect(consent.status).toBe(200);
     expect(consent.body).toContain('Allow Photo Editor to access your account?');
@@ -508,9 +522,9 @@ describe('loopback redirects (RFC 8252)', () => {
 });
 
 describe('anonymous requests cost no storage', () => {
-  const tables = () =>
-    (t.store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(({ name }) => name);
-  const rowCounts = () => Object.fromEntries(tables().map((name) => [name, (t.store.db.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n]));
+  const tables = () => (t.store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(({ name }) => name);
+  const rowCounts = () =>
+    Object.fromEntries(tables().map((name) => [name, (t.store.db.prepare(`SELECT count(*) AS n FROM "${name}"`).get() as { n: number }).n]));
 
   it('a flood of anonymous /authorize requests with long state and nonce writes nothing to the database', async () => {
     const before = rowCounts();
@@ -594,7 +608,9 @@ describe('id_token_hint (OIDC Core §3.1.2.1)', () => {
     const payload = JSON.parse(Buffer.from(p!, 'base64url').toString('utf8'));
     payload.sub = 'someone-else';
     const tampered = `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${sig}`;
-    expect(redirectParams(await browser.get(authorizeUrl({ client_id: 'first', prompt: 'none', id_token_hint: tampered }))).get('error')).toBe('invalid_request');
+    expect(redirectParams(await browser.get(authorizeUrl({ client_id: 'first', prompt: 'none', id_token_hint: tampered }))).get('error')).toBe(
+      'invalid_request',
+    );
   });
 
   it('a hint issued to another client is refused', async () => {
@@ -628,9 +644,21 @@ describe('response_mode=form_post', () => {
     const t = await testApp();
     try {
       await addUser(t.store, 'ann', 'ann-password-1');
-      await addClient(t.store, 'web', { grantTypes: ['authorization_code'], redirectUris: ['https://web.example.com/cb'], firstParty: true, requirePkce: false });
+      await addClient(t.store, 'web', {
+        grantTypes: ['authorization_code'],
+        redirectUris: ['https://web.example.com/cb'],
+        firstParty: true,
+        requirePkce: false,
+      });
       const browser = new Browser(injectTransport(t.app));
-      const query = new URLSearchParams({ response_type: 'code', response_mode: 'form_post', client_id: 'web', redirect_uri: 'https://web.example.com/cb', scope: 'openid', state: 'a"b<c' });
+      const query = new URLSearchParams({
+        response_type: 'code',
+        response_mode: 'form_post',
+        client_id: 'web',
+        redirect_uri: 'https://web.example.com/cb',
+        scope: 'openid',
+        state: 'a"b<c',
+      });
       let page = await browser.follow(await browser.get(`/authorize?${query}`));
       page = await signIn(browser, page, 'ann', 'ann-password-1');
       const answer = await browser.get(page.location!);
@@ -656,10 +684,16 @@ describe('response_mode=form_post', () => {
     const t = await testApp();
     try {
       await addClient(t.store, 'app', { grantTypes: ['authorization_code'], redirectUris: ['com.example.app:/cb'] });
-      const bad = await t.app.inject({ method: 'GET', url: `/authorize?${new URLSearchParams({ response_type: 'code', response_mode: 'form_post', client_id: 'app', redirect_uri: 'com.example.app:/cb', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}` });
+      const bad = await t.app.inject({
+        method: 'GET',
+        url: `/authorize?${new URLSearchParams({ response_type: 'code', response_mode: 'form_post', client_id: 'app', redirect_uri: 'com.example.app:/cb', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}`,
+      });
       expect(bad.statusCode).toBe(302);
       expect(new URL(bad.headers.location!).searchParams.get('error')).toBe('invalid_request');
-      const fragment = await t.app.inject({ method: 'GET', url: `/authorize?${new URLSearchParams({ response_type: 'code', response_mode: 'fragment', client_id: 'app', redirect_uri: 'com.example.app:/cb', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}` });
+      const fragment = await t.app.inject({
+        method: 'GET',
+        url: `/authorize?${new URLSearchParams({ response_type: 'code', response_mode: 'fragment', client_id: 'app', redirect_uri: 'com.example.app:/cb', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' })}`,
+      });
       expect(new URL(fragment.headers.location!).searchParams.get('error')).toBe('invalid_request');
       const metadata = (await t.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
       expect(metadata.response_modes_supported).toEqual(['query', 'form_post']);

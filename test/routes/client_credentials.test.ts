@@ -24,7 +24,12 @@ function basic(id: string, value: string): string {
 
 function token(fields: Record<string, string>, authorization?: string) {
   const request = form(fields);
-  return t.app.inject({ method: 'POST', url: '/oauth/token', payload: request.payload, headers: { ...request.headers, ...(authorization ? { authorization } : {}) } });
+  return t.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: request.payload,
+    headers: { ...request.headers, ...(authorization ? { authorization } : {}) },
+  });
 }
 
 beforeEach(async () => {
@@ -97,7 +102,8 @@ describe('client_credentials', () => {
     const api = (await t.store.findApi(reports))!;
     await t.store.updateApi({ ...api, introspectionClients: ['nightly', 'gateway'] });
     const issued = (await token({ grant_type: 'client_credentials' }, basic('nightly', secret))).json().access_token;
-    const introspect = () => t.app.inject({ method: 'POST', url: '/oauth/introspect', ...form({ token: issued, client_id: 'gateway', client_secret: gateway }) });
+    const introspect = () =>
+      t.app.inject({ method: 'POST', url: '/oauth/introspect', ...form({ token: issued, client_id: 'gateway', client_secret: gateway }) });
     expect((await introspect()).json().active).toBe(true);
     await t.store.setClientDisabled('nightly', true);
     const res = await token({ grant_type: 'client_credentials' }, basic('nightly', secret));
@@ -149,7 +155,12 @@ describe('client_credentials', () => {
 
   it("the API's introspection client sees the machine token active without a username; userinfo refuses it", async () => {
     const issued = (await token({ grant_type: 'client_credentials' }, basic('nightly', secret))).json().access_token;
-    const introspection = await t.app.inject({ method: 'POST', url: '/oauth/introspect', ...form({ token: issued }), headers: { ...form({}).headers, authorization: basic('nightly', secret) } });
+    const introspection = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/introspect',
+      ...form({ token: issued }),
+      headers: { ...form({}).headers, authorization: basic('nightly', secret) },
+    });
     expect(introspection.json()).toMatchObject({ active: true, sub: 'nightly', client_id: 'nightly', scope: 'read:reports' });
     expect(introspection.json().username).toBeUndefined();
     const userinfo = await t.app.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${issued}` } });
@@ -160,7 +171,11 @@ describe('client_credentials', () => {
     const issued = (await token({ grant_type: 'client_credentials' }, basic('nightly', secret))).json().access_token;
     const revoke = await t.app.inject({ method: 'POST', url: '/oauth/revoke', ...form({ token: issued, client_id: 'nightly', client_secret: secret }) });
     expect(revoke.statusCode).toBe(200);
-    const introspection = await t.app.inject({ method: 'POST', url: '/oauth/introspect', ...form({ token: issued, client_id: 'nightly', client_secret: secret }) });
+    const introspection = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/introspect',
+      ...form({ token: issued, client_id: 'nightly', client_secret: secret }),
+    });
     expect(introspection.json().active).toBe(false);
   });
 
@@ -187,7 +202,11 @@ describe('client_credentials', () => {
     expect(metrics.body).toMatch(/latchkey_tokens_issued_total\{grant_type="client_credentials"\} 1/);
     await t.app.services.auditTrail.flush();
     const events = await t.store.listAuditEvents({ event: 'token.issued', limit: 10 });
-    expect(events[0]).toMatchObject({ event: 'token.issued', clientId: 'nightly', details: { grant: 'client_credentials', api: reports, scope: 'read:reports' } });
+    expect(events[0]).toMatchObject({
+      event: 'token.issued',
+      clientId: 'nightly',
+      details: { grant: 'client_credentials', api: reports, scope: 'read:reports' },
+    });
     expect(logLines.some((l) => l.includes('"grant":"client_credentials"'))).toBe(true);
   });
 });
@@ -258,7 +277,14 @@ describe('private_key_jwt and client_secret_jwt (RFC 7523)', () => {
   it('wrong audience, wrong issuer, expired, far-off exp, no jti, another key, alg none, unknown assertion type → invalid_client', async () => {
     const other = await generateKeyPair('ES256');
     const now = Math.floor(t.clock());
-    const noJti = await new SignJWT({}).setProtectedHeader({ alg: 'ES256' }).setIssuer('signer').setSubject('signer').setAudience('http://latchkey.test').setIssuedAt(now).setExpirationTime(now + 60).sign(privateKey);
+    const noJti = await new SignJWT({})
+      .setProtectedHeader({ alg: 'ES256' })
+      .setIssuer('signer')
+      .setSubject('signer')
+      .setAudience('http://latchkey.test')
+      .setIssuedAt(now)
+      .setExpirationTime(now + 60)
+      .sign(privateKey);
     const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none' })).toString('base64url')}.${Buffer.from(JSON.stringify({ iss: 'signer', sub: 'signer', aud: 'http://latchkey.test', exp: now + 60, jti: 'x' })).toString('base64url')}.`;
     const cases: [string, string][] = [
       ['audience', await assertion({ aud: 'https://elsewhere.example.com/token' })],

@@ -72,7 +72,12 @@ async function initialToken(): Promise<string> {
 }
 
 function register(body: unknown, token: string) {
-  return app().app.inject({ method: 'POST', url: '/oauth/register', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, payload: JSON.stringify(body) });
+  return app().app.inject({
+    method: 'POST',
+    url: '/oauth/register',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    payload: JSON.stringify(body),
+  });
 }
 
 /** A public web client with a back-channel logout URI, registered through the endpoint. */
@@ -115,7 +120,15 @@ async function storedTargets(clientId: string, targets: { backchannelLogoutUri?:
 async function sessionWith(clientId: string) {
   const browser = new Browser(injectTransport(app().app));
   const { challenge } = pkcePair();
-  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    scope: 'openid',
+    state: 's',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  });
   const back = await personAllows(browser, new URL(`http://latchkey.test/authorize?${query}`), 'alice', 'alice-password');
   expect(back.searchParams.get('code')).toMatch(/^lk_ac_/);
   const user = (await app().store.findUserByUsername('alice'))!;
@@ -165,7 +178,8 @@ describe('registration refuses server-side targets that name an internal host (R
       expect(res.statusCode, uri).toBe(400);
       expect(res.json(), uri).toEqual({
         error: 'invalid_client_metadata',
-        error_description: 'backchannel_logout_uri must name a public host: the server does not send requests to loopback, private or link-local addresses for registered clients.',
+        error_description:
+          'backchannel_logout_uri must name a public host: the server does not send requests to loopback, private or link-local addresses for registered clients.',
       });
     }
     expect((await app().store.listClients()).length).toBe(clientsBefore);
@@ -206,7 +220,9 @@ describe('at send time: the address connected to is checked (names that resolve 
     const created = (await register(webClient('https://rp.example.com/backchannel'), await initialToken())).json();
     await storedTargets(created.client_id, { backchannelLogoutUri: `http://localhost:${internalPort()}/internal-admin/x` });
     const { session } = await sessionWith(created.client_id);
-    expect(await notifyBackchannelLogout(app().app.services, session, source(), noSleep)).toEqual([{ clientId: created.client_id, delivered: false, attempts: 1 }]);
+    expect(await notifyBackchannelLogout(app().app.services, session, source(), noSleep)).toEqual([
+      { clientId: created.client_id, delivered: false, attempts: 1 },
+    ]);
     expect(hits).toEqual([]);
     const failed = events().find((e) => e.event === 'logout.backchannel_failed');
     expect(failed).toMatchObject({ clientId: created.client_id, attempts: 1 });
@@ -221,7 +237,11 @@ describe('at send time: the address connected to is checked (names that resolve 
     await browser.get('/logout');
     // The delivery runs in the background: wait for its audit event.
     await waitFor(() => events().some((e) => e.event === 'logout.backchannel_failed'), { what: 'the logout.backchannel_failed event' });
-    expect(events().find((e) => e.event === 'logout.backchannel_failed')).toMatchObject({ clientId: created.client_id, attempts: 1, refused: 'outbound request refused: loopback address 127.0.0.1' });
+    expect(events().find((e) => e.event === 'logout.backchannel_failed')).toMatchObject({
+      clientId: created.client_id,
+      attempts: 1,
+      refused: 'outbound request refused: loopback address 127.0.0.1',
+    });
     expect(hits).toEqual([]);
   });
 
@@ -243,9 +263,24 @@ describe('at send time: the address connected to is checked (names that resolve 
     const created = (await register(keyClient('https://rp.example.com/jwks.json'), await initialToken())).json();
     await storedTargets(created.client_id, { jwksUri: `http://localhost:${internalPort()}/internal-admin/jwks` });
     const { challenge } = pkcePair();
-    const parameters = { response_type: 'code', client_id: created.client_id, redirect_uri: redirectUri, scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256' };
-    const request = await new SignJWT(parameters).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(created.client_id).setAudience('http://latchkey.test').sign(keyPair.privateKey);
-    const res = await app().app.inject({ method: 'GET', url: `/authorize?${new URLSearchParams({ response_type: 'code', client_id: created.client_id, redirect_uri: redirectUri, request })}` });
+    const parameters = {
+      response_type: 'code',
+      client_id: created.client_id,
+      redirect_uri: redirectUri,
+      scope: 'openid',
+      state: 's',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    };
+    const request = await new SignJWT(parameters)
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setIssuer(created.client_id)
+      .setAudience('http://latchkey.test')
+      .sign(keyPair.privateKey);
+    const res = await app().app.inject({
+      method: 'GET',
+      url: `/authorize?${new URLSearchParams({ response_type: 'code', client_id: created.client_id, redirect_uri: redirectUri, request })}`,
+    });
     expect(res.statusCode).toBe(302);
     expect(new URL(res.headers.location as string).searchParams.get('error')).toBe('invalid_request_object');
     expect(hits).toEqual([]);
@@ -255,7 +290,11 @@ describe('at send time: the address connected to is checked (names that resolve 
 describe('who may still reach internal addresses', () => {
   it('clients the operator made keep internal targets: the logout token is POSTed, the key set fetched', async () => {
     await start();
-    await addClient(app().store, 'ops-web', { redirectUris: [redirectUri], grantTypes: ['authorization_code'], backchannelLogoutUri: `${internalBase}/backchannel` });
+    await addClient(app().store, 'ops-web', {
+      redirectUris: [redirectUri],
+      grantTypes: ['authorization_code'],
+      backchannelLogoutUri: `${internalBase}/backchannel`,
+    });
     await addClient(app().store, 'ops-machine', { grantTypes: ['client_credentials'], jwksUri: `${internalBase}/jwks` });
     await app().store.saveClientGrant({ clientId: 'ops-machine', api: reports, scopes: ['read:reports'], createdAt: 1_800_000_000 });
     expect((await machineToken(await assertion('ops-machine'))).statusCode).toBe(200);
@@ -274,7 +313,9 @@ describe('who may still reach internal addresses', () => {
     await app().store.saveClientGrant({ clientId: machineId, api: reports, scopes: ['read:reports'], createdAt: 1_800_000_000 });
     expect((await machineToken(await assertion(machineId))).statusCode).toBe(200);
     const { session } = await sessionWith(web.json().client_id);
-    expect(await notifyBackchannelLogout(app().app.services, session, source(), noSleep)).toEqual([{ clientId: web.json().client_id, delivered: true, attempts: 1 }]);
+    expect(await notifyBackchannelLogout(app().app.services, session, source(), noSleep)).toEqual([
+      { clientId: web.json().client_id, delivered: true, attempts: 1 },
+    ]);
     expect(hits.map((h) => `${h.method} ${h.path}`)).toEqual(['GET /internal-admin/jwks', 'POST /internal-admin/backchannel']);
     expect(new URLSearchParams(hits[1]!.body).get('logout_token')).toMatch(/^ey/);
     // Another internal address is still refused.

@@ -41,7 +41,14 @@ async function addConnector(id: string, type: ConnectorType, config: Record<stri
 
 beforeEach(async () => {
   forgetDiscovery();
-  idp.behaviour.person = { sub: 'upstream-sub-1', email: 'pat@upstream.example', email_verified: true, name: 'Pat Upstream', preferred_username: 'pat', groups: ['staff', 'admins'] };
+  idp.behaviour.person = {
+    sub: 'upstream-sub-1',
+    email: 'pat@upstream.example',
+    email_verified: true,
+    name: 'Pat Upstream',
+    preferred_username: 'pat',
+    groups: ['staff', 'admins'],
+  };
   idp.behaviour.idTokenOverrides = {};
   idp.behaviour.idTokenOmits = [];
   idp.behaviour.responseIss = undefined;
@@ -75,7 +82,10 @@ function upstreamUrl(start: BrowserResponse): string {
   expect(start.status).toBe(200);
   const refresh = start.body.match(/<meta http-equiv="refresh" content="0;url=([^"]+)">/)?.[1];
   expect(refresh).toBeDefined();
-  const url = refresh!.replace(/&amp;/g, '&').replace(/&#39;/g, "'").replace(/&quot;/g, '"');
+  const url = refresh!
+    .replace(/&amp;/g, '&')
+    .replace(/&#39;/g, "'")
+    .replace(/&quot;/g, '"');
   expect(start.body).toContain(`href="${refresh}"`);
   return url;
 }
@@ -170,14 +180,28 @@ describe('an OpenID Connect upstream', () => {
   it('groups reach the access token and the id_token of a client the person then signs in to', async () => {
     await addClient(t.store, 'web', { redirectUris: ['https://app.example.com/cb'], grantTypes: ['authorization_code'], firstParty: true });
     const { verifier, challenge } = pkcePair();
-    const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid email', state: 's1', code_challenge: challenge, code_challenge_method: 'S256' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'web',
+      redirect_uri: 'https://app.example.com/cb',
+      scope: 'openid email',
+      state: 's1',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
     const toLogin = await browser.get(`/authorize?${query}`);
     const returnTo = decodeURIComponent(toLogin.location!.split('return_to=')[1]!.split('&')[0]!);
     const { answer } = await throughUpstream(await startWith('acme', returnTo));
     expect(answer.location).toBe(returnTo);
     const done = await browser.get(answer.location!);
     const code = new URL(done.location!).searchParams.get('code')!;
-    const tokens = (await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }) })).json();
+    const tokens = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }),
+      })
+    ).json();
     expect(decodeJwt(tokens.access_token).groups).toEqual(['staff', 'admins']);
     // acme has no --trust-email: its word that the address is verified is not passed on.
     expect(decodeJwt(tokens.id_token)).toMatchObject({ groups: ['staff', 'admins'], email: 'pat@upstream.example', email_verified: false });
@@ -305,7 +329,7 @@ describe('upstream attacks and failures end on a page, with nothing created', ()
 });
 
 describe('accounts: a stable sub, and linking only by a verified email the connector trusts', () => {
-  it('an upstream claiming an admin\'s email, unverified, gets a user of its own even with --trust-email', async () => {
+  it("an upstream claiming an admin's email, unverified, gets a user of its own even with --trust-email", async () => {
     await addConnector('trusting', 'oidc', { issuer: idp.base, clientId: idp.clientId, trustEmail: true }, idp.clientSecret, 'Trusting');
     const admin = await addUser(t.store, 'boss', 'boss-password', { email: 'boss@example.com' });
     idp.behaviour.person = { sub: 'attacker-1', email: 'boss@example.com', email_verified: false, preferred_username: 'boss' };
@@ -328,7 +352,12 @@ describe('accounts: a stable sub, and linking only by a verified email the conne
     await throughUpstream(await startWith('trusting'));
     expect((await t.store.findIdentity('trusting', 'upstream-sub-1'))!.userId).toBe(local.id);
     // The local user keeps its own profile (not the upstream's) but gets the groups.
-    expect(await t.store.findUserById(local.id)).toMatchObject({ username: 'carol', email: 'Pat@Upstream.Example', source: 'local', groups: ['staff', 'admins'] });
+    expect(await t.store.findUserById(local.id)).toMatchObject({
+      username: 'carol',
+      email: 'Pat@Upstream.Example',
+      source: 'local',
+      groups: ['staff', 'admins'],
+    });
     expect(usersCount()).toBe(2);
   });
 
@@ -431,7 +460,14 @@ describe('a GitHub upstream', () => {
     const { answer } = await throughUpstream(start);
     expect(answer.status).toBe(303);
     const identity = await t.store.findIdentity('gh', '4242');
-    expect(await t.store.findUserById(identity!.userId)).toMatchObject({ username: 'octo-cat', email: 'octo@example.com', emailVerified: true, name: 'Octo Cat', groups: ['acme:platform'], source: 'gh' });
+    expect(await t.store.findUserById(identity!.userId)).toMatchObject({
+      username: 'octo-cat',
+      email: 'octo@example.com',
+      emailVerified: true,
+      name: 'Octo Cat',
+      groups: ['acme:platform'],
+      source: 'gh',
+    });
   });
 
   it('someone in none of the organizations is turned away', async () => {
@@ -476,7 +512,14 @@ describe("what an upstream says of a person is checked as `users add` checks an 
 
   it('OIDC (--trust-email): a name with terminal escapes, an email with CR LF and a group with a C1 control are left out; a verified email is not asserted', async () => {
     await addConnector('trusting', 'oidc', { issuer: idp.base, clientId: idp.clientId, trustEmail: true, groupsClaim: 'groups' }, idp.clientSecret, 'Trusting');
-    idp.behaviour.person = { sub: 'hostile-1', email: 'pat@upstream.example\r\nBcc: everyone@example.com', email_verified: true, name: escapes, preferred_username: 'pat', groups: ['staff', 'ops\u009b2J'] };
+    idp.behaviour.person = {
+      sub: 'hostile-1',
+      email: 'pat@upstream.example\r\nBcc: everyone@example.com',
+      email_verified: true,
+      name: escapes,
+      preferred_username: 'pat',
+      groups: ['staff', 'ops\u009b2J'],
+    };
     const { answer } = await throughUpstream(await startWith('trusting'));
     expect(answer.status).toBe(303);
     const user = await t.store.findUserById((await t.store.findIdentity('trusting', 'hostile-1'))!.userId);
@@ -544,7 +587,16 @@ describe('a fresh sign-in asked by a client (prompt=login, max_age) is asked ups
   async function authorizeReturnTo(extra: Record<string, string>): Promise<string> {
     await addClient(t.store, 'web', { redirectUris: ['https://app.example.com/cb'], grantTypes: ['authorization_code'], firstParty: true });
     const { challenge } = pkcePair();
-    const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid', state: 's1', code_challenge: challenge, code_challenge_method: 'S256', ...extra });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'web',
+      redirect_uri: 'https://app.example.com/cb',
+      scope: 'openid',
+      state: 's1',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      ...extra,
+    });
     const toLogin = await browser.get(`/authorize?${query}`);
     return decodeURIComponent(toLogin.location!.split('return_to=')[1]!.split('&')[0]!);
   }
@@ -597,12 +649,20 @@ describe('a fresh sign-in asked by a client (prompt=login, max_age) is asked ups
     await throughUpstream(await startWith('acme'));
     const { verifier, challenge } = pkcePair();
     const authorize = (extra: Record<string, string>) =>
-      browser.get(`/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid', state: 's1', code_challenge: challenge, code_challenge_method: 'S256', ...extra })}`);
+      browser.get(
+        `/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid', state: 's1', code_challenge: challenge, code_challenge_method: 'S256', ...extra })}`,
+      );
     // Signed in here just now, but at the upstream 1000 s ago: max_age=300 asks again…
     expect((await authorize({ max_age: '300' })).location).toMatch(/^\/login\?return_to=.*&fresh=1$/);
     // …and without max_age the code's id_token says when the person really signed in.
     const code = new URL((await authorize({})).location!).searchParams.get('code')!;
-    const tokens = (await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }) })).json();
+    const tokens = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }),
+      })
+    ).json();
     expect(decodeJwt(tokens.id_token).auth_time).toBe(Math.floor(t.clock()) - 1000);
   });
 

@@ -23,7 +23,8 @@ async function startDeviceFlow(userAgent = 'tv-firmware/1.2') {
   return res.json<{ device_code: string; user_code: string; verification_uri_complete: string }>();
 }
 
-const grantOf = async (userCode: string) => (await t.store.findDeviceGrantByUserCode(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(userCode)!)))!;
+const grantOf = async (userCode: string) =>
+  (await t.store.findDeviceGrantByUserCode(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(userCode)!)))!;
 
 async function enterCode(typed: string) {
   const entry = await browser.get('/activate');

@@ -87,7 +87,11 @@ describe('readiness and signing', () => {
     await t.store.rotateSigningKeys([{ ...clear, createdAt: Math.floor(t.clock()) }], Math.floor(t.clock()));
     t.clock.advance(2);
     const ready = await t.app.inject({ method: 'GET', url: '/readyz' });
-    expect({ status: ready.statusCode, body: ready.json(), retryAfter: ready.headers['retry-after'] }).toEqual({ status: 503, body: { status: 'unavailable', reason: 'signing' }, retryAfter: '2' });
+    expect({ status: ready.statusCode, body: ready.json(), retryAfter: ready.headers['retry-after'] }).toEqual({
+      status: 503,
+      body: { status: 'unavailable', reason: 'signing' },
+      retryAfter: '2',
+    });
     const signed = await t.app.services.signer.signAccessToken({ sub: 'x' }).then(
       () => undefined,
       (err: unknown) => err,

@@ -50,7 +50,12 @@ async function proof(options: ProofOptions = {}): Promise<string> {
 }
 
 async function serverNonce(): Promise<string> {
-  const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'refresh_token', client_id: 'cli', refresh_token: 'x' }), headers: { ...form({}).headers, dpop: await proof() } });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    ...form({ grant_type: 'refresh_token', client_id: 'cli', refresh_token: 'x' }),
+    headers: { ...form({}).headers, dpop: await proof() },
+  });
   expect(res.statusCode).toBe(400);
   expect(res.json().error).toBe('use_dpop_nonce');
   return res.headers['dpop-nonce'] as string;
@@ -58,7 +63,9 @@ async function serverNonce(): Promise<string> {
 
 /** The device flow up to the token request, approved by alice in the store. */
 async function approvedDeviceCode(clientId = 'cli', extra: Record<string, string> = {}): Promise<string> {
-  const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: clientId, scope: 'openid offline_access', ...extra }) })).json();
+  const device = (
+    await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: clientId, scope: 'openid offline_access', ...extra }) })
+  ).json();
   const grant = await t.store.findDeviceGrantByUserCode(userCodeDigest(t.app.services.userCodeKey, normalizeUserCode(device.user_code)!));
   await t.store.approveDeviceGrant(grant!.id, alice.id, Math.floor(t.clock()), ['pwd'], Math.floor(t.clock()));
   return device.device_code;
@@ -97,12 +104,17 @@ describe('the token endpoint', () => {
 
   it("a public client's refresh token is bound to the key: refused without a proof or with another key's", async () => {
     const nonce = await serverNonce();
-    const tokens = (await tokenRequest({ grant_type: deviceGrantType, device_code: await approvedDeviceCode(), client_id: 'cli' }, await proof({ nonce }))).json();
+    const tokens = (
+      await tokenRequest({ grant_type: deviceGrantType, device_code: await approvedDeviceCode(), client_id: 'cli' }, await proof({ nonce }))
+    ).json();
     const bare = await tokenRequest({ grant_type: 'refresh_token', client_id: 'cli', refresh_token: tokens.refresh_token });
     expect(bare.statusCode).toBe(400);
     expect(bare.json().error).toBe('invalid_grant');
     const other = await newKey();
-    const stolen = await tokenRequest({ grant_type: 'refresh_token', client_id: 'cli', refresh_token: tokens.refresh_token }, await proof({ nonce, with: other }));
+    const stolen = await tokenRequest(
+      { grant_type: 'refresh_token', client_id: 'cli', refresh_token: tokens.refresh_token },
+      await proof({ nonce, with: other }),
+    );
     expect(stolen.json().error).toBe('invalid_grant');
     const own = await tokenRequest({ grant_type: 'refresh_token', client_id: 'cli', refresh_token: tokens.refresh_token }, await proof({ nonce }));
     expect(own.statusCode).toBe(200);
@@ -142,7 +154,12 @@ describe('the token endpoint', () => {
       expect(res.json().error, label).toBe('invalid_dpop_proof');
     }
     const f = form({ grant_type: deviceGrantType, device_code: deviceCode, client_id: 'cli' });
-    const two = await t.app.inject({ method: 'POST', url: '/oauth/token', payload: f.payload, headers: { ...f.headers, dpop: [await proof({ nonce }), await proof({ nonce })] } });
+    const two = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      payload: f.payload,
+      headers: { ...f.headers, dpop: [await proof({ nonce }), await proof({ nonce })] },
+    });
     expect(two.statusCode).toBe(400);
     // None of those spent the device code: the right proof still gets the tokens.
     expect((await tokenRequest({ grant_type: deviceGrantType, device_code: deviceCode, client_id: 'cli' }, await proof({ nonce }))).statusCode).toBe(200);
@@ -166,7 +183,8 @@ describe('the token endpoint', () => {
 describe('userinfo and introspection', () => {
   async function boundToken(): Promise<string> {
     const nonce = await serverNonce();
-    return (await tokenRequest({ grant_type: deviceGrantType, device_code: await approvedDeviceCode(), client_id: 'cli' }, await proof({ nonce }))).json().access_token;
+    return (await tokenRequest({ grant_type: deviceGrantType, device_code: await approvedDeviceCode(), client_id: 'cli' }, await proof({ nonce }))).json()
+      .access_token;
   }
   const userinfo = (headers: Record<string, string>) => t.app.inject({ method: 'GET', url: '/userinfo', headers });
 
@@ -201,7 +219,9 @@ describe('userinfo and introspection', () => {
 
   it('an unbound token sent with the DPoP scheme is refused', async () => {
     const token = (await tokenRequest({ grant_type: deviceGrantType, device_code: await approvedDeviceCode(), client_id: 'cli' })).json().access_token;
-    expect((await userinfo({ authorization: `DPoP ${token}`, dpop: await proof({ htm: 'GET', htu: `${issuer}/userinfo`, accessToken: token }) })).statusCode).toBe(401);
+    expect(
+      (await userinfo({ authorization: `DPoP ${token}`, dpop: await proof({ htm: 'GET', htu: `${issuer}/userinfo`, accessToken: token }) })).statusCode,
+    ).toBe(401);
     expect((await userinfo({ authorization: `Bearer ${token}` })).statusCode).toBe(200);
   });
 
@@ -209,10 +229,15 @@ describe('userinfo and introspection', () => {
     const secret = (await addClient(t.store, 'tvc', { confidential: true, grantTypes: ['device_code', 'refresh_token'] })).secret!;
     const nonce = await serverNonce();
     const tokens = (
-      await tokenRequest({ grant_type: deviceGrantType, device_code: await approvedDeviceCode('tvc', { client_secret: secret }), client_id: 'tvc', client_secret: secret }, await proof({ nonce }))
+      await tokenRequest(
+        { grant_type: deviceGrantType, device_code: await approvedDeviceCode('tvc', { client_secret: secret }), client_id: 'tvc', client_secret: secret },
+        await proof({ nonce }),
+      )
     ).json();
     expect(tokens.token_type).toBe('DPoP');
-    const seen = (await t.app.inject({ method: 'POST', url: '/oauth/introspect', ...form({ token: tokens.access_token, client_id: 'tvc', client_secret: secret }) })).json();
+    const seen = (
+      await t.app.inject({ method: 'POST', url: '/oauth/introspect', ...form({ token: tokens.access_token, client_id: 'tvc', client_secret: secret }) })
+    ).json();
     expect(seen).toMatchObject({ active: true, token_type: 'DPoP', cnf: { jkt: key.jkt } });
     const refreshed = await tokenRequest({ grant_type: 'refresh_token', client_id: 'tvc', client_secret: secret, refresh_token: tokens.refresh_token });
     expect(refreshed.statusCode).toBe(200);
@@ -226,21 +251,34 @@ describe('more proof checks', () => {
     const deviceCode = await approvedDeviceCode();
     const claims = { htm: 'POST', htu: tokenUrl, jti: 'n1', iat: Math.floor(t.clock()), nonce };
     const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'dpop+jwt', jwk: key.jwk })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.c2ln`;
-    const hmac = await new SignJWT({ ...claims, jti: 'h1' }).setProtectedHeader({ alg: 'HS256', typ: 'dpop+jwt', jwk: { kty: 'oct', k: 'c2VjcmV0' } as unknown as JWK }).sign(new TextEncoder().encode('secret'));
-    for (const [label, dpop] of [['none', none], ['hmac', hmac]] as const) {
+    const hmac = await new SignJWT({ ...claims, jti: 'h1' })
+      .setProtectedHeader({ alg: 'HS256', typ: 'dpop+jwt', jwk: { kty: 'oct', k: 'c2VjcmV0' } as unknown as JWK })
+      .sign(new TextEncoder().encode('secret'));
+    for (const [label, dpop] of [
+      ['none', none],
+      ['hmac', hmac],
+    ] as const) {
       const res = await tokenRequest({ grant_type: deviceGrantType, device_code: deviceCode, client_id: 'cli' }, dpop);
       expect(res.json().error, label).toBe('invalid_dpop_proof');
     }
     const f = form({ grant_type: deviceGrantType, device_code: deviceCode, client_id: 'cli' });
-    const two = await t.app.inject({ method: 'POST', url: '/oauth/token', payload: f.payload, headers: { ...f.headers, dpop: [await proof({ nonce }), await proof({ nonce })] } });
+    const two = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      payload: f.payload,
+      headers: { ...f.headers, dpop: [await proof({ nonce }), await proof({ nonce })] },
+    });
     expect(two.json().error).toBe('invalid_dpop_proof');
     // One time step later the nonce handed out before is still accepted, with a proof almost 5 minutes old.
     t.clock.advance(300);
-    const late = await tokenRequest({ grant_type: deviceGrantType, device_code: deviceCode, client_id: 'cli' }, await proof({ nonce, iat: Math.floor(t.clock()) - 290 }));
+    const late = await tokenRequest(
+      { grant_type: deviceGrantType, device_code: deviceCode, client_id: 'cli' },
+      await proof({ nonce, iat: Math.floor(t.clock()) - 290 }),
+    );
     expect(late.statusCode).toBe(200);
   });
 
-  it("an unbound public refresh token presented with a proof becomes bound to that key", async () => {
+  it('an unbound public refresh token presented with a proof becomes bound to that key', async () => {
     const tokens = (await tokenRequest({ grant_type: deviceGrantType, device_code: await approvedDeviceCode(), client_id: 'cli' })).json();
     const nonce = await serverNonce();
     const bound = await tokenRequest({ grant_type: 'refresh_token', client_id: 'cli', refresh_token: tokens.refresh_token }, await proof({ nonce }));
@@ -259,7 +297,8 @@ describe('codes bound to a key (RFC 9449 §10): a proof at PAR, or dpop_jkt', ()
     return new URL(answer.location!).searchParams.get('code')!;
   }
   const redirectUri = 'https://web.example.com/cb';
-  const redeem = (code: string, verifier: string, dpop?: string) => tokenRequest({ grant_type: 'authorization_code', code, client_id: 'web', redirect_uri: redirectUri, code_verifier: verifier }, dpop);
+  const redeem = (code: string, verifier: string, dpop?: string) =>
+    tokenRequest({ grant_type: 'authorization_code', code, client_id: 'web', redirect_uri: redirectUri, code_verifier: verifier }, dpop);
 
   beforeEach(async () => {
     await addClient(t.store, 'web', { grantTypes: ['authorization_code'], redirectUris: [redirectUri], firstParty: true });
@@ -268,7 +307,15 @@ describe('codes bound to a key (RFC 9449 §10): a proof at PAR, or dpop_jkt', ()
   it('a proof sent to PAR binds the code: redeemed only with a proof by that key', async () => {
     const { verifier, challenge } = pkcePair();
     const push = (dpop?: string) => {
-      const f = form({ client_id: 'web', response_type: 'code', redirect_uri: redirectUri, scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256' });
+      const f = form({
+        client_id: 'web',
+        response_type: 'code',
+        redirect_uri: redirectUri,
+        scope: 'openid',
+        state: 's',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      });
       return t.app.inject({ method: 'POST', url: '/oauth/par', payload: f.payload, headers: { ...f.headers, ...(dpop === undefined ? {} : { dpop }) } });
     };
     const first = await push(await proof({ htu: `${issuer}/oauth/par` }));
@@ -288,7 +335,16 @@ describe('codes bound to a key (RFC 9449 §10): a proof at PAR, or dpop_jkt', ()
 
   it('dpop_jkt on a plain authorization request binds the code too; a malformed one is refused', async () => {
     const { verifier, challenge } = pkcePair();
-    const query = new URLSearchParams({ client_id: 'web', response_type: 'code', redirect_uri: redirectUri, scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256', dpop_jkt: key.jkt });
+    const query = new URLSearchParams({
+      client_id: 'web',
+      response_type: 'code',
+      redirect_uri: redirectUri,
+      scope: 'openid',
+      state: 's',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      dpop_jkt: key.jkt,
+    });
     const code = await codeVia(query);
     expect((await redeem(code, verifier)).json().error).toBe('invalid_grant');
     const nonce = await serverNonce();

@@ -19,16 +19,73 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const fieldNames = [
-  'client_id', 'client_secret', 'grant_type', 'device_code', 'code', 'redirect_uri', 'code_verifier', 'refresh_token',
-  'scope', 'audience', 'token', 'token_type_hint', 'user_code', 'csrf_token', 'decision', 'username', 'password',
-  'return_to', 'interaction', 'access_token', 'response_type', 'state', 'nonce', 'code_challenge',
-  'code_challenge_method', 'prompt', 'max_age', 'request', 'request_uri', '__proto__', 'constructor', 'toString',
+  'client_id',
+  'client_secret',
+  'grant_type',
+  'device_code',
+  'code',
+  'redirect_uri',
+  'code_verifier',
+  'refresh_token',
+  'scope',
+  'audience',
+  'token',
+  'token_type_hint',
+  'user_code',
+  'csrf_token',
+  'decision',
+  'username',
+  'password',
+  'return_to',
+  'interaction',
+  'access_token',
+  'response_type',
+  'state',
+  'nonce',
+  'code_challenge',
+  'code_challenge_method',
+  'prompt',
+  'max_age',
+  'request',
+  'request_uri',
+  '__proto__',
+  'constructor',
+  'toString',
 ];
 const knownValues = [
-  'tv', 'web', 'latchkey-cli', 'authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code',
-  'openid', 'openid email profile offline_access', 'https://api.example.com', 'https://app.example.com/cb',
-  'http://127.0.0.1:1/callback', 'code', 'S256', 'plain', 'none', 'login', 'allow', 'deny', 'lk_dc_x', 'lk_rt_x', 'lk_ac_x',
-  'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.', 'BCDF-GHJK', 'urn:ietf:params:oauth:request_uri:', `urn:ietf:params:oauth:request_uri:${'A'.repeat(43)}`, '', ' ', '%', '%00', '\u0000', '\r\n', '../..', '//evil.example',
+  'tv',
+  'web',
+  'latchkey-cli',
+  'authorization_code',
+  'refresh_token',
+  'urn:ietf:params:oauth:grant-type:device_code',
+  'openid',
+  'openid email profile offline_access',
+  'https://api.example.com',
+  'https://app.example.com/cb',
+  'http://127.0.0.1:1/callback',
+  'code',
+  'S256',
+  'plain',
+  'none',
+  'login',
+  'allow',
+  'deny',
+  'lk_dc_x',
+  'lk_rt_x',
+  'lk_ac_x',
+  'eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.',
+  'BCDF-GHJK',
+  'urn:ietf:params:oauth:request_uri:',
+  `urn:ietf:params:oauth:request_uri:${'A'.repeat(43)}`,
+  '',
+  ' ',
+  '%',
+  '%00',
+  '\u0000',
+  '\r\n',
+  '../..',
+  '//evil.example',
 ];
 const hostileString = fc.oneof(
   fc.constantFrom(...knownValues),
@@ -64,7 +121,17 @@ const extraHeaders = fc.record(
 
 const apiPosts = ['/oauth/device/code', '/oauth/token', '/oauth/par', '/oauth/revoke', '/oauth/introspect', '/userinfo'];
 const pagePosts = ['/login', '/activate', '/activate/confirm', '/authorize/decision', '/logout'];
-const gets = ['/authorize', '/authorize/continue', '/activate', '/activate/confirm', '/login', '/logout', '/userinfo', '/.well-known/openid-configuration', '/healthz'];
+const gets = [
+  '/authorize',
+  '/authorize/continue',
+  '/activate',
+  '/activate/confirm',
+  '/login',
+  '/logout',
+  '/userinfo',
+  '/.well-known/openid-configuration',
+  '/healthz',
+];
 
 let requestsChecked = 0;
 
@@ -77,7 +144,9 @@ function expectWellFormed(url: string, res: { statusCode: number; headers: Recor
   expect(res.body).not.toMatch(/at [\w.<>]+ \(.*:\d+:\d+\)/); // no stack trace
   if (res.statusCode >= 300 && res.statusCode < 400) {
     const location = String(res.headers.location);
-    expect(location.startsWith('/') || location.startsWith('https://app.example.com/cb?') || /^http:\/\/127\.0\.0\.1(:\d+)?\/callback\?/.test(location)).toBe(true);
+    expect(location.startsWith('/') || location.startsWith('https://app.example.com/cb?') || /^http:\/\/127\.0\.0\.1(:\d+)?\/callback\?/.test(location)).toBe(
+      true,
+    );
     const description = location.startsWith('/') ? null : new URL(location).searchParams.get('error_description');
     if (description !== null) expect(description).toMatch(allowedDescription);
     return;

@@ -23,11 +23,19 @@ const cases: Case[] = [
   { name: 'no content type', headers: {}, payload: 'client_id=tv' },
   { name: 'multipart', headers: { 'content-type': 'multipart/form-data; boundary=x' }, payload: '--x\r\n\r\n--x--' },
   { name: 'a 1 MB field', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `client_id=${megabyte}`, status: 413 },
-  { name: 'garbage bytes', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: Buffer.from([0xff, 0xfe, 0x25, 0x25, 0x00, 0x3d, 0xc3, 0x28]) },
+  {
+    name: 'garbage bytes',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: Buffer.from([0xff, 0xfe, 0x25, 0x25, 0x00, 0x3d, 0xc3, 0x28]),
+  },
   { name: 'broken percent-encoding', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_id=%E0%A4%A&grant_type=%' },
   { name: 'repeated parameters', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_id=tv&client_id=tv' },
   { name: 'an empty body', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: '' },
-  { name: 'a huge client_id', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: `client_id=${'x'.repeat(5000)}&grant_type=urn:ietf:params:oauth:grant-type:device_code&device_code=x` },
+  {
+    name: 'a huge client_id',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    payload: `client_id=${'x'.repeat(5000)}&grant_type=urn:ietf:params:oauth:grant-type:device_code&device_code=x`,
+  },
   { name: 'a key with no value', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_id&grant_type' },
 ];
 
@@ -61,7 +69,12 @@ describe('hostile bodies at the API endpoints', () => {
   });
 
   it('a JSON body is refused with invalid_request, not parsed', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', headers: { 'content-type': 'application/json' }, payload: '{"client_id":"tv"}' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/device/code',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"client_id":"tv"}',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ error: 'invalid_request', error_description: 'The request body must be application/x-www-form-urlencoded.' });
   });
@@ -90,12 +103,17 @@ describe('hostile bodies at the API endpoints', () => {
 
   it('the server keeps serving afterwards', async () => {
     for (const c of cases) await t.app.inject({ method: 'POST', url: '/oauth/token', headers: c.headers, payload: c.payload });
-    const res = await t.app.inject({ method: 'POST', url: '/oauth/device/code', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'client_id=tv' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/device/code',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'client_id=tv',
+    });
     expect(res.statusCode).toBe(200);
   });
 });
 
-describe('error_description never carries the sender\'s text (RFC 6749 §4.1.2.1)', () => {
+describe("error_description never carries the sender's text (RFC 6749 §4.1.2.1)", () => {
   const allowed = /^[\x20\x21\x23-\x5B\x5D-\x7E]*$/;
   const hostileName = encodeURIComponent('"<img src=x>é\\');
 
@@ -130,7 +148,7 @@ describe('error_description never carries the sender\'s text (RFC 6749 §4.1.2.1
     expect(scopedDescription).not.toContain('<b>');
   });
 
-  it('zod\'s own messages (with < and =) never reach the client', async () => {
+  it("zod's own messages (with < and =) never reach the client", async () => {
     const res = await t.app.inject({
       method: 'POST',
       url: '/oauth/revoke',

@@ -53,11 +53,17 @@ if (!slapdAvailable && ldapRequired) {
 
   const attempt = async (username: string, password: string, b = browser) => signIn(b, await b.get('/login'), username, password);
 
-  it('a directory user signs in with the ordinary form; a user is made for them, with the directory\'s groups', async () => {
+  it("a directory user signs in with the ordinary form; a user is made for them, with the directory's groups", async () => {
     const res = await attempt('dora', directory.people.dora.password);
     expect(res.status).toBe(303);
     const user = await t.store.findUserByUsername('dora');
-    expect(user).toMatchObject({ source: 'corp', email: directory.people.dora.mail, emailVerified: true, name: 'Dora Directory', groups: ['engineers', 'ops'] });
+    expect(user).toMatchObject({
+      source: 'corp',
+      email: directory.people.dora.mail,
+      emailVerified: true,
+      name: 'Dora Directory',
+      groups: ['engineers', 'ops'],
+    });
     const identity = (t.store.db.prepare('SELECT subject FROM user_identities WHERE user_id = ?').get(user!.id) as { subject: string }).subject;
     expect(identity).toMatch(/^[0-9a-f-]{36}$/); // entryUUID: stable even if the entry is renamed
     // Again: the same user.
@@ -214,7 +220,14 @@ if (!slapdAvailable && ldapRequired) {
 
   it('directories are tried in order; one that is down or refuses the service account is skipped', async () => {
     await t.store.removeConnector('corp');
-    await t.store.createConnector({ id: 'down', type: 'ldap', name: 'down', config: { url: 'ldap://127.0.0.1:1', bindDn: directory.bindDn, userBase: directory.userBase }, secret: t.app.services.secretBox.seal(connectorSecretContext('down'), 'x'), createdAt: 1 });
+    await t.store.createConnector({
+      id: 'down',
+      type: 'ldap',
+      name: 'down',
+      config: { url: 'ldap://127.0.0.1:1', bindDn: directory.bindDn, userBase: directory.userBase },
+      secret: t.app.services.secretBox.seal(connectorSecretContext('down'), 'x'),
+      createdAt: 1,
+    });
     await addLdap('misconfigured', {}, 'wrong-service-password');
     await addLdap('corp2');
     expect((await attempt('ezra', directory.people.ezra.password)).status).toBe(303);

@@ -57,7 +57,11 @@ const text = (res: BrowserResponse) => decodeEntities(res.body.replace(/<[^>]+>/
 /** "Sign in with Acme SSO" in `browser`, through the stand-in upstream: the callback's answer. */
 async function signInUpstream(browser: Browser, returnTo = '/account'): Promise<BrowserResponse> {
   const login = await browser.get(`/login?return_to=${encodeURIComponent(returnTo)}`);
-  const start = await browser.post('/login/connector', { csrf_token: inputValue(login.body, 'csrf_token')!, return_to: inputValue(login.body, 'return_to')!, connector: 'acme' });
+  const start = await browser.post('/login/connector', {
+    csrf_token: inputValue(login.body, 'csrf_token')!,
+    return_to: inputValue(login.body, 'return_to')!,
+    connector: 'acme',
+  });
   const to = start.body.match(/<meta http-equiv="refresh" content="0;url=([^"]+)">/)?.[1];
   expect(to, start.body.slice(0, 300)).toBeDefined();
   const upstream = await fetch(decodeEntities(to!), { redirect: 'manual' });
@@ -90,7 +94,9 @@ describe('/account: linked sign-ins', () => {
     expect(page.body).toContain('Linked sign-ins');
     const section = page.body.slice(page.body.indexOf('id="linked-heading"'), page.body.indexOf('id="devices-heading"'));
     expect(section).toContain('<strong>Acme SSO</strong>');
-    expect(section).toMatch(/<form method="post" action="\/account\/linked-sign-ins\/remove" class="inline">\s*<input type="hidden" name="csrf_token" value="[^"]+">\s*<button type="submit" class="secondary" name="connector" value="acme"/);
+    expect(section).toMatch(
+      /<form method="post" action="\/account\/linked-sign-ins\/remove" class="inline">\s*<input type="hidden" name="csrf_token" value="[^"]+">\s*<button type="submit" class="secondary" name="connector" value="acme"/,
+    );
     // Someone with nothing linked sees none.
     const bob = newBrowser();
     await signInWithPassword(bob, 'bob');
@@ -115,7 +121,12 @@ describe('/account: linked sign-ins', () => {
     expect((await viaUpstream.get('/account')).status).toBe(303);
     expect((await refresh(t, 'tv', tv.refresh_token!)).json().error).toBe('invalid_grant');
     expect((await here.get('/account')).status).toBe(200);
-    expect(audited().find((e) => e.event === 'user.identity_unlinked')).toMatchObject({ userId: (await user('alice')).id, connectorId: 'acme', subjects: ['upstream-sub-1'], source: 'account' });
+    expect(audited().find((e) => e.event === 'user.identity_unlinked')).toMatchObject({
+      userId: (await user('alice')).id,
+      connectorId: 'acme',
+      subjects: ['upstream-sub-1'],
+      source: 'account',
+    });
 
     // The upstream account tries again: refused, with nothing linked or made.
     const again = await signInUpstream(newBrowser());
@@ -123,7 +134,11 @@ describe('/account: linked sign-ins', () => {
     expect(text(again)).toContain('Signing in this way was removed from your account.');
     expect(await t.store.findIdentity('acme', 'upstream-sub-1')).toBeUndefined();
     expect(await usersCount()).toBe(users);
-    expect(audited().filter((e) => e.event === 'upstream.signin_failure').at(-1)).toMatchObject({ connectorId: 'acme', reason: 'not_allowed' });
+    expect(
+      audited()
+        .filter((e) => e.event === 'upstream.signin_failure')
+        .at(-1),
+    ).toMatchObject({ connectorId: 'acme', reason: 'not_allowed' });
   });
 
   it('a form without its token, with a forged one or with another form’s, is refused and removes nothing', async () => {
@@ -213,9 +228,15 @@ describe('/account: linked sign-ins', () => {
     await signInWithPassword(browser, 'alice');
     const page = await browser.get('/account');
     expect(text(page)).toContain('A new password does not change your linked sign-ins below');
-    const changed = await browser.post('/account/password', { csrf_token: await csrfOf(browser), current_password: 'alice-password', new_password: 'a-new-password' });
+    const changed = await browser.post('/account/password', {
+      csrf_token: await csrfOf(browser),
+      current_password: 'alice-password',
+      new_password: 'a-new-password',
+    });
     expect(changed.status).toBe(200);
-    expect(text(changed)).toContain('Your password was changed, and every other sign-in has ended. Acme SSO can still sign you in: remove it under “Linked sign-ins”');
+    expect(text(changed)).toContain(
+      'Your password was changed, and every other sign-in has ended. Acme SSO can still sign you in: remove it under “Linked sign-ins”',
+    );
     expect(changed.body).toContain('name="connector" value="acme"');
   });
 });
@@ -226,7 +247,15 @@ describe('a password reset', () => {
     const secret = randomSecret(linkPrefix.password_reset);
     const now = Math.floor(t.clock());
     const person = await user(who);
-    await t.store.createEmailToken({ tokenHash: sha256(secret), userId: person.id, purpose: 'password_reset', email: person.email, createdAt: now, expiresAt: now + 1800, usedAt: undefined });
+    await t.store.createEmailToken({
+      tokenHash: sha256(secret),
+      userId: person.id,
+      purpose: 'password_reset',
+      email: person.email,
+      createdAt: now,
+      expiresAt: now + 1800,
+      usedAt: undefined,
+    });
     return secret;
   }
 
@@ -245,7 +274,12 @@ describe('a password reset', () => {
     expect(bobs.body).not.toContain('remove_linked_sign_ins');
     // Showing the form spends nothing.
     expect(await t.store.findEmailToken(sha256(secret), 'password_reset', Math.floor(t.clock()))).toBeDefined();
-    const done = await browser.post('/login/reset', { csrf_token: inputValue(form.body, 'csrf_token')!, token: secret, new_password: 'a-new-password', remove_linked_sign_ins: '1' });
+    const done = await browser.post('/login/reset', {
+      csrf_token: inputValue(form.body, 'csrf_token')!,
+      token: secret,
+      new_password: 'a-new-password',
+      remove_linked_sign_ins: '1',
+    });
     expect(done.status).toBe(200);
     expect(text(done)).toContain('Signing in with Acme SSO was removed from your account.');
     expect(await t.store.findIdentity('acme', 'upstream-sub-1')).toBeUndefined();
@@ -284,7 +318,9 @@ describe('the admin console’s user page', () => {
     expect(page.status).toBe(200);
     const section = text(page).slice(text(page).indexOf('Linked sign-ins'));
     expect(section).toContain('Acme SSO (acme) · subject upstream-sub-1');
-    expect(page.body).toMatch(/action="[^"]+\/identities\/unlink" class="inline">\s*<input type="hidden" name="csrf_token" value="[^"]+">\s*<button type="submit" class="danger small" name="connector" value="acme"/);
+    expect(page.body).toMatch(
+      /action="[^"]+\/identities\/unlink" class="inline">\s*<input type="hidden" name="csrf_token" value="[^"]+">\s*<button type="submit" class="danger small" name="connector" value="acme"/,
+    );
 
     // Without the console's token, or by someone who is not an administrator: refused, nothing changes.
     expect((await browser.post(`${path}/identities/unlink`, { csrf_token: 'forged', connector: 'acme' })).status).toBe(403);
@@ -303,7 +339,12 @@ describe('the admin console’s user page', () => {
     expect(text(after)).toMatch(/Removed Acme SSO \(acme\) · subject upstream-sub-1 · removed/);
     expect(await t.store.findIdentity('acme', 'upstream-sub-1')).toBeUndefined();
     expect((await viaUpstream.get('/account')).status).toBe(303);
-    expect(audited().find((e) => e.event === 'user.identity_unlinked')).toMatchObject({ actor: 'root', userId: alice.id, connectorId: 'acme', source: 'admin' });
+    expect(audited().find((e) => e.event === 'user.identity_unlinked')).toMatchObject({
+      actor: 'root',
+      userId: alice.id,
+      connectorId: 'acme',
+      source: 'admin',
+    });
     expect((await signInUpstream(newBrowser())).status).toBe(403);
 
     // Allowed again, its next sign-in links it by email once more.

@@ -51,19 +51,37 @@ async function setUp() {
     postLogoutRedirectUris: ['https://app.example.com/signed-out'],
     backchannelLogoutUri: receiverUrl,
   });
-  await addClient(t.store, 'other', { redirectUris: ['https://other.example.com/cb'], grantTypes: ['authorization_code'], firstParty: true, postLogoutRedirectUris: ['https://other.example.com/bye'] });
+  await addClient(t.store, 'other', {
+    redirectUris: ['https://other.example.com/cb'],
+    grantTypes: ['authorization_code'],
+    firstParty: true,
+    postLogoutRedirectUris: ['https://other.example.com/bye'],
+  });
   return new Browser(injectTransport(t.app));
 }
 
 /** Signs `who` in and runs a code flow for `clientId`: the id_token. */
 async function idTokenFor(browser: Browser, who = 'alice', clientId = 'web', redirectUri = 'https://app.example.com/cb') {
   const { verifier, challenge } = pkcePair();
-  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256', nonce: 'n' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    scope: 'openid',
+    state: 's',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    nonce: 'n',
+  });
   let res = await browser.get(`/authorize?${query}`);
   if (res.location?.startsWith('/login')) res = await signIn(browser, await browser.get(res.location), who, `${who}-password`);
   while (res.location && !res.location.startsWith('https://')) res = await browser.get(res.location);
   const code = new URL(res.location!).searchParams.get('code')!;
-  const token = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: redirectUri, code_verifier: verifier }) });
+  const token = await t.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    ...form({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: redirectUri, code_verifier: verifier }),
+  });
   expect(token.statusCode, token.body).toBe(200);
   return token.json<{ id_token: string }>().id_token;
 }
@@ -76,7 +94,11 @@ describe('RP-Initiated Logout', () => {
   it('discovery names the end_session_endpoint and back-channel support', async () => {
     await setUp();
     const meta = (await t.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
-    expect(meta).toMatchObject({ end_session_endpoint: 'http://latchkey.test/logout', backchannel_logout_supported: true, backchannel_logout_session_supported: true });
+    expect(meta).toMatchObject({
+      end_session_endpoint: 'http://latchkey.test/logout',
+      backchannel_logout_supported: true,
+      backchannel_logout_session_supported: true,
+    });
   });
 
   it('a valid id_token_hint and a registered address: signed out at once, sent back with state', async () => {
@@ -137,7 +159,11 @@ describe('RP-Initiated Logout', () => {
     const stay = await browser.post('/logout', { ...fields, decision: 'stay' });
     expect(stay.body).toContain('still signed in');
     expect(await signedIn(browser)).toBe(true);
-    const out = await browser.post('/logout', { ...fields, csrf_token: inputValue((await browser.get(logoutUrl(params))).body, 'csrf_token')!, decision: 'logout' });
+    const out = await browser.post('/logout', {
+      ...fields,
+      csrf_token: inputValue((await browser.get(logoutUrl(params))).body, 'csrf_token')!,
+      decision: 'logout',
+    });
     expect(out.location).toBe('https://app.example.com/signed-out?state=st');
     expect(await signedIn(browser)).toBe(false);
   });
@@ -185,7 +211,12 @@ describe('Back-Channel Logout', () => {
     expect(received[0]!.contentType).toBe('application/x-www-form-urlencoded');
     const token = new URLSearchParams(received[0]!.body).get('logout_token')!;
     const jwks = createLocalJWKSet((await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json());
-    const { payload, protectedHeader } = await jwtVerify(token, jwks, { issuer: 'http://latchkey.test', audience: 'web', typ: 'logout+jwt', currentDate: new Date(t.clock() * 1000) });
+    const { payload, protectedHeader } = await jwtVerify(token, jwks, {
+      issuer: 'http://latchkey.test',
+      audience: 'web',
+      typ: 'logout+jwt',
+      currentDate: new Date(t.clock() * 1000),
+    });
     const hint = decodeJwt(idToken);
     expect(payload).toMatchObject({ sub: hint.sub, sid: hint.sid, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } });
     expect(payload.nonce).toBeUndefined();
@@ -198,7 +229,11 @@ describe('Back-Channel Logout', () => {
     const browser = await setUp();
     await idTokenFor(browser);
     const page = await browser.get('/account');
-    const changed = await browser.post('/account/password', { csrf_token: inputValue(page.body, 'csrf_token')!, current_password: 'alice-password', new_password: 'a-new-password' });
+    const changed = await browser.post('/account/password', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      current_password: 'alice-password',
+      new_password: 'a-new-password',
+    });
     expect(changed.status).toBe(200);
     await waitFor(() => received.length > 0, { what: 'a back-channel logout request' });
     expect(received).toHaveLength(1);
@@ -225,7 +260,9 @@ describe('Back-Channel Logout', () => {
     expect(pauses).toEqual(retryPausesMs);
     received = [];
     answers = [500, 500, 500, 500];
-    expect(await notifyBackchannelLogout(t.app.services, session, source, sleep)).toEqual([{ clientId: 'web', delivered: false, attempts: 1 + retryPausesMs.length }]);
+    expect(await notifyBackchannelLogout(t.app.services, session, source, sleep)).toEqual([
+      { clientId: 'web', delivered: false, attempts: 1 + retryPausesMs.length },
+    ]);
     expect(received).toHaveLength(1 + retryPausesMs.length);
     expect(events().some((e) => e.event === 'logout.backchannel_failed' && e.clientId === 'web')).toBe(true);
   });

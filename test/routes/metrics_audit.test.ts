@@ -9,10 +9,16 @@ const metricsText = async (headers: Record<string, string> = {}) => (await t.app
 
 async function deviceFlow(decision: 'allow' | 'deny') {
   const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'tv', scope: 'openid offline_access' }) })).json();
-  await actOnDeviceCode(new Browser(injectTransport(t.app)), `/activate?user_code=${device.user_code}`, { username: 'alice', password: 'alice-password' }, decision);
+  await actOnDeviceCode(
+    new Browser(injectTransport(t.app)),
+    `/activate?user_code=${device.user_code}`,
+    { username: 'alice', password: 'alice-password' },
+    decision,
+  );
   return device as { device_code: string; user_code: string };
 }
-const poll = (deviceCode: string) => t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'tv', device_code: deviceCode }) });
+const poll = (deviceCode: string) =>
+  t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'tv', device_code: deviceCode }) });
 
 const everythingButUsernames = (lines: string[]) => lines.join('\n');
 
@@ -83,11 +89,23 @@ describe('audit events', () => {
     secrets.push(device.device_code, device.user_code);
     const tokens = (await poll(device.device_code)).json();
     secrets.push(tokens.access_token, tokens.refresh_token);
-    const rotated = (await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: tokens.refresh_token }) })).json();
+    const rotated = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: tokens.refresh_token }),
+      })
+    ).json();
     secrets.push(rotated.refresh_token);
     t.clock.advance(10);
     // The rightful client rotates on; the first token presented again is then theft.
-    const onwards = (await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: rotated.refresh_token }) })).json();
+    const onwards = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: rotated.refresh_token }),
+      })
+    ).json();
     secrets.push(onwards.refresh_token);
     await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'refresh_token', client_id: 'tv', refresh_token: tokens.refresh_token }) });
 

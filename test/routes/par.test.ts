@@ -246,7 +246,8 @@ describe('POST /oauth/par: pushing a request', () => {
     expect(limited.statusCode).toBe(429);
     expect(limited.json()).toMatchObject({ error: 'temporarily_unavailable' });
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-    for (let n = 0; n < 31; n++) expect((await push(request({ client_id: 'backend' }), { authorization: basic('backend', backendSecret) })).statusCode).toBe(201);
+    for (let n = 0; n < 31; n++)
+      expect((await push(request({ client_id: 'backend' }), { authorization: basic('backend', backendSecret) })).statusCode).toBe(201);
   });
 });
 
@@ -318,7 +319,14 @@ describe('GET /authorize with a pushed request_uri', () => {
   it('parameters in the query beside the request_uri are ignored: redirect_uri, scope, state and prompt cannot be injected', async () => {
     const pkce = pkcePair();
     const requestUri = await pushedUri(request({ scope: 'openid' }, pkce));
-    const evil = { redirect_uri: 'https://evil.example/cb', scope: 'openid email profile offline_access', state: 'evil-state', prompt: 'none', response_mode: 'form_post', nonce: 'evil-nonce' };
+    const evil = {
+      redirect_uri: 'https://evil.example/cb',
+      scope: 'openid email profile offline_access',
+      state: 'evil-state',
+      prompt: 'none',
+      response_mode: 'form_post',
+      nonce: 'evil-nonce',
+    };
     const first = await browser.get(authorizeWith('spa', requestUri, evil));
     // prompt=none would have answered login_required: the pushed request (no prompt) asks to sign in.
     expect(first.status).toBe(303);
@@ -357,7 +365,11 @@ describe('clients add --require-par', () => {
   });
 
   it('with an unregistered redirect_uri the refusal is an error page, as for any client', async () => {
-    expectErrorPage(await browser.get(`/authorize?${new URLSearchParams({ client_id: 'strict', response_type: 'code', redirect_uri: 'https://evil.example/cb', state: 's' })}`));
+    expectErrorPage(
+      await browser.get(
+        `/authorize?${new URLSearchParams({ client_id: 'strict', response_type: 'code', redirect_uri: 'https://evil.example/cb', state: 's' })}`,
+      ),
+    );
   });
 
   it('the same request pushed first is served, down to the code', async () => {

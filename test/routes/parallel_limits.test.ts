@@ -65,7 +65,12 @@ describeWithPostgres('PostgreSQL: two instances sharing the counters', () => {
   async function twoInstances(env: Record<string, string> = {}) {
     const schema = freshSchema();
     const clock = manualClock();
-    const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_SECRET_KEY: 'K'.repeat(43), LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password', ...env });
+    const config = configFrom({
+      LATCHKEY_ISSUER: 'http://latchkey.test',
+      LATCHKEY_SECRET_KEY: 'K'.repeat(43),
+      LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password',
+      ...env,
+    });
     // Each opened as the server opens it (store/open.ts): the directory cache, and time limits on transactions.
     const open = () => PostgresStore.open({ url: pgTestUrl!, schema, directoryCache: true, transactionDeadline: true });
     const stores = [await open(), await open()];

@@ -48,13 +48,25 @@ async function aliceWithPasskey(browser: Browser, authenticator = new SoftAuthen
 
 function authorizeUrl() {
   const { verifier, challenge } = pkcePair();
-  const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid', state: 's1', code_challenge: challenge, code_challenge_method: 'S256' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: 'https://app.example.com/cb',
+    scope: 'openid',
+    state: 's1',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  });
   return { url: `/authorize?${query}`, verifier };
 }
 
 async function idTokenOf(location: string, verifier: string) {
   const code = new URL(location).searchParams.get('code')!;
-  const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }) });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }),
+  });
   expect(res.statusCode, res.body).toBe(200);
   return decodeJwt(res.json<{ id_token: string }>().id_token);
 }
@@ -76,7 +88,13 @@ describe('registering a passkey', () => {
     expect(shownRecoveryCodes(page.body)).toHaveLength(10);
     const alice = (await t.store.findUserByUsername('alice'))!;
     const [passkey] = await t.store.listPasskeys(alice.id);
-    expect(passkey).toMatchObject({ id: authenticator.credentials[0]!.id.toString('base64url'), userId: alice.id, name: 'Work laptop', counter: 0, transports: ['internal'] });
+    expect(passkey).toMatchObject({
+      id: authenticator.credentials[0]!.id.toString('base64url'),
+      userId: alice.id,
+      name: 'Work laptop',
+      counter: 0,
+      transports: ['internal'],
+    });
     expect(passkey!.publicKey.length).toBeGreaterThan(40);
     const overview = await browser.get('/account/security');
     expect(overview.body).toContain('Work laptop');
@@ -124,7 +142,15 @@ describe('registering a passkey', () => {
     const overview = await browser.get('/account/security');
     const csrf = inputValue(overview.body, 'csrf_token')!;
     await browser.post('/account/security/passkeys/options', { csrf_token: csrf });
-    for (const credential of ['', 'not json', '{}', '[]', 'null', JSON.stringify({ id: 'AA', rawId: 'AA', type: 'public-key', response: { clientDataJSON: 'AA', attestationObject: '!!' } }), 'x'.repeat(200_000)]) {
+    for (const credential of [
+      '',
+      'not json',
+      '{}',
+      '[]',
+      'null',
+      JSON.stringify({ id: 'AA', rawId: 'AA', type: 'public-key', response: { clientDataJSON: 'AA', attestationObject: '!!' } }),
+      'x'.repeat(200_000),
+    ]) {
       const res = await browser.post('/account/security/passkeys', { csrf_token: csrf, credential });
       expect(res.status, credential.slice(0, 40)).toBeGreaterThanOrEqual(400);
       expect(res.status, credential.slice(0, 40)).toBeLessThan(500);
@@ -213,7 +239,11 @@ describe('signing in with a passkey alone', () => {
     const answer = JSON.stringify(authenticator.authenticate(options));
     expect((await browser.post('/login/passkey', { csrf_token: csrf, credential: answer, return_to: '/activate' })).status).toBe(303);
     await browser.post('/logout', {});
-    const replay = await browser.post('/login/passkey', { csrf_token: inputValue((await browser.get('/login')).body, 'csrf_token')!, credential: answer, return_to: '/activate' });
+    const replay = await browser.post('/login/passkey', {
+      csrf_token: inputValue((await browser.get('/login')).body, 'csrf_token')!,
+      credential: answer,
+      return_to: '/activate',
+    });
     expect(replay.status).toBe(401);
     // A disabled account's passkey signs no one in.
     await t.store.setUserDisabled('alice', true, t.clock());
@@ -272,14 +302,22 @@ describe('a passkey as the second step', () => {
     // Alice's password, then Bob's passkey answering Alice's challenge.
     const first = await signInAs(browser);
     const step = await browser.get(first.location!);
-    const withBobs = await usePasskeyForm(browser, step, '/login/second-factor/passkey', (options) => bobKey.authenticate({ ...(options), allowCredentials: undefined } as never));
+    const withBobs = await usePasskeyForm(browser, step, '/login/second-factor/passkey', (options) =>
+      bobKey.authenticate({ ...options, allowCredentials: undefined } as never),
+    );
     expect(withBobs.status).toBe(401);
     expect(withBobs.body).toContain('That passkey could not be used');
     expect(await signedIn(browser)).toBe(false);
     // Two more failures (another origin), and the account's back-off holds even the right passkey.
     for (let i = 0; i < 2; i++) {
       const again = await browser.get(first.location!);
-      expect((await usePasskeyForm(browser, again, '/login/second-factor/passkey', (options) => aliceKey.authenticate(options as never, { origin: 'https://evil.example' }))).status).toBe(401);
+      expect(
+        (
+          await usePasskeyForm(browser, again, '/login/second-factor/passkey', (options) =>
+            aliceKey.authenticate(options as never, { origin: 'https://evil.example' }),
+          )
+        ).status,
+      ).toBe(401);
     }
     const page = await browser.get(first.location!);
     const held = await usePasskeyForm(browser, page, '/login/second-factor/passkey', (options) => aliceKey.authenticate(options as never));

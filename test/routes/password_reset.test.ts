@@ -116,7 +116,7 @@ describe('the pages', () => {
 });
 
 describe('CSRF', () => {
-  it('/login/forgot refuses a missing, forged or other form\'s token with 403, and sends nothing', async () => {
+  it("/login/forgot refuses a missing, forged or other form's token with 403, and sends nothing", async () => {
     const browser = await setUp();
     const loginToken = inputValue((await browser.get('/login')).body, 'csrf_token')!;
     const forged = `${Math.floor(app().clock())}.${'x'.repeat(43)}`;
@@ -157,7 +157,7 @@ describe('CSRF', () => {
     expect(ok.status).toBe(200);
   });
 
-  it('POST /account/verify-email needs a sign-in and the account page\'s token', async () => {
+  it("POST /account/verify-email needs a sign-in and the account page's token", async () => {
     const browser = await setUp();
     const signedOut = await browser.post('/account/verify-email', { csrf_token: '' });
     expect(signedOut.status).toBe(303);

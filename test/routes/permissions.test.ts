@@ -20,7 +20,15 @@ beforeEach(async () => {
   t = await testApp();
   await addApi(t.store, reports, 'Reports', [], ['read:reports', 'write:reports', 'delete:reports']);
   await addApi(t.store, billing, 'Billing', [], ['read:invoices']);
-  await t.store.createRole({ name: 'analyst', description: undefined, permissions: [{ api: reports, scope: 'read:reports' }, { api: billing, scope: 'read:invoices' }], createdAt: 1_800_000_000 });
+  await t.store.createRole({
+    name: 'analyst',
+    description: undefined,
+    permissions: [
+      { api: reports, scope: 'read:reports' },
+      { api: billing, scope: 'read:invoices' },
+    ],
+    createdAt: 1_800_000_000,
+  });
   await t.store.createRole({ name: 'editor', description: undefined, permissions: [{ api: reports, scope: 'write:reports' }], createdAt: 1_800_000_000 });
   alice = await addUser(t.store, 'alice', 'correct horse battery', { roles: ['analyst'] });
   alice = (await t.store.findUserById(alice.id))!;
@@ -71,7 +79,11 @@ describe('access tokens carry what the roles allow', () => {
   it('a scope the API stopped declaring is no longer issued, whatever the role says', async () => {
     const api = (await t.store.findApi(reports))!;
     await t.store.updateApi({ ...api, scopes: ['write:reports'] });
-    const device = await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'cli', scope: 'openid read:reports', audience: reports }) });
+    const device = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/device/code',
+      ...form({ client_id: 'cli', scope: 'openid read:reports', audience: reports }),
+    });
     expect(device.statusCode).toBe(400);
     expect(device.json().error).toBe('invalid_scope');
   });
@@ -91,7 +103,9 @@ describe('access tokens carry what the roles allow', () => {
   });
 
   it('asking only for API scopes the roles do not allow gets no token: the page says so and the device is told no', async () => {
-    const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'cli', scope: 'write:reports', audience: reports }) })).json();
+    const device = (
+      await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'cli', scope: 'write:reports', audience: reports }) })
+    ).json();
     const browser = new Browser(injectTransport(t.app));
     const entry = await browser.get(new URL(device.verification_uri_complete).pathname + new URL(device.verification_uri_complete).search);
     let page = await browser.post('/activate', { csrf_token: inputValue(entry.body, 'csrf_token')!, user_code: inputValue(entry.body, 'user_code')! });
@@ -106,7 +120,16 @@ describe('access tokens carry what the roles allow', () => {
     await addClient(t.store, 'web', { name: 'Web App', grantTypes: ['authorization_code'], redirectUris: ['https://web.example.com/cb'] });
     const browser = new Browser(injectTransport(t.app));
     const { challenge } = pkcePair();
-    const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://web.example.com/cb', scope: 'write:reports', audience: reports, state: 'st', code_challenge: challenge, code_challenge_method: 'S256' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'web',
+      redirect_uri: 'https://web.example.com/cb',
+      scope: 'write:reports',
+      audience: reports,
+      state: 'st',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
     let page = await browser.follow(await browser.get(`/authorize?${query}`));
     page = await signIn(browser, page, 'alice', 'correct horse battery');
     const answer = await browser.get(page.location!);
@@ -182,7 +205,11 @@ describe('the pages ask only for what the person can give', () => {
     expect(page.body).toContain('read:reports');
     expect(page.body).not.toContain('write:reports');
     expect(page.body).not.toContain('delete:reports');
-    const answer = await browser.post('/authorize/decision', { csrf_token: inputValue(page.body, 'csrf_token')!, interaction: inputValue(page.body, 'interaction')!, decision: 'allow' });
+    const answer = await browser.post('/authorize/decision', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      interaction: inputValue(page.body, 'interaction')!,
+      decision: 'allow',
+    });
     const code = new URL(answer.location!).searchParams.get('code')!;
     expect((await t.store.findConsent(alice.id, 'web', reports))?.scope).toBe('openid read:reports');
     const res = await t.app.inject({
@@ -195,7 +222,13 @@ describe('the pages ask only for what the person can give', () => {
   });
 
   it('the device confirmation page lists only the permitted API scopes', async () => {
-    const device = (await t.app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'cli', scope: 'openid read:reports write:reports', audience: reports }) })).json();
+    const device = (
+      await t.app.inject({
+        method: 'POST',
+        url: '/oauth/device/code',
+        ...form({ client_id: 'cli', scope: 'openid read:reports write:reports', audience: reports }),
+      })
+    ).json();
     const browser = new Browser(injectTransport(t.app));
     const entry = await browser.get(new URL(device.verification_uri_complete).pathname + new URL(device.verification_uri_complete).search);
     let page = await browser.post('/activate', { csrf_token: inputValue(entry.body, 'csrf_token')!, user_code: inputValue(entry.body, 'user_code')! });

@@ -25,7 +25,11 @@ describeWithPostgres('PostgreSQL round trips of the device flow', () => {
 
   beforeAll(async () => {
     clock = manualClock();
-    const config = configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_SECRET_KEY: 'K'.repeat(43), LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password' });
+    const config = configFrom({
+      LATCHKEY_ISSUER: 'http://latchkey.test',
+      LATCHKEY_SECRET_KEY: 'K'.repeat(43),
+      LATCHKEY_BOOTSTRAP_PASSWORD: 'bootstrap-password',
+    });
     store = await PostgresStore.open({ url: pgTestUrl!, schema: freshSchema(), directoryCache: true, transactionDeadline: true });
     await bootstrap(store, config, clock);
     await addClient(store, 'tv', { name: 'Living Room TV' });
@@ -59,7 +63,11 @@ describeWithPostgres('PostgreSQL round trips of the device flow', () => {
 
   async function deviceFlow(): Promise<{ authorization: string[]; issuance: string[]; pending: string[] }> {
     const started = await statementsDuring(() =>
-      app.inject({ method: 'POST', url: '/oauth/device/code', ...form({ client_id: 'tv', scope: 'openid offline_access', audience: 'https://api.example.com' }) }),
+      app.inject({
+        method: 'POST',
+        url: '/oauth/device/code',
+        ...form({ client_id: 'tv', scope: 'openid offline_access', audience: 'https://api.example.com' }),
+      }),
     );
     expect(started.result.statusCode).toBe(200);
     const { device_code, user_code } = started.result.json<{ device_code: string; user_code: string }>();

@@ -207,7 +207,11 @@ describe('configured limits for codes', () => {
     t = await testApp({ LATCHKEY_RATE_LIMIT_USER_CODE: '2/60', LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE: '2/60' });
     await addClient(t.store, 'tv');
     const poll = () =>
-      t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: 'tv', device_code: 'lk_dc_nope' }) });
+      t.app.inject({
+        method: 'POST',
+        url: '/oauth/token',
+        ...form({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: 'tv', device_code: 'lk_dc_nope' }),
+      });
     expect((await poll()).statusCode).toBe(400);
     expect((await poll()).statusCode).toBe(400);
     expect((await poll()).statusCode).toBe(429);

@@ -55,14 +55,24 @@ function manage(method: 'GET' | 'PUT' | 'DELETE', clientId: string, token: strin
 
 function tokenRequest(fields: Record<string, string>, authorization?: string) {
   const request = form(fields);
-  return t.app.inject({ method: 'POST', url: '/oauth/token', payload: request.payload, headers: { ...request.headers, ...(authorization ? { authorization } : {}) } });
+  return t.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    payload: request.payload,
+    headers: { ...request.headers, ...(authorization ? { authorization } : {}) },
+  });
 }
 
 function basic(id: string, secret: string): string {
   return `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
 }
 
-const publicApp = { client_name: 'Desktop App', redirect_uris: ['http://127.0.0.1:8400/callback'], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'] };
+const publicApp = {
+  client_name: 'Desktop App',
+  redirect_uris: ['http://127.0.0.1:8400/callback'],
+  token_endpoint_auth_method: 'none',
+  grant_types: ['authorization_code', 'refresh_token'],
+};
 
 describe('POST /oauth/register: valid registrations', () => {
   it('is advertised in discovery', async () => {
@@ -116,7 +126,10 @@ describe('POST /oauth/register: valid registrations', () => {
     const body = (await register(publicApp, await initialToken())).json();
     const { challenge } = pkcePair();
     const query = { response_type: 'code', client_id: body.client_id, redirect_uri: publicApp.redirect_uris[0]!, scope: 'openid', state: 's-1' };
-    const start = await t.app.inject({ method: 'GET', url: `/authorize?${new URLSearchParams({ ...query, code_challenge: challenge, code_challenge_method: 'S256' })}` });
+    const start = await t.app.inject({
+      method: 'GET',
+      url: `/authorize?${new URLSearchParams({ ...query, code_challenge: challenge, code_challenge_method: 'S256' })}`,
+    });
     expect(start.statusCode).toBe(303);
     expect(start.headers.location).toMatch(/^\/login\?return_to=%2Fauthorize%2Fcontinue/);
     const withoutPkce = await t.app.inject({ method: 'GET', url: `/authorize?${new URLSearchParams(query)}` });
@@ -127,10 +140,18 @@ describe('POST /oauth/register: valid registrations', () => {
   });
 
   it('a confidential client_credentials client: a secret once; no API access until an operator grants it; then tokens', async () => {
-    const res = await register({ client_name: 'Nightly', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_post' }, await initialToken());
+    const res = await register(
+      { client_name: 'Nightly', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_post' },
+      await initialToken(),
+    );
     expect(res.statusCode).toBe(201);
     const body = res.json();
-    expect(body).toMatchObject({ grant_types: ['client_credentials'], response_types: [], token_endpoint_auth_method: 'client_secret_post', client_secret_expires_at: 0 });
+    expect(body).toMatchObject({
+      grant_types: ['client_credentials'],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_post',
+      client_secret_expires_at: 0,
+    });
     expect(body.client_secret).toMatch(/^lk_cs_[A-Za-z0-9_-]{43}$/);
     expect(body.redirect_uris).toEqual([]);
     expect(await t.store.findClient(body.client_id)).toMatchObject({ secretHash: sha256(body.client_secret), secretSealed: undefined, requirePkce: false });
@@ -158,7 +179,10 @@ describe('POST /oauth/register: valid registrations', () => {
   it('private_key_jwt with a JWK Set: no secret; assertions signed by the key get tokens once granted', async () => {
     const pair = await generateKeyPair('ES256');
     const publicJwk: JWK = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
-    const res = await register({ grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [publicJwk] } }, await initialToken());
+    const res = await register(
+      { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [publicJwk] } },
+      await initialToken(),
+    );
     expect(res.statusCode).toBe(201);
     const body = res.json();
     expect(body.client_secret).toBeUndefined();
@@ -177,10 +201,18 @@ describe('POST /oauth/register: valid registrations', () => {
         .setExpirationTime(now + 60)
         .sign(key);
     const assertionType = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
-    const ok = await tokenRequest({ grant_type: 'client_credentials', client_assertion_type: assertionType, client_assertion: await assertion(pair.privateKey) });
+    const ok = await tokenRequest({
+      grant_type: 'client_credentials',
+      client_assertion_type: assertionType,
+      client_assertion: await assertion(pair.privateKey),
+    });
     expect(ok.statusCode).toBe(200);
     const other = await generateKeyPair('ES256');
-    const forged = await tokenRequest({ grant_type: 'client_credentials', client_assertion_type: assertionType, client_assertion: await assertion(other.privateKey) });
+    const forged = await tokenRequest({
+      grant_type: 'client_credentials',
+      client_assertion_type: assertionType,
+      client_assertion: await assertion(other.privateKey),
+    });
     expect(forged.statusCode).toBe(401);
     expect(forged.json().error).toBe('invalid_client');
   });
@@ -204,7 +236,10 @@ describe('POST /oauth/register: valid registrations', () => {
       post_logout_redirect_uris: ['https://rp.example.com/bye'],
       backchannel_logout_uri: 'https://rp.example.com/backchannel',
     });
-    expect(await t.store.findClient(res.json().client_id)).toMatchObject({ grantTypes: ['device_code', 'refresh_token'], jwksUri: 'https://rp.example.com/jwks.json' });
+    expect(await t.store.findClient(res.json().client_id)).toMatchObject({
+      grantTypes: ['device_code', 'refresh_token'],
+      jwksUri: 'https://rp.example.com/jwks.json',
+    });
   });
 
   it('default metadata: authorization_code, code, client_secret_basic', async () => {
@@ -238,12 +273,41 @@ describe('POST /oauth/register: invalid metadata → RFC 7591 §3.2.2 errors (an
     ['authorization_code without response type code', { redirect_uris: [redirectUri], response_types: [] }, 'invalid_client_metadata'],
     ['an unknown auth method', { redirect_uris: [redirectUri], token_endpoint_auth_method: 'tls_client_auth' }, 'invalid_client_metadata'],
     ['private_key_jwt without keys', { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
-    ['both jwks and jwks_uri', { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://rp.example.com/jwks', jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y' }] } }, 'invalid_client_metadata'],
-    ['a JWKS holding a private key', { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', d: 'private' }] } }, 'invalid_client_metadata'],
-    ['a JWKS holding a symmetric key', { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] } }, 'invalid_client_metadata'],
+    [
+      'both jwks and jwks_uri',
+      {
+        grant_types: ['client_credentials'],
+        token_endpoint_auth_method: 'private_key_jwt',
+        jwks_uri: 'https://rp.example.com/jwks',
+        jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y' }] },
+      },
+      'invalid_client_metadata',
+    ],
+    [
+      'a JWKS holding a private key',
+      {
+        grant_types: ['client_credentials'],
+        token_endpoint_auth_method: 'private_key_jwt',
+        jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y', d: 'private' }] },
+      },
+      'invalid_client_metadata',
+    ],
+    [
+      'a JWKS holding a symmetric key',
+      { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] } },
+      'invalid_client_metadata',
+    ],
     ['an empty JWKS', { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [] } }, 'invalid_client_metadata'],
-    ['jwks as an array', { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: [{ kty: 'EC' }] }, 'invalid_client_metadata'],
-    ['a plain-http jwks_uri', { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://rp.example.com/jwks' }, 'invalid_client_metadata'],
+    [
+      'jwks as an array',
+      { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: [{ kty: 'EC' }] },
+      'invalid_client_metadata',
+    ],
+    [
+      'a plain-http jwks_uri',
+      { grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://rp.example.com/jwks' },
+      'invalid_client_metadata',
+    ],
     ['keys with a secret method', { grant_types: ['client_credentials'], jwks_uri: 'https://rp.example.com/jwks' }, 'invalid_client_metadata'],
     ['client_credentials for a public client', { grant_types: ['client_credentials'], token_endpoint_auth_method: 'none' }, 'invalid_client_metadata'],
     ['client_name as an array', { redirect_uris: [redirectUri], client_name: ['App'] }, 'invalid_client_metadata'],
@@ -312,7 +376,12 @@ describe('POST /oauth/register: invalid metadata → RFC 7591 §3.2.2 errors (an
   });
 
   it('JSON bodies stay refused everywhere else: the token endpoint still takes forms only', async () => {
-    const res = await t.app.inject({ method: 'POST', url: '/oauth/token', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ grant_type: 'client_credentials' }) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ grant_type: 'client_credentials' }),
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toBe('invalid_request');
   });
@@ -321,7 +390,12 @@ describe('POST /oauth/register: invalid metadata → RFC 7591 §3.2.2 errors (an
 describe('POST /oauth/register: the initial access token', () => {
   it('none → 401 invalid_token with a bare Bearer challenge', async () => {
     for (const headers of [{}, { authorization: 'Basic Zm9vOmJhcg==' }, { authorization: 'Bearer ' }]) {
-      const res = await t.app.inject({ method: 'POST', url: '/oauth/register', headers: { 'content-type': 'application/json', ...headers }, payload: JSON.stringify(publicApp) });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/oauth/register',
+        headers: { 'content-type': 'application/json', ...headers },
+        payload: JSON.stringify(publicApp),
+      });
       expect(res.statusCode).toBe(401);
       expect(res.headers['www-authenticate']).toBe('Bearer realm="latchkey"');
       expect(res.json()).toEqual({ error: 'invalid_token', error_description: 'An initial access token is required.' });
@@ -339,7 +413,9 @@ describe('POST /oauth/register: the initial access token', () => {
     for (const token of cases) {
       const res = await register(publicApp, token);
       expect(res.statusCode).toBe(401);
-      expect(res.headers['www-authenticate']).toBe('Bearer realm="latchkey", error="invalid_token", error_description="The initial access token is invalid, expired or already used."');
+      expect(res.headers['www-authenticate']).toBe(
+        'Bearer realm="latchkey", error="invalid_token", error_description="The initial access token is invalid, expired or already used."',
+      );
       expect(res.json()).toEqual({ error: 'invalid_token', error_description: 'The initial access token is invalid, expired or already used.' });
     }
     expect(await t.store.listClients()).toHaveLength(clientsAtStart + 1);
@@ -371,7 +447,17 @@ describe('RFC 7592 management at registration_client_uri', () => {
   let client: Record<string, string>;
 
   beforeEach(async () => {
-    client = (await register({ client_name: 'Web', redirect_uris: [redirectUri], grant_types: ['authorization_code', 'refresh_token'], token_endpoint_auth_method: 'client_secret_post' }, await initialToken())).json();
+    client = (
+      await register(
+        {
+          client_name: 'Web',
+          redirect_uris: [redirectUri],
+          grant_types: ['authorization_code', 'refresh_token'],
+          token_endpoint_auth_method: 'client_secret_post',
+        },
+        await initialToken(),
+      )
+    ).json();
   });
 
   it('GET with the registration access token: the registered metadata, without the secret', async () => {
@@ -433,14 +519,28 @@ describe('RFC 7592 management at registration_client_uri', () => {
       client_id_issued_at: 1,
     });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ client_name: 'Web 2', redirect_uris: ['https://rp.example.com/new'], grant_types: ['authorization_code'], token_endpoint_auth_method: 'client_secret_basic' });
+    expect(res.json()).toMatchObject({
+      client_name: 'Web 2',
+      redirect_uris: ['https://rp.example.com/new'],
+      grant_types: ['authorization_code'],
+      token_endpoint_auth_method: 'client_secret_basic',
+    });
     expect(res.json().client_secret).toBeUndefined();
     expect(res.json().registration_access_token).toBe(client.registration_access_token);
-    expect(await t.store.findClient(client.client_id!)).toMatchObject({ name: 'Web 2', secretHash: sha256(client.client_secret!), redirectUris: ['https://rp.example.com/new'], grantTypes: ['authorization_code'] });
+    expect(await t.store.findClient(client.client_id!)).toMatchObject({
+      name: 'Web 2',
+      secretHash: sha256(client.client_secret!),
+      redirectUris: ['https://rp.example.com/new'],
+      grantTypes: ['authorization_code'],
+    });
     expect(logLines.some((l) => l.includes('"event":"client.registration_updated"'))).toBe(true);
 
     // To client_secret_jwt: a new secret (kept sealed), the old one stops working.
-    const jwt = await manage('PUT', client.client_id!, client.registration_access_token, { client_id: client.client_id, redirect_uris: [redirectUri], token_endpoint_auth_method: 'client_secret_jwt' });
+    const jwt = await manage('PUT', client.client_id!, client.registration_access_token, {
+      client_id: client.client_id,
+      redirect_uris: [redirectUri],
+      token_endpoint_auth_method: 'client_secret_jwt',
+    });
     expect(jwt.statusCode).toBe(200);
     const fresh = jwt.json().client_secret as string;
     expect(fresh).toMatch(/^lk_cs_/);
@@ -449,10 +549,19 @@ describe('RFC 7592 management at registration_client_uri', () => {
     expect((await t.store.findClient(client.client_id!))?.secretSealed).toBeDefined();
 
     // To a public client: no secret at all, PKCE required.
-    const open = await manage('PUT', client.client_id!, client.registration_access_token, { client_id: client.client_id, redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' });
+    const open = await manage('PUT', client.client_id!, client.registration_access_token, {
+      client_id: client.client_id,
+      redirect_uris: [redirectUri],
+      token_endpoint_auth_method: 'none',
+    });
     expect(open.statusCode).toBe(200);
     expect(open.json().client_secret_expires_at).toBeUndefined();
-    expect(await t.store.findClient(client.client_id!)).toMatchObject({ secretHash: undefined, secretSealed: undefined, requirePkce: true, tokenEndpointAuthMethod: 'none' });
+    expect(await t.store.findClient(client.client_id!)).toMatchObject({
+      secretHash: undefined,
+      secretSealed: undefined,
+      requirePkce: true,
+      tokenEndpointAuthMethod: 'none',
+    });
   });
 
   it('PUT is validated like a registration, and must name this client and only its current secret', async () => {
@@ -486,7 +595,12 @@ describe('RFC 7592 management at registration_client_uri', () => {
   });
 
   it('POST at the registration_client_uri → 405', async () => {
-    const res = await t.app.inject({ method: 'POST', url: `/oauth/register/${client.client_id}`, headers: { 'content-type': 'application/json' }, payload: '{}' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/oauth/register/${client.client_id}`,
+      headers: { 'content-type': 'application/json' },
+      payload: '{}',
+    });
     expect(res.statusCode).toBe(405);
     expect(res.headers.allow).toBe('GET, PUT, DELETE');
   });

@@ -111,7 +111,12 @@ describe('POST /oauth/introspect (RFC 7662)', () => {
   it('an expired access token, a rotated refresh token, a disabled user → {"active": false}', async () => {
     const tokens = await tokensFor(t, alice, 'resource-server', { clientSecret: apiSecret });
     expect((await introspect(tokens.refresh_token!)).json()).toMatchObject({ active: true, token_type: 'refresh_token', client_id: 'resource-server' });
-    const next = await post('/oauth/token', { grant_type: 'refresh_token', client_id: 'resource-server', client_secret: apiSecret, refresh_token: tokens.refresh_token! });
+    const next = await post('/oauth/token', {
+      grant_type: 'refresh_token',
+      client_id: 'resource-server',
+      client_secret: apiSecret,
+      refresh_token: tokens.refresh_token!,
+    });
     expect(next.statusCode).toBe(200);
     expect((await introspect(tokens.refresh_token!)).json()).toEqual({ active: false });
     await t.store.setUserDisabled('alice', true, Math.floor(t.clock()));

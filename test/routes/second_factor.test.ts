@@ -25,7 +25,8 @@ async function setUp(env: Record<string, string> = {}) {
   return new Browser(injectTransport(t.app));
 }
 
-const signInAs = async (browser: Browser, returnTo = '/activate') => signIn(browser, await browser.get(`/login?return_to=${encodeURIComponent(returnTo)}`), 'alice', 'alice-password');
+const signInAs = async (browser: Browser, returnTo = '/activate') =>
+  signIn(browser, await browser.get(`/login?return_to=${encodeURIComponent(returnTo)}`), 'alice', 'alice-password');
 const signedIn = async (browser: Browser) => (await browser.get('/login')).status === 303;
 
 /** Alice, signed in, with an authenticator app; then signed out. Returns the app's secret. */
@@ -40,13 +41,26 @@ async function aliceWithTotp(browser: Browser): Promise<string> {
 
 function authorizeUrl(extra: Record<string, string> = {}) {
   const { verifier, challenge } = pkcePair();
-  const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid', state: 's1', code_challenge: challenge, code_challenge_method: 'S256', ...extra });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: 'web',
+    redirect_uri: 'https://app.example.com/cb',
+    scope: 'openid',
+    state: 's1',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...extra,
+  });
   return { url: `/authorize?${query}`, verifier };
 }
 
 async function redeem(location: string, verifier: string) {
   const code = new URL(location).searchParams.get('code')!;
-  const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }) });
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/oauth/token',
+    ...form({ grant_type: 'authorization_code', client_id: 'web', code, redirect_uri: 'https://app.example.com/cb', code_verifier: verifier }),
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.json<{ access_token: string; id_token: string }>();
 }
@@ -83,7 +97,11 @@ describe('setting up an authenticator app', () => {
     const browser = await setUp();
     await signInAs(browser);
     const setup = await browser.get('/account/security/totp');
-    const res = await browser.post('/account/security/totp', { csrf_token: inputValue(setup.body, 'csrf_token')!, setup: inputValue(setup.body, 'setup')!, otp: '000000' });
+    const res = await browser.post('/account/security/totp', {
+      csrf_token: inputValue(setup.body, 'csrf_token')!,
+      setup: inputValue(setup.body, 'setup')!,
+      otp: '000000',
+    });
     expect(res.status).toBe(400);
     expect(res.body).toContain('That code isn’t right');
     expect(await t.store.findTotp((await t.store.findUserByUsername('alice'))!.id)).toBeUndefined();
@@ -345,7 +363,19 @@ describe('step-up: acr_values and LATCHKEY_MFA', () => {
     const id = 'a-session-from-before-the-upgrade';
     const now = Math.floor(t.clock());
     await t.store.createSession(
-      { idHash: sha256(id), userId: user.id, authTime: now, amr: [], createdAt: now, expiresAt: now + 3600, interactionId: undefined, id: 'sid-from-before-the-upgrade', ip: undefined, userAgent: undefined, lastSeenAt: undefined },
+      {
+        idHash: sha256(id),
+        userId: user.id,
+        authTime: now,
+        amr: [],
+        createdAt: now,
+        expiresAt: now + 3600,
+        interactionId: undefined,
+        id: 'sid-from-before-the-upgrade',
+        ip: undefined,
+        userAgent: undefined,
+        lastSeenAt: undefined,
+      },
       { userTokensRevokedAt: user.tokensRevokedAt },
     );
     browser.cookies.set('latchkey_session', id);
@@ -428,7 +458,11 @@ describe('the device flow with a second factor', () => {
       page = await browser.follow(await answerSecondStep(browser, page, totpCodeAt(secret!, t.clock())));
     }
     expect(page.body).toContain('name="decision"');
-    return browser.post('/activate/confirm', { csrf_token: inputValue(page.body, 'csrf_token')!, user_code: inputValue(page.body, 'user_code')!, decision: 'allow' });
+    return browser.post('/activate/confirm', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      user_code: inputValue(page.body, 'user_code')!,
+      decision: 'allow',
+    });
   }
 
   it('approved by a person with TOTP: the tokens say pwd+otp', async () => {
@@ -436,7 +470,11 @@ describe('the device flow with a second factor', () => {
     const secret = await aliceWithTotp(browser);
     const device = await deviceCode();
     expect((await approve(browser, device.user_code, secret)).status).toBe(200);
-    const tokens = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'latchkey-cli', device_code: device.device_code }) });
+    const tokens = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      ...form({ grant_type: deviceGrantType, client_id: 'latchkey-cli', device_code: device.device_code }),
+    });
     expect(decodeJwt(tokens.json().access_token)).toMatchObject({ amr: ['pwd', 'otp'], acr: 'urn:latchkey:mfa' });
   });
 
@@ -451,7 +489,11 @@ describe('the device flow with a second factor', () => {
     expect(confirm.location).toMatch(/^\/login\/second-factor\?return_to=%2Factivate%2Fconfirm/);
     // A decision posted anyway, with a token from another request's page, approves nothing.
     const other = await browser.get(`/activate/confirm?user_code=${plain.user_code}`);
-    const forged = await browser.post('/activate/confirm', { csrf_token: inputValue(other.body, 'csrf_token')!, user_code: asking.user_code, decision: 'allow' });
+    const forged = await browser.post('/activate/confirm', {
+      csrf_token: inputValue(other.body, 'csrf_token')!,
+      user_code: asking.user_code,
+      decision: 'allow',
+    });
     expect(forged.status).toBe(403);
     expect((await grant())?.status).toBe('pending');
     // The step-up: no factor yet, so one is set up, and the confirmation follows.
@@ -461,9 +503,17 @@ describe('the device flow with a second factor', () => {
     await enrollTotp(t, browser, returnTo);
     const page = await browser.get(returnTo);
     expect(page.body).toContain('name="decision"');
-    const allowed = await browser.post('/activate/confirm', { csrf_token: inputValue(page.body, 'csrf_token')!, user_code: inputValue(page.body, 'user_code')!, decision: 'allow' });
+    const allowed = await browser.post('/activate/confirm', {
+      csrf_token: inputValue(page.body, 'csrf_token')!,
+      user_code: inputValue(page.body, 'user_code')!,
+      decision: 'allow',
+    });
     expect(allowed.status).toBe(200);
-    const tokens = await t.app.inject({ method: 'POST', url: '/oauth/token', ...form({ grant_type: deviceGrantType, client_id: 'latchkey-cli', device_code: asking.device_code }) });
+    const tokens = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/token',
+      ...form({ grant_type: deviceGrantType, client_id: 'latchkey-cli', device_code: asking.device_code }),
+    });
     expect(decodeJwt(tokens.json().access_token)).toMatchObject({ amr: ['pwd', 'otp'], acr: 'urn:latchkey:mfa' });
   });
 });

@@ -44,7 +44,10 @@ async function setUp(options: { smtpUrl?: string | false; path?: string; userAge
   logLines = [];
   if (options.smtpUrl === undefined) smtp = await startSmtpServer();
   const url = options.smtpUrl === undefined ? smtp!.url : options.smtpUrl;
-  t = await testApp({ LATCHKEY_ISSUER: issuer, ...(url === false ? {} : { LATCHKEY_SMTP_URL: url }) }, { logLines, ...(options.path ? { path: options.path } : {}) });
+  t = await testApp(
+    { LATCHKEY_ISSUER: issuer, ...(url === false ? {} : { LATCHKEY_SMTP_URL: url }) },
+    { logLines, ...(options.path ? { path: options.path } : {}) },
+  );
   await addUser(t.store, 'alice', 'alice-password');
   await addUser(t.store, 'root', 'root-password', { roles: ['admin'] });
   return new Browser(injectTransport(t.app), options.userAgent ?? firefox);
@@ -64,7 +67,9 @@ async function inbox(): Promise<ReceivedMail[]> {
 /** The one mail to `address` whose subject has `subject`. */
 async function theMail(address: string, subject: string): Promise<ReceivedMail> {
   const found = (await inbox()).filter((m) => m.envelopeTo.includes(address) && m.subject.includes(subject));
-  expect(found, `one mail to ${address} about "${subject}" in: ${smtp!.mails.map((m) => `${m.envelopeTo.join(',')} ${m.subject}`).join(' | ')}`).toHaveLength(1);
+  expect(found, `one mail to ${address} about "${subject}" in: ${smtp!.mails.map((m) => `${m.envelopeTo.join(',')} ${m.subject}`).join(' | ')}`).toHaveLength(
+    1,
+  );
   return found[0]!;
 }
 
@@ -108,7 +113,9 @@ describe('second factors', () => {
     await signInAs(browser);
     const authenticator = new SoftAuthenticator(issuer);
     const overview = await browser.get('/account/security');
-    const registered = await usePasskeyForm(browser, overview, '/account/security/passkeys', (options) => authenticator.register(options as never), { name: 'Work laptop' });
+    const registered = await usePasskeyForm(browser, overview, '/account/security/passkeys', (options) => authenticator.register(options as never), {
+      name: 'Work laptop',
+    });
     expect(registered.status, registered.body.slice(0, 300)).toBe(200);
     const added = await theMail('alice@example.com', 'A second factor was added');
     expect(added.text).toContain('A passkey was added to your Latchkey account "alice".');
@@ -176,7 +183,11 @@ describe('passwords', () => {
     const browser = await setUp();
     await signInAs(browser, 'alice', '/account');
     const account = await browser.get('/account');
-    const res = await browser.post('/account/password', { csrf_token: inputValue(account.body, 'csrf_token')!, current_password: 'alice-password', new_password: 'a-brand-new-password' });
+    const res = await browser.post('/account/password', {
+      csrf_token: inputValue(account.body, 'csrf_token')!,
+      current_password: 'alice-password',
+      new_password: 'a-brand-new-password',
+    });
     expect(res.status).toBe(200);
     const mail = await theMail('alice@example.com', 'The password of your Latchkey account was changed');
     expectNotice(mail, 'alice@example.com');
@@ -223,7 +234,12 @@ describe('email', () => {
     const browser = await setUp();
     await signInAs(browser, 'alice', '/account');
     const account = await browser.get('/account');
-    const res = await browser.post('/account/profile', { csrf_token: inputValue(account.body, 'csrf_token')!, name: 'Alice', email: 'alice@new.example', current_password: 'alice-password' });
+    const res = await browser.post('/account/profile', {
+      csrf_token: inputValue(account.body, 'csrf_token')!,
+      name: 'Alice',
+      email: 'alice@new.example',
+      current_password: 'alice-password',
+    });
     expect(res.status).toBe(200);
     const before = await theMail('alice@example.com', 'The email address of your Latchkey account was changed');
     expectNotice(before, 'alice@example.com');
@@ -245,7 +261,16 @@ describe('email', () => {
     const browser = await setUp();
     await signInAs(browser, 'alice', '/account');
     const account = await browser.get('/account');
-    expect((await browser.post('/account/profile', { csrf_token: inputValue(account.body, 'csrf_token')!, name: 'Alice', email: 'ALICE@example.com', current_password: '' })).status).toBe(200);
+    expect(
+      (
+        await browser.post('/account/profile', {
+          csrf_token: inputValue(account.body, 'csrf_token')!,
+          name: 'Alice',
+          email: 'ALICE@example.com',
+          current_password: '',
+        })
+      ).status,
+    ).toBe(200);
     expect(await inbox()).toEqual([]);
   });
 });
@@ -262,9 +287,16 @@ describe('without mail, or with a mail server that fails', () => {
     expect((await browser.post('/account/security/totp/remove', { csrf_token: csrf })).status).toBe(303);
     const account = await browser.get('/account');
     const accountCsrf = inputValue(account.body, 'csrf_token')!;
-    expect((await browser.post('/account/password', { csrf_token: accountCsrf, current_password: 'alice-password', new_password: 'a-brand-new-password' })).status).toBe(200);
+    expect(
+      (await browser.post('/account/password', { csrf_token: accountCsrf, current_password: 'alice-password', new_password: 'a-brand-new-password' })).status,
+    ).toBe(200);
     const again = await browser.get('/account');
-    const profile = await browser.post('/account/profile', { csrf_token: inputValue(again.body, 'csrf_token')!, name: 'Alice', email: 'alice@new.example', current_password: 'a-brand-new-password' });
+    const profile = await browser.post('/account/profile', {
+      csrf_token: inputValue(again.body, 'csrf_token')!,
+      name: 'Alice',
+      email: 'alice@new.example',
+      current_password: 'a-brand-new-password',
+    });
     expect(profile.status).toBe(200);
     expect((await app().store.findUserByUsername('alice'))!.email).toBe('alice@new.example');
     await mailSettled(app().app.services);
@@ -279,7 +311,11 @@ describe('without mail, or with a mail server that fails', () => {
     const browser = await setUp({ smtpUrl: `smtp://127.0.0.1:${port}` });
     await signInAs(browser, 'alice', '/account');
     const account = await browser.get('/account');
-    const res = await browser.post('/account/password', { csrf_token: inputValue(account.body, 'csrf_token')!, current_password: 'alice-password', new_password: 'a-brand-new-password' });
+    const res = await browser.post('/account/password', {
+      csrf_token: inputValue(account.body, 'csrf_token')!,
+      current_password: 'alice-password',
+      new_password: 'a-brand-new-password',
+    });
     expect(res.status).toBe(200);
     expect(res.body).toContain('Your password was changed');
     await mailSettled(app().app.services);
@@ -302,7 +338,11 @@ describe('without mail, or with a mail server that fails', () => {
       const browser = await setUp({ smtpUrl: `smtp://127.0.0.1:${(silent.address() as AddressInfo).port}` });
       await signInAs(browser, 'alice', '/account');
       const account = await browser.get('/account');
-      const res = await browser.post('/account/password', { csrf_token: inputValue(account.body, 'csrf_token')!, current_password: 'alice-password', new_password: 'a-brand-new-password' });
+      const res = await browser.post('/account/password', {
+        csrf_token: inputValue(account.body, 'csrf_token')!,
+        current_password: 'alice-password',
+        new_password: 'a-brand-new-password',
+      });
       // Answered while the mail server has not even greeted.
       expect(res.status).toBe(200);
       await connection;

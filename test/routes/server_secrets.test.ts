@@ -43,18 +43,29 @@ describe('a database from before encryption', () => {
 
       const box = new SecretBox([secretKeyOf(Buffer.alloc(32, 9))]);
       expect(await sealPlaintextSecrets(store, box)).toBe(3);
-      const files = [path, `${path}-wal`].map((f) => { try { return readFileSync(f); } catch { return Buffer.alloc(0); } });
+      const files = [path, `${path}-wal`].map((f) => {
+        try {
+          return readFileSync(f);
+        } catch {
+          return Buffer.alloc(0);
+        }
+      });
       for (const bytes of files) {
         expect(bytes.includes(Buffer.from(pem))).toBe(false);
         expect(bytes.includes(Buffer.from('legacy-csrf-secret'))).toBe(false);
       }
-      const raw = store.db.prepare('SELECT private_key_pem FROM signing_keys UNION ALL SELECT value FROM server_secrets').all() as Array<Record<string, string>>;
+      const raw = store.db.prepare('SELECT private_key_pem FROM signing_keys UNION ALL SELECT value FROM server_secrets').all() as Array<
+        Record<string, string>
+      >;
       for (const row of raw) expect(isSealed(Object.values(row)[0]!)).toBe(true);
       expect(JSON.stringify(raw)).not.toContain('PRIVATE KEY');
       expect(JSON.stringify(raw)).not.toContain('legacy-csrf-secret');
       expect(await sealPlaintextSecrets(store, box)).toBe(0); // once is enough
 
-      expect(await loadServerSecrets(store, box)).toMatchObject({ csrfSecret: 'legacy-csrf-secret-0123456789abcdef', userCodeKey: 'legacy-user-code-key-0123456789abcd' });
+      expect(await loadServerSecrets(store, box)).toMatchObject({
+        csrfSecret: 'legacy-csrf-secret-0123456789abcdef',
+        userCodeKey: 'legacy-user-code-key-0123456789abcd',
+      });
       const clock = manualClock(t0);
       const signer = await createSigner(store, clock, { issuer: 'http://latchkey.test', retiredKeyRetention: 3600, secretBox: box });
       expect(await signer.activeKid()).toBe(legacy.kid);

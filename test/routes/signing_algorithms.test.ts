@@ -90,7 +90,15 @@ describe.each(signingAlgorithms)('a server with LATCHKEY_SIGNING_ALG=%s', (alg) 
     const browser = new Browser(injectTransport(t.app));
     await signIn(browser, await browser.get('/login'), 'alice', 'alice-password');
     const pkce = pkcePair();
-    const query = new URLSearchParams({ response_type: 'code', client_id: 'spa', redirect_uri: cb, scope: 'openid', state: 's', code_challenge: pkce.challenge, code_challenge_method: 'S256' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'spa',
+      redirect_uri: cb,
+      scope: 'openid',
+      state: 's',
+      code_challenge: pkce.challenge,
+      code_challenge_method: 'S256',
+    });
     const code = new URL((await browser.get(`/authorize?${query}`)).location ?? '').searchParams.get('code') ?? '';
     const res = await t.app.inject({
       method: 'POST',
@@ -100,7 +108,11 @@ describe.each(signingAlgorithms)('a server with LATCHKEY_SIGNING_ALG=%s', (alg) 
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(decodeProtectedHeader(body.access_token).alg).toBe(alg);
-    const { protectedHeader } = await jwtVerify(body.id_token, createLocalJWKSet(await publishedKeys()), { issuer: t.config.issuer, audience: 'spa', algorithms: ['RS256'] });
+    const { protectedHeader } = await jwtVerify(body.id_token, createLocalJWKSet(await publishedKeys()), {
+      issuer: t.config.issuer,
+      audience: 'spa',
+      algorithms: ['RS256'],
+    });
     expect(protectedHeader.alg).toBe('RS256');
     const discovery = (await t.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
     expect(discovery.id_token_signing_alg_values_supported).toEqual(['RS256']);

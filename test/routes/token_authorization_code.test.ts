@@ -29,7 +29,13 @@ afterEach(() => t.close());
 /** Runs /authorize for a signed-in person and returns the code. */
 async function obtainCode(clientId: string, options: { pkce?: boolean; scope?: string; nonce?: string; audience?: string } = {}) {
   const pkce = pkcePair();
-  const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: cb, scope: options.scope ?? 'openid email profile offline_access', state: 's' });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: cb,
+    scope: options.scope ?? 'openid email profile offline_access',
+    state: 's',
+  });
   if (options.pkce !== false) {
     query.set('code_challenge', pkce.challenge);
     query.set('code_challenge_method', 'S256');
@@ -88,7 +94,11 @@ describe('POST /oauth/token grant_type=authorization_code', () => {
     const digest = createHash('sha256').update(body.access_token).digest();
     expect(idToken.at_hash).toBe(digest.subarray(0, 16).toString('base64url'));
 
-    const { payload: access } = await jwtVerify(body.access_token, jwks, { audience: 'https://api.example.com', typ: 'at+jwt', currentDate: new Date(now * 1000) });
+    const { payload: access } = await jwtVerify(body.access_token, jwks, {
+      audience: 'https://api.example.com',
+      typ: 'at+jwt',
+      currentDate: new Date(now * 1000),
+    });
     expect(access).toMatchObject({ sub: alice.id, client_id: 'spa', scope: 'openid email profile offline_access' });
   });
 

@@ -85,7 +85,7 @@ describe('POST /oauth/token grant_type=device_code', () => {
       expect(await grantOf(user_code)).toMatchObject({ interval: 10, lastPolledAtMs: Math.floor(t.clock() * 1000) });
     });
 
-    it('with several processes on the database (LATCHKEY_WORKERS=2) every poll is stored, so each process sees the others\' polls', async () => {
+    it("with several processes on the database (LATCHKEY_WORKERS=2) every poll is stored, so each process sees the others' polls", async () => {
       const dir = mkdtempSync(join(tmpdir(), 'latchkey-polls-'));
       const path = join(dir, 'latchkey.db');
       await t.close();
@@ -160,7 +160,7 @@ describe('POST /oauth/token grant_type=device_code', () => {
       await expectError(await poll(device_code), 400, 'invalid_grant');
     });
 
-    it("a new password between reading the person and handing out the tokens: the code is spent, no refresh token is stored, invalid_grant", async () => {
+    it('a new password between reading the person and handing out the tokens: the code is spent, no refresh token is stored, invalid_grant', async () => {
       const { device_code, user_code } = await startDeviceFlow();
       await approve(user_code);
       const before = (await t.store.findUserById(alice.id))!;
@@ -180,7 +180,12 @@ describe('POST /oauth/token grant_type=device_code', () => {
 
     it('roles that no longer allow anything asked for: invalid_scope, and the code is spent', async () => {
       await t.store.updateApi({ ...(await t.store.findApi('https://api.example.com'))!, scopes: ['read'] });
-      await t.store.createRole({ name: 'reader', description: undefined, permissions: [{ api: 'https://api.example.com', scope: 'read' }], createdAt: Math.floor(t.clock()) });
+      await t.store.createRole({
+        name: 'reader',
+        description: undefined,
+        permissions: [{ api: 'https://api.example.com', scope: 'read' }],
+        createdAt: Math.floor(t.clock()),
+      });
       await t.store.grantRole(alice.id, 'reader', Math.floor(t.clock()));
       const { device_code, user_code } = await startDeviceFlow({ scope: 'read' });
       await approve(user_code);

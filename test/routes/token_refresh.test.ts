@@ -167,7 +167,7 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
       expect(userinfo.statusCode).toBe(401);
     });
 
-    it('a thief who uses the grace successor first: the victim\'s next refresh is refused and the family revoked', async () => {
+    it("a thief who uses the grace successor first: the victim's next refresh is refused and the family revoked", async () => {
       const rt0 = (await tokensFor(t, alice, 'cli')).refresh_token!;
       const l1 = (await refresh(t, 'cli', rt0)).json();
       const t1 = (await refresh(t, 'cli', rt0)).json();
@@ -304,7 +304,11 @@ describe('a rotation whose answer was lost (LATCHKEY_RETRY_WINDOW)', () => {
     const first = await tokensFor(t, alice, 'cli');
     await refresh(t, 'cli', first.refresh_token!);
     t.clock.advance(30);
-    const retries = await Promise.all([refresh(t, 'cli', first.refresh_token!), refresh(t, 'cli', first.refresh_token!), refresh(t, 'cli', first.refresh_token!)]);
+    const retries = await Promise.all([
+      refresh(t, 'cli', first.refresh_token!),
+      refresh(t, 'cli', first.refresh_token!),
+      refresh(t, 'cli', first.refresh_token!),
+    ]);
     expect(retries.map((r) => r.statusCode)).toEqual([200, 200, 200]);
     const [winner, ...others] = retries.map((r) => r.json());
     for (const pair of [winner, ...others]) expect((await userinfo(pair.access_token)).statusCode).toBe(200);

@@ -77,7 +77,15 @@ describe('a new password ends every sign-in of the person (RFC 6819 §5.2.2.3)',
     const browser = new Browser(injectTransport(t.app));
     await signIn(browser, await browser.get('/login'), 'alice', 'alice-password');
     const { verifier, challenge } = pkcePair();
-    const query = new URLSearchParams({ response_type: 'code', client_id: 'web', redirect_uri: 'https://app.example.com/cb', scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'web',
+      redirect_uri: 'https://app.example.com/cb',
+      scope: 'openid',
+      state: 's',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
     const done = await browser.get(`/authorize?${query}`);
     const code = new URL(done.location!).searchParams.get('code')!;
     later();
@@ -191,7 +199,7 @@ describe('introspection answers only those the token concerns (RFC 7662 §4)', (
     expect((await introspect(tokens.access_token, 'resource-server', again)).json()).toEqual({ active: false });
   });
 
-  it('the API registered for the token\'s audience: active', async () => {
+  it("the API registered for the token's audience: active", async () => {
     const tokens = await tokensFor(t, alice, 'cli', { audience: api });
     expect((await introspect(tokens.access_token)).json()).toMatchObject({ active: true, aud: api, client_id: 'cli' });
   });

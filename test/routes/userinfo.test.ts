@@ -51,7 +51,12 @@ describe('GET/POST /userinfo (OIDC Core §5.3, RFC 6750)', () => {
     expect(header.statusCode).toBe(200);
     const body = await t.app.inject({ method: 'POST', url: '/userinfo', ...form({ access_token }) });
     expect(body.statusCode).toBe(200);
-    const both = await t.app.inject({ method: 'POST', url: '/userinfo', payload: form({ access_token }).payload, headers: { ...form({}).headers, authorization: `Bearer ${access_token}` } });
+    const both = await t.app.inject({
+      method: 'POST',
+      url: '/userinfo',
+      payload: form({ access_token }).payload,
+      headers: { ...form({}).headers, authorization: `Bearer ${access_token}` },
+    });
     expect(both.statusCode).toBe(400);
     expect(both.headers['www-authenticate']).toContain('error="invalid_request"');
   });

@@ -351,7 +351,14 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         createdAt: t0,
         ...extra,
       });
-      const identity = (extra: Partial<UserIdentityRecord> = {}): UserIdentityRecord => ({ connectorId: 'sso', subject: 'up-1', userId: 'user-alice', createdAt: t0, lastSignInAt: t0, ...extra });
+      const identity = (extra: Partial<UserIdentityRecord> = {}): UserIdentityRecord => ({
+        connectorId: 'sso',
+        subject: 'up-1',
+        userId: 'user-alice',
+        createdAt: t0,
+        lastSignInAt: t0,
+        ...extra,
+      });
 
       it('creates, lists in the order added, finds and removes connectors, with every field intact', async () => {
         await withStore(async (store) => {
@@ -427,7 +434,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('listIdentities: one user\'s identities oldest first, or everyone\'s', async () => {
+      it("listIdentities: one user's identities oldest first, or everyone's", async () => {
         await withSeededStore(async (store) => {
           await store.createUser(user({ username: 'bob' }));
           await store.createConnector(connector('sso'));
@@ -436,7 +443,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.linkIdentity(identity({ connectorId: 'gh', subject: '42', createdAt: t0 + 5 }));
           await store.linkIdentity(identity({ createdAt: t0 + 1, lastSignInAt: undefined }));
           await store.linkIdentity(identity({ subject: 'up-bob', userId: 'user-bob', createdAt: t0 + 3 }));
-          expect(await store.listIdentities('user-alice')).toEqual([identity({ createdAt: t0 + 1, lastSignInAt: undefined }), identity({ connectorId: 'gh', subject: '42', createdAt: t0 + 5 })]);
+          expect(await store.listIdentities('user-alice')).toEqual([
+            identity({ createdAt: t0 + 1, lastSignInAt: undefined }),
+            identity({ connectorId: 'gh', subject: '42', createdAt: t0 + 5 }),
+          ]);
           expect((await store.listIdentities(undefined)).map((i) => [i.userId, i.connectorId, i.subject])).toEqual([
             ['user-alice', 'sso', 'up-1'],
             ['user-bob', 'sso', 'up-bob'],
@@ -471,7 +481,13 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.findIdentity('sso', 'up-2')).toBeUndefined();
           expect((await store.listIdentities('user-alice')).map((i) => i.connectorId)).toEqual(['gh']);
           expect(await store.findIdentity('sso', 'up-bob')).toBeDefined();
-          expect(await store.findRemovedIdentity('sso', 'up-1')).toEqual({ connectorId: 'sso', subject: 'up-1', userId: 'user-alice', linkedAt: t0, removedAt: t0 + 10 });
+          expect(await store.findRemovedIdentity('sso', 'up-1')).toEqual({
+            connectorId: 'sso',
+            subject: 'up-1',
+            userId: 'user-alice',
+            linkedAt: t0,
+            removedAt: t0 + 10,
+          });
           expect(await store.findRemovedIdentity('sso', 'up-bob')).toBeUndefined();
           expect((await store.listRemovedIdentities('user-alice')).map((r) => r.subject)).toEqual(['up-1', 'up-2']);
           expect(await store.listRemovedIdentities('user-bob')).toEqual([]);
@@ -507,7 +523,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.unlinkIdentity('user-pat', 'sso', t0 + 2, { passkeysSignIn: true })).toEqual([identity({ userId: 'user-pat' })]);
 
           // Another connector's identity.
-          await store.createUserWithIdentity(user({ username: 'quinn', passwordHash: 'upstream', source: 'sso' }), identity({ subject: 'q', userId: 'user-quinn' }));
+          await store.createUserWithIdentity(
+            user({ username: 'quinn', passwordHash: 'upstream', source: 'sso' }),
+            identity({ subject: 'q', userId: 'user-quinn' }),
+          );
           await store.linkIdentity(identity({ connectorId: 'gh', subject: 'q-gh', userId: 'user-quinn' }));
           expect(await store.unlinkIdentity('user-quinn', 'sso', t0 + 3, { passkeysSignIn: false })).toHaveLength(1);
           expect(await store.unlinkIdentity('user-quinn', 'gh', t0 + 4, { passkeysSignIn: true })).toBe('last_way_in');
@@ -519,7 +538,9 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createUser(user({ username: 'rita' }));
           await store.linkIdentity(identity({ subject: 'r', userId: 'user-rita' }));
           expect(await store.unlinkIdentity('user-rita', 'sso', t0 + 6, { passkeysSignIn: false })).toHaveLength(1);
-          await store.createUser(user({ username: 'sam', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g' }));
+          await store.createUser(
+            user({ username: 'sam', passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g' }),
+          );
           await store.linkIdentity(identity({ subject: 's', userId: 'user-sam' }));
           expect(await store.unlinkIdentity('user-sam', 'sso', t0 + 7, { passkeysSignIn: false })).toHaveLength(1);
         });
@@ -593,7 +614,12 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           const contexts: string[] = [];
           expect(await store.resealSecrets(({ context, value }) => (contexts.push(context), `re:${value}`))).toBe(2);
           expect(contexts).toEqual(['client_secret:svc', 'client_secret:svc']);
-          expect(await store.findClient('svc')).toMatchObject({ secretHash: 'h2', secretSealed: 're:sealed-2', previousSecretHash: 'h1', previousSecretSealed: 're:sealed-1' });
+          expect(await store.findClient('svc')).toMatchObject({
+            secretHash: 'h2',
+            secretSealed: 're:sealed-2',
+            previousSecretHash: 'h1',
+            previousSecretSealed: 're:sealed-1',
+          });
         });
       });
       it('sampleStoredSecrets gives every value in the clear and one sealed value per key that sealed any, from every place secrets live', async () => {
@@ -607,7 +633,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createUser(user());
           await store.saveTotp({ userId: 'user-alice', secret: 'lk1.KEYAAAAA.n.five', lastStep: 0, createdAt: t0 });
           const samples = await store.sampleStoredSecrets();
-          const sealedKeys = samples.filter((s) => s.value.startsWith('lk1.')).map((s) => s.value.slice(4, 12)).sort();
+          const sealedKeys = samples
+            .filter((s) => s.value.startsWith('lk1.'))
+            .map((s) => s.value.slice(4, 12))
+            .sort();
           expect(sealedKeys).toEqual(['KEYAAAAA', 'KEYBBBBB', 'KEYCCCCC']);
           // Each sample keeps the context it was sealed for.
           for (const sample of samples) {
@@ -763,7 +792,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
     });
 
     describe('sessions', () => {
-      it('createSession with a guard stores nothing once the user\'s tokens were revoked since it was read', async () => {
+      it("createSession with a guard stores nothing once the user's tokens were revoked since it was read", async () => {
         await withSeededStore(async (store) => {
           expect(await store.createSession(session({ idHash: 'before' }), { userTokensRevokedAt: undefined })).toBe(true);
           await store.revokeUserTokens('alice', t0 + 5);
@@ -847,9 +876,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       it('refuses a duplicate device code hash with DuplicateError', async () => {
         await withSeededStore(async (store) => {
           await store.createDeviceGrant(deviceGrant({ id: 'g1', deviceCodeHash: 'same-device-code' }));
-          await expect(store.createDeviceGrant(deviceGrant({ id: 'g2', deviceCodeHash: 'same-device-code' }))).rejects.toBeInstanceOf(
-            DuplicateError,
-          );
+          await expect(store.createDeviceGrant(deviceGrant({ id: 'g2', deviceCodeHash: 'same-device-code' }))).rejects.toBeInstanceOf(DuplicateError);
           expect(await store.findDeviceGrantByUserCode('user-g2')).toBeUndefined();
         });
       });
@@ -1072,7 +1099,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             refreshFamilyId: 'redeemed-family',
             issuedAt: t0 + 65,
           };
-          expect(await store.redeemDeviceGrant('grant-1', t0 + 65, { token: rt, guard: { userTokensRevokedAt: undefined } }, 'at-jti')).toEqual({ grant: expected, refreshTokenStored: true });
+          expect(await store.redeemDeviceGrant('grant-1', t0 + 65, { token: rt, guard: { userTokensRevokedAt: undefined } }, 'at-jti')).toEqual({
+            grant: expected,
+            refreshTokenStored: true,
+          });
           expect(await store.findRefreshToken('redeemed-hash')).toEqual(rt);
           // Spent: a second redemption gets nothing and stores nothing.
           const second = refreshToken({ id: 'second', tokenHash: 'second-hash', familyId: 'second-family' });
@@ -1097,7 +1127,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
           const results = await Promise.all(
             Array.from({ length: 8 }, (_, i) =>
-              store.redeemDeviceGrant('grant-1', t0 + 20, { token: refreshToken({ id: `rt-${i}`, tokenHash: `hash-${i}`, familyId: `family-${i}` }), guard: { userTokensRevokedAt: undefined } }),
+              store.redeemDeviceGrant('grant-1', t0 + 20, {
+                token: refreshToken({ id: `rt-${i}`, tokenHash: `hash-${i}`, familyId: `family-${i}` }),
+                guard: { userTokensRevokedAt: undefined },
+              }),
             ),
           );
           expect(results.filter((r) => r !== undefined)).toHaveLength(1);
@@ -1111,8 +1144,15 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         await withSeededStore(async (store) => {
           await createUnspendableGrants(store);
           const guard = { userTokensRevokedAt: undefined };
-          for (const [id, now] of [['pending', t0 + 20], ['denied', t0 + 20], ['expired', t0 + 900], ['missing', t0]] as const) {
-            expect(await store.redeemDeviceGrant(id, now, { token: refreshToken({ id: `rt-${id}`, tokenHash: `hash-${id}`, familyId: `family-${id}` }), guard })).toBeUndefined();
+          for (const [id, now] of [
+            ['pending', t0 + 20],
+            ['denied', t0 + 20],
+            ['expired', t0 + 900],
+            ['missing', t0],
+          ] as const) {
+            expect(
+              await store.redeemDeviceGrant(id, now, { token: refreshToken({ id: `rt-${id}`, tokenHash: `hash-${id}`, familyId: `family-${id}` }), guard }),
+            ).toBeUndefined();
             expect(await store.findRefreshToken(`hash-${id}`)).toBeUndefined();
           }
           expect((await store.findDeviceGrantByDeviceCode('device-expired'))?.status).toBe('approved');
@@ -1124,7 +1164,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createDeviceGrant(deviceGrant());
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
           await store.revokeUserTokens('alice', t0 + 15);
-          const redeemed = await store.redeemDeviceGrant('grant-1', t0 + 20, { token: refreshToken({ id: 'racing', tokenHash: 'racing' }), guard: { userTokensRevokedAt: undefined } });
+          const redeemed = await store.redeemDeviceGrant('grant-1', t0 + 20, {
+            token: refreshToken({ id: 'racing', tokenHash: 'racing' }),
+            guard: { userTokensRevokedAt: undefined },
+          });
           expect(redeemed).toMatchObject({ grant: { status: 'consumed' }, refreshTokenStored: false });
           expect(await store.findRefreshToken('racing')).toBeUndefined();
         });
@@ -1167,9 +1210,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           );
           // A narrower later consent replaces too: the store keeps what it is given.
           await store.saveConsent(consent({ scope: 'openid', grantedAt: t0 + 90 }));
-          expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toStrictEqual(
-            consent({ scope: 'openid', grantedAt: t0 + 90 }),
-          );
+          expect(await store.findConsent('user-alice', 'cli', 'https://api.example.com')).toStrictEqual(consent({ scope: 'openid', grantedAt: t0 + 90 }));
         });
       });
 
@@ -1356,7 +1397,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('createRefreshToken with a guard stores nothing once the user\'s tokens were revoked since it was read', async () => {
+      it("createRefreshToken with a guard stores nothing once the user's tokens were revoked since it was read", async () => {
         await withSeededStore(async (store) => {
           await store.revokeUserTokens('alice', t0 + 5);
           expect(await store.createRefreshToken(refreshToken({ id: 'racing', tokenHash: 'racing' }), { userTokensRevokedAt: undefined })).toBe(false);
@@ -1413,8 +1454,12 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       it('retryRotation supersedes every unused successor, revokes the access tokens they came with, and inserts the new one', async () => {
         await withSeededStore(async (store) => {
           await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p', accessTokenJti: 'jti-p' }));
-          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'lost', tokenHash: 'lost', parentId: 'p', accessTokenJti: 'jti-lost' }), t0 + 1)).toBe(true);
-          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'grace', tokenHash: 'grace', parentId: 'p', accessTokenJti: 'jti-grace' }), 2)).toBe(true);
+          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'lost', tokenHash: 'lost', parentId: 'p', accessTokenJti: 'jti-lost' }), t0 + 1)).toBe(
+            true,
+          );
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'grace', tokenHash: 'grace', parentId: 'p', accessTokenJti: 'jti-grace' }), 2)).toBe(
+            true,
+          );
           const retried = refreshToken({ id: 'retried', tokenHash: 'retried', parentId: 'p', accessTokenJti: 'jti-retried', createdAt: t0 + 30 });
           expect(await store.retryRotation('p', retried, t0 + 30, 5, 5)).toBe(true);
           expect(await store.findRefreshToken('retried')).toEqual(retried);
@@ -1452,9 +1497,27 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       it('retryRotation keeps the successors of a retry racing it (younger than raceSeconds) beside its own: the first used wins', async () => {
         await withSeededStore(async (store) => {
           await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
-          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'lost', tokenHash: 'lost', parentId: 'p', accessTokenJti: 'jti-lost' }), t0 + 1)).toBe(true);
-          expect(await store.retryRotation('p', refreshToken({ id: 'r1', tokenHash: 'r1', parentId: 'p', createdAt: t0 + 30, accessTokenJti: 'jti-r1' }), t0 + 30, 5, 5)).toBe(true);
-          expect(await store.retryRotation('p', refreshToken({ id: 'r2', tokenHash: 'r2', parentId: 'p', createdAt: t0 + 31, accessTokenJti: 'jti-r2' }), t0 + 31, 5, 5)).toBe(true);
+          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'lost', tokenHash: 'lost', parentId: 'p', accessTokenJti: 'jti-lost' }), t0 + 1)).toBe(
+            true,
+          );
+          expect(
+            await store.retryRotation(
+              'p',
+              refreshToken({ id: 'r1', tokenHash: 'r1', parentId: 'p', createdAt: t0 + 30, accessTokenJti: 'jti-r1' }),
+              t0 + 30,
+              5,
+              5,
+            ),
+          ).toBe(true);
+          expect(
+            await store.retryRotation(
+              'p',
+              refreshToken({ id: 'r2', tokenHash: 'r2', parentId: 'p', createdAt: t0 + 31, accessTokenJti: 'jti-r2' }),
+              t0 + 31,
+              5,
+              5,
+            ),
+          ).toBe(true);
           expect((await store.findRefreshToken('lost'))?.supersededAt).toBe(t0 + 30);
           expect((await store.findRefreshToken('r1'))?.supersededAt).toBeUndefined();
           expect(await store.isAccessTokenRevoked('jti-r1')).toBe(false);
@@ -1473,10 +1536,17 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           // The replacement as the grant makes it: a token of the grant's family, not yet placed.
           const replacement = refreshToken({ id: 'new', tokenHash: 'new', familyId: 'lost-family', accessTokenJti: 'jti-new', createdAt: t0 + 40 });
           const bounds = (now: number, since = t0 + 10) => ({ since, now, minGapSeconds: 5, limit: 3 });
-          expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 40, t0 + 30), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } })).toBe('too_late');
-          expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 22), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } })).toBe('too_soon');
+          expect(
+            await store.recoverDeviceGrant('grant-1', bounds(t0 + 40, t0 + 30), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } }),
+          ).toBe('too_late');
+          expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 22), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } })).toBe(
+            'too_soon',
+          );
           const recovered = await store.recoverDeviceGrant('grant-1', bounds(t0 + 40), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } });
-          expect(recovered).toMatchObject({ grant: { id: 'grant-1', status: 'consumed', accessTokenJti: 'jti-new', refreshFamilyId: 'lost-family', issuedAt: t0 + 40, recoveries: 1 }, refreshTokenStored: true });
+          expect(recovered).toMatchObject({
+            grant: { id: 'grant-1', status: 'consumed', accessTokenJti: 'jti-new', refreshFamilyId: 'lost-family', issuedAt: t0 + 40, recoveries: 1 },
+            refreshTokenStored: true,
+          });
           expect(await store.findRefreshToken('new')).toEqual({ ...replacement, parentId: 'lost', familyExpiresAt: t0 + 1000, expiresAt: t0 + 1000 });
           expect((await store.findRefreshToken('lost'))?.supersededAt).toBe(t0 + 40);
           expect(await store.isRefreshFamilyRevoked('lost-family')).toBe(false);
@@ -1486,7 +1556,9 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 41), { accessTokenJti: 'jti-x' })).toBe('too_soon');
           expect(await store.isAccessTokenRevoked('jti-new')).toBe(false);
           // The replacement used: whoever holds the family now is not a device that lost its answer.
-          expect(await store.rotateRefreshToken('new', refreshToken({ id: 'new2', tokenHash: 'new2', familyId: 'lost-family', parentId: 'new' }), t0 + 55)).toBe(true);
+          expect(
+            await store.rotateRefreshToken('new', refreshToken({ id: 'new2', tokenHash: 'new2', familyId: 'lost-family', parentId: 'new' }), t0 + 55),
+          ).toBe(true);
           expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 60), { accessTokenJti: 'jti-4' })).toBe('used');
           expect(await store.isRefreshFamilyRevoked('lost-family')).toBe(false);
         });
@@ -1506,7 +1578,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createDeviceGrant(deviceGrant({ id: 'g2' }));
           expect(await store.approveDeviceGrant('g2', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
           expect((await store.redeemDeviceGrant('g2', t0 + 20, undefined, 'jti-a'))?.grant.accessTokenJti).toBe('jti-a');
-          expect(await store.recoverDeviceGrant('g2', bounds(t0 + 30, 1), { accessTokenJti: 'jti-b' })).toMatchObject({ grant: { accessTokenJti: 'jti-b', recoveries: 1 }, refreshTokenStored: false });
+          expect(await store.recoverDeviceGrant('g2', bounds(t0 + 30, 1), { accessTokenJti: 'jti-b' })).toMatchObject({
+            grant: { accessTokenJti: 'jti-b', recoveries: 1 },
+            refreshTokenStored: false,
+          });
           expect(await store.isAccessTokenRevoked('jti-a')).toBe(true);
           expect(await store.recoverDeviceGrant('g2', bounds(t0 + 40, 1), { accessTokenJti: 'jti-c' })).toBe('limit');
         });
@@ -1559,8 +1634,12 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.createDeviceGrant(deviceGrant({ id: 'recent-grant', expiresAt: t0 - day + 1 }));
           // Live but idle past its expiry: gone. Rotated, idle-expired, family still running: kept (a replay is theft).
           await store.createRefreshToken(refreshToken({ id: 'old-rt', tokenHash: 'old-rt', familyId: 'old-family', expiresAt: t0 - day }));
-          await store.createRefreshToken(refreshToken({ id: 'rotated-rt', tokenHash: 'rotated-rt', familyId: 'f2', expiresAt: t0 - day, rotatedAt: t0 - 2 * day }));
-          await store.createRefreshToken(refreshToken({ id: 'ended-rt', tokenHash: 'ended-rt', familyId: 'f3', rotatedAt: t0 - 3 * day, familyExpiresAt: t0 - day }));
+          await store.createRefreshToken(
+            refreshToken({ id: 'rotated-rt', tokenHash: 'rotated-rt', familyId: 'f2', expiresAt: t0 - day, rotatedAt: t0 - 2 * day }),
+          );
+          await store.createRefreshToken(
+            refreshToken({ id: 'ended-rt', tokenHash: 'ended-rt', familyId: 'f3', rotatedAt: t0 - 3 * day, familyExpiresAt: t0 - day }),
+          );
           await store.createRefreshToken(refreshToken({ id: 'live-rt', tokenHash: 'live-rt', familyId: 'live-family' }));
           await store.revokeRefreshFamily('ancient-family', t0 - 367 * day);
           await store.revokeRefreshFamily('recent-family', t0 - 2 * day);
@@ -1572,7 +1651,17 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.removeClient('removed-lately', t0 - 2 * day);
 
           const counts = await store.purgeExpired(t0);
-          expect(counts).toEqual({ authorizationCodes: 0, deviceGrants: 1, sessions: 1, refreshTokens: 2, revokedAccessTokens: 1, emailTokens: 0, usedOnce: 0, registrationTokens: 0, pushedRequests: 0 });
+          expect(counts).toEqual({
+            authorizationCodes: 0,
+            deviceGrants: 1,
+            sessions: 1,
+            refreshTokens: 2,
+            revokedAccessTokens: 1,
+            emailTokens: 0,
+            usedOnce: 0,
+            registrationTokens: 0,
+            pushedRequests: 0,
+          });
           expect(await store.findRefreshToken('rotated-rt')).toBeDefined();
           expect(await store.findRefreshToken('ended-rt')).toBeUndefined();
           // Revoked families are remembered for a year (access tokens of theirs are refused by it).
@@ -1616,8 +1705,18 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await store.ensureSigningKey(signingKey('ec-1', t0, 'ES256'));
           await store.rotateSigningKeys([signingKey('rsa-2', t0 + 50), signingKey('ec-2', t0 + 50, 'ES256')], t0 + 50);
           const keys = await store.listSigningKeys();
-          expect(keys.filter((k) => k.retiredAt === undefined).map((k) => k.kid).sort()).toEqual(['ec-2', 'rsa-2']);
-          expect(keys.filter((k) => k.retiredAt === t0 + 50).map((k) => k.kid).sort()).toEqual(['ec-1', 'rsa-1']);
+          expect(
+            keys
+              .filter((k) => k.retiredAt === undefined)
+              .map((k) => k.kid)
+              .sort(),
+          ).toEqual(['ec-2', 'rsa-2']);
+          expect(
+            keys
+              .filter((k) => k.retiredAt === t0 + 50)
+              .map((k) => k.kid)
+              .sort(),
+          ).toEqual(['ec-1', 'rsa-1']);
         });
       });
     });
@@ -1905,7 +2004,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           });
         });
 
-        it('replaceRecoveryCodes replaces every code of the user, used or not, and no one else\'s', async () => {
+        it("replaceRecoveryCodes replaces every code of the user, used or not, and no one else's", async () => {
           await withTwoUsers(async (store) => {
             await store.replaceRecoveryCodes('user-alice', ['h1', 'h2'], t0);
             await store.replaceRecoveryCodes('user-bob', ['h1', 'b2'], t0);
@@ -2154,7 +2253,9 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             const bobs = session({ idHash: 'bob-session', userId: 'user-bob' });
             await store.createSession(bobs);
             await store.createRefreshToken(refreshToken({ id: 'a1', tokenHash: 'a1', familyId: 'fam-a' }));
-            expect(await store.rotateRefreshToken('a1', refreshToken({ id: 'a2', tokenHash: 'a2', familyId: 'fam-a', parentId: 'a1', createdAt: t0 + 1 }), t0 + 1)).toBe(true);
+            expect(
+              await store.rotateRefreshToken('a1', refreshToken({ id: 'a2', tokenHash: 'a2', familyId: 'fam-a', parentId: 'a1', createdAt: t0 + 1 }), t0 + 1),
+            ).toBe(true);
             await store.createRefreshToken(refreshToken({ id: 'b1', tokenHash: 'b1', familyId: 'fam-b' }));
             await store.createRefreshToken(refreshToken({ id: 'c1', tokenHash: 'c1', familyId: 'fam-c' }));
             await store.revokeRefreshFamily('fam-c', t0 + 2);
@@ -2189,7 +2290,14 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             const rt = refreshToken(browser);
             await store.createRefreshToken(rt, { userTokensRevokedAt: undefined });
             expect(await store.findRefreshToken(rt.tokenHash)).toStrictEqual(rt);
-            const none = refreshToken({ id: 'none', tokenHash: 'none', familyId: 'f-none', approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
+            const none = refreshToken({
+              id: 'none',
+              tokenHash: 'none',
+              familyId: 'f-none',
+              approvedIp: undefined,
+              approvedUserAgent: undefined,
+              sessionId: undefined,
+            });
             await store.createRefreshToken(none);
             expect(await store.findRefreshToken('none')).toStrictEqual(none);
             const code = authorizationCode();
@@ -2216,7 +2324,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           });
         });
 
-        it('listRefreshFamilies: one row per live family (first and newest token times, the live token\'s expiry and origin), most recently used first', async () => {
+        it("listRefreshFamilies: one row per live family (first and newest token times, the live token's expiry and origin), most recently used first", async () => {
           await withSeededStore(async (store) => {
             await store.createUser(user({ username: 'bob' }));
             const now = t0 + 1000;
@@ -2567,7 +2675,17 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             await store.createEmailToken(emailToken({ tokenHash: 'old', expiresAt: now - day }));
             await store.createEmailToken(emailToken({ tokenHash: 'recent', expiresAt: now - day + 1 }));
             await store.createEmailToken(emailToken({ tokenHash: 'live', expiresAt: now + 100 }));
-            expect(await store.purgeExpired(now, 2)).toEqual({ authorizationCodes: 0, deviceGrants: 0, sessions: 0, refreshTokens: 0, revokedAccessTokens: 0, emailTokens: 2, usedOnce: 0, registrationTokens: 0, pushedRequests: 0 });
+            expect(await store.purgeExpired(now, 2)).toEqual({
+              authorizationCodes: 0,
+              deviceGrants: 0,
+              sessions: 0,
+              refreshTokens: 0,
+              revokedAccessTokens: 0,
+              emailTokens: 2,
+              usedOnce: 0,
+              registrationTokens: 0,
+              pushedRequests: 0,
+            });
             expect((await store.purgeExpired(now, 2)).emailTokens).toBe(1);
             expect((await store.purgeExpired(now)).emailTokens).toBe(0);
             expect(await store.useEmailToken('live', 'password_reset', now)).toBeDefined();
@@ -2657,7 +2775,14 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
               members: 0,
             });
             await store.createRole(role('bare', [], { description: undefined }));
-            expect(await store.findRole('bare')).toStrictEqual({ name: 'bare', description: undefined, permissions: [], builtIn: false, createdAt: t0, members: 0 });
+            expect(await store.findRole('bare')).toStrictEqual({
+              name: 'bare',
+              description: undefined,
+              permissions: [],
+              builtIn: false,
+              createdAt: t0,
+              members: 0,
+            });
             expect(await store.findRole('nobody')).toBeUndefined();
             expect(await store.removeRole('bare')).toBe(true);
             expect(await store.removeRole('bare')).toBe(false);
@@ -2684,8 +2809,20 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
 
         it('updateRole replaces the permissions, and the description only when given (undefined clears it); false for an unknown role', async () => {
           await withDirectory(async (store) => {
-            await store.createRole(role('ops', [{ api: apiA, scope: 'read' }, { api: apiA, scope: 'write' }]));
-            expect(await store.updateRole('ops', { permissions: [{ api: apiB, scope: 'write' }, { api: apiA, scope: 'admin' }] })).toBe(true);
+            await store.createRole(
+              role('ops', [
+                { api: apiA, scope: 'read' },
+                { api: apiA, scope: 'write' },
+              ]),
+            );
+            expect(
+              await store.updateRole('ops', {
+                permissions: [
+                  { api: apiB, scope: 'write' },
+                  { api: apiA, scope: 'admin' },
+                ],
+              }),
+            ).toBe(true);
             expect(await store.findRole('ops')).toMatchObject({
               description: 'The ops role',
               permissions: [
@@ -2694,7 +2831,13 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
               ],
             });
             expect(await store.updateRole('ops', { description: 'Operators' })).toBe(true);
-            expect(await store.findRole('ops')).toMatchObject({ description: 'Operators', permissions: [{ api: apiA, scope: 'admin' }, { api: apiB, scope: 'write' }] });
+            expect(await store.findRole('ops')).toMatchObject({
+              description: 'Operators',
+              permissions: [
+                { api: apiA, scope: 'admin' },
+                { api: apiB, scope: 'write' },
+              ],
+            });
             expect(await store.updateRole('ops', { permissions: [], description: undefined })).toBe(true);
             expect(await store.findRole('ops')).toMatchObject({ description: undefined, permissions: [] });
             expect(await store.updateRole('nobody', { description: 'x' })).toBe(false);
@@ -2703,14 +2846,26 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             expect(await store.updateRole('ops', {})).toBe(true);
             // The built-in role's permissions can be changed; it stays built in.
             expect(await store.updateRole('admin', { permissions: [{ api: apiA, scope: 'admin' }] })).toBe(true);
-            expect(await store.findRole('admin')).toMatchObject({ builtIn: true, description: 'May use the admin console', permissions: [{ api: apiA, scope: 'admin' }] });
+            expect(await store.findRole('admin')).toMatchObject({
+              builtIn: true,
+              description: 'May use the admin console',
+              permissions: [{ api: apiA, scope: 'admin' }],
+            });
           });
         });
 
         it('an update whose permissions are refused changes nothing (one step)', async () => {
           await withDirectory(async (store) => {
             await store.createRole(role('ops', [{ api: apiA, scope: 'read' }]));
-            await expect(store.updateRole('ops', { description: 'Changed', permissions: [{ api: apiA, scope: 'write' }, { api: 'https://none.example.com', scope: 'x' }] })).rejects.toBeInstanceOf(MissingReferenceError);
+            await expect(
+              store.updateRole('ops', {
+                description: 'Changed',
+                permissions: [
+                  { api: apiA, scope: 'write' },
+                  { api: 'https://none.example.com', scope: 'x' },
+                ],
+              }),
+            ).rejects.toBeInstanceOf(MissingReferenceError);
             expect(await store.findRole('ops')).toMatchObject({ description: 'The ops role', permissions: [{ api: apiA, scope: 'read' }] });
           });
         });
@@ -2793,10 +2948,26 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
 
         it("permittedScopes: the scopes of the API that the user's roles give, distinct and sorted; none of other APIs, users or revoked roles", async () => {
           await withDirectory(async (store) => {
-            await store.createRole(role('reader', [{ api: apiA, scope: 'read' }, { api: apiB, scope: 'read' }]));
-            await store.createRole(role('writer', [{ api: apiA, scope: 'write' }, { api: apiA, scope: 'read' }, { api: apiB, scope: 'write' }]));
+            await store.createRole(
+              role('reader', [
+                { api: apiA, scope: 'read' },
+                { api: apiB, scope: 'read' },
+              ]),
+            );
+            await store.createRole(
+              role('writer', [
+                { api: apiA, scope: 'write' },
+                { api: apiA, scope: 'read' },
+                { api: apiB, scope: 'write' },
+              ]),
+            );
             // Scopes the API does not declare are the caller's to drop; the store gives them as stored.
-            await store.createRole(role('odd', [{ api: apiA, scope: 'Zebra' }, { api: apiA, scope: 'undeclared' }]));
+            await store.createRole(
+              role('odd', [
+                { api: apiA, scope: 'Zebra' },
+                { api: apiA, scope: 'undeclared' },
+              ]),
+            );
             expect(await store.permittedScopes('user-alice', apiA)).toEqual([]);
             for (const name of ['writer', 'reader', 'odd']) await store.grantRole('user-alice', name, t0);
             await store.grantRole('user-bob', 'reader', t0);
@@ -2828,7 +2999,12 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
 
         it('removing an API removes its role permissions and client grants, and nothing of other APIs', async () => {
           await withDirectory(async (store) => {
-            await store.createRole(role('ops', [{ api: apiA, scope: 'read' }, { api: apiB, scope: 'write' }]));
+            await store.createRole(
+              role('ops', [
+                { api: apiA, scope: 'read' },
+                { api: apiB, scope: 'write' },
+              ]),
+            );
             await store.grantRole('user-alice', 'ops', t0);
             await store.saveClientGrant({ clientId: 'cli', api: apiA, scopes: ['read'], createdAt: t0 });
             await store.saveClientGrant({ clientId: 'cli', api: apiB, scopes: ['write'], createdAt: t0 });
@@ -2887,7 +3063,14 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
               jwks: { keys: [{ kty: 'RSA', n: 'n', e: 'AQAB' }] },
             };
             expect(await store.updateClient('svc', { ...changes, grantTypes: [...changes.grantTypes] })).toBe(true);
-            const changed = { ...keyed, name: 'Renamed', redirectUris: ['https://svc.example.com/cb'], firstParty: true, ...changes, grantTypes: [...changes.grantTypes] };
+            const changed = {
+              ...keyed,
+              name: 'Renamed',
+              redirectUris: ['https://svc.example.com/cb'],
+              firstParty: true,
+              ...changes,
+              grantTypes: [...changes.grantTypes],
+            };
             expect(await store.findClient('svc')).toStrictEqual(changed);
             expect(await store.updateClient('svc', { jwksUri: undefined, backchannelLogoutUri: undefined, name: undefined })).toBe(true);
             expect(await store.findClient('svc')).toStrictEqual({ ...changed, jwksUri: undefined, backchannelLogoutUri: undefined });
@@ -2933,7 +3116,11 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await withStore(async (store) => {
             await store.createClient(client({ clientId: 'old', secretHash: 'sha256-old' }));
             expect(await store.rotateClientSecret('old', { hash: 'sha256-new', sealed: 'sealed-new' }, t0 + 60)).toBe(true);
-            expect(await store.findClient('old')).toMatchObject({ previousSecretHash: 'sha256-old', previousSecretSealed: undefined, previousSecretExpiresAt: t0 + 60 });
+            expect(await store.findClient('old')).toMatchObject({
+              previousSecretHash: 'sha256-old',
+              previousSecretSealed: undefined,
+              previousSecretExpiresAt: t0 + 60,
+            });
             await store.createClient(client({ clientId: 'pub' }));
             expect(await store.rotateClientSecret('pub', { hash: 'sha256-first', sealed: 'sealed-first' }, t0 + 60)).toBe(true);
             expect(await store.findClient('pub')).toMatchObject({
@@ -2960,7 +3147,13 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
 
       describe('client grants', () => {
-        const grant = (overrides: Partial<ClientGrantRecord> = {}): ClientGrantRecord => ({ clientId: 'cli', api: apiA, scopes: ['write', 'read'], createdAt: t0, ...overrides });
+        const grant = (overrides: Partial<ClientGrantRecord> = {}): ClientGrantRecord => ({
+          clientId: 'cli',
+          api: apiA,
+          scopes: ['write', 'read'],
+          createdAt: t0,
+          ...overrides,
+        });
 
         it('saveClientGrant inserts, then replaces the grant of (client, api), keeping the scopes in the order given', async () => {
           await withDirectory(async (store) => {
@@ -2979,7 +3172,13 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await withDirectory(async (store) => {
             await store.createClient(client({ clientId: 'B-svc' }));
             await store.createClient(client({ clientId: 'a-svc' }));
-            for (const [clientId, api] of [['cli', apiB], ['a-svc', apiB], ['cli', apiA], ['B-svc', apiA]] as const) await store.saveClientGrant(grant({ clientId, api }));
+            for (const [clientId, api] of [
+              ['cli', apiB],
+              ['a-svc', apiB],
+              ['cli', apiA],
+              ['B-svc', apiA],
+            ] as const)
+              await store.saveClientGrant(grant({ clientId, api }));
             expect((await store.listClientGrants('cli')).map((g) => g.api)).toEqual([apiA, apiB]);
             expect(await store.listClientGrants('cli')).toStrictEqual([grant(), grant({ api: apiB })]);
             expect((await store.listClientGrants(undefined)).map((g) => [g.clientId, g.api])).toEqual([
@@ -3091,7 +3290,8 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           details: {},
           ...overrides,
         });
-        const events = async (store: Store, query: Partial<AuditEventQuery> = {}) => (await store.listAuditEvents({ limit: 100, ...query })).map((e) => e.event);
+        const events = async (store: Store, query: Partial<AuditEventQuery> = {}) =>
+          (await store.listAuditEvents({ limit: 100, ...query })).map((e) => e.event);
 
         it('appendAuditEvents gives increasing ids in the order given; listAuditEvents returns them newest first with every field intact', async () => {
           await withStore(async (store) => {
@@ -3281,7 +3481,9 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       it('simultaneous registrations with one token: exactly one client is stored', async () => {
         await withStore(async (store) => {
           await store.createRegistrationToken(initialToken());
-          const results = await Promise.all(Array.from({ length: 10 }, (_, n) => store.registerClient(registered({ clientId: `dyn_${n}` }), 'it-hash', t0 + 1)));
+          const results = await Promise.all(
+            Array.from({ length: 10 }, (_, n) => store.registerClient(registered({ clientId: `dyn_${n}` }), 'it-hash', t0 + 1)),
+          );
           expect(results.filter((won) => won)).toHaveLength(1);
           const stored = await store.listClients();
           expect(stored).toHaveLength(1);
@@ -3316,10 +3518,22 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           };
           expect(await store.updateRegisteredClient('dyn_abc', { changes, tokenEndpointAuthMethod: 'client_secret_basic', secret: 'keep' })).toBe(true);
           expect(await store.findClient('dyn_abc')).toStrictEqual(
-            registered({ ...changes, secretHash: 'sha256-rotated', previousSecretHash: 'sha256-secret', previousSecretExpiresAt: t0 + 600, tokenEndpointAuthMethod: 'client_secret_basic' }),
+            registered({
+              ...changes,
+              secretHash: 'sha256-rotated',
+              previousSecretHash: 'sha256-secret',
+              previousSecretExpiresAt: t0 + 600,
+              tokenEndpointAuthMethod: 'client_secret_basic',
+            }),
           );
           // A new secret (sealed, for client_secret_jwt): the previous one goes with the old.
-          expect(await store.updateRegisteredClient('dyn_abc', { changes: {}, tokenEndpointAuthMethod: 'client_secret_jwt', secret: { hash: 'sha256-new', sealed: 'sealed-new' } })).toBe(true);
+          expect(
+            await store.updateRegisteredClient('dyn_abc', {
+              changes: {},
+              tokenEndpointAuthMethod: 'client_secret_jwt',
+              secret: { hash: 'sha256-new', sealed: 'sealed-new' },
+            }),
+          ).toBe(true);
           expect(await store.findClient('dyn_abc')).toMatchObject({
             name: 'Renamed',
             secretHash: 'sha256-new',
@@ -3333,9 +3547,20 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           // Keys instead of a secret: the secret is gone, the backchannel URI cleared.
           const jwks = { keys: [{ kty: 'EC', crv: 'P-256', x: 'x', y: 'y' }] };
           expect(
-            await store.updateRegisteredClient('dyn_abc', { changes: { jwks, jwksUri: undefined, backchannelLogoutUri: undefined }, tokenEndpointAuthMethod: 'private_key_jwt', secret: undefined }),
+            await store.updateRegisteredClient('dyn_abc', {
+              changes: { jwks, jwksUri: undefined, backchannelLogoutUri: undefined },
+              tokenEndpointAuthMethod: 'private_key_jwt',
+              secret: undefined,
+            }),
           ).toBe(true);
-          expect(await store.findClient('dyn_abc')).toMatchObject({ jwks, jwksUri: undefined, backchannelLogoutUri: undefined, secretHash: undefined, secretSealed: undefined, tokenEndpointAuthMethod: 'private_key_jwt' });
+          expect(await store.findClient('dyn_abc')).toMatchObject({
+            jwks,
+            jwksUri: undefined,
+            backchannelLogoutUri: undefined,
+            secretHash: undefined,
+            secretSealed: undefined,
+            tokenEndpointAuthMethod: 'private_key_jwt',
+          });
           expect(await store.updateRegisteredClient('nobody', { changes: {}, tokenEndpointAuthMethod: 'none', secret: undefined })).toBe(false);
         });
       });
@@ -3441,11 +3666,15 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect((await store.findUserById('user-alice'))?.profile).toStrictEqual({});
           // all three at once, found by username in any ASCII case
           expect(await store.updateUser('ALICE', { email: 'alice@elsewhere.example', name: 'Alice', profile: fullProfile }, t0 + 40)).toBe(true);
-          expect(await store.findUserById('user-alice')).toStrictEqual(user({ email: 'alice@elsewhere.example', name: 'Alice', profile: fullProfile, updatedAt: t0 + 40 }));
+          expect(await store.findUserById('user-alice')).toStrictEqual(
+            user({ email: 'alice@elsewhere.example', name: 'Alice', profile: fullProfile, updatedAt: t0 + 40 }),
+          );
           expect(await store.findUsersByEmail('alice@elsewhere.example')).toHaveLength(1);
           // nothing given: only updatedAt moves
           expect(await store.updateUser('alice', {}, t0 + 50)).toBe(true);
-          expect(await store.findUserById('user-alice')).toStrictEqual(user({ email: 'alice@elsewhere.example', name: 'Alice', profile: fullProfile, updatedAt: t0 + 50 }));
+          expect(await store.findUserById('user-alice')).toStrictEqual(
+            user({ email: 'alice@elsewhere.example', name: 'Alice', profile: fullProfile, updatedAt: t0 + 50 }),
+          );
           // unknown username
           expect(await store.updateUser('nobody', { name: 'X' }, t0 + 60)).toBe(false);
           expect(await store.findUserById('user-bob')).toStrictEqual(user({ username: 'bob' }));
@@ -3572,7 +3801,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('keeps a client\'s requirePar (createClient, ensureClient, listClients); operator-made clients default to false', async () => {
+      it("keeps a client's requirePar (createClient, ensureClient, listClients); operator-made clients default to false", async () => {
         await withStore(async (store) => {
           await store.createClient(client({ clientId: 'par-only', requirePar: true }));
           await store.ensureClient(client({ clientId: 'built-in', builtIn: true }));

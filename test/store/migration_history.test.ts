@@ -21,7 +21,13 @@ import { PostgresStore } from '../../src/store/postgres/postgres_store.js';
 import { latchkeyVersion } from '../../src/version.js';
 import { describeWithPostgres, freshSchema, pgTestUrl } from '../helpers/postgres.js';
 import { t0 } from '../helpers/records.js';
-import { applyAsOlderBuildPostgres, applyAsOlderBuildSqlite as applyAsOlderBuild, asIntermediateBuildsRanThem, numberingBefore, type OlderRecord } from '../helpers/older_builds.js';
+import {
+  applyAsOlderBuildPostgres,
+  applyAsOlderBuildSqlite as applyAsOlderBuild,
+  asIntermediateBuildsRanThem,
+  numberingBefore,
+  type OlderRecord,
+} from '../helpers/older_builds.js';
 
 /** How builds before checksums recorded what they applied. */
 const beforeChecksums: OlderRecord = { checksums: false };
@@ -48,7 +54,11 @@ describe('the migration history on SQLite', () => {
     const path = tempDb();
     const store = new SqliteStore({ path, now: t0 });
     try {
-      const rows = store.db.prepare('SELECT name, checksum, latchkey_version FROM schema_migrations ORDER BY version').all() as { name: string; checksum: string; latchkey_version: string }[];
+      const rows = store.db.prepare('SELECT name, checksum, latchkey_version FROM schema_migrations ORDER BY version').all() as {
+        name: string;
+        checksum: string;
+        latchkey_version: string;
+      }[];
       expect(rows.map((r) => r.name)).toEqual(readMigrations(sqliteMigrationsDir).map((m) => m.name));
       for (const row of rows) {
         expect(row.checksum).toBe(migrationChecksum(readFileSync(join(sqliteMigrationsDir, row.name), 'utf8')));
@@ -63,7 +73,10 @@ describe('the migration history on SQLite', () => {
   it('a database an older build made gets the checksums of the files it ran, and its missing migrations, with from → to for the start log', async () => {
     const path = tempDb();
     const db = new Database(path);
-    applyAsOlderBuildSqlite(db, numberingBefore.sqlite.filter((m) => m.version <= 13));
+    applyAsOlderBuildSqlite(
+      db,
+      numberingBefore.sqlite.filter((m) => m.version <= 13),
+    );
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
@@ -100,13 +113,18 @@ describe('the migration history on SQLite', () => {
     const db = new Database(path);
     db.prepare("UPDATE schema_migrations SET checksum = 'ffffffffffffffff' WHERE name = '0006_connectors.sql'").run();
     db.close();
-    expect(() => new SqliteStore({ path, now: t0 })).toThrow(/^migration 0006_connectors\.sql differs from the one this database applied .*a released migration must never be edited/);
+    expect(() => new SqliteStore({ path, now: t0 })).toThrow(
+      /^migration 0006_connectors\.sql differs from the one this database applied .*a released migration must never be edited/,
+    );
   });
 
   it('a database that ran the intermediate builds of 0005, 0006 and 0008 is brought level by 0015', async () => {
     const path = tempDb();
     const db = new Database(path);
-    applyAsOlderBuildSqlite(db, numberingBefore.sqlite.filter((m) => m.version <= 4));
+    applyAsOlderBuildSqlite(
+      db,
+      numberingBefore.sqlite.filter((m) => m.version <= 4),
+    );
     // Before 0005: a family rotated once (replaced_by known), and one that also handed out a grace
     // successor, which no parent column could record.
     db.exec(`INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('u-admin', 'admin', 'admin@localhost', NULL, 'x', 0, ${t0});
@@ -123,7 +141,10 @@ describe('the migration history on SQLite', () => {
     token('b0', 'forked', 'b1', 1);
     token('b1', 'forked', null);
     token('b2', 'forked', null); // the grace successor: no parent anywhere
-    applyAsOlderBuildSqlite(db, asIntermediateBuildsRanThem('sqlite', 13).filter((m) => m.version > 4));
+    applyAsOlderBuildSqlite(
+      db,
+      asIntermediateBuildsRanThem('sqlite', 13).filter((m) => m.version > 4),
+    );
     // What the intermediate builds left: parents never filled in, the forked family live, the made-up
     // address verified, no index on the session of refresh tokens.
     expect(db.prepare("SELECT parent_id FROM refresh_tokens WHERE id = 'a1'").get()).toEqual({ parent_id: null });
@@ -149,7 +170,10 @@ describe('the migration history on SQLite', () => {
   it('on a database that ran the final texts, 0015 changes no row', async () => {
     const path = tempDb();
     const db = new Database(path);
-    applyAsOlderBuildSqlite(db, numberingBefore.sqlite.filter((m) => m.version <= 13));
+    applyAsOlderBuildSqlite(
+      db,
+      numberingBefore.sqlite.filter((m) => m.version <= 13),
+    );
     db.exec(`INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, email_verified) VALUES ('u', 'bob', 'bob@example.com', NULL, 'x', 0, ${t0}, 1);
       INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at) VALUES ('cli', 'CLI', NULL, '[]', '["refresh_token"]', 1, 1, 0, ${t0});`);
     const insert = db.prepare(
@@ -178,7 +202,12 @@ describeWithPostgres('the migration history on PostgreSQL', () => {
   const schemaPool = (schema: string) => new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
 
   /** Applies migrations of the numbering before as builds before checksums did; `between` runs before the file numbered `split`. */
-  async function applyAsOlderBuild(schema: string, migrations: typeof numberingBefore.postgres, between: (pool: pg.Pool) => Promise<void>, split: number): Promise<void> {
+  async function applyAsOlderBuild(
+    schema: string,
+    migrations: typeof numberingBefore.postgres,
+    between: (pool: pg.Pool) => Promise<void>,
+    split: number,
+  ): Promise<void> {
     const pool = schemaPool(schema);
     try {
       await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
@@ -193,14 +222,20 @@ describeWithPostgres('the migration history on PostgreSQL', () => {
     await (await PostgresStore.open({ url, schema, now: t0 })).close();
     const pool = schemaPool(schema);
     try {
-      const rows = (await pool.query('SELECT name, checksum, latchkey_version FROM schema_migrations ORDER BY version')).rows as { name: string; checksum: string; latchkey_version: string }[];
+      const rows = (await pool.query('SELECT name, checksum, latchkey_version FROM schema_migrations ORDER BY version')).rows as {
+        name: string;
+        checksum: string;
+        latchkey_version: string;
+      }[];
       expect(rows.map((r) => r.name)).toEqual(readMigrations(postgresMigrationsDir).map((m) => m.name));
       for (const row of rows) {
         expect(row.checksum).toBe(migrationChecksum(readFileSync(join(postgresMigrationsDir, row.name), 'utf8')));
         expect(row.latchkey_version).toBe(latchkeyVersion);
       }
       await pool.query("INSERT INTO schema_migrations (version, name, applied_at, checksum, latchkey_version) VALUES (999, '0999_later.sql', 1, 'x', '9.9.9')");
-      await expect(PostgresStore.open({ url, schema, now: t0 })).rejects.toThrow(/^the database was upgraded by Latchkey 9\.9\.9 \(schema version 999, 0999_later\.sql\); this is Latchkey /);
+      await expect(PostgresStore.open({ url, schema, now: t0 })).rejects.toThrow(
+        /^the database was upgraded by Latchkey 9\.9\.9 \(schema version 999, 0999_later\.sql\); this is Latchkey /,
+      );
       await pool.query('DELETE FROM schema_migrations WHERE version = 999');
       await pool.query("UPDATE schema_migrations SET checksum = 'ffff' WHERE name = '0006_connectors.sql'");
       await expect(PostgresStore.open({ url, schema, now: t0 })).rejects.toThrow(/^migration 0006_connectors\.sql differs from the one this database applied/);
@@ -212,8 +247,12 @@ describeWithPostgres('the migration history on PostgreSQL', () => {
   it('a database that ran the intermediate builds of 0003, 0004 and 0006 (numbered as they were) is brought level by 0015', async () => {
     const schema = freshSchema();
     const insertData = async (pool: pg.Pool) => {
-      await pool.query(`INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('u-admin', 'admin', 'admin@localhost', NULL, 'x', false, ${t0})`);
-      await pool.query(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at) VALUES ('cli', 'CLI', NULL, '[]', '["refresh_token"]', true, true, false, ${t0})`);
+      await pool.query(
+        `INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('u-admin', 'admin', 'admin@localhost', NULL, 'x', false, ${t0})`,
+      );
+      await pool.query(
+        `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at) VALUES ('cli', 'CLI', NULL, '[]', '["refresh_token"]', true, true, false, ${t0})`,
+      );
       const token = (id: string, family: string, rotated: string | null, grace = 0) =>
         pool.query(
           `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at, rotated_at, replaced_by, grace_successors)

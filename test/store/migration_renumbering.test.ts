@@ -116,7 +116,12 @@ describe('renumbering on SQLite', () => {
   it('a database half-way (the build before stopped after 0015_lost_answers): renumbered, then the rest applied in order', async () => {
     const path = tempDb();
     const db = new Database(path);
-    applyAsOlderBuildSqlite(db, numberingBefore.sqlite.filter((m) => m.version <= 15), buildBefore, appliedBefore);
+    applyAsOlderBuildSqlite(
+      db,
+      numberingBefore.sqlite.filter((m) => m.version <= 15),
+      buildBefore,
+      appliedBefore,
+    );
     db.exec(aliceSql('sqlite', true));
     db.close();
     const store = new SqliteStore({ path, now: t0 });
@@ -134,7 +139,12 @@ describe('renumbering on SQLite', () => {
   it('a database of an older build, from before checksums, that stopped where both numberings agree (0013): nothing to rewrite, the rest applied in order', async () => {
     const path = tempDb();
     const db = new Database(path);
-    applyAsOlderBuildSqlite(db, numberingBefore.sqlite.filter((m) => m.version <= 13), beforeChecksums, appliedBefore);
+    applyAsOlderBuildSqlite(
+      db,
+      numberingBefore.sqlite.filter((m) => m.version <= 13),
+      beforeChecksums,
+      appliedBefore,
+    );
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
@@ -149,19 +159,22 @@ describe('renumbering on SQLite', () => {
   it.each([
     { fixture: 'd5e9618', from: 4 },
     { fixture: '49eb5a9', from: 13 },
-  ])('the database the main of $fixture left (its numbering agrees with the one history up to $from): upgraded with its data, the schema as from empty', async ({ fixture, from }) => {
-    const path = tempDb();
-    copyFileSync(join(upgradeFixtures, fixture, 'sqlite', 'latchkey.db'), path);
-    const store = new SqliteStore({ path, now: t0 });
-    try {
-      expect(store.migrationRun).toEqual({ from, to: latest, applied: namesAfter('sqlite', from), renumbered: false });
-      expectOneHistoryRecord(recordOf(store), 'sqlite');
-      expect((await store.findUserByUsername('alice'))?.username).toBe('alice');
-      expect(sqliteSchemaFacts(store.db)).toEqual(freshFacts());
-    } finally {
-      await store.close();
-    }
-  });
+  ])(
+    'the database the main of $fixture left (its numbering agrees with the one history up to $from): upgraded with its data, the schema as from empty',
+    async ({ fixture, from }) => {
+      const path = tempDb();
+      copyFileSync(join(upgradeFixtures, fixture, 'sqlite', 'latchkey.db'), path);
+      const store = new SqliteStore({ path, now: t0 });
+      try {
+        expect(store.migrationRun).toEqual({ from, to: latest, applied: namesAfter('sqlite', from), renumbered: false });
+        expectOneHistoryRecord(recordOf(store), 'sqlite');
+        expect((await store.findUserByUsername('alice'))?.username).toBe('alice');
+        expect(sqliteSchemaFacts(store.db)).toEqual(freshFacts());
+      } finally {
+        await store.close();
+      }
+    },
+  );
 
   it('the build before refuses a renumbered database as upgraded by a newer Latchkey', async () => {
     const path = tempDb();
@@ -173,7 +186,9 @@ describe('renumbering on SQLite', () => {
     const reopened = new Database(path);
     try {
       expect(() => migrateSqlite(reopened, numberingBefore.sqlite, t0, '0.1.9')).toThrow(
-        new RegExp(`^the database was upgraded by Latchkey ${latchkeyVersion.replace(/\./g, '\\.')} \\(schema version ${latest}, ${oneHistory.sqlite.at(-1)!.name}\\); this is Latchkey 0\\.1\\.9, which knows schema versions up to 17`),
+        new RegExp(
+          `^the database was upgraded by Latchkey ${latchkeyVersion.replace(/\./g, '\\.')} \\(schema version ${latest}, ${oneHistory.sqlite.at(-1)!.name}\\); this is Latchkey 0\\.1\\.9, which knows schema versions up to 17`,
+        ),
       );
     } finally {
       reopened.close();
@@ -224,7 +239,9 @@ describeWithPostgres('renumbering on PostgreSQL', () => {
     return schema;
   }
 
-  async function inspect(schema: string): Promise<{ rows: { version: number; name: string; applied_at: string; checksum: string; latchkey_version: string | null }[]; facts: string[] }> {
+  async function inspect(
+    schema: string,
+  ): Promise<{ rows: { version: number; name: string; applied_at: string; checksum: string; latchkey_version: string | null }[]; facts: string[] }> {
     const pool = schemaPool(schema);
     try {
       const { rows } = await pool.query('SELECT version, name, applied_at, checksum, latchkey_version FROM schema_migrations ORDER BY version');
@@ -278,7 +295,10 @@ describeWithPostgres('renumbering on PostgreSQL', () => {
   });
 
   it('a database that stopped after 0001_init, where both numberings agree: nothing to rewrite, and 0002–0003 (nothing to do here) and the rest applied in order', async () => {
-    const schema = await olderSchema(numberingBefore.postgres.filter((m) => m.version === 1), buildBefore);
+    const schema = await olderSchema(
+      numberingBefore.postgres.filter((m) => m.version === 1),
+      buildBefore,
+    );
     const store = await PostgresStore.open({ url, schema, now: t0 });
     try {
       expect(store.migrationRun).toEqual({ from: 1, to: latest, applied: namesAfter('postgres', 1), renumbered: false });
@@ -307,40 +327,43 @@ describeWithPostgres('renumbering on PostgreSQL', () => {
   it.each([
     { fixture: 'd5e9618', from: 4 },
     { fixture: '49eb5a9', from: 14 },
-  ])('the database the main of $fixture left (renumbered: its last file is $from in the one history): upgraded with its data, the schema as from empty', async ({ fixture, from }) => {
-    const database = `latchkey_renumbering_${fixture}_${randomBytes(4).toString('hex')}`;
-    databases.push(database);
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    try {
-      await admin.query(`CREATE DATABASE ${database}`);
-    } finally {
-      await admin.end();
-    }
-    const databaseUrl = new URL(url);
-    databaseUrl.pathname = `/${database}`;
-    const client = new pg.Client({ connectionString: databaseUrl.toString() });
-    await client.connect();
-    try {
-      await client.query(readFileSync(join(upgradeFixtures, fixture, 'postgres', 'dump.sql'), 'utf8'));
-    } finally {
-      await client.end();
-    }
-    const store = await PostgresStore.open({ url: databaseUrl.toString(), now: t0 });
-    try {
-      expect(store.migrationRun).toEqual({ from, to: latest, applied: namesAfter('postgres', from), renumbered: true });
-      expect((await store.findUserByUsername('alice'))?.username).toBe('alice');
-    } finally {
-      await store.close();
-    }
-    const pool = new pg.Pool({ connectionString: databaseUrl.toString(), max: 1 });
-    try {
-      expectOneHistoryRecord((await pool.query('SELECT version, name, checksum FROM public.schema_migrations ORDER BY version')).rows, 'postgres');
-      expect(await postgresSchemaFacts(pool, 'public')).toEqual(await freshFacts());
-    } finally {
-      await pool.end();
-    }
-  });
+  ])(
+    'the database the main of $fixture left (renumbered: its last file is $from in the one history): upgraded with its data, the schema as from empty',
+    async ({ fixture, from }) => {
+      const database = `latchkey_renumbering_${fixture}_${randomBytes(4).toString('hex')}`;
+      databases.push(database);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      try {
+        await admin.query(`CREATE DATABASE ${database}`);
+      } finally {
+        await admin.end();
+      }
+      const databaseUrl = new URL(url);
+      databaseUrl.pathname = `/${database}`;
+      const client = new pg.Client({ connectionString: databaseUrl.toString() });
+      await client.connect();
+      try {
+        await client.query(readFileSync(join(upgradeFixtures, fixture, 'postgres', 'dump.sql'), 'utf8'));
+      } finally {
+        await client.end();
+      }
+      const store = await PostgresStore.open({ url: databaseUrl.toString(), now: t0 });
+      try {
+        expect(store.migrationRun).toEqual({ from, to: latest, applied: namesAfter('postgres', from), renumbered: true });
+        expect((await store.findUserByUsername('alice'))?.username).toBe('alice');
+      } finally {
+        await store.close();
+      }
+      const pool = new pg.Pool({ connectionString: databaseUrl.toString(), max: 1 });
+      try {
+        expectOneHistoryRecord((await pool.query('SELECT version, name, checksum FROM public.schema_migrations ORDER BY version')).rows, 'postgres');
+        expect(await postgresSchemaFacts(pool, 'public')).toEqual(await freshFacts());
+      } finally {
+        await pool.end();
+      }
+    },
+  );
 
   it('the build before refuses a renumbered database as upgraded by a newer Latchkey', async () => {
     const schema = await olderSchema(numberingBefore.postgres, buildBefore);
@@ -348,7 +371,9 @@ describeWithPostgres('renumbering on PostgreSQL', () => {
     const pool = schemaPool(schema);
     try {
       await expect(migratePostgres(pool, numberingBefore.postgres, t0, schema, '0.1.9')).rejects.toThrow(
-        new RegExp(`^the database was upgraded by Latchkey ${latchkeyVersion.replace(/\./g, '\\.')} \\(schema version ${latest}, ${oneHistory.postgres.at(-1)!.name}\\); this is Latchkey 0\\.1\\.9, which knows schema versions up to 16`),
+        new RegExp(
+          `^the database was upgraded by Latchkey ${latchkeyVersion.replace(/\./g, '\\.')} \\(schema version ${latest}, ${oneHistory.postgres.at(-1)!.name}\\); this is Latchkey 0\\.1\\.9, which knows schema versions up to 16`,
+        ),
       );
     } finally {
       await pool.end();

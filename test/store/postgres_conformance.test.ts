@@ -121,7 +121,14 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         await eventually(async () => (await server.findUserById('user-alice'))?.roles.length === 0);
         await cli.updateApi(api({ scopes: ['read'] }));
         await eventually(async () => (await server.findApi('https://api.example.com'))?.scopes.includes('read') === true);
-        await cli.createConnector({ id: 'sso', type: 'oidc', name: 'SSO', config: { issuer: 'https://sso.example.com', clientId: 'latchkey' }, secret: undefined, createdAt: t0 });
+        await cli.createConnector({
+          id: 'sso',
+          type: 'oidc',
+          name: 'SSO',
+          config: { issuer: 'https://sso.example.com', clientId: 'latchkey' },
+          secret: undefined,
+          createdAt: t0,
+        });
         await eventually(async () => (await server.listConnectors()).length === 1);
         await cli.removeClient('cli', t0 + 2);
         await eventually(async () => (await server.findClient('cli')) === undefined);
@@ -188,7 +195,10 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         await a.createDeviceGrant(deviceGrant());
         expect(await a.approveDeviceGrant('grant-1', 'user-alice', t0, ['pwd'], t0 + 10)).toBe(true);
         const results = await racing(a, b, (store, n) =>
-          store.redeemDeviceGrant('grant-1', t0 + 20, { token: refreshToken({ id: `rt-${n}`, tokenHash: `hash-${n}`, familyId: `family-${n}` }), guard: { userTokensRevokedAt: undefined } }),
+          store.redeemDeviceGrant('grant-1', t0 + 20, {
+            token: refreshToken({ id: `rt-${n}`, tokenHash: `hash-${n}`, familyId: `family-${n}` }),
+            guard: { userTokensRevokedAt: undefined },
+          }),
         );
         const winner = results.findIndex((r) => r !== undefined);
         expect(results.filter((r) => r !== undefined)).toHaveLength(1);
@@ -226,9 +236,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
     it('pollDeviceGrant: every poll sees the one before it (read-compute-write is one step)', async () => {
       await withTwoInstances(async (a, b) => {
         await a.createDeviceGrant(deviceGrant({ interval: 5 }));
-        const seen = await racing(a, b, (store, n) =>
-          store.pollDeviceGrant('device-grant-1', 'cli', t0 * 1000 + n, (before) => before.interval + 5),
-        );
+        const seen = await racing(a, b, (store, n) => store.pollDeviceGrant('device-grant-1', 'cli', t0 * 1000 + n, (before) => before.interval + 5));
         // Twenty polls that each grew the interval by 5 from what the previous one stored.
         expect(seen.map((g) => g!.interval).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, n) => 5 + 5 * n));
         expect((await a.findDeviceGrantByDeviceCode('device-grant-1'))?.interval).toBe(5 + 5 * 20);
@@ -401,14 +409,25 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
 
     it('appendAuditEvents from both instances: every event is stored once, under an id of its own', async () => {
       await withTwoInstances(async (a, b) => {
-        const event = (n: number, i: number) => ({ at: t0 * 1000 + n, event: 'user.login', actor: undefined, userId: 'user-alice', clientId: undefined, ip: undefined, details: { n, i } });
+        const event = (n: number, i: number) => ({
+          at: t0 * 1000 + n,
+          event: 'user.login',
+          actor: undefined,
+          userId: 'user-alice',
+          clientId: undefined,
+          ip: undefined,
+          details: { n, i },
+        });
         await racing(a, b, (store, n) => store.appendAuditEvents([event(n, 0), event(n, 1), event(n, 2)]));
         const stored = await a.listAuditEvents({ limit: 500 });
         expect(stored).toHaveLength(60);
         expect(new Set(stored.map((e) => e.id)).size).toBe(60);
         // Within one batch the ids follow the order given.
         for (let n = 0; n < 20; n++) {
-          const ids = stored.filter((e) => e.details.n === n).sort((x, y) => Number(x.details.i) - Number(y.details.i)).map((e) => e.id);
+          const ids = stored
+            .filter((e) => e.details.n === n)
+            .sort((x, y) => Number(x.details.i) - Number(y.details.i))
+            .map((e) => e.id);
           expect([...ids].sort((x, y) => x - y)).toEqual(ids);
         }
       });
@@ -466,14 +485,28 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
-    it('upgrading to connectors (0006): the first administrator\'s made-up admin@localhost is not a verified email; real ones are', async () => {
+    it("upgrading to connectors (0006): the first administrator's made-up admin@localhost is not a verified email; real ones are", async () => {
       const schema = freshSchema();
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 6), t0, schema);
-        for (const [id, username, email] of [['u1', 'admin', 'admin@localhost'], ['u2', 'alice', 'alice@example.com']]) {
-          await pool.query('INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ($1, $2, $3, NULL, $4, false, $5)', [id, username, email, 'scrypt$x', t0]);
+        await migrate(
+          pool,
+          all.filter((m) => m.version < 6),
+          t0,
+          schema,
+        );
+        for (const [id, username, email] of [
+          ['u1', 'admin', 'admin@localhost'],
+          ['u2', 'alice', 'alice@example.com'],
+        ]) {
+          await pool.query('INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ($1, $2, $3, NULL, $4, false, $5)', [
+            id,
+            username,
+            email,
+            'scrypt$x',
+            t0,
+          ]);
         }
         await migrate(pool, all, t0, schema);
         const { rows } = await pool.query('SELECT username, email_verified, source FROM users ORDER BY username');
@@ -486,19 +519,30 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       }
     });
 
-    it('upgrading to second factors (0007): sessions, codes, refresh tokens and device grants made before read amr [] and acrValues \'\'', async () => {
+    it("upgrading to second factors (0007): sessions, codes, refresh tokens and device grants made before read amr [] and acrValues ''", async () => {
       const schema = freshSchema();
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 7), t0, schema);
-        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0]);
+        await migrate(
+          pool,
+          all.filter((m) => m.version < 7),
+          t0,
+          schema,
+        );
+        await pool.query(
+          "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)",
+          [t0],
+        );
         await pool.query(
           `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
            VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', true, false, false, $1)`,
           [t0],
         );
-        await pool.query("INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES ('old-session', 'user-alice', $1, $1, $2)", [t0, t0 + 3600]);
+        await pool.query("INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES ('old-session', 'user-alice', $1, $1, $2)", [
+          t0,
+          t0 + 3600,
+        ]);
         await pool.query(
           `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, created_at, expires_at)
            VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', $1, $1, $2)`,
@@ -538,14 +582,25 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 8), t0, schema);
-        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0]);
+        await migrate(
+          pool,
+          all.filter((m) => m.version < 8),
+          t0,
+          schema,
+        );
+        await pool.query(
+          "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)",
+          [t0],
+        );
         await pool.query(
           `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
            VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', true, false, false, $1)`,
           [t0],
         );
-        for (const [idHash, createdAt, interactionId] of [['old-1', t0, 'interaction-1'], ['old-2', t0 + 1, null]] as const) {
+        for (const [idHash, createdAt, interactionId] of [
+          ['old-1', t0, 'interaction-1'],
+          ['old-2', t0 + 1, null],
+        ] as const) {
           await pool.query(
             "INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id) VALUES ($1, 'user-alice', $2, 'pwd', $3, $4, $5)",
             [idHash, t0, createdAt, t0 + 3600, interactionId],
@@ -585,8 +640,18 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
           lastSeenAt: undefined,
         });
         expect((await store.endSessionById(second!.id, 'user-alice'))?.idHash).toBe('old-2');
-        expect(await store.findAuthorizationCode('old-code')).toMatchObject({ amr: ['pwd'], approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
-        expect(await store.findRefreshToken('old-rt')).toMatchObject({ amr: ['pwd'], approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
+        expect(await store.findAuthorizationCode('old-code')).toMatchObject({
+          amr: ['pwd'],
+          approvedIp: undefined,
+          approvedUserAgent: undefined,
+          sessionId: undefined,
+        });
+        expect(await store.findRefreshToken('old-rt')).toMatchObject({
+          amr: ['pwd'],
+          approvedIp: undefined,
+          approvedUserAgent: undefined,
+          sessionId: undefined,
+        });
         expect((await store.listRefreshFamilies('user-alice', t0)).map((f) => [f.familyId, f.approvedIp])).toEqual([['old-family', undefined]]);
       } finally {
         await store.close();
@@ -610,14 +675,24 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 9), t0, schema);
-        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0]);
+        await migrate(
+          pool,
+          all.filter((m) => m.version < 9),
+          t0,
+          schema,
+        );
+        await pool.query(
+          "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)",
+          [t0],
+        );
         await pool.query(
           `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
            VALUES ('svc', 'Service', 'sha256-old', '[]', '["authorization_code"]', false, false, false, $1)`,
           [t0],
         );
-        await pool.query(`INSERT INTO apis (identifier, name, created_at, introspection_clients) VALUES ('https://api.example.com', 'API', $1, '["svc"]')`, [t0]);
+        await pool.query(`INSERT INTO apis (identifier, name, created_at, introspection_clients) VALUES ('https://api.example.com', 'API', $1, '["svc"]')`, [
+          t0,
+        ]);
       } finally {
         await pool.end();
       }
@@ -661,8 +736,16 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 13), t0, schema);
-        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)", [t0 - 500]);
+        await migrate(
+          pool,
+          all.filter((m) => m.version < 13),
+          t0,
+          schema,
+        );
+        await pool.query(
+          "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1)",
+          [t0 - 500],
+        );
         await pool.query(
           `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
            VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', true, false, false, $1)`,
@@ -699,10 +782,25 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
       try {
         const all = readMigrations(postgresMigrationsDir);
-        await migrate(pool, all.filter((m) => m.version < 17), t0, schema);
-        await pool.query("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, updated_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1, $1)", [t0]);
-        await pool.query("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('reset-1', 'user-alice', 'password_reset', 'a@example.com', $1, $2, NULL)", [t0, t0 + 1800]);
-        await expect(pool.query("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('e', 'user-alice', 'factor_enrolment', 'a@example.com', 1, 2)")).rejects.toThrow(/check constraint/);
+        await migrate(
+          pool,
+          all.filter((m) => m.version < 17),
+          t0,
+          schema,
+        );
+        await pool.query(
+          "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, updated_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', false, $1, $1)",
+          [t0],
+        );
+        await pool.query(
+          "INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('reset-1', 'user-alice', 'password_reset', 'a@example.com', $1, $2, NULL)",
+          [t0, t0 + 1800],
+        );
+        await expect(
+          pool.query(
+            "INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('e', 'user-alice', 'factor_enrolment', 'a@example.com', 1, 2)",
+          ),
+        ).rejects.toThrow(/check constraint/);
       } finally {
         await pool.end();
       }
@@ -711,9 +809,21 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       try {
         expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 17));
         expect(await store.useEmailToken('reset-1', 'password_reset', t0 + 1)).toMatchObject({ userId: 'user-alice', usedAt: t0 + 1 });
-        await store.createEmailToken({ tokenHash: 'enrol-1', userId: 'user-alice', purpose: 'factor_enrolment', email: 'a@example.com', createdAt: t0, expiresAt: t0 + 86400, usedAt: undefined });
+        await store.createEmailToken({
+          tokenHash: 'enrol-1',
+          userId: 'user-alice',
+          purpose: 'factor_enrolment',
+          email: 'a@example.com',
+          createdAt: t0,
+          expiresAt: t0 + 86400,
+          usedAt: undefined,
+        });
         expect(await store.useEmailToken('enrol-1', 'factor_enrolment', t0 + 1)).toMatchObject({ purpose: 'factor_enrolment' });
-        await expect(check.query("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('x', 'user-alice', 'anything', 'a@example.com', 1, 2)")).rejects.toThrow(/check constraint/);
+        await expect(
+          check.query(
+            "INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('x', 'user-alice', 'anything', 'a@example.com', 1, 2)",
+          ),
+        ).rejects.toThrow(/check constraint/);
       } finally {
         await check.end();
         await store.close();
@@ -737,7 +847,9 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
           expect((await store.findAuthorizationCode('code-hash-1'))?.claims, broken).toBeUndefined();
           expect((await store.findRefreshToken('refresh-hash-1'))?.claims, broken).toBeUndefined();
         }
-        await pool.query("UPDATE users SET profile = $1 WHERE id = 'user-alice'", [JSON.stringify({ nickname: 'Al', given_name: 7, address: { locality: 'Oxford', country: 44 } })]);
+        await pool.query("UPDATE users SET profile = $1 WHERE id = 'user-alice'", [
+          JSON.stringify({ nickname: 'Al', given_name: 7, address: { locality: 'Oxford', country: 44 } }),
+        ]);
         expect((await store.findUserById('user-alice'))?.profile).toStrictEqual({ nickname: 'Al', address: { locality: 'Oxford' } });
       } finally {
         await pool.end();
@@ -866,7 +978,15 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
         // A jti PostgreSQL cannot store is nobody's honest one: refused, as a replay is.
         expect(await store.useOnce('client_assertion', 'jti\u0000', t0)).toBe(false);
         await store.appendAuditEvents([
-          { at: 1, event: 'user.login_failed', actor: undefined, userId: 'user\u0000x', clientId: undefined, ip: '203.0.113.9', details: { username: 'a\u0000b' } },
+          {
+            at: 1,
+            event: 'user.login_failed',
+            actor: undefined,
+            userId: 'user\u0000x',
+            clientId: undefined,
+            ip: '203.0.113.9',
+            details: { username: 'a\u0000b' },
+          },
         ]);
         expect(await store.listAuditEvents({ limit: 10 })).toMatchObject([{ userId: 'user\uFFFDx', details: { username: 'a\u0000b' } }]);
         expect(await store.listAuditEvents({ limit: 10, userId: 'user\u0000x' })).toEqual([]);

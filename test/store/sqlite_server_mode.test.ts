@@ -263,7 +263,9 @@ describe('background checkpoints', () => {
     await store.createClient(client());
     for (let round = 0; round < 20; round++) {
       await Promise.all(
-        Array.from({ length: 200 }, (_, i) => store.createDeviceGrant(deviceGrant({ id: `g-${round}-${i}`, deviceCodeHash: `dc-${round}-${i}`, userCodeHash: `uc-${round}-${i}` }))),
+        Array.from({ length: 200 }, (_, i) =>
+          store.createDeviceGrant(deviceGrant({ id: `g-${round}-${i}`, deviceCodeHash: `dc-${round}-${i}`, userCodeHash: `uc-${round}-${i}` })),
+        ),
       );
     }
     // Automatic checkpoints are off on this connection: only the worker thread copies the WAL back

@@ -103,11 +103,15 @@ describe('SqliteStore specifics', () => {
     }
   });
 
-  it('upgrading to connectors (0006): the first administrator\'s made-up admin@localhost is not a verified email; real ones are', async () => {
+  it("upgrading to connectors (0006): the first administrator's made-up admin@localhost is not a verified email; real ones are", async () => {
     const path = tempDbPath();
     const db = new Database(path);
     const all = readMigrations(sqliteMigrationsDir);
-    migrate(db, all.filter((m) => m.version < 6), t0);
+    migrate(
+      db,
+      all.filter((m) => m.version < 6),
+      t0,
+    );
     const insert = db.prepare('INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES (?, ?, ?, NULL, ?, 0, ?)');
     insert.run('u1', 'admin', 'admin@localhost', 'scrypt$x', t0);
     insert.run('u2', 'alice', 'alice@example.com', 'scrypt$x', t0);
@@ -119,21 +123,39 @@ describe('SqliteStore specifics', () => {
     db.close();
   });
 
-  it('upgrading to second factors (0007): sessions, codes, refresh tokens and device grants made before read amr [] and acrValues \'\'', async () => {
+  it("upgrading to second factors (0007): sessions, codes, refresh tokens and device grants made before read amr [] and acrValues ''", async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 7), t0);
-    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
-    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
-                VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`).run(t0);
-    db.prepare("INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES ('old-session', 'user-alice', ?, ?, ?)").run(t0, t0, t0 + 3600);
-    db.prepare(`INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, created_at, expires_at)
-                VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', ?, ?, ?)`).run(t0, t0, t0 + 60);
-    db.prepare(`INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at)
-                VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', ?, ?, ?, ?)`).run(t0, t0, t0 + 60, t0 + 60);
-    db.prepare(`INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval, user_id, auth_time,
+    migrate(
+      db,
+      readMigrations(sqliteMigrationsDir).filter((m) => m.version < 7),
+      t0,
+    );
+    db.prepare(
+      "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)",
+    ).run(t0);
+    db.prepare(
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`,
+    ).run(t0);
+    db.prepare("INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at) VALUES ('old-session', 'user-alice', ?, ?, ?)").run(
+      t0,
+      t0,
+      t0 + 3600,
+    );
+    db.prepare(
+      `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, created_at, expires_at)
+                VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', ?, ?, ?)`,
+    ).run(t0, t0, t0 + 60);
+    db.prepare(
+      `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at)
+                VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', ?, ?, ?, ?)`,
+    ).run(t0, t0, t0 + 60, t0 + 60);
+    db.prepare(
+      `INSERT INTO device_grants (id, device_code_hash, user_code_hash, client_id, scope, audience, status, poll_interval, user_id, auth_time,
                   requester_ip, requester_user_agent, created_at, expires_at, decided_at)
-                VALUES ('old-grant', 'old-device', 'old-user', 'cli', 'openid', 'https://api.example.com', 'approved', 5, 'user-alice', ?, '203.0.113.9', 'cli', ?, ?, ?)`).run(t0, t0, t0 + 900, t0);
+                VALUES ('old-grant', 'old-device', 'old-user', 'cli', 'openid', 'https://api.example.com', 'approved', 5, 'user-alice', ?, '203.0.113.9', 'cli', ?, ?, ?)`,
+    ).run(t0, t0, t0 + 900, t0);
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
@@ -152,19 +174,31 @@ describe('SqliteStore specifics', () => {
   it('upgrading to accounts (0008): every session made before gets a public id of its own, and so does one a previous version still inserts', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 8), t0);
-    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
-    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
-                VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`).run(t0);
+    migrate(
+      db,
+      readMigrations(sqliteMigrationsDir).filter((m) => m.version < 8),
+      t0,
+    );
+    db.prepare(
+      "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)",
+    ).run(t0);
+    db.prepare(
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`,
+    ).run(t0);
     const insertSession = db.prepare(
       "INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id) VALUES (?, 'user-alice', ?, 'pwd', ?, ?, ?)",
     );
     insertSession.run('old-1', t0, t0, t0 + 3600, 'interaction-1');
     insertSession.run('old-2', t0, t0 + 1, t0 + 3600, null);
-    db.prepare(`INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, amr, created_at, expires_at)
-                VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', ?, 'pwd', ?, ?)`).run(t0, t0, t0 + 60);
-    db.prepare(`INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, amr, created_at, expires_at, family_expires_at)
-                VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', ?, 'pwd', ?, ?, ?)`).run(t0, t0, t0 + 60, t0 + 60);
+    db.prepare(
+      `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, amr, created_at, expires_at)
+                VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', ?, 'pwd', ?, ?)`,
+    ).run(t0, t0, t0 + 60);
+    db.prepare(
+      `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, amr, created_at, expires_at, family_expires_at)
+                VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', ?, 'pwd', ?, ?, ?)`,
+    ).run(t0, t0, t0 + 60, t0 + 60);
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
@@ -187,12 +221,19 @@ describe('SqliteStore specifics', () => {
         lastSeenAt: undefined,
       });
       expect((await store.endSessionById(second!.id, 'user-alice'))?.idHash).toBe('old-2');
-      expect(await store.findAuthorizationCode('old-code')).toMatchObject({ amr: ['pwd'], approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
+      expect(await store.findAuthorizationCode('old-code')).toMatchObject({
+        amr: ['pwd'],
+        approvedIp: undefined,
+        approvedUserAgent: undefined,
+        sessionId: undefined,
+      });
       expect(await store.findRefreshToken('old-rt')).toMatchObject({ amr: ['pwd'], approvedIp: undefined, approvedUserAgent: undefined, sessionId: undefined });
       expect((await store.listRefreshFamilies('user-alice', t0)).map((f) => [f.familyId, f.approvedIp])).toEqual([['old-family', undefined]]);
       // A process of the previous version, still running beside the one that migrated, inserts no public id.
       store.db
-        .prepare("INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id) VALUES ('from-old-version', 'user-alice', ?, 'pwd', ?, ?, NULL)")
+        .prepare(
+          "INSERT INTO sessions (id_hash, user_id, auth_time, amr, created_at, expires_at, interaction_id) VALUES ('from-old-version', 'user-alice', ?, 'pwd', ?, ?, NULL)",
+        )
         .run(t0, t0, t0 + 3600);
       expect((await store.findSession('from-old-version', t0))?.id).toMatch(/^[0-9a-f]{32}$/);
       // The rebuilt table is still STRICT, indexed, and goes with its user.
@@ -209,10 +250,18 @@ describe('SqliteStore specifics', () => {
   it('upgrading to roles (0009): users hold no roles, APIs declare no scopes, clients keep their secret and are enabled without keys, and the admin role is there', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 9), t0);
-    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
-    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
-                VALUES ('svc', 'Service', 'sha256-old', '[]', '["authorization_code"]', 0, 0, 0, ?)`).run(t0);
+    migrate(
+      db,
+      readMigrations(sqliteMigrationsDir).filter((m) => m.version < 9),
+      t0,
+    );
+    db.prepare(
+      "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)",
+    ).run(t0);
+    db.prepare(
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('svc', 'Service', 'sha256-old', '[]', '["authorization_code"]', 0, 0, 0, ?)`,
+    ).run(t0);
     db.prepare("INSERT INTO apis (identifier, name, created_at, introspection_clients) VALUES ('https://api.example.com', 'API', ?, '[\"svc\"]')").run(t0);
     db.close();
     const before = Math.floor(Date.now() / 1000);
@@ -259,9 +308,15 @@ describe('SqliteStore specifics', () => {
   it('upgrading to pushed authorization requests (0011): existing clients need no PAR, and pushed_requests is STRICT', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 11), t0);
-    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
-                VALUES ('web', 'Web', NULL, '["https://rp.example.com/cb"]', '["authorization_code"]', 1, 0, 0, ?)`).run(t0);
+    migrate(
+      db,
+      readMigrations(sqliteMigrationsDir).filter((m) => m.version < 11),
+      t0,
+    );
+    db.prepare(
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('web', 'Web', NULL, '["https://rp.example.com/cb"]', '["authorization_code"]', 1, 0, 0, ?)`,
+    ).run(t0);
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
@@ -276,14 +331,26 @@ describe('SqliteStore specifics', () => {
   it('upgrading to profile claims (0013): users read no profile and their createdAt as updatedAt; codes and refresh tokens made before read no claims', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 13), t0);
-    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0 - 500);
-    db.prepare(`INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
-                VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`).run(t0);
-    db.prepare(`INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, created_at, expires_at)
-                VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', ?, ?, ?)`).run(t0, t0, t0 + 60);
-    db.prepare(`INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at)
-                VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', ?, ?, ?, ?)`).run(t0, t0, t0 + 60, t0 + 60);
+    migrate(
+      db,
+      readMigrations(sqliteMigrationsDir).filter((m) => m.version < 13),
+      t0,
+    );
+    db.prepare(
+      "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)",
+    ).run(t0 - 500);
+    db.prepare(
+      `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at)
+                VALUES ('cli', 'Command line', NULL, '[]', '["device_code"]', 1, 0, 0, ?)`,
+    ).run(t0);
+    db.prepare(
+      `INSERT INTO authorization_codes (code_hash, client_id, user_id, redirect_uri, scope, audience, auth_time, created_at, expires_at)
+                VALUES ('old-code', 'cli', 'user-alice', 'http://127.0.0.1/cb', 'openid', 'https://api.example.com', ?, ?, ?)`,
+    ).run(t0, t0, t0 + 60);
+    db.prepare(
+      `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, user_id, scope, audience, auth_time, created_at, expires_at, family_expires_at)
+                VALUES ('old-rt', 'old-rt', 'old-family', 'cli', 'user-alice', 'openid', 'https://api.example.com', ?, ?, ?, ?)`,
+    ).run(t0, t0, t0 + 60, t0 + 60);
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
@@ -302,22 +369,54 @@ describe('SqliteStore specifics', () => {
   it('upgrading to factor enrolment links (0017): the one-time links already sent keep working, and the table stays STRICT', async () => {
     const path = tempDbPath();
     const db = new Database(path);
-    migrate(db, readMigrations(sqliteMigrationsDir).filter((m) => m.version < 17), t0);
-    db.prepare("INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)").run(t0);
-    db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('reset-1', 'user-alice', 'password_reset', 'a@example.com', ?, ?, NULL)").run(t0, t0 + 1800);
-    db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('verify-1', 'user-alice', 'email_verification', 'a@example.com', ?, ?, ?)").run(t0, t0 + 1800, t0 + 5);
-    expect(() => db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('e', 'user-alice', 'factor_enrolment', 'a@example.com', 1, 2)").run()).toThrow(/CHECK/);
+    migrate(
+      db,
+      readMigrations(sqliteMigrationsDir).filter((m) => m.version < 17),
+      t0,
+    );
+    db.prepare(
+      "INSERT INTO users (id, username, email, name, password_hash, disabled, created_at) VALUES ('user-alice', 'alice', 'a@example.com', NULL, 'x', 0, ?)",
+    ).run(t0);
+    db.prepare(
+      "INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('reset-1', 'user-alice', 'password_reset', 'a@example.com', ?, ?, NULL)",
+    ).run(t0, t0 + 1800);
+    db.prepare(
+      "INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ('verify-1', 'user-alice', 'email_verification', 'a@example.com', ?, ?, ?)",
+    ).run(t0, t0 + 1800, t0 + 5);
+    expect(() =>
+      db
+        .prepare(
+          "INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('e', 'user-alice', 'factor_enrolment', 'a@example.com', 1, 2)",
+        )
+        .run(),
+    ).toThrow(/CHECK/);
     db.close();
     const store = new SqliteStore({ path, now: t0 });
     try {
       expect(store.appliedMigrations).toEqual(migrationNames.filter((name) => Number(name.slice(0, 4)) >= 17));
       expect(await store.useEmailToken('reset-1', 'password_reset', t0 + 1)).toMatchObject({ userId: 'user-alice', usedAt: t0 + 1 });
       expect(await store.useEmailToken('verify-1', 'email_verification', t0 + 1)).toBeUndefined();
-      await store.createEmailToken({ tokenHash: 'enrol-1', userId: 'user-alice', purpose: 'factor_enrolment', email: 'a@example.com', createdAt: t0, expiresAt: t0 + 86400, usedAt: undefined });
+      await store.createEmailToken({
+        tokenHash: 'enrol-1',
+        userId: 'user-alice',
+        purpose: 'factor_enrolment',
+        email: 'a@example.com',
+        createdAt: t0,
+        expiresAt: t0 + 86400,
+        usedAt: undefined,
+      });
       expect(await store.useEmailToken('enrol-1', 'factor_enrolment', t0 + 1)).toMatchObject({ purpose: 'factor_enrolment' });
       expect(store.db.prepare('SELECT strict FROM pragma_table_list WHERE name = ?').get('email_tokens')).toEqual({ strict: 1 });
-      expect(store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'email_tokens' AND name NOT LIKE 'sqlite_%' ORDER BY name").all()).toEqual([{ name: 'email_tokens_expires_at' }, { name: 'email_tokens_user' }]);
-      expect(() => store.db.prepare("INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('x', 'user-alice', 'anything', 'a@example.com', 1, 2)").run()).toThrow(/CHECK/);
+      expect(
+        store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'email_tokens' AND name NOT LIKE 'sqlite_%' ORDER BY name").all(),
+      ).toEqual([{ name: 'email_tokens_expires_at' }, { name: 'email_tokens_user' }]);
+      expect(() =>
+        store.db
+          .prepare(
+            "INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at) VALUES ('x', 'user-alice', 'anything', 'a@example.com', 1, 2)",
+          )
+          .run(),
+      ).toThrow(/CHECK/);
       // A user removed takes their links along (the foreign key survived the rebuild).
       store.db.prepare("DELETE FROM users WHERE id = 'user-alice'").run();
       expect(store.db.prepare('SELECT count(*) AS n FROM email_tokens').get()).toEqual({ n: 0 });
@@ -404,8 +503,8 @@ describe('SqliteStore specifics', () => {
       await store.createPasskey(passkey({ id: 'object' }));
       await store.createPasskey(passkey({ id: 'mixed' }));
       store.db.prepare("UPDATE webauthn_credentials SET transports = 'usb,nfc' WHERE id = 'broken'").run();
-      store.db.prepare('UPDATE webauthn_credentials SET transports = \'{"a":1}\' WHERE id = \'object\'').run();
-      store.db.prepare('UPDATE webauthn_credentials SET transports = \'["usb",3,null]\' WHERE id = \'mixed\'').run();
+      store.db.prepare("UPDATE webauthn_credentials SET transports = '{\"a\":1}' WHERE id = 'object'").run();
+      store.db.prepare("UPDATE webauthn_credentials SET transports = '[\"usb\",3,null]' WHERE id = 'mixed'").run();
       expect((await store.findPasskey('broken'))?.transports).toEqual([]);
       expect((await store.findPasskey('object'))?.transports).toEqual([]);
       expect((await store.findPasskey('mixed'))?.transports).toEqual(['usb']);

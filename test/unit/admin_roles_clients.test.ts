@@ -16,7 +16,7 @@ function refusal(fn: () => unknown): AdminInputError {
 }
 
 describe('scope and role names', () => {
-  it('scope names follow RFC 6749 §3.3 and may not be the server\'s own OIDC scopes', () => {
+  it("scope names follow RFC 6749 §3.3 and may not be the server's own OIDC scopes", () => {
     expect(validScopeName('read:reports')).toBe('read:reports');
     for (const bad of ['', 'two words', 'quo"te', 'back\\slash', 'x'.repeat(129), 'openid', 'offline_access', 'é']) {
       expect(() => validScopeName(bad), bad).toThrow(AdminInputError);
@@ -72,7 +72,13 @@ describe('client keys and secrets', () => {
   it('a jwks_uri is https, or http to loopback; no credentials or fragment', () => {
     expect(validJwksUri('https://app.example.com/jwks.json')).toBe('https://app.example.com/jwks.json');
     expect(validJwksUri('http://127.0.0.1:8080/jwks')).toBe('http://127.0.0.1:8080/jwks');
-    for (const bad of ['http://app.example.com/jwks', 'https://user:pw@app.example.com/jwks', 'https://app.example.com/jwks#x', 'file:///etc/passwd', 'jwks.json']) {
+    for (const bad of [
+      'http://app.example.com/jwks',
+      'https://user:pw@app.example.com/jwks',
+      'https://app.example.com/jwks#x',
+      'file:///etc/passwd',
+      'jwks.json',
+    ]) {
       expect(() => validJwksUri(bad), bad).toThrow(AdminInputError);
     }
   });

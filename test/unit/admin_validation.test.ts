@@ -47,7 +47,18 @@ describe('validEmail', () => {
     expect(refusal(() => validEmail(undefined)).message).toBe('--email is required');
     expect(refusal(() => validEmail('')).message).toBe('--email is required');
   });
-  for (const bad of ['alice', '@example.com', 'alice@', 'al ice@example.com', 'a@b@c', `${'a'.repeat(250)}@b.co`, 'a@b.c\r\nBcc: x@y', 'a\x1b[31m@b.c', 'a@b.c\u0085', 'a\u202e@b.c']) {
+  for (const bad of [
+    'alice',
+    '@example.com',
+    'alice@',
+    'al ice@example.com',
+    'a@b@c',
+    `${'a'.repeat(250)}@b.co`,
+    'a@b.c\r\nBcc: x@y',
+    'a\x1b[31m@b.c',
+    'a@b.c\u0085',
+    'a\u202e@b.c',
+  ]) {
     it(`rejects ${JSON.stringify(bad.slice(0, 30))}`, () => {
       expect(refusal(() => validEmail(bad)).message).toContain('is not a valid email address');
     });
@@ -86,7 +97,7 @@ describe('validPassword', () => {
 });
 
 describe('validClientId', () => {
-  it('refuses a UUID, which could be taken for a person\'s sub (RFC 9068 §5)', () => {
+  it("refuses a UUID, which could be taken for a person's sub (RFC 9068 §5)", () => {
     expect(refusal(() => validClientId('0f8fad5b-d9cb-469f-a165-70867728950e')).message).toContain('looks like a user id');
     expect(refusal(() => validClientId('0F8FAD5B-D9CB-469F-A165-70867728950E')).message).toContain('looks like a user id');
   });

@@ -111,7 +111,11 @@ describe('parseAuthorizationRequest', () => {
       ['request repeated', { request: ['eyJhbGciOiJub25lIn0.e30.', 'eyJhbGciOiJub25lIn0.e30.'] }, 'invalid_request'],
       ['request together with request_uri', { request: 'eyJhbGciOiJub25lIn0.e30.', request_uri: 'https://x.example/r' }, 'invalid_request'],
       ['request signed with HS256 by a client keeping no secret', { request: 'eyJhbGciOiJIUzI1NiJ9.e30.c2ln' }, 'invalid_request_object'],
-      ['request whose response_type differs from the query', { request: `eyJhbGciOiJub25lIn0.${Buffer.from('{"response_type":"token"}').toString('base64url')}.` }, 'invalid_request_object'],
+      [
+        'request whose response_type differs from the query',
+        { request: `eyJhbGciOiJub25lIn0.${Buffer.from('{"response_type":"token"}').toString('base64url')}.` },
+        'invalid_request_object',
+      ],
       ['claims not JSON', { claims: '{' }, 'invalid_request'],
       ['claims an array', { claims: '[]' }, 'invalid_request'],
       ['acr essential with no level of ours', { claims: '{"id_token":{"acr":{"essential":true,"values":["gold"]}}}' }, 'unmet_authentication_requirements'],
@@ -268,10 +272,7 @@ describe('parseAuthorizationRequest', () => {
       if (result.kind === 'invalid_redirect') expect(result.error.code).toBe('invalid_request');
     });
 
-    it.each([
-      ['http://127.0.0.1:53682/callback'],
-      ['http://127.0.0.1/callback'],
-    ])('a loopback redirect_uri %s is kept as requested', async (redirectUri) => {
+    it.each([['http://127.0.0.1:53682/callback'], ['http://127.0.0.1/callback']])('a loopback redirect_uri %s is kept as requested', async (redirectUri) => {
       const result = await parse(query({ redirect_uri: redirectUri }));
       expect(result.kind).toBe('valid');
       if (result.kind === 'valid') expect(result.request.redirectUri).toBe(redirectUri);
@@ -320,8 +321,12 @@ describe('parseAuthorizationRequest', () => {
     });
 
     it('an unsigned request object\u2019s members replace the query\u2019s (OIDC Core §6.3.3), its redirect_uri included', async () => {
-      const object = Buffer.from(JSON.stringify({ state: 'from-object', nonce: 'n-object', scope: 'openid profile', redirect_uri: 'http://127.0.0.1/callback', max_age: 60 })).toString('base64url');
-      const result = await parse(query({ request: `eyJhbGciOiJub25lIn0.${object}.`, state: undefined, nonce: undefined, redirect_uri: 'https://unregistered.example/cb' }));
+      const object = Buffer.from(
+        JSON.stringify({ state: 'from-object', nonce: 'n-object', scope: 'openid profile', redirect_uri: 'http://127.0.0.1/callback', max_age: 60 }),
+      ).toString('base64url');
+      const result = await parse(
+        query({ request: `eyJhbGciOiJub25lIn0.${object}.`, state: undefined, nonce: undefined, redirect_uri: 'https://unregistered.example/cb' }),
+      );
       expect(result.kind).toBe('valid');
       if (result.kind !== 'valid') return;
       expect(result.request).toMatchObject({ state: 'from-object', nonce: 'n-object', scope: 'openid profile', redirectUri: 'http://127.0.0.1/callback' });
@@ -333,14 +338,24 @@ describe('parseAuthorizationRequest', () => {
     });
 
     it('claims, ui_locales, login_hint and display are kept; claims_locales accepted', async () => {
-      const result = await parse(query({ claims: '{"userinfo":{"name":null},"id_token":{"email":null}}', ui_locales: ' fr-CA en ', login_hint: 'alice@example.com', display: 'popup', claims_locales: 'se' }));
+      const result = await parse(
+        query({
+          claims: '{"userinfo":{"name":null},"id_token":{"email":null}}',
+          ui_locales: ' fr-CA en ',
+          login_hint: 'alice@example.com',
+          display: 'popup',
+          claims_locales: 'se',
+        }),
+      );
       expect(result.kind).toBe('valid');
       if (result.kind !== 'valid') return;
       expect(result.request).toMatchObject({ claims: { userinfo: ['name'], idToken: ['email'] }, uiLocales: 'fr-CA en', loginHint: 'alice@example.com' });
     });
 
     it('a sub asked for with a value is the expected person; acr values in claims take the place of acr_values', async () => {
-      const result = await parse(query({ claims: '{"id_token":{"sub":{"value":"u-42"},"acr":{"values":["urn:latchkey:mfa"]}}}', acr_values: 'urn:latchkey:sfa' }));
+      const result = await parse(
+        query({ claims: '{"id_token":{"sub":{"value":"u-42"},"acr":{"values":["urn:latchkey:mfa"]}}}', acr_values: 'urn:latchkey:sfa' }),
+      );
       expect(result.kind).toBe('valid');
       if (result.kind !== 'valid') return;
       expect(result.expectedSubject).toBe('u-42');
@@ -387,7 +402,9 @@ describe('parseAuthorizationRequest', () => {
       const store = new SqliteStore({ path: ':memory:', now: t0 });
       try {
         await addClient(store, 'repeated', { grantTypes: ['authorization_code'], redirectUris: ['https://repeated.example.com/cb'] });
-        const result = await parseAuthorizationRequest(store, config, query({ client_id: 'repeated', redirect_uri: 'https://repeated.example.com/cb' }), { requestObjects });
+        const result = await parseAuthorizationRequest(store, config, query({ client_id: 'repeated', redirect_uri: 'https://repeated.example.com/cb' }), {
+          requestObjects,
+        });
         expect(result.kind).toBe('valid');
         if (result.kind === 'valid') expect(result.request.clientId).toBe('repeated');
       } finally {

@@ -32,6 +32,8 @@ describe('baselineSeedModule (--baseline DIR)', () => {
     const both = checkout('dist/bench', 'dist-bench/bench');
     expect(baselineSeedModule(both)).toBe(join(both, 'dist-bench', 'bench', 'seed.js'));
     const unbuilt = checkout();
-    expect(() => baselineSeedModule(unbuilt)).toThrow(/no built bench seeding code there \(looked for .*dist-bench\/bench\/seed\.js and .*dist\/bench\/seed\.js\)/);
+    expect(() => baselineSeedModule(unbuilt)).toThrow(
+      /no built bench seeding code there \(looked for .*dist-bench\/bench\/seed\.js and .*dist\/bench\/seed\.js\)/,
+    );
   });
 });

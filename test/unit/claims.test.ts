@@ -59,7 +59,10 @@ describe('claims by scope (OIDC Core §5.4)', () => {
   });
 
   it('userinfo adds the claims asked for by name; unknown names are ignored', () => {
-    expect(userinfoClaims(full, 'openid', ['name', 'phone_number', 'shoe_size', 'sub'])).toStrictEqual({ name: 'Alice Example', phone_number: '+33 1 23 45 67 89' });
+    expect(userinfoClaims(full, 'openid', ['name', 'phone_number', 'shoe_size', 'sub'])).toStrictEqual({
+      name: 'Alice Example',
+      phone_number: '+33 1 23 45 67 89',
+    });
   });
 
   it('id_tokens: the contract\u2019s basic claims for email/profile unless turned off, plus those asked for the id_token', () => {
@@ -84,7 +87,9 @@ describe('claims by scope (OIDC Core §5.4)', () => {
 
 describe('the claims request parameter (OIDC Core §5.5)', () => {
   it('keeps the person claims asked for each target, in order, and ignores the rest', () => {
-    const parsed = parseClaimsParameter(JSON.stringify({ userinfo: { name: { essential: true }, shoe_size: null }, id_token: { email: null, auth_time: { essential: true } }, other: 1 }));
+    const parsed = parseClaimsParameter(
+      JSON.stringify({ userinfo: { name: { essential: true }, shoe_size: null }, id_token: { email: null, auth_time: { essential: true } }, other: 1 }),
+    );
     expect(parsed).toStrictEqual({ requested: { userinfo: ['name'], idToken: ['email'] }, subject: undefined, acr: undefined });
   });
 
@@ -100,7 +105,10 @@ describe('the claims request parameter (OIDC Core §5.5)', () => {
   });
 
   it('acr with values (value first), essential or not', () => {
-    expect(parseClaimsParameter('{"id_token":{"acr":{"essential":true,"values":["urn:latchkey:mfa"]}}}').acr).toStrictEqual({ values: ['urn:latchkey:mfa'], essential: true });
+    expect(parseClaimsParameter('{"id_token":{"acr":{"essential":true,"values":["urn:latchkey:mfa"]}}}').acr).toStrictEqual({
+      values: ['urn:latchkey:mfa'],
+      essential: true,
+    });
     expect(parseClaimsParameter('{"id_token":{"acr":{"value":"a","values":["b",3]}}}').acr).toStrictEqual({ values: ['a', 'b'], essential: false });
     expect(parseClaimsParameter('{"id_token":{"acr":null}}').acr).toBeUndefined();
   });

@@ -184,7 +184,9 @@ describe('loadConfig defaults', () => {
   });
 
   it('a postgres:// database needs LATCHKEY_SECRET_KEY (every instance must share the key)', () => {
-    expect(problemsOf({ LATCHKEY_DB: 'postgres://u@db/latchkey' })).toEqual([expect.stringMatching(/^LATCHKEY_SECRET_KEY must be set when LATCHKEY_DB is a postgres:\/\/ URL/)]);
+    expect(problemsOf({ LATCHKEY_DB: 'postgres://u@db/latchkey' })).toEqual([
+      expect.stringMatching(/^LATCHKEY_SECRET_KEY must be set when LATCHKEY_DB is a postgres:\/\/ URL/),
+    ]);
     expect(loadConfig({ LATCHKEY_DB: 'postgres://u@db/latchkey', LATCHKEY_SECRET_KEY: 'A'.repeat(43) }).secretKeyFile).toBeUndefined();
   });
 
@@ -298,7 +300,10 @@ describe('mail: LATCHKEY_SMTP_URL, LATCHKEY_MAIL_FROM, LATCHKEY_RATE_LIMIT_PASSW
     expect(loadConfig({ LATCHKEY_MAIL_FROM: 'Acme Sign-in <id@acme.example>' }).mailFrom).toEqual({ name: 'Acme Sign-in', address: 'id@acme.example' });
     expect(loadConfig({ LATCHKEY_MAIL_FROM: '"Acme, Inc." <id@acme.example>' }).mailFrom).toEqual({ name: 'Acme, Inc.', address: 'id@acme.example' });
     expect(loadConfig({ LATCHKEY_MAIL_FROM: 'id@acme.example' }).mailFrom).toEqual({ name: undefined, address: 'id@acme.example' });
-    expect(loadConfig({ LATCHKEY_ISSUER: 'https://sso.acme.example:8443/id', LATCHKEY_PRODUCT_NAME: 'Acme' }).mailFrom).toEqual({ name: 'Acme', address: 'no-reply@sso.acme.example' });
+    expect(loadConfig({ LATCHKEY_ISSUER: 'https://sso.acme.example:8443/id', LATCHKEY_PRODUCT_NAME: 'Acme' }).mailFrom).toEqual({
+      name: 'Acme',
+      address: 'no-reply@sso.acme.example',
+    });
   });
 
   for (const bad of ['not an address', 'Acme <>', 'a@b, c@d', 'Acme <a@b> extra', 'x<y> <a@b.example>', 'a@b\r\nBcc: c@d']) {
@@ -312,7 +317,9 @@ describe('mail: LATCHKEY_SMTP_URL, LATCHKEY_MAIL_FROM, LATCHKEY_RATE_LIMIT_PASSW
     expect(loadConfig({}).rateLimits.passwordReset).toEqual({ limit: 5, windowSeconds: 900 });
     expect(loadConfig({ LATCHKEY_RATE_LIMIT_PASSWORD_RESET: '2/60' }).rateLimits.passwordReset).toEqual({ limit: 2, windowSeconds: 60 });
     expect(loadConfig({ LATCHKEY_RATE_LIMIT_PASSWORD_RESET: 'off' }).rateLimits.passwordReset).toBeUndefined();
-    expect(problemsOf({ LATCHKEY_RATE_LIMIT_PASSWORD_RESET: '5' })).toEqual(['LATCHKEY_RATE_LIMIT_PASSWORD_RESET must be COUNT/SECONDS (for example 5/900) or off']);
+    expect(problemsOf({ LATCHKEY_RATE_LIMIT_PASSWORD_RESET: '5' })).toEqual([
+      'LATCHKEY_RATE_LIMIT_PASSWORD_RESET must be COUNT/SECONDS (for example 5/900) or off',
+    ]);
   });
 });
 

@@ -34,7 +34,7 @@ describe('usernames for users an upstream creates', () => {
   });
 
   it('keeps to the characters usernames allow, and falls back to the email\'s name, then "user"', () => {
-    expect(usernameCandidates(profile('Zoë O\'Brien'), 'x')[0]).toBe('ZoeOBrien');
+    expect(usernameCandidates(profile("Zoë O'Brien"), 'x')[0]).toBe('ZoeOBrien');
     expect(usernameCandidates(profile(undefined, 'kim@corp.example'), 'x')[0]).toBe('kim');
     expect(usernameCandidates(profile('日本'), 'x')[0]).toBe('user');
     for (const c of usernameCandidates(profile('x'.repeat(200)), 'connector-with-a-long-name')) expect(c).toMatch(/^[A-Za-z0-9._@-]{1,64}$/);
@@ -157,7 +157,17 @@ describe('a fresh sign-in asked of an upstream', () => {
 describe('an upstream that could not be reached, told from one that answered wrongly', () => {
   const withCause = (cause: unknown) => Object.assign(new TypeError('fetch failed'), { cause });
   it('timeouts, DNS failures and refused, reset or unroutable connections, however deeply wrapped', () => {
-    for (const code of ['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'OAUTH_TIMEOUT']) {
+    for (const code of [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+      'EHOSTUNREACH',
+      'ENETUNREACH',
+      'ETIMEDOUT',
+      'UND_ERR_CONNECT_TIMEOUT',
+      'OAUTH_TIMEOUT',
+    ]) {
       expect(isUnreachable(Object.assign(new Error('x'), { code })), code).toBe(true);
       expect(isUnreachable(new Error('wrapped', { cause: withCause(Object.assign(new Error('y'), { code })) })), code).toBe(true);
     }

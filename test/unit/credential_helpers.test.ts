@@ -21,7 +21,9 @@ describe('git credential request', () => {
   });
 
   it('reads to the end without a blank line, ignores unknown keys, array keys and lines without "="', () => {
-    expect(parseGitCredentialRequest('capability[]=authtype\nprotocol=https\nwwwauth[]=Bearer realm="x"\nnonsense\n=value\nhost=h.example:8443\nusername=alice')).toEqual({
+    expect(
+      parseGitCredentialRequest('capability[]=authtype\nprotocol=https\nwwwauth[]=Bearer realm="x"\nnonsense\n=value\nhost=h.example:8443\nusername=alice'),
+    ).toEqual({
       protocol: 'https',
       host: 'h.example:8443',
       username: 'alice',
@@ -29,7 +31,11 @@ describe('git credential request', () => {
   });
 
   it('keeps "=" inside a value and accepts CRLF line ends', () => {
-    expect(parseGitCredentialRequest('protocol=https\r\nhost=a.example\r\npassword=a=b\r\n\r\n')).toEqual({ protocol: 'https', host: 'a.example', password: 'a=b' });
+    expect(parseGitCredentialRequest('protocol=https\r\nhost=a.example\r\npassword=a=b\r\n\r\n')).toEqual({
+      protocol: 'https',
+      host: 'a.example',
+      password: 'a=b',
+    });
   });
 
   it('url= stands for its parts and replaces earlier attributes; later ones still apply', () => {
@@ -63,9 +69,13 @@ describe('which git requests get the token', () => {
 
 describe('git credential answer', () => {
   it('writes key=value lines', () => {
-    expect(formatGitCredential([['username', 'oauth2'], ['password', 'tok.en'], ['password_expiry_utc', '1700000000']])).toBe(
-      'username=oauth2\npassword=tok.en\npassword_expiry_utc=1700000000\n',
-    );
+    expect(
+      formatGitCredential([
+        ['username', 'oauth2'],
+        ['password', 'tok.en'],
+        ['password_expiry_utc', '1700000000'],
+      ]),
+    ).toBe('username=oauth2\npassword=tok.en\npassword_expiry_utc=1700000000\n');
   });
 
   it.each(['a\nprotocol=http', 'a\rb', 'a\0b'])('refuses a value that would inject attributes: %j', (value) => {
@@ -147,7 +157,11 @@ describe('docker credential helper', () => {
   });
 
   it('answers with the JSON docker reads', () => {
-    expect(JSON.parse(dockerCredential('registry.example.com', 'oauth2', 'tok"en'))).toEqual({ ServerURL: 'registry.example.com', Username: 'oauth2', Secret: 'tok"en' });
+    expect(JSON.parse(dockerCredential('registry.example.com', 'oauth2', 'tok"en'))).toEqual({
+      ServerURL: 'registry.example.com',
+      Username: 'oauth2',
+      Secret: 'tok"en',
+    });
   });
 });
 

@@ -68,7 +68,10 @@ describe('pollForTokens', () => {
   });
 
   it('honours Retry-After on 429', async () => {
-    const { url } = await scriptedEndpoint([{ status: 429, body: { error: 'temporarily_unavailable' }, headers: { 'retry-after': '30' } }, { status: 200, body: { access_token: 'at' } }]);
+    const { url } = await scriptedEndpoint([
+      { status: 429, body: { error: 'temporarily_unavailable' }, headers: { 'retry-after': '30' } },
+      { status: 200, body: { access_token: 'at' } },
+    ]);
     const { outcome, waits } = run(url);
     expect((await outcome).kind).toBe('tokens');
     expect(waits.map((w) => w - safetyMarginMs)).toEqual([5000, 30000]);
@@ -78,7 +81,10 @@ describe('pollForTokens', () => {
     for (const [answer, expected] of [
       [{ status: 400, body: { error: 'access_denied' } }, { kind: 'denied' }],
       [{ status: 400, body: { error: 'expired_token' } }, { kind: 'expired' }],
-      [{ status: 400, body: { error: 'invalid_grant', error_description: 'The device code is invalid.' } }, { kind: 'failed', message: 'invalid_grant: The device code is invalid.' }],
+      [
+        { status: 400, body: { error: 'invalid_grant', error_description: 'The device code is invalid.' } },
+        { kind: 'failed', message: 'invalid_grant: The device code is invalid.' },
+      ],
     ] as const) {
       server?.close();
       const { url } = await scriptedEndpoint([answer]);
@@ -97,7 +103,15 @@ describe('pollForTokens', () => {
     const { url } = await scriptedEndpoint([pending]);
     const controller = new AbortController();
     controller.abort();
-    const outcome = await pollForTokens({ tokenEndpoint: url, clientId: 'c', deviceCode: 'd', intervalSeconds: 1, expiresInSeconds: 60, signal: controller.signal, sleep: async () => undefined });
+    const outcome = await pollForTokens({
+      tokenEndpoint: url,
+      clientId: 'c',
+      deviceCode: 'd',
+      intervalSeconds: 1,
+      expiresInSeconds: 60,
+      signal: controller.signal,
+      sleep: async () => undefined,
+    });
     expect(outcome).toEqual({ kind: 'aborted' });
   });
 });

@@ -118,7 +118,9 @@ describe('devicePollsFor', () => {
     // Told apart by behaviour above; here only which one is chosen, through the store they touch.
     const chosen = (workers: string, shared: boolean) => {
       const calls: string[] = [];
-      const spy = new Proxy(store(shared), { get: (_target, key) => (key === 'sharedAcrossInstances' ? shared : () => (calls.push(String(key)), Promise.resolve(undefined))) });
+      const spy = new Proxy(store(shared), {
+        get: (_target, key) => (key === 'sharedAcrossInstances' ? shared : () => (calls.push(String(key)), Promise.resolve(undefined))),
+      });
       void devicePollsFor(configFrom({ LATCHKEY_WORKERS: workers }), spy).poll('h', 'c', 0);
       return calls;
     };

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { OAuthError } from '../../src/errors.js';
 
 describe('OAuthError', () => {
-  it('carries no stack trace (authorization_pending is most polls\' answer), and leaves Error.stackTraceLimit as it was', () => {
+  it("carries no stack trace (authorization_pending is most polls' answer), and leaves Error.stackTraceLimit as it was", () => {
     const before = Error.stackTraceLimit;
     const error = new OAuthError('authorization_pending', 'The user has not yet approved the request.');
     expect(error.stack).toBe('OAuthError: authorization_pending: The user has not yet approved the request.');

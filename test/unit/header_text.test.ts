@@ -4,7 +4,7 @@ import { headerText } from '../../src/http/header_text.js';
 /** What Node hands over for a header sent as UTF-8 bytes: one latin1 character per byte. */
 const asReceived = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
 
-describe('headerText (a device\'s User-Agent shown as sent)', () => {
+describe("headerText (a device's User-Agent shown as sent)", () => {
   it('decodes UTF-8 bytes', () => {
     expect(headerText(asReceived('Café TV — Wohnzimmer 📺'))).toBe('Café TV — Wohnzimmer 📺');
   });

@@ -2,13 +2,22 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { catalogs, matchLanguage, negotiateLanguage, parseAcceptLanguage, parseUiLocales, supportedLanguages, type Language } from '../../src/i18n/languages.js';
+import {
+  catalogs,
+  matchLanguage,
+  negotiateLanguage,
+  parseAcceptLanguage,
+  parseUiLocales,
+  supportedLanguages,
+  type Language,
+} from '../../src/i18n/languages.js';
 import { pageLanguage, setPageLanguage } from '../../src/i18n/page_language.js';
 import { translator } from '../../src/i18n/translate.js';
 import { scopeDescriptions } from '../../src/oauth/scope.js';
 import { packageRoot, viewsDir } from '../../src/paths.js';
 
-const fakeRequest = (acceptLanguage?: string) => ({ headers: acceptLanguage === undefined ? {} : { 'accept-language': acceptLanguage } }) as unknown as FastifyRequest;
+const fakeRequest = (acceptLanguage?: string) =>
+  ({ headers: acceptLanguage === undefined ? {} : { 'accept-language': acceptLanguage } }) as unknown as FastifyRequest;
 
 describe('the registry', () => {
   it('lists English first and French, in canonical BCP 47 casing', () => {
@@ -201,10 +210,15 @@ function viewMessages(): Map<string, string[]> {
  * read from their source, so that a new one without translations fails here.
  */
 function routeMessages(): Set<string> {
-  const pageRoutes = ['login', 'authorize', 'second_factor', 'device_verification', 'logout', 'password_reset', 'connectors'].map((name) => `src/routes/${name}.ts`);
+  const pageRoutes = ['login', 'authorize', 'second_factor', 'device_verification', 'logout', 'password_reset', 'connectors'].map(
+    (name) => `src/routes/${name}.ts`,
+  );
   const connectorFiles = readdirSync(join(packageRoot, 'src/connectors')).map((name) => `src/connectors/${name}`);
   const sources: Array<[string[], RegExp]> = [
-    [[...pageRoutes, 'src/http/pages.ts', 'src/app.ts', 'src/oauth/authorization_request.ts', 'src/oauth/pushed_request.ts'], /\b(?:heading|message|title|label)\s*:\s*'([^'\\]*)'/g],
+    [
+      [...pageRoutes, 'src/http/pages.ts', 'src/app.ts', 'src/oauth/authorization_request.ts', 'src/oauth/pushed_request.ts'],
+      /\b(?:heading|message|title|label)\s*:\s*'([^'\\]*)'/g,
+    ],
     // A form shown again with its error: again('…', 401), showEntry(…, '…', 400) …
     [pageRoutes, /\b(?:again|showEntry|showForgot|showReset|showSecondStep)\(.*'([^'\\]+)',\s*\d{3}\)/g],
     [['src/routes/device_verification.ts'], /^ {2}\w+: '([^'\\]+)',$/gm], // its messages object

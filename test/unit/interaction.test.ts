@@ -19,7 +19,11 @@ describe('sealInteraction / openInteraction', () => {
   });
 
   it('keeps absent members absent', () => {
-    const interaction = newInteraction(authorizationRequest({ nonce: undefined, codeChallenge: undefined, prompt: [] }), { maxAge: undefined, expectedSubject: undefined, now: t0 });
+    const interaction = newInteraction(authorizationRequest({ nonce: undefined, codeChallenge: undefined, prompt: [] }), {
+      maxAge: undefined,
+      expectedSubject: undefined,
+      now: t0,
+    });
     expect(openInteraction(key, browser, sealInteraction(key, browser, interaction), t0)).toStrictEqual(interaction);
   });
 

@@ -48,7 +48,10 @@ describe('batchedLogStream', () => {
     });`;
     const run = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' });
     expect(run.status, run.stderr).toBe(0);
-    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { line: number });
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { line: number });
     expect(lines.map((l) => l.line)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
   });
 });

@@ -189,7 +189,8 @@ describe('passkey names and LATCHKEY_MFA', () => {
 
   it('LATCHKEY_MFA is off, optional (the default) or required; anything else stops the server', () => {
     expect(configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test' }).mfa).toBe('optional');
-    for (const mode of ['off', 'optional', 'required'] as const) expect(configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_MFA: mode }).mfa).toBe(mode);
+    for (const mode of ['off', 'optional', 'required'] as const)
+      expect(configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_MFA: mode }).mfa).toBe(mode);
     for (const bad of ['on', 'REQUIRED', 'true', 'none']) {
       expect(() => configFrom({ LATCHKEY_ISSUER: 'http://latchkey.test', LATCHKEY_MFA: bad }), bad).toThrow(ConfigError);
     }

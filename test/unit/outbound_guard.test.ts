@@ -62,7 +62,13 @@ describe('the guard refuses internal targets and sends nothing', () => {
 
   it('IPv4-mapped and numeric spellings of the loopback address', async () => {
     const send = outboundFetch({ allow: emptyAllowList });
-    for (const url of [`http://[::ffff:127.0.0.1]:${port}/x`, `http://0x7f000001:${port}/x`, `http://127.1:${port}/x`, `http://[::1]:${port}/x`, `http://0.0.0.0:${port}/x`]) {
+    for (const url of [
+      `http://[::ffff:127.0.0.1]:${port}/x`,
+      `http://0x7f000001:${port}/x`,
+      `http://127.1:${port}/x`,
+      `http://[::1]:${port}/x`,
+      `http://0.0.0.0:${port}/x`,
+    ]) {
       expect(await refusal(send(url)), url).toBeInstanceOf(OutboundRefused);
     }
     expect(hits).toEqual([]);
@@ -134,7 +140,10 @@ describe('what may pass', () => {
   });
 
   it('with no allow-list to apply (a target the operator chose), any address', async () => {
-    const res = await outboundFetch({ allow: undefined })(`http://127.0.0.1:${port}/backchannel`, { method: 'POST', body: new URLSearchParams({ logout_token: 't' }) });
+    const res = await outboundFetch({ allow: undefined })(`http://127.0.0.1:${port}/backchannel`, {
+      method: 'POST',
+      body: new URLSearchParams({ logout_token: 't' }),
+    });
     expect(res.status).toBe(200);
     expect(hits).toEqual([{ method: 'POST', url: '/backchannel', body: 'logout_token=t' }]);
   });
@@ -179,6 +188,6 @@ describe('redirects, deadlines and size', () => {
       check();
     });
     controller.abort();
-    expect((await pending as Error).name).toBe('AbortError');
+    expect(((await pending) as Error).name).toBe('AbortError');
   });
 });

@@ -4,7 +4,14 @@
  * the event loop.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { decoyPasswordHash, hashPassword, isLocalPasswordHash, passwordHashNeedsRehash, passwordHashScheme, verifyPassword } from '../../src/crypto/password.js';
+import {
+  decoyPasswordHash,
+  hashPassword,
+  isLocalPasswordHash,
+  passwordHashNeedsRehash,
+  passwordHashScheme,
+  verifyPassword,
+} from '../../src/crypto/password.js';
 import { earlierScryptHash } from '../helpers/records.js';
 
 const password = earlierScryptHash.password;
@@ -76,7 +83,11 @@ describe('password hashing (Argon2id)', () => {
 
   it('many checks at once, damaged hashes among them, all finish with their own answers (hashes wait their turn for a core)', async () => {
     const checks = Array.from({ length: 9 }, (_, i) =>
-      i % 3 === 0 ? { typed: password, stored, right: true } : i % 3 === 1 ? { typed: 'wrong password', stored, right: false } : { typed: password, stored: '$argon2id$damaged', right: false },
+      i % 3 === 0
+        ? { typed: password, stored, right: true }
+        : i % 3 === 1
+          ? { typed: 'wrong password', stored, right: false }
+          : { typed: password, stored: '$argon2id$damaged', right: false },
     );
     expect(await Promise.all(checks.map((c) => verifyPassword(c.typed, c.stored)))).toEqual(checks.map((c) => c.right));
     expect(await verifyPassword(password, stored)).toBe(true);

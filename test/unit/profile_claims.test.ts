@@ -93,7 +93,13 @@ describe('validFormattedAddress', () => {
 });
 
 describe('validClaimUrl (profile, picture, website)', () => {
-  for (const good of ['https://example.com/~alice', 'http://example.com', 'https://example.com:8443/a?b=c#d', ' https://example.com/p.png ', `https://example.com/${'a'.repeat(2028)}`]) {
+  for (const good of [
+    'https://example.com/~alice',
+    'http://example.com',
+    'https://example.com:8443/a?b=c#d',
+    ' https://example.com/p.png ',
+    `https://example.com/${'a'.repeat(2028)}`,
+  ]) {
     it(`accepts ${show(good)}`, () => {
       expect(validClaimUrl(good, 'picture')).toBe(good.trim());
     });
@@ -163,7 +169,9 @@ describe('validZoneinfo', () => {
   }
   for (const bad of ['', 'Paris', 'Europe/Atlantis', 'GMT+2', '+02:00', 'Europe/Paris/x']) {
     it(`rejects ${show(bad)}`, () => {
-      expect(refusal(() => validZoneinfo(bad)).message).toMatch(/^--zoneinfo ".*" is not a known IANA time zone \(e\.g\. Europe\/Paris, America\/New_York, UTC\)$/);
+      expect(refusal(() => validZoneinfo(bad)).message).toMatch(
+        /^--zoneinfo ".*" is not a known IANA time zone \(e\.g\. Europe\/Paris, America\/New_York, UTC\)$/,
+      );
     });
   }
 });
@@ -189,12 +197,36 @@ describe('validLocale', () => {
 });
 
 describe('validPhoneNumber', () => {
-  for (const good of ['+1 (425) 555-1212', '+14255551212', '0123', '+33 1 23 45 67 89', '555.1212', '+1 425 555 1212;ext=1234', ' +44 20 7946 0958 ', '1'.repeat(32)]) {
+  for (const good of [
+    '+1 (425) 555-1212',
+    '+14255551212',
+    '0123',
+    '+33 1 23 45 67 89',
+    '555.1212',
+    '+1 425 555 1212;ext=1234',
+    ' +44 20 7946 0958 ',
+    '1'.repeat(32),
+  ]) {
     it(`accepts ${show(good)}`, () => {
       expect(validPhoneNumber(good)).toBe(good.trim());
     });
   }
-  for (const bad of ['', '123', '+123', '(12)', '1'.repeat(33), '+1 425 555 1212;ext=', '+1 425 555 1212;ext=12a', '+1 425 555 1212 ext 12', '1+2345', 'tel:+14255551212', '+1-800-FLOWERS', '++14255551212', '+1\u00a0425 555 1212', '+1\n4255551212']) {
+  for (const bad of [
+    '',
+    '123',
+    '+123',
+    '(12)',
+    '1'.repeat(33),
+    '+1 425 555 1212;ext=',
+    '+1 425 555 1212;ext=12a',
+    '+1 425 555 1212 ext 12',
+    '1+2345',
+    'tel:+14255551212',
+    '+1-800-FLOWERS',
+    '++14255551212',
+    '+1\u00a0425 555 1212',
+    '+1\n4255551212',
+  ]) {
     it(`rejects ${show(bad)}`, () => {
       expect(refusal(() => validPhoneNumber(bad)).message).toBe(
         '--phone-number must be 4-32 characters: an optional +, at least 4 digits, spaces and ( ) - . and an optional ;ext=digits (e.g. +1 425 555 1212)',
@@ -245,7 +277,14 @@ describe('profileOptionsFrom: each option to its claim, validated', () => {
         locale: 'en-GB',
         phone_number: '+44 20 7946 0958',
       },
-      address: { street_address: 'Christ Church, St Aldates', locality: 'Oxford', region: 'Oxfordshire', postal_code: 'OX1 1DP', country: 'GB', formatted: 'Christ Church\nOxford' },
+      address: {
+        street_address: 'Christ Church, St Aldates',
+        locality: 'Oxford',
+        region: 'Oxfordshire',
+        postal_code: 'OX1 1DP',
+        country: 'GB',
+        formatted: 'Christ Church\nOxford',
+      },
       phoneNumberVerified: true,
     });
   });
@@ -263,7 +302,9 @@ describe('profileOptionsFrom: each option to its claim, validated', () => {
 
   it('country: a code or a name, 1-256 characters', () => {
     expect(profileOptionsFrom({ country: 'FR' }, now).address).toStrictEqual({ country: 'FR' });
-    expect(profileOptionsFrom({ country: ' United Kingdom of Great Britain and Northern Ireland ' }, now).address).toStrictEqual({ country: 'United Kingdom of Great Britain and Northern Ireland' });
+    expect(profileOptionsFrom({ country: ' United Kingdom of Great Britain and Northern Ireland ' }, now).address).toStrictEqual({
+      country: 'United Kingdom of Great Britain and Northern Ireland',
+    });
     expect(profileOptionsFrom({ country: 'x'.repeat(256) }, now).address.country).toHaveLength(256);
   });
 });
@@ -274,11 +315,19 @@ describe('newUserProfile (users add)', () => {
   });
   it('a phone number without a flag is unverified; with one, as flagged', () => {
     expect(newUserProfile({ 'phone-number': '+1 425 555 1212' }, now)).toStrictEqual({ phone_number: '+1 425 555 1212', phone_number_verified: false });
-    expect(newUserProfile({ 'phone-number': '+1 425 555 1212', 'phone-number-verified': true }, now)).toStrictEqual({ phone_number: '+1 425 555 1212', phone_number_verified: true });
-    expect(newUserProfile({ 'phone-number': '+1 425 555 1212', 'phone-number-unverified': true }, now)).toStrictEqual({ phone_number: '+1 425 555 1212', phone_number_verified: false });
+    expect(newUserProfile({ 'phone-number': '+1 425 555 1212', 'phone-number-verified': true }, now)).toStrictEqual({
+      phone_number: '+1 425 555 1212',
+      phone_number_verified: true,
+    });
+    expect(newUserProfile({ 'phone-number': '+1 425 555 1212', 'phone-number-unverified': true }, now)).toStrictEqual({
+      phone_number: '+1 425 555 1212',
+      phone_number_verified: false,
+    });
   });
   it('a phone flag needs a phone number', () => {
-    expect(refusal(() => newUserProfile({ 'phone-number-verified': true }, now)).message).toBe('--phone-number-verified and --phone-number-unverified need a phone number (--phone-number)');
+    expect(refusal(() => newUserProfile({ 'phone-number-verified': true }, now)).message).toBe(
+      '--phone-number-verified and --phone-number-unverified need a phone number (--phone-number)',
+    );
   });
   it('builds the address from its parts, in OIDC order', () => {
     const profile = newUserProfile({ country: 'US', locality: 'Springfield', 'address-formatted': '1 Main St\\nSpringfield' }, now);
@@ -296,9 +345,13 @@ describe('validClears', () => {
   });
   it('refuses email, phone_number_verified and anything else', () => {
     expect(refusal(() => validClears(['email'])).message).toBe('--clear email: every user has an email; give another with --email');
-    expect(refusal(() => validClears(['phone_number_verified'])).message).toBe('--clear phone_number_verified: use --phone-number-unverified, or --clear phone_number');
+    expect(refusal(() => validClears(['phone_number_verified'])).message).toBe(
+      '--clear phone_number_verified: use --phone-number-unverified, or --clear phone_number',
+    );
     for (const bad of ['given-name', 'sub', 'preferred_username', 'updated_at', 'GIVEN_NAME', '']) {
-      expect(refusal(() => validClears([bad])).message, bad).toMatch(/^--clear ".*" is not a claim that can be cleared: use name, given_name, .*address, or an address member \(formatted, street_address, locality, region, postal_code, country\)$/);
+      expect(refusal(() => validClears([bad])).message, bad).toMatch(
+        /^--clear ".*" is not a claim that can be cleared: use name, given_name, .*address, or an address member \(formatted, street_address, locality, region, postal_code, country\)$/,
+      );
     }
   });
 });
@@ -350,14 +403,22 @@ describe('mergeProfile and userChangeFrom (users update)', () => {
       change: { email: 'alice@new.example', name: 'Alice Liddell' },
       changedClaims: ['email', 'name'],
     });
-    expect(userChangeFrom(alice, { email: 'alice@example.com', name: 'Alice Example', nickname: 'Al', locality: 'Springfield' }, now)).toStrictEqual({ change: {}, changedClaims: [] });
+    expect(userChangeFrom(alice, { email: 'alice@example.com', name: 'Alice Example', nickname: 'Al', locality: 'Springfield' }, now)).toStrictEqual({
+      change: {},
+      changedClaims: [],
+    });
     expect(userChangeFrom({ ...alice, name: undefined }, { clear: ['name'] }, now)).toStrictEqual({ change: {}, changedClaims: [] });
   });
 
   it('a new phone number without a flag is unverified; the same number keeps its flag; a flag alone sets it', () => {
-    expect(userChangeFrom(alice, { 'phone-number': '+1 206 555 0100' }, now).change.profile).toMatchObject({ phone_number: '+1 206 555 0100', phone_number_verified: false });
+    expect(userChangeFrom(alice, { 'phone-number': '+1 206 555 0100' }, now).change.profile).toMatchObject({
+      phone_number: '+1 206 555 0100',
+      phone_number_verified: false,
+    });
     expect(userChangeFrom(alice, { 'phone-number': '+1 425 555 1212' }, now).changedClaims).toEqual([]);
-    expect(userChangeFrom(alice, { 'phone-number': '+1 206 555 0100', 'phone-number-verified': true }, now).change.profile).toMatchObject({ phone_number_verified: true });
+    expect(userChangeFrom(alice, { 'phone-number': '+1 206 555 0100', 'phone-number-verified': true }, now).change.profile).toMatchObject({
+      phone_number_verified: true,
+    });
     expect(userChangeFrom(alice, { 'phone-number-unverified': true }, now)).toMatchObject({ changedClaims: ['phone_number_verified'] });
     expect(refusal(() => userChangeFrom({ ...alice, profile: {} }, { 'phone-number-verified': true }, now)).message).toBe(
       '--phone-number-verified and --phone-number-unverified need a phone number (--phone-number)',
@@ -366,12 +427,20 @@ describe('mergeProfile and userChangeFrom (users update)', () => {
 
   it('at least one change is required, and contradictions are refused', () => {
     expect(refusal(() => userChangeFrom(alice, {}, now)).message).toBe('nothing to change: give --email, --name, a profile option or --clear <claim>');
-    expect(refusal(() => userChangeFrom(alice, { clear: [] }, now)).message).toBe('nothing to change: give --email, --name, a profile option or --clear <claim>');
+    expect(refusal(() => userChangeFrom(alice, { clear: [] }, now)).message).toBe(
+      'nothing to change: give --email, --name, a profile option or --clear <claim>',
+    );
     expect(refusal(() => userChangeFrom(alice, { name: 'A', clear: ['name'] }, now)).message).toBe('--clear name cannot be combined with --name');
     expect(refusal(() => userChangeFrom(alice, { name: '  ' }, now)).message).toBe('--name must not be empty (--clear name removes the name)');
-    expect(refusal(() => userChangeFrom(alice, { nickname: 'B', clear: ['nickname'] }, now)).message).toBe('--clear nickname cannot be combined with the option that sets it');
-    expect(refusal(() => userChangeFrom(alice, { locality: 'X', clear: ['address'] }, now)).message).toBe('--clear address cannot be combined with address options');
-    expect(refusal(() => userChangeFrom(alice, { locality: 'X', clear: ['locality'] }, now)).message).toBe('--clear locality cannot be combined with the option that sets it');
+    expect(refusal(() => userChangeFrom(alice, { nickname: 'B', clear: ['nickname'] }, now)).message).toBe(
+      '--clear nickname cannot be combined with the option that sets it',
+    );
+    expect(refusal(() => userChangeFrom(alice, { locality: 'X', clear: ['address'] }, now)).message).toBe(
+      '--clear address cannot be combined with address options',
+    );
+    expect(refusal(() => userChangeFrom(alice, { locality: 'X', clear: ['locality'] }, now)).message).toBe(
+      '--clear locality cannot be combined with the option that sets it',
+    );
     expect(refusal(() => userChangeFrom(alice, { 'phone-number-verified': true, clear: ['phone_number'] }, now)).message).toBe(
       '--clear phone_number cannot be combined with --phone-number-verified or --phone-number-unverified',
     );

@@ -108,11 +108,7 @@ describe('grantableScope', () => {
   });
 
   it('keeps offline_access for a client with the refresh_token grant', () => {
-    expect(grantableScope(['openid', 'offline_access', 'email'], client(['device_code', 'refresh_token']))).toEqual([
-      'openid',
-      'offline_access',
-      'email',
-    ]);
+    expect(grantableScope(['openid', 'offline_access', 'email'], client(['device_code', 'refresh_token']))).toEqual(['openid', 'offline_access', 'email']);
   });
 
   it('leaves other scopes untouched and in order', () => {
@@ -151,6 +147,10 @@ describe('describeScopes', () => {
   });
 
   it('never takes names inherited from Object.prototype for OpenID Connect scopes', () => {
-    expect(describeScopes('openid constructor __proto__')).toEqual([scopeDescriptions.openid, 'Use the permission “constructor”', 'Use the permission “__proto__”']);
+    expect(describeScopes('openid constructor __proto__')).toEqual([
+      scopeDescriptions.openid,
+      'Use the permission “constructor”',
+      'Use the permission “__proto__”',
+    ]);
   });
 });

@@ -6,7 +6,16 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateSecretKeyText, isSealed, parseSecretKey, parseSecretKeys, SecretBox, SecretKeyError, sealedKeyId, secretKeyOf } from '../../src/crypto/secret_box.js';
+import {
+  generateSecretKeyText,
+  isSealed,
+  parseSecretKey,
+  parseSecretKeys,
+  SecretBox,
+  SecretKeyError,
+  sealedKeyId,
+  secretKeyOf,
+} from '../../src/crypto/secret_box.js';
 import { openSecretBox, readKeyFile } from '../../src/crypto/secret_key_file.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { signingKey } from '../helpers/records.js';
@@ -103,7 +112,9 @@ describe('the key file', () => {
       const box = await openSecretBox({ secretKeys: undefined, secretKeyFile: `${path}.key` }, store);
       await store.ensureSigningKey({ ...signingKey('k1'), privateKeyPem: box.seal('signing_key:k1', 'pem') });
       rmSync(`${path}.key`);
-      await expect(openSecretBox({ secretKeys: undefined, secretKeyFile: `${path}.key` }, store)).rejects.toThrow(/is missing, but the database's secrets are encrypted \(with key /);
+      await expect(openSecretBox({ secretKeys: undefined, secretKeyFile: `${path}.key` }, store)).rejects.toThrow(
+        /is missing, but the database's secrets are encrypted \(with key /,
+      );
       expect(existsSync(`${path}.key`)).toBe(false);
       await store.close();
     } finally {

@@ -15,7 +15,17 @@ describe('randomSecret', () => {
   });
 
   it('has the documented prefixes', () => {
-    expect(secretPrefix).toEqual({ deviceCode: 'lk_dc_', authorizationCode: 'lk_ac_', refreshToken: 'lk_rt_', clientSecret: 'lk_cs_', passwordResetLink: 'lk_pr_', emailVerificationLink: 'lk_ev_', registrationToken: 'lk_it_', registrationAccessToken: 'lk_ra_', factorEnrolmentLink: 'lk_fe_' });
+    expect(secretPrefix).toEqual({
+      deviceCode: 'lk_dc_',
+      authorizationCode: 'lk_ac_',
+      refreshToken: 'lk_rt_',
+      clientSecret: 'lk_cs_',
+      passwordResetLink: 'lk_pr_',
+      emailVerificationLink: 'lk_ev_',
+      registrationToken: 'lk_it_',
+      registrationAccessToken: 'lk_ra_',
+      factorEnrolmentLink: 'lk_fe_',
+    });
   });
 
   it('never repeats', () => {
@@ -37,7 +47,8 @@ describe('sha256', () => {
   });
 
   it('is what createHash gives, whichever way node:crypto computes it', () => {
-    for (const value of ['', 'lk_rt_x', 'é\u0301', 'x'.repeat(10_000)]) expect(sha256(value)).toBe(createHash('sha256').update(value, 'utf8').digest('base64url'));
+    for (const value of ['', 'lk_rt_x', 'é\u0301', 'x'.repeat(10_000)])
+      expect(sha256(value)).toBe(createHash('sha256').update(value, 'utf8').digest('base64url'));
   });
 
   it('hashes UTF-8', () => {
@@ -54,7 +65,12 @@ describe('hmacSha256', () => {
   });
 
   it('gives what createHmac gives with the string key (its UTF-8), for every key and value', () => {
-    for (const [key, value] of [['', 'x'], ['k', ''], ['clé', 'user_code:BCDFGHJK'], ['a'.repeat(100), 'é\u0301']]) {
+    for (const [key, value] of [
+      ['', 'x'],
+      ['k', ''],
+      ['clé', 'user_code:BCDFGHJK'],
+      ['a'.repeat(100), 'é\u0301'],
+    ]) {
       expect(hmacSha256(key!, value!)).toBe(createHmac('sha256', key!).update(value!, 'utf8').digest('base64url'));
     }
   });

@@ -30,74 +30,81 @@ async function withRunsOnOneStore(check: (store: SqliteStore, bucket: () => stri
 
 describe('SharedWindowLimiter answers as RateLimiter', () => {
   it('over random runs of hits, checks and time', async () => {
-    await withRunsOnOneStore((store, bucket) => fc.assert(
-      fc.asyncProperty(
-        fc.record({ limit: fc.integer({ min: 1, max: 4 }), windowSeconds: fc.integer({ min: 1, max: 30 }) }),
-        fc.array(fc.tuple(fc.constantFrom('hit', 'check', 'undo', 'wait'), fc.constantFrom(...keys), fc.integer({ min: 0, max: 20 })), { maxLength: 40 }),
-        async (rule, steps) => {
-          const clock = manualClock();
-          const memory = new RateLimiter(rule, clock);
-          const shared = new SharedWindowLimiter(store, bucket(), rule, clock);
-          for (const [action, key, seconds] of steps) {
-            if (action === 'wait') clock.advance(seconds);
-            else if (action === 'hit') expect(await shared.hit(key)).toEqual(memory.hit(key));
-            else if (action === 'undo') {
-              await shared.undo(key);
-              memory.undo(key);
+    await withRunsOnOneStore((store, bucket) =>
+      fc.assert(
+        fc.asyncProperty(
+          fc.record({ limit: fc.integer({ min: 1, max: 4 }), windowSeconds: fc.integer({ min: 1, max: 30 }) }),
+          fc.array(fc.tuple(fc.constantFrom('hit', 'check', 'undo', 'wait'), fc.constantFrom(...keys), fc.integer({ min: 0, max: 20 })), { maxLength: 40 }),
+          async (rule, steps) => {
+            const clock = manualClock();
+            const memory = new RateLimiter(rule, clock);
+            const shared = new SharedWindowLimiter(store, bucket(), rule, clock);
+            for (const [action, key, seconds] of steps) {
+              if (action === 'wait') clock.advance(seconds);
+              else if (action === 'hit') expect(await shared.hit(key)).toEqual(memory.hit(key));
+              else if (action === 'undo') {
+                await shared.undo(key);
+                memory.undo(key);
+              } else expect(await shared.check(key)).toEqual(memory.check(key));
             }
-            else expect(await shared.check(key)).toEqual(memory.check(key));
-          }
-        },
+          },
+        ),
+        { numRuns: 150 },
       ),
-      { numRuns: 150 },
-    ));
+    );
   });
 });
 
 describe('SharedBackoffLimiter answers as BackoffLimiter', () => {
   it('over random runs of attempts, failures, undos, resets, checks and time', async () => {
-    await withRunsOnOneStore((store, bucket) => fc.assert(
-      fc.asyncProperty(
-        fc.record({ limit: fc.integer({ min: 1, max: 4 }), windowSeconds: fc.integer({ min: 1, max: 60 }) }),
-        fc.array(
-          fc.tuple(fc.constantFrom('attempt', 'failure', 'undo', 'reset', 'check', 'wait', 'longWait'), fc.constantFrom(...keys), fc.integer({ min: 0, max: 200 })),
-          { maxLength: 40 },
-        ),
-        async (rule, steps) => {
-          const clock = manualClock();
-          const memory = new BackoffLimiter(rule, clock);
-          const shared = new SharedBackoffLimiter(store, bucket(), rule, clock);
-          for (const [action, key, seconds] of steps) {
-            switch (action) {
-              case 'wait':
-                clock.advance(seconds);
-                break;
-              case 'longWait':
-                clock.advance(BackoffLimiter.maxDelaySeconds + seconds * 10);
-                break;
-              case 'attempt':
-                expect(await shared.attempt(key)).toEqual(memory.attempt(key));
-                break;
-              case 'failure':
-                await shared.failure(key);
-                memory.failure(key);
-                break;
-              case 'undo':
-                await shared.undo(key);
-                memory.undo(key);
-                break;
-              case 'reset':
-                await shared.reset(key);
-                memory.reset(key);
-                break;
-              case 'check':
-                expect(await shared.check(key)).toEqual(memory.check(key));
+    await withRunsOnOneStore((store, bucket) =>
+      fc.assert(
+        fc.asyncProperty(
+          fc.record({ limit: fc.integer({ min: 1, max: 4 }), windowSeconds: fc.integer({ min: 1, max: 60 }) }),
+          fc.array(
+            fc.tuple(
+              fc.constantFrom('attempt', 'failure', 'undo', 'reset', 'check', 'wait', 'longWait'),
+              fc.constantFrom(...keys),
+              fc.integer({ min: 0, max: 200 }),
+            ),
+            { maxLength: 40 },
+          ),
+          async (rule, steps) => {
+            const clock = manualClock();
+            const memory = new BackoffLimiter(rule, clock);
+            const shared = new SharedBackoffLimiter(store, bucket(), rule, clock);
+            for (const [action, key, seconds] of steps) {
+              switch (action) {
+                case 'wait':
+                  clock.advance(seconds);
+                  break;
+                case 'longWait':
+                  clock.advance(BackoffLimiter.maxDelaySeconds + seconds * 10);
+                  break;
+                case 'attempt':
+                  expect(await shared.attempt(key)).toEqual(memory.attempt(key));
+                  break;
+                case 'failure':
+                  await shared.failure(key);
+                  memory.failure(key);
+                  break;
+                case 'undo':
+                  await shared.undo(key);
+                  memory.undo(key);
+                  break;
+                case 'reset':
+                  await shared.reset(key);
+                  memory.reset(key);
+                  break;
+                case 'check':
+                  expect(await shared.check(key)).toEqual(memory.check(key));
+              }
             }
-          }
-        },
+          },
+        ),
+        { numRuns: 400 },
       ),
-      { numRuns: 400 },
-    ));
+    );
   });
 
   it('a refused attempt leaves no trace: the wait still ends when it would have', async () => {

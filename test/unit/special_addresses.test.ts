@@ -85,7 +85,8 @@ describe('addressClass', () => {
   });
 
   it('the URL parser turns numeric hosts into the dotted form that is judged', () => {
-    for (const host of ['http://0x7f.1/', 'http://2130706433/', 'http://0177.0.0.1/', 'http://127.1/']) expect(addressClass(new URL(host).hostname)).toBe('loopback');
+    for (const host of ['http://0x7f.1/', 'http://2130706433/', 'http://0177.0.0.1/', 'http://127.1/'])
+      expect(addressClass(new URL(host).hostname)).toBe('loopback');
     expect(addressClass(new URL('http://[::ffff:127.0.0.1]/').hostname)).toBe('loopback');
   });
 });

@@ -40,7 +40,7 @@ describe('isPostgresFault: what node-postgres raises when the database is away, 
 
 describe('isStoreUnavailable: a store fault as the server sees it', () => {
   it.each([
-    ['the PostgreSQL store\'s StoreUnavailableError', new StoreUnavailableError('x', 'timeout')],
+    ["the PostgreSQL store's StoreUnavailableError", new StoreUnavailableError('x', 'timeout')],
     ['SQLITE_BUSY (another process holds the write lock)', coded('SQLITE_BUSY')],
     ['SQLITE_FULL (the disk is full)', coded('SQLITE_FULL')],
     ['SQLITE_IOERR_WRITE', coded('SQLITE_IOERR_WRITE')],
@@ -67,7 +67,7 @@ describe('toOAuthError of a database outage', () => {
     expect(error.detail).toContain('ECONNREFUSED');
   });
 
-  it('a bug is still a 500 server_error, and so is a socket error that is not the database\'s', () => {
+  it("a bug is still a 500 server_error, and so is a socket error that is not the database's", () => {
     expect(toOAuthError(new TypeError('x')).status).toBe(500);
     expect(toOAuthError(coded('ECONNREFUSED')).status).toBe(500);
   });

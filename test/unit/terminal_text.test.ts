@@ -15,13 +15,19 @@ describe('visible', () => {
   it('shows direction overrides and line separators, and keeps every other character', () => {
     expect(visible('invoice\u202egnp.exe')).toBe('invoice\\u202egnp.exe');
     expect(visible('a\u2028b')).toBe('a\\u2028b');
-    expect(visible('Zoë 山田 عربي\u200f O\'Brien')).toBe('Zoë 山田 عربي\u200f O\'Brien');
+    expect(visible("Zoë 山田 عربي\u200f O'Brien")).toBe("Zoë 山田 عربي\u200f O'Brien");
   });
 });
 
 describe('the listings', () => {
   it('a table shows stored control characters as escapes, and stays aligned', () => {
-    const out = table([['mallory', '\x1b[2JMallory', 'a@b.c\r\nX: y'], ['dora', 'Dora', 'dora@example.org']], ['USERNAME', 'NAME', 'EMAIL']);
+    const out = table(
+      [
+        ['mallory', '\x1b[2JMallory', 'a@b.c\r\nX: y'],
+        ['dora', 'Dora', 'dora@example.org'],
+      ],
+      ['USERNAME', 'NAME', 'EMAIL'],
+    );
     expect(out).not.toMatch(raw);
     expect(out).toContain('\\x1b[2JMallory');
     expect(out.split('\n')).toHaveLength(4);

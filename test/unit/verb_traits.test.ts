@@ -47,7 +47,10 @@ describe('the verb table', () => {
     for (const name of verbNames) {
       const body = all.get(name);
       if (body === undefined || verbTraits[name].kind === 'outside') continue;
-      const writes = /\b(?:INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b/.test(body) || /yield\* (?:insert|referring|lock)\(/.test(body) || [...body.matchAll(/yield\* (\w+)\(/g)].some((m) => /^(?:insert|spend|revoke|record|lock|end)/.test(m[1]!));
+      const writes =
+        /\b(?:INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b/.test(body) ||
+        /yield\* (?:insert|referring|lock)\(/.test(body) ||
+        [...body.matchAll(/yield\* (\w+)\(/g)].some((m) => /^(?:insert|spend|revoke|record|lock|end)/.test(m[1]!));
       if (writes) expect({ verb: name, kind: verbTraits[name].kind }).toEqual({ verb: name, kind: 'write' });
     }
   });

@@ -63,7 +63,8 @@ export function dockerCredential(serverUrl: string, username: string, secret: st
 export const dockerActions = ['get', 'store', 'erase', 'list'] as const;
 
 export const credentialDockerCommand = defineCommand({
-  usage: 'latchkey credential docker --host H… [--profile P] [--audience A] [--username U] get|store|erase|list\n' +
+  usage:
+    'latchkey credential docker --host H… [--profile P] [--audience A] [--username U] get|store|erase|list\n' +
     '       run by a docker-credential-latchkey wrapper named in credHelpers of ~/.docker/config.json',
   help: clientHelp(
     [

@@ -72,7 +72,8 @@ export function formatGitCredential(attributes: ReadonlyArray<readonly [string, 
 export const defaultGitUsername = 'oauth2';
 
 export const credentialGitCommand = defineCommand({
-  usage: "latchkey credential git [--profile P] [--audience A] [--host H]… [--username U] get|store|erase\n" +
+  usage:
+    'latchkey credential git [--profile P] [--audience A] [--host H]… [--username U] get|store|erase\n' +
     "       e.g. git config --global credential.https://git.example.com.helper '!latchkey credential git'",
   help: clientHelp(
     [

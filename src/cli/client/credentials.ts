@@ -98,7 +98,9 @@ export class CredentialsStore {
     if (raw === undefined) return undefined;
     const result = profileSchema.safeParse(raw);
     if (!result.success) {
-      throw new CommandError(`the profile "${profile}" in ${this.path} is damaged; run "latchkey login${profile === 'default' ? '' : ` --profile ${profile}`}" again`);
+      throw new CommandError(
+        `the profile "${profile}" in ${this.path} is damaged; run "latchkey login${profile === 'default' ? '' : ` --profile ${profile}`}" again`,
+      );
     }
     return result.data;
   }
@@ -128,7 +130,7 @@ export class CredentialsStore {
     } catch {
       return; // released meanwhile
     }
-    if ((owner !== undefined && processAlive(owner)) && age < staleLockMs) return;
+    if (owner !== undefined && processAlive(owner) && age < staleLockMs) return;
     // Rename first: of several processes taking over, only one succeeds, and no fresh lock is deleted.
     const aside = `${this.lockPath}.${randomSecret().slice(0, 8)}.stale`;
     try {

@@ -8,11 +8,7 @@
 import { systemClock } from '../../clock.js';
 
 export type PollOutcome =
-  | { kind: 'tokens'; body: Record<string, unknown> }
-  | { kind: 'denied' }
-  | { kind: 'expired' }
-  | { kind: 'aborted' }
-  | { kind: 'failed'; message: string };
+  { kind: 'tokens'; body: Record<string, unknown> } | { kind: 'denied' } | { kind: 'expired' } | { kind: 'aborted' } | { kind: 'failed'; message: string };
 
 export interface PollOptions {
   tokenEndpoint: string;
@@ -121,7 +117,10 @@ export async function pollForTokens(options: PollOptions): Promise<PollOutcome> 
           waitMs = Math.max(intervalMs, retryAfter ?? intervalMs);
           break;
         }
-        return { kind: 'failed', message: `${typeof body.error === 'string' ? body.error : response.status}${typeof body.error_description === 'string' && body.error_description !== '' ? `: ${body.error_description}` : ''}` };
+        return {
+          kind: 'failed',
+          message: `${typeof body.error === 'string' ? body.error : response.status}${typeof body.error_description === 'string' && body.error_description !== '' ? `: ${body.error_description}` : ''}`,
+        };
     }
   }
 }

@@ -96,7 +96,9 @@ async function browserLogin(
         page = writeSignInPage(hints.home, listener.startForm(url.href));
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-        context.stderr.write(`Could not open your browser (cannot write the sign-in page in ${printable(hints.home)}: ${printable(code)}): open the address above. (waiting up to 5 minutes)\n`);
+        context.stderr.write(
+          `Could not open your browser (cannot write the sign-in page in ${printable(hints.home)}: ${printable(code)}): open the address above. (waiting up to 5 minutes)\n`,
+        );
       }
       if (page) {
         openBrowser(page.url, hints.browser);
@@ -162,7 +164,9 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
     throw new CommandError(`could not start the device sign-in: ${describe(err)}`);
   }
   const complete = start.verification_uri_complete ?? start.verification_uri;
-  context.stderr.write(`To sign in, open ${visible(start.verification_uri)} on any device and enter the code\n\n    ${visible(start.user_code)}\n\nor open ${visible(complete)}\n\n`);
+  context.stderr.write(
+    `To sign in, open ${visible(start.verification_uri)} on any device and enter the code\n\n    ${visible(start.user_code)}\n\nor open ${visible(complete)}\n\n`,
+  );
   if (context.stdout.isTTY && context.stderr.isTTY) {
     context.stderr.write(await QRCode.toString(complete, { type: 'terminal', small: true }));
   }
@@ -186,7 +190,9 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
     intervalSeconds: start.interval ?? 5,
     expiresInSeconds: start.expires_in,
     signal: o.signal,
-    ...(dpopJwk ? { dpopProof: (nonce: string | undefined) => dpopProof(dpopJwk, { method: 'POST', url: tokenEndpoint, ...(nonce === undefined ? {} : { nonce }) }) } : {}),
+    ...(dpopJwk
+      ? { dpopProof: (nonce: string | undefined) => dpopProof(dpopJwk, { method: 'POST', url: tokenEndpoint, ...(nonce === undefined ? {} : { nonce }) }) }
+      : {}),
   }).finally(() => {
     if (spinner) {
       clearInterval(spinner);

@@ -33,13 +33,15 @@ export const tokenCommand = defineCommand({
     const url = context.values.url;
     const nonce = context.values.nonce;
     if (!wantsProof) {
-      if (method !== undefined || url !== undefined || nonce !== undefined) throw new CommandError('--method, --url and --nonce go with --dpop-proof', exitCodes.usage);
+      if (method !== undefined || url !== undefined || nonce !== undefined)
+        throw new CommandError('--method, --url and --nonce go with --dpop-proof', exitCodes.usage);
       const profile = await validProfile(store, context.values.profile ?? 'default');
       context.stdout.write(`${profile.access_token}\n`);
       return exitCodes.ok;
     }
     if (method === undefined || !/^[A-Za-z]{1,16}$/.test(method)) throw new CommandError('--dpop-proof needs --method (GET, POST, …)', exitCodes.usage);
-    if (url === undefined || !/^https?:\/\/[^\s]+$/i.test(url) || !URL.canParse(url)) throw new CommandError('--dpop-proof needs --url, an http(s) URL', exitCodes.usage);
+    if (url === undefined || !/^https?:\/\/[^\s]+$/i.test(url) || !URL.canParse(url))
+      throw new CommandError('--dpop-proof needs --url, an http(s) URL', exitCodes.usage);
     const profile = await validProfile(store, context.values.profile ?? 'default');
     if (!profile.dpop_jwk) throw new CommandError('this profile has no DPoP key: sign in with "latchkey login --dpop"');
     const proof = await dpopProof(profile.dpop_jwk, { method, url, accessToken: profile.access_token, ...(nonce === undefined ? {} : { nonce }) });

@@ -10,7 +10,15 @@ export const apisListCommand = defineCommand({
     const apis = await store.listApis();
     if (context.values.json) {
       context.stdout.write(
-        json(apis.map((a) => ({ identifier: a.identifier, name: a.name, scopes: a.scopes, introspection_clients: a.introspectionClients, created_at: isoTime(a.createdAt) }))),
+        json(
+          apis.map((a) => ({
+            identifier: a.identifier,
+            name: a.name,
+            scopes: a.scopes,
+            introspection_clients: a.introspectionClients,
+            created_at: isoTime(a.createdAt),
+          })),
+        ),
       );
     } else {
       context.stdout.write(

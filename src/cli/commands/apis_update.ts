@@ -5,7 +5,8 @@ import { validIntrospectionClients } from './api_introspection_clients.js';
 import { validScopeNames } from '../../directory/roles.js';
 
 export const apisUpdateCommand = defineCommand({
-  usage: 'latchkey apis update <identifier> [--name <name>] [--scope <name>]... [--no-scopes] [--introspection-client <client_id>]... [--no-introspection-clients]',
+  usage:
+    'latchkey apis update <identifier> [--name <name>] [--scope <name>]... [--no-scopes] [--introspection-client <client_id>]... [--no-introspection-clients]',
   help: [
     'Options:',
     '  --name <name>                      a new name for the consent and device pages',
@@ -13,11 +14,17 @@ export const apisUpdateCommand = defineCommand({
     '                                     is no longer issued, whatever roles and grants still name it)',
     '  --no-scopes                        declares none',
     '  --introspection-client <client_id> replaces the clients allowed to introspect tokens issued for this API',
-    '  --no-introspection-clients         allows none (only a token\'s own client may introspect it)',
+    "  --no-introspection-clients         allows none (only a token's own client may introspect it)",
     '',
   ].join('\n'),
   positionals: { min: 1, max: 1 },
-  options: { name: { type: 'string' }, scope: { type: 'string', multiple: true }, 'no-scopes': { type: 'boolean' }, 'introspection-client': { type: 'string', multiple: true }, 'no-introspection-clients': { type: 'boolean' } },
+  options: {
+    name: { type: 'string' },
+    scope: { type: 'string', multiple: true },
+    'no-scopes': { type: 'boolean' },
+    'introspection-client': { type: 'string', multiple: true },
+    'no-introspection-clients': { type: 'boolean' },
+  },
   async run(context) {
     const identifier = validApiIdentifier(context.positionals[0] ?? '');
     const given = context.values['introspection-client'];

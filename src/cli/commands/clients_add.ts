@@ -66,8 +66,10 @@ export const clientsAddCommand = defineCommand({
     if (grantTypes.includes('client_credentials') && context.values.confidential !== true && !withKeys) {
       throw new CommandError('client_credentials is for confidential clients: add --confidential, --jwks-uri or --jwks-file');
     }
-    if (context.values['client-secret-jwt'] === true && context.values.confidential !== true) throw new CommandError('--client-secret-jwt needs --confidential');
-    const fresh = context.values.confidential === true ? newClientSecret(await context.secretBox(), clientId, context.values['client-secret-jwt'] === true) : undefined;
+    if (context.values['client-secret-jwt'] === true && context.values.confidential !== true)
+      throw new CommandError('--client-secret-jwt needs --confidential');
+    const fresh =
+      context.values.confidential === true ? newClientSecret(await context.secretBox(), clientId, context.values['client-secret-jwt'] === true) : undefined;
     const secret = fresh?.secret;
     try {
       const store = await context.store();
@@ -101,7 +103,13 @@ export const clientsAddCommand = defineCommand({
       throw err;
     }
     const authentication = withKeys ? 'private_key_jwt' : secret ? 'client secret' : 'public';
-    await cliAudit(context, 'client.created', { clientId, confidential: secret !== undefined || withKeys, authentication, grantTypes, ...(requirePar ? { requirePar } : {}) });
+    await cliAudit(context, 'client.created', {
+      clientId,
+      confidential: secret !== undefined || withKeys,
+      authentication,
+      grantTypes,
+      ...(requirePar ? { requirePar } : {}),
+    });
     context.stderr.write(
       `Registered client ${clientId} (${withKeys ? 'confidential, private_key_jwt' : secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')}${requirePar ? '; pushed authorization requests required' : ''})\n`,
     );

@@ -34,7 +34,9 @@ export const clientsGrantCommand = defineCommand({
     const scopes = [...new Set(given.map(validScopeName))];
     const undeclared = scopes.filter((s) => !api.scopes.includes(s));
     if (undeclared.length > 0) {
-      throw new CommandError(`API ${identifier} declares no scope ${undeclared.join(', ')}${api.scopes.length === 0 ? ' (it declares none: apis update --scope)' : ` (it declares: ${api.scopes.join(', ')})`}`);
+      throw new CommandError(
+        `API ${identifier} declares no scope ${undeclared.join(', ')}${api.scopes.length === 0 ? ' (it declares none: apis update --scope)' : ` (it declares: ${api.scopes.join(', ')})`}`,
+      );
     }
     await store.saveClientGrant({ clientId, api: identifier, scopes, createdAt: epochSeconds(systemClock) });
     await cliAudit(context, 'client.grant_saved', { clientId, api: identifier, scopes });

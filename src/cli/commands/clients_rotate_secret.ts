@@ -23,7 +23,9 @@ export const clientsRotateSecretCommand = defineCommand({
     const client = await store.findClient(clientId);
     if (!client) throw new CommandError(`no client "${clientId}"`);
     if (client.secretHash === undefined) {
-      throw new CommandError(`client "${clientId}" has no secret to rotate (${client.jwksUri !== undefined || client.jwks !== undefined ? 'it authenticates with its keys' : 'it is public'})`);
+      throw new CommandError(
+        `client "${clientId}" has no secret to rotate (${client.jwksUri !== undefined || client.jwks !== undefined ? 'it authenticates with its keys' : 'it is public'})`,
+      );
     }
     // client_secret_jwt stays as it was (a sealed secret), unless asked for now.
     const fresh = newClientSecret(await context.secretBox(), clientId, client.secretSealed !== undefined || context.values['client-secret-jwt'] === true);
@@ -32,7 +34,11 @@ export const clientsRotateSecretCommand = defineCommand({
       throw new CommandError(`no client "${clientId}"`);
     }
     await cliAudit(context, 'client.secret_rotated', { clientId, keepOldFor: overlap });
-    context.stderr.write(overlap > 0 ? `Rotated the secret of ${clientId}; the old one works for ${overlap} more seconds\n` : `Rotated the secret of ${clientId}; the old one no longer works\n`);
+    context.stderr.write(
+      overlap > 0
+        ? `Rotated the secret of ${clientId}; the old one works for ${overlap} more seconds\n`
+        : `Rotated the secret of ${clientId}; the old one no longer works\n`,
+    );
     context.stdout.write(`client_secret (shown only once): ${fresh.secret}\n`);
     return 0;
   },

@@ -4,7 +4,14 @@
  * server's secret key. Prints the redirect URI to register upstream.
  */
 import { epochSeconds, systemClock } from '../../clock.js';
-import { connectorIdPattern, connectorRedirectUri, githubConfigSchema, ldapConfigSchema, oidcConfigSchema, reservedConnectorIds } from '../../connectors/connector_config.js';
+import {
+  connectorIdPattern,
+  connectorRedirectUri,
+  githubConfigSchema,
+  ldapConfigSchema,
+  oidcConfigSchema,
+  reservedConnectorIds,
+} from '../../connectors/connector_config.js';
 import { connectorSecretContext } from '../../connectors/runtime.js';
 import { validName } from '../../directory/validation.js';
 import { DuplicateError, type ConnectorType } from '../../store/store.js';
@@ -60,7 +67,8 @@ function openToEveryone(issuer: string): boolean {
 
 async function secretFromStdin(context: CommandContext, what: string): Promise<string> {
   const secret = (await readAll(context.stdin)).replace(/\r?\n$/, '');
-  if (secret === '' || secret.length > 4096 || /[\r\n]/.test(secret)) throw new CommandError(`${what} on standard input must be one line of 1-4096 characters`, exitCodes.usage);
+  if (secret === '' || secret.length > 4096 || /[\r\n]/.test(secret))
+    throw new CommandError(`${what} on standard input must be one line of 1-4096 characters`, exitCodes.usage);
   return secret;
 }
 
@@ -68,9 +76,9 @@ export const connectorsAddCommand = defineCommand({
   usage,
   help: [
     'The redirect URI to register at an oidc or github upstream is printed: {issuer}/connectors/<id>/callback.',
-    'Secrets are read from standard input and stored encrypted with the server\'s secret key.',
+    "Secrets are read from standard input and stored encrypted with the server's secret key.",
     '--trust-email (oidc): link a first sign-in to the local account with the same verified email, when the upstream says',
-    '  it is verified; and take the upstream\'s email_verified for the users it creates. Only for a provider you trust to verify.',
+    "  it is verified; and take the upstream's email_verified for the users it creates. Only for a provider you trust to verify.",
     '--org (github): only members of these organizations may sign in; groups are org:team.',
     '--api-url (github): GitHub Enterprise, e.g. https://github.example.com/api/v3.',
     'LDAP directories sign in on the ordinary password form: a local account with a password owns its name; any other',
@@ -99,14 +107,17 @@ export const connectorsAddCommand = defineCommand({
   },
   async run(context) {
     const id = context.positionals[0] ?? '';
-    if (!connectorIdPattern.test(id)) throw new CommandError('a connector id must be 1-63 lower-case letters, digits, - or _, starting with a letter or digit', exitCodes.usage);
+    if (!connectorIdPattern.test(id))
+      throw new CommandError('a connector id must be 1-63 lower-case letters, digits, - or _, starting with a letter or digit', exitCodes.usage);
     if (reservedConnectorIds.includes(id)) throw new CommandError(`"${id}" is reserved (it is the source of accounts made with users add)`, exitCodes.usage);
     const type = context.values.type;
     const v = context.values;
     for (const [option, belongsTo] of optionTypes) {
-      if (v[option] !== undefined && type !== undefined && type !== belongsTo) throw new CommandError(`--${option} is for --type ${belongsTo} only`, exitCodes.usage);
+      if (v[option] !== undefined && type !== undefined && type !== belongsTo)
+        throw new CommandError(`--${option} is for --type ${belongsTo} only`, exitCodes.usage);
     }
-    if (v['client-secret-stdin'] !== undefined && type === 'ldap') throw new CommandError('--client-secret-stdin is for --type oidc and github (an ldap connector takes --bind-password-stdin)', exitCodes.usage);
+    if (v['client-secret-stdin'] !== undefined && type === 'ldap')
+      throw new CommandError('--client-secret-stdin is for --type oidc and github (an ldap connector takes --bind-password-stdin)', exitCodes.usage);
     if (v['client-id'] !== undefined && type === 'ldap') throw new CommandError('--client-id is for --type oidc and github only', exitCodes.usage);
     let config: Record<string, unknown>;
     let secret: string | undefined;
@@ -116,16 +127,24 @@ export const connectorsAddCommand = defineCommand({
     switch (type) {
       case 'oidc': {
         if (v.issuer === undefined || v['client-id'] === undefined) throw new CommandError('--type oidc needs --issuer and --client-id', exitCodes.usage);
-        const oidc = settings(oidcConfigSchema, { issuer: v.issuer, clientId: v['client-id'], scope: v.scope, groupsClaim: v['groups-claim'], trustEmail: v['trust-email'] === true });
+        const oidc = settings(oidcConfigSchema, {
+          issuer: v.issuer,
+          clientId: v['client-id'],
+          scope: v.scope,
+          groupsClaim: v['groups-claim'],
+          trustEmail: v['trust-email'] === true,
+        });
         config = oidc;
         if (v['client-secret-stdin'] === true) secret = await secretFromStdin(context, 'the client secret');
         defaultName = new URL(oidc.issuer).host;
         if (oidc.issuer.startsWith('http:')) warnings.push('the issuer is plain http: use https outside a test setup');
-        if (openToEveryone(oidc.issuer)) warnings.push('anyone with an account at this issuer can sign in: restrict the application to your organization at the provider');
+        if (openToEveryone(oidc.issuer))
+          warnings.push('anyone with an account at this issuer can sign in: restrict the application to your organization at the provider');
         break;
       }
       case 'github': {
-        if (v['client-id'] === undefined || v['client-secret-stdin'] !== true) throw new CommandError('--type github needs --client-id and --client-secret-stdin', exitCodes.usage);
+        if (v['client-id'] === undefined || v['client-secret-stdin'] !== true)
+          throw new CommandError('--type github needs --client-id and --client-secret-stdin', exitCodes.usage);
         const github = settings(githubConfigSchema, { clientId: v['client-id'], orgs: v.org, apiUrl: v['api-url'] });
         config = github;
         secret = await secretFromStdin(context, 'the client secret');

@@ -30,7 +30,12 @@ export const connectorsListCommand = defineCommand({
         ),
       );
     } else {
-      context.stdout.write(table(connectors.map((c) => [c.id, c.type, c.name, target(c.config), isoTime(c.createdAt)]), ['ID', 'TYPE', 'NAME', 'UPSTREAM', 'CREATED']));
+      context.stdout.write(
+        table(
+          connectors.map((c) => [c.id, c.type, c.name, target(c.config), isoTime(c.createdAt)]),
+          ['ID', 'TYPE', 'NAME', 'UPSTREAM', 'CREATED'],
+        ),
+      );
     }
     return 0;
   },

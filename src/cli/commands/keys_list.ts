@@ -19,7 +19,13 @@ export const keysListCommand = defineCommand({
     });
     if (context.values.json) {
       context.stdout.write(
-        json(rows.map((r) => ({ ...r, retired_at: r.retired_at === undefined ? null : isoTime(r.retired_at), published_until: r.published_until === undefined ? null : isoTime(r.published_until) }))),
+        json(
+          rows.map((r) => ({
+            ...r,
+            retired_at: r.retired_at === undefined ? null : isoTime(r.retired_at),
+            published_until: r.published_until === undefined ? null : isoTime(r.published_until),
+          })),
+        ),
       );
     } else {
       context.stdout.write(

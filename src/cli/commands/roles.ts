@@ -82,7 +82,12 @@ export const rolesListCommand = defineCommand({
     } else {
       context.stdout.write(
         table(
-          roles.map((r) => [r.name, String(r.members), r.builtIn ? 'built-in' : '', r.permissions.map(permissionText).join(' ') || (r.name === adminRole ? '(the admin console)' : '-')]),
+          roles.map((r) => [
+            r.name,
+            String(r.members),
+            r.builtIn ? 'built-in' : '',
+            r.permissions.map(permissionText).join(' ') || (r.name === adminRole ? '(the admin console)' : '-'),
+          ]),
           ['ROLE', 'MEMBERS', '', 'PERMISSIONS'],
         ),
       );

@@ -12,12 +12,19 @@ async function runPrimary(
 ): Promise<number> {
   const running = await startCluster(config, context.stdout);
   return new Promise<number>((resolve) => {
-    const stop = () => void running.close().then(() => resolve(0), () => resolve(0));
+    const stop = () =>
+      void running.close().then(
+        () => resolve(0),
+        () => resolve(0),
+      );
     onStop(stop);
     if (signalled()) stop();
     void running.failed.then((reason) => {
       context.stderr.write(`latchkey: ${reason.message}\n`);
-      running.close().then(() => resolve(1), () => resolve(1));
+      running.close().then(
+        () => resolve(1),
+        () => resolve(1),
+      );
     });
   });
 }
@@ -42,7 +49,13 @@ export const serveCommand = defineCommand({
     // LATCHKEY_WORKERS > 1: this process becomes the cluster's primary, and each forked worker
     // runs this same command again as a worker.
     const worker = isClusterWorker();
-    if (config.workers > 1 && !worker) return runPrimary(context, config, (s) => (stop = s), () => stopSignal);
+    if (config.workers > 1 && !worker)
+      return runPrimary(
+        context,
+        config,
+        (s) => (stop = s),
+        () => stopSignal,
+      );
     let server;
     try {
       server = await startServer(config, context.stdout, { worker });

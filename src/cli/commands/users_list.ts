@@ -33,7 +33,16 @@ export const usersListCommand = defineCommand({
     } else {
       context.stdout.write(
         table(
-          users.map((u) => [u.username, u.email, u.name ?? '', u.disabled ? 'disabled' : 'active', isoTime(u.createdAt), u.source, u.roles.join(',') || '-', [...new Set((linked.get(u.id) ?? []).map((i) => i.connector))].join(',') || '-']),
+          users.map((u) => [
+            u.username,
+            u.email,
+            u.name ?? '',
+            u.disabled ? 'disabled' : 'active',
+            isoTime(u.createdAt),
+            u.source,
+            u.roles.join(',') || '-',
+            [...new Set((linked.get(u.id) ?? []).map((i) => i.connector))].join(',') || '-',
+          ]),
           ['USERNAME', 'EMAIL', 'NAME', 'STATUS', 'CREATED', 'SOURCE', 'ROLES', 'LINKED'],
         ),
       );

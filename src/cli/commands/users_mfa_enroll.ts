@@ -27,7 +27,7 @@ export const usersMfaEnrollCommand = defineCommand({
   help: [
     'Options:',
     `  --expires-in <seconds>   how long the link works: default ${defaultEnrolmentLinkLifetime} (a day), at most ${maxEnrolmentLinkLifetime} (7 days)`,
-    '  --cancel                 cancel the person\'s unused link, and make none',
+    "  --cancel                 cancel the person's unused link, and make none",
     '',
     'Prints a link (stdout, once) with which the person, signed in with their password, sets up their',
     'first second factor: an authenticator app or a passkey. People holding the admin role need one;',
@@ -55,11 +55,18 @@ export const usersMfaEnrollCommand = defineCommand({
     }
     if (user.disabled) throw new CommandError(`${user.username} is disabled: users enable first`);
     if (hasSecondFactor(await secondFactorsOf(store, user.id))) {
-      throw new CommandError(`${user.username} has a second factor already: they add more on /account/security, with no link (users mfa-reset removes them all)`);
+      throw new CommandError(
+        `${user.username} has a second factor already: they add more on /account/security, with no link (users mfa-reset removes them all)`,
+      );
     }
     const config = context.config();
     const made = await createEnrolmentLink(store, config.issuer, user, now, lifetime);
-    await cliAudit(context, 'second_factor.enrolment_link_created', { username: user.username, userId: user.id, expiresAt: isoTime(made.expiresAt), replaced: made.replaced });
+    await cliAudit(context, 'second_factor.enrolment_link_created', {
+      username: user.username,
+      userId: user.id,
+      expiresAt: isoTime(made.expiresAt),
+      replaced: made.replaced,
+    });
     context.stderr.write(
       [
         `One-time enrolment link for ${user.username} (their first second factor; works once, until ${isoTime(made.expiresAt)}, only while signed in as ${user.username}; shown only once):`,

@@ -35,11 +35,21 @@ export const usersUnlinkCommand = defineCommand({
       const linked = [...new Set((await store.listIdentities(user.id)).map((i) => i.connectorId))];
       throw new CommandError(`${user.username} has no identity linked at "${connectorId}"${linked.length > 0 ? ` (linked: ${linked.join(', ')})` : ''}`);
     }
-    await cliAudit(context, 'user.identity_unlinked', { username: user.username, userId: user.id, connectorId, subjects: removed.map((i) => i.subject), source: 'cli' });
-    context.stderr.write(`Unlinked ${connectorId} from ${user.username}: that upstream account can no longer sign in here, and every sign-in of theirs has ended\n`);
+    await cliAudit(context, 'user.identity_unlinked', {
+      username: user.username,
+      userId: user.id,
+      connectorId,
+      subjects: removed.map((i) => i.subject),
+      source: 'cli',
+    });
+    context.stderr.write(
+      `Unlinked ${connectorId} from ${user.username}: that upstream account can no longer sign in here, and every sign-in of theirs has ended\n`,
+    );
     const [remaining, passkeys] = await Promise.all([store.listIdentities(user.id), store.listPasskeys(user.id)]);
     if (!hasUsablePassword(user) && remaining.length === 0 && passkeys.length === 0) {
-      context.stderr.write(`warning: ${user.username} now has no way to sign in (no password, passkey or other linked identity): \`latchkey users passwd ${user.username}\` gives one\n`);
+      context.stderr.write(
+        `warning: ${user.username} now has no way to sign in (no password, passkey or other linked identity): \`latchkey users passwd ${user.username}\` gives one\n`,
+      );
     }
     return 0;
   },

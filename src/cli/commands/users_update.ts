@@ -17,7 +17,7 @@ export const usersUpdateCommand = defineCommand({
     profileOptionsHelp,
     '',
     'The options given replace those claims and leave the others as they are; address options replace those parts',
-    'of the stored address. The user\'s updated_at becomes now. Nothing else changes: sessions and tokens stay.',
+    "of the stored address. The user's updated_at becomes now. Nothing else changes: sessions and tokens stay.",
     '',
   ].join('\n'),
   positionals: { min: 1, max: 1 },
@@ -37,7 +37,8 @@ export const usersUpdateCommand = defineCommand({
     await cliAudit(context, 'user.updated', { username: user.username, claims: changedClaims });
     context.stderr.write(`Updated ${visible(user.username)}: ${changedClaims.join(', ')}\n`);
     const updated = await store.findUserById(user.id);
-    if (updated && updated.email.toLowerCase() !== user.email.toLowerCase()) await mailSecurityNotice(context, updated, { kind: 'email_changed', previous: user.email });
+    if (updated && updated.email.toLowerCase() !== user.email.toLowerCase())
+      await mailSecurityNotice(context, updated, { kind: 'email_changed', previous: user.email });
     return 0;
   },
 });

@@ -35,8 +35,7 @@ export const fr: Catalog = {
   'The 6-digit code the app shows now, or one of your recovery codes.':
     'Le code à 6\u00a0chiffres que l’application affiche en ce moment, ou l’un de vos codes de récupération.',
   'The 6-digit code the app shows now.': 'Le code à 6\u00a0chiffres que l’application affiche en ce moment.',
-  'One of the codes you saved when you set up your second factor.':
-    'L’un des codes que vous avez conservés lors de la configuration de votre second facteur.',
+  'One of the codes you saved when you set up your second factor.': 'L’un des codes que vous avez conservés lors de la configuration de votre second facteur.',
   Verify: 'Vérifier',
   'Use a passkey': 'Utiliser une clé d’accès',
   'Using a passkey needs JavaScript.': 'L’utilisation d’une clé d’accès nécessite JavaScript.',
@@ -45,15 +44,13 @@ export const fr: Catalog = {
   'Your sign-ins were ended a moment ago.': 'Vos sessions ont été fermées il y a un instant.',
   'This sign-in has expired': 'Cette connexion a expiré',
   'Sign in again.': 'Reconnectez-vous.',
-  'Enter the code from your authenticator app, or a recovery code.':
-    'Saisissez le code de votre application d’authentification, ou un code de récupération.',
+  'Enter the code from your authenticator app, or a recovery code.': 'Saisissez le code de votre application d’authentification, ou un code de récupération.',
   'That code was used already. Wait for the next one.': 'Ce code a déjà été utilisé. Attendez le suivant.',
   'That code isn’t right. Try again.': 'Ce code n’est pas correct. Réessayez.',
   'That passkey could not be used. Try again, or use a code.': 'Cette clé d’accès n’a pas pu être utilisée. Réessayez, ou utilisez un code.',
   'Back to sign-in': 'Retour à la connexion',
   'That passkey could not be used': 'Cette clé d’accès n’a pas pu être utilisée',
-  'Try again, or sign in with your username and password.':
-    'Réessayez, ou connectez-vous avec votre nom d’utilisateur et votre mot de passe.',
+  'Try again, or sign in with your username and password.': 'Réessayez, ou connectez-vous avec votre nom d’utilisateur et votre mot de passe.',
   'The form has expired. Reload the page.': 'Le formulaire a expiré. Rechargez la page.',
   'There is no passkey to use here.': 'Aucune clé d’accès n’est utilisable ici.',
   'Passkeys are not available on this server.': 'Les clés d’accès ne sont pas disponibles sur ce serveur.',
@@ -90,8 +87,7 @@ export const fr: Catalog = {
   'The request’s client_id is malformed.': 'Le client_id de la demande est mal formé.',
   'The request’s state is malformed.': 'Le state de la demande est mal formé.',
   'The application that sent you here is not registered.': 'L’application d’où vous venez n’est pas enregistrée.',
-  'The application that sent you here has been disabled by the administrator.':
-    'L’application d’où vous venez a été désactivée par l’administrateur.',
+  'The application that sent you here has been disabled by the administrator.': 'L’application d’où vous venez a été désactivée par l’administrateur.',
   'The request has no redirect_uri.': 'La demande ne comporte pas de redirect_uri.',
   'The request’s request_uri is malformed.': 'Le request_uri de la demande est mal formé.',
   'This sign-in link has expired or was already used. Go back to the application and start again.':
@@ -120,13 +116,11 @@ export const fr: Catalog = {
   'It is not one this server signs in with.': 'Ce serveur ne propose pas ce service de connexion.',
   'This application asks for a fresh sign-in, which {name} cannot confirm. Sign in another way.':
     'Cette application demande une nouvelle connexion, que {name} ne peut pas confirmer. Connectez-vous d’une autre façon.',
-  'This sign-in request is too long to continue through another service.':
-    'Cette demande de connexion est trop longue pour passer par un autre service.',
+  'This sign-in request is too long to continue through another service.': 'Cette demande de connexion est trop longue pour passer par un autre service.',
   'This sign-in has expired or was not started in this browser. Start again.':
     'Cette connexion a expiré ou n’a pas été commencée dans ce navigateur. Recommencez.',
   'Your sign-ins were ended a moment ago. Sign in again.': 'Vos sessions ont été fermées il y a un instant. Reconnectez-vous.',
-  'Something went wrong while signing you in. Try again in a moment.':
-    'Un problème est survenu pendant votre connexion. Réessayez dans un instant.',
+  'Something went wrong while signing you in. Try again in a moment.': 'Un problème est survenu pendant votre connexion. Réessayez dans un instant.',
   // … what an upstream identity provider's failure says (connectors/*.ts, UpstreamError)
   'This account has been disabled.': 'Ce compte a été désactivé.',
   'Signing in this way was removed from your account. Sign in another way, or ask an administrator.':
@@ -136,11 +130,9 @@ export const fr: Catalog = {
   'The sign-in service could not be reached. Try again in a moment.': 'Le service de connexion est injoignable. Réessayez dans un instant.',
   'The sign-in was cancelled at the sign-in service.': 'La connexion a été annulée sur le service de connexion.',
   'The sign-in service did not answer. Try again in a moment.': 'Le service de connexion n’a pas répondu. Réessayez dans un instant.',
-  'The sign-in service answered in a way that cannot be trusted. Try again.':
-    'La réponse du service de connexion n’est pas digne de confiance. Réessayez.',
+  'The sign-in service answered in a way that cannot be trusted. Try again.': 'La réponse du service de connexion n’est pas digne de confiance. Réessayez.',
   'The sign-in service did not say who you are.': 'Le service de connexion n’a pas indiqué qui vous êtes.',
-  'The sign-in service did not ask you to sign in again. Try again.':
-    'Le service de connexion ne vous a pas demandé de vous reconnecter. Réessayez.',
+  'The sign-in service did not ask you to sign in again. Try again.': 'Le service de connexion ne vous a pas demandé de vous reconnecter. Réessayez.',
   'GitHub answered in a way that cannot be read.': 'La réponse de GitHub est illisible.',
   'GitHub refused to say who you are. Try again.': 'GitHub a refusé d’indiquer qui vous êtes. Réessayez.',
   'GitHub could not be reached. Try again in a moment.': 'GitHub est injoignable. Réessayez dans un instant.',
@@ -174,8 +166,7 @@ export const fr: Catalog = {
   'Device connected': 'Appareil connecté',
   'That doesn’t look like a code. Codes have 8 letters, like BCDF-GHJK.':
     'Cela ne ressemble pas à un code. Les codes comportent 8\u00a0lettres, par exemple BCDF-GHJK.',
-  'That code isn’t right. Check the code on your device and try again.':
-    'Ce code n’est pas correct. Vérifiez le code affiché sur votre appareil et réessayez.',
+  'That code isn’t right. Check the code on your device and try again.': 'Ce code n’est pas correct. Vérifiez le code affiché sur votre appareil et réessayez.',
   'That code has expired or has already been used. Start again on your device to get a new code.':
     'Ce code a expiré ou a déjà été utilisé. Recommencez sur votre appareil pour obtenir un nouveau code.',
   'Enter your code': 'Saisir votre code',
@@ -188,8 +179,7 @@ export const fr: Catalog = {
   'Start again': 'Recommencer',
   'The answer was missing. Go back and choose Allow or Deny.': 'Aucune réponse n’a été reçue. Revenez en arrière et choisissez Autoriser ou Refuser.',
   'Confirm it’s you first': 'Confirmez d’abord votre identité',
-  'Approving this device needs your second factor. Nothing was approved.':
-    'Approuver cet appareil demande votre second facteur. Rien n’a été approuvé.',
+  'Approving this device needs your second factor. Nothing was approved.': 'Approuver cet appareil demande votre second facteur. Rien n’a été approuvé.',
 
   // logout.eta, logout_confirm.eta, logout_stay.eta and routes/logout.ts
   "You're signed out": 'Déconnexion effectuée',
@@ -289,8 +279,7 @@ export const fr: Catalog = {
   'That did not work': 'Cela n’a pas fonctionné',
   'The request is malformed.': 'La requête est mal formée.',
   'The request body is too large.': 'Le corps de la requête est trop volumineux.',
-  'The request body must be application/x-www-form-urlencoded.':
-    'Le corps de la requête doit être au format application/x-www-form-urlencoded.',
+  'The request body must be application/x-www-form-urlencoded.': 'Le corps de la requête doit être au format application/x-www-form-urlencoded.',
   'A parameter is repeated.': 'Un paramètre est répété.',
   'A parameter is malformed.': 'Un paramètre est mal formé.',
 };

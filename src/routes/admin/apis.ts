@@ -11,7 +11,22 @@ import { validApiIdentifier, validName } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
 import { DuplicateError, type ApiRecord } from '../../store/store.js';
-import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, linesOf, noticeOf, notFound, printable, renderAdmin, storedKey, when, type Notice } from '../../console/console_page.js';
+import {
+  adminAudit,
+  adminForm,
+  adminGate,
+  checked,
+  doneRedirect,
+  hereOf,
+  linesOf,
+  noticeOf,
+  notFound,
+  printable,
+  renderAdmin,
+  storedKey,
+  when,
+  type Notice,
+} from '../../console/console_page.js';
 
 const csrfField = z.string().max(256).optional();
 const listQuery = z.object({ done: z.string().max(32).optional() });
@@ -51,7 +66,13 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   const page = { config: { page: true } };
   const backToApis = { href: '/admin/apis', label: 'Back to the APIs' };
 
-  async function showApis(request: FastifyRequest, reply: FastifyReply, notice?: Notice, values: ApiValues = { identifier: '', name: '', scopes: '' }, status = 200) {
+  async function showApis(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    notice?: Notice,
+    values: ApiValues = { identifier: '', name: '', scopes: '' },
+    status = 200,
+  ) {
     const apis = await store.listApis();
     return renderAdmin(
       request,
@@ -61,7 +82,14 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
       'apis',
       {
         title: 'APIs',
-        apis: apis.map((api) => ({ identifier: api.identifier, name: api.name, scopes: api.scopes, introspectionClients: api.introspectionClients, created: when(api.createdAt), edit: editPath(api.identifier) })),
+        apis: apis.map((api) => ({
+          identifier: api.identifier,
+          name: api.name,
+          scopes: api.scopes,
+          introspectionClients: api.introspectionClients,
+          created: when(api.createdAt),
+          edit: editPath(api.identifier),
+        })),
         values,
         notice,
       },

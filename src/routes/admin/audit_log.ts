@@ -46,7 +46,8 @@ async function queryOf(app: FastifyInstance, filters: Filters): Promise<AuditEve
   const until = timeFilter(filters.until, 'Until');
   if (since !== undefined && until !== undefined && until <= since) throw new AdminInputError('Until must be later than since.');
   const event = filters.event.trim();
-  if (event !== '' && !/^[a-z0-9_]+(\.[a-z0-9_]+)*\.?$/.test(event)) throw new AdminInputError('The event must be an event name such as user.created, or a prefix such as user.');
+  if (event !== '' && !/^[a-z0-9_]+(\.[a-z0-9_]+)*\.?$/.test(event))
+    throw new AdminInputError('The event must be an event name such as user.created, or a prefix such as user.');
   const cursor = filters.before.trim();
   if (cursor !== '' && !/^\d{1,15}$/.test(cursor)) throw new AdminInputError('The page cursor is not valid.');
   const before = cursor === '' ? undefined : Number(cursor);
@@ -69,7 +70,11 @@ async function queryOf(app: FastifyInstance, filters: Filters): Promise<AuditEve
 /** The event's own details as short `name: value` lines. */
 function detailLines(details: Record<string, unknown>): string[] {
   const shown = (value: unknown) =>
-    typeof value === 'string' ? value : Array.isArray(value) && value.every((v) => typeof v === 'string') ? value.join(', ') || '(none)' : JSON.stringify(value);
+    typeof value === 'string'
+      ? value
+      : Array.isArray(value) && value.every((v) => typeof v === 'string')
+        ? value.join(', ') || '(none)'
+        : JSON.stringify(value);
   return Object.entries(details).map(([name, value]) => `${name}: ${shown(value)}`.slice(0, 300));
 }
 
@@ -81,7 +86,15 @@ export async function adminAuditLogRoutes(app: FastifyInstance): Promise<void> {
   const services = app.services;
   const { store } = services;
 
-  async function showLog(request: FastifyRequest, reply: FastifyReply, filters: Filters, events: AuditEventRecord[], more: boolean, notice?: Notice, status = 200) {
+  async function showLog(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    filters: Filters,
+    events: AuditEventRecord[],
+    more: boolean,
+    notice?: Notice,
+    status = 200,
+  ) {
     // Usernames for the user ids on this page (at most one lookup per distinct id).
     const ids = [...new Set(events.map((e) => e.userId).filter((id): id is string => id !== undefined))];
     const users = new Map((await Promise.all(ids.map((id) => store.findUserById(id)))).filter((u) => u !== undefined).map((u) => [u.id, u.username]));

@@ -61,9 +61,11 @@ export async function adminClientPageRoutes(app: FastifyInstance): Promise<void>
     const edit = { name: form.name, redirectUris: form.redirect_uris, postLogoutRedirectUris: form.post_logout_redirect_uris };
     const valid = checked(() => {
       const redirectUris = redirectUrisOf(edit.redirectUris);
-      if (client.grantTypes.includes('authorization_code') && redirectUris.length === 0) throw new AdminInputError('This client uses Authorization Code: keep at least one redirect URI.');
+      if (client.grantTypes.includes('authorization_code') && redirectUris.length === 0)
+        throw new AdminInputError('This client uses Authorization Code: keep at least one redirect URI.');
       // `latchkey login` relies on the built-in client's loopback address.
-      if (client.builtIn && JSON.stringify(redirectUris) !== JSON.stringify(client.redirectUris)) throw new AdminInputError('The built-in client’s redirect URIs are fixed: latchkey login depends on them.');
+      if (client.builtIn && JSON.stringify(redirectUris) !== JSON.stringify(client.redirectUris))
+        throw new AdminInputError('The built-in client’s redirect URIs are fixed: latchkey login depends on them.');
       return {
         name: validName(printable(edit.name, 'The name')) ?? client.clientId,
         redirectUris,
@@ -84,7 +86,14 @@ export async function adminClientPageRoutes(app: FastifyInstance): Promise<void>
     const { admin, client, form } = got;
     if (client.secretHash === undefined) {
       const why = isConfidential(client) ? 'it authenticates with its keys' : 'it is a public client';
-      return showClientPage(request, reply, services, client, { notice: { kind: 'error', text: `This client has no secret to rotate: ${why}.`, about: 'secret' } }, 400);
+      return showClientPage(
+        request,
+        reply,
+        services,
+        client,
+        { notice: { kind: 'error', text: `This client has no secret to rotate: ${why}.`, about: 'secret' } },
+        400,
+      );
     }
     const overlap = checked(() => {
       const text = form.keep_old_for.trim();
@@ -96,7 +105,11 @@ export async function adminClientPageRoutes(app: FastifyInstance): Promise<void>
     }, 'secret');
     if (!overlap.ok) return showClientPage(request, reply, services, client, { notice: overlap.notice }, 400);
     // The key file as it is now (a `secret-key rotate` since the start would make the server's copy stale).
-    const fresh = newClientSecret(client.secretSealed === undefined ? services.secretBox : await openSecretBox(config, store), client.clientId, client.secretSealed !== undefined);
+    const fresh = newClientSecret(
+      client.secretSealed === undefined ? services.secretBox : await openSecretBox(config, store),
+      client.clientId,
+      client.secretSealed !== undefined,
+    );
     const now = epochSeconds(clock);
     if (!(await store.rotateClientSecret(client.clientId, { hash: fresh.hash, sealed: fresh.sealed }, overlap.value > 0 ? now + overlap.value : undefined))) {
       return notFound(request, reply, services, 'client', backToClients);
@@ -118,7 +131,14 @@ export async function adminClientPageRoutes(app: FastifyInstance): Promise<void>
       if (!got.ok) return got.reply;
       const { admin, client } = got;
       if (disabled && client.builtIn) {
-        return showClientPage(request, reply, services, client, { notice: { kind: 'error', text: 'A built-in client cannot be disabled.', about: 'status' } }, 400);
+        return showClientPage(
+          request,
+          reply,
+          services,
+          client,
+          { notice: { kind: 'error', text: 'A built-in client cannot be disabled.', about: 'status' } },
+          400,
+        );
       }
       if (!(await store.setClientDisabled(client.clientId, disabled))) return notFound(request, reply, services, 'client', backToClients);
       adminAudit(request, admin, disabled ? 'client.disabled' : 'client.enabled', { clientId: client.clientId });
@@ -131,7 +151,14 @@ export async function adminClientPageRoutes(app: FastifyInstance): Promise<void>
     if (!got.ok) return got.reply;
     const { admin, client } = got;
     if (client.builtIn) {
-      return showClientPage(request, reply, services, client, { notice: { kind: 'error', text: 'A built-in client cannot be removed.', about: 'status' } }, 400);
+      return showClientPage(
+        request,
+        reply,
+        services,
+        client,
+        { notice: { kind: 'error', text: 'A built-in client cannot be removed.', about: 'status' } },
+        400,
+      );
     }
     if (!(await store.removeClient(client.clientId, epochSeconds(clock)))) return notFound(request, reply, services, 'client', backToClients);
     adminAudit(request, admin, 'client.removed', { clientId: client.clientId });

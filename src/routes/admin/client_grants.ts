@@ -24,7 +24,8 @@ export async function adminClientGrantRoutes(app: FastifyInstance): Promise<void
     const got = await clientForm(request, reply, services, saveForm);
     if (!got.ok) return got.reply;
     const { admin, client, form } = got;
-    const refuse = (text: string, status = 400) => showClientPage(request, reply, services, client, { notice: { kind: 'error', text, about: 'grants' } }, status);
+    const refuse = (text: string, status = 400) =>
+      showClientPage(request, reply, services, client, { notice: { kind: 'error', text, about: 'grants' } }, status);
     if (!isConfidential(client)) return refuse('A public client cannot hold a machine grant: it cannot authenticate.');
     const api = form.api === '' ? undefined : await store.findApi(form.api);
     if (!api) return refuse('Choose one of the registered APIs.', 404);

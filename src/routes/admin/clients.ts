@@ -13,7 +13,19 @@ import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
 import { DuplicateError } from '../../store/store.js';
 import { grantTypeChoices, grantTypesOf, redirectUrisOf } from '../../console/client_fields.js';
-import { adminAudit, adminForm, adminGate, checked, checkedValues, doneRedirect, hereOf, noticeOf, printable, renderAdmin, type Notice } from '../../console/console_page.js';
+import {
+  adminAudit,
+  adminForm,
+  adminGate,
+  checked,
+  checkedValues,
+  doneRedirect,
+  hereOf,
+  noticeOf,
+  printable,
+  renderAdmin,
+  type Notice,
+} from '../../console/console_page.js';
 
 const listQuery = z.object({ done: z.string().max(32).optional() });
 const createForm = z
@@ -38,7 +50,14 @@ export interface ClientCreateValues {
   firstParty: boolean;
 }
 
-const blankValues: ClientCreateValues = { clientId: '', name: '', redirectUris: '', type: 'public', grantTypes: ['authorization_code', 'refresh_token'], firstParty: false };
+const blankValues: ClientCreateValues = {
+  clientId: '',
+  name: '',
+  redirectUris: '',
+  type: 'public',
+  grantTypes: ['authorization_code', 'refresh_token'],
+  firstParty: false,
+};
 
 export async function adminClientRoutes(app: FastifyInstance): Promise<void> {
   const services = app.services;
@@ -138,9 +157,19 @@ export async function adminClientRoutes(app: FastifyInstance): Promise<void> {
       if (err instanceof DuplicateError) return taken();
       throw err;
     }
-    adminAudit(request, admin, 'client.created', { clientId, confidential: fresh !== undefined, authentication: fresh ? 'client secret' : 'public', grantTypes });
+    adminAudit(request, admin, 'client.created', {
+      clientId,
+      confidential: fresh !== undefined,
+      authentication: fresh ? 'client secret' : 'public',
+      grantTypes,
+    });
     if (!fresh) return doneRedirect(reply, `/admin/clients/${encodeURIComponent(clientId)}`, 'created');
     // The one time the secret exists outside the client: on this answer (cache-control: no-store).
-    return renderAdmin(request, reply, services, 'client_secret', 'clients', { title: `Client ${clientId} registered`, clientId, secret: fresh.secret, created: true });
+    return renderAdmin(request, reply, services, 'client_secret', 'clients', {
+      title: `Client ${clientId} registered`,
+      clientId,
+      secret: fresh.secret,
+      created: true,
+    });
   });
 }

@@ -16,7 +16,9 @@ const params = z.object({ id: storedKey(64).min(1) });
 const pageQuery = z.object({ done: z.string().max(32).optional() });
 const plainForm = z.object({ csrf_token: z.string().max(256).optional() });
 
-const notices: Record<string, string> = { removed: 'The connector was removed. The people it created stay, signed out; they can no longer sign in through it.' };
+const notices: Record<string, string> = {
+  removed: 'The connector was removed. The people it created stay, signed out; they can no longer sign in through it.',
+};
 
 /** Where the upstream is, as far as its settings say (never a secret). */
 function whereOf(config: Record<string, unknown>): string {

@@ -21,12 +21,22 @@ export async function adminOverviewRoutes(app: FastifyInstance): Promise<void> {
       store.listSessions(undefined, now),
     ]);
     const counts = [
-      { href: '/admin/users', label: 'Users', count: users.length, hint: `${users.filter((u) => u.disabled).length} disabled · ${sessions.length} browser sessions` },
+      {
+        href: '/admin/users',
+        label: 'Users',
+        count: users.length,
+        hint: `${users.filter((u) => u.disabled).length} disabled · ${sessions.length} browser sessions`,
+      },
       { href: '/admin/clients', label: 'Clients', count: clients.length, hint: `${clients.filter((c) => c.disabled).length} disabled` },
       { href: '/admin/apis', label: 'APIs', count: apis.length, hint: `${apis.reduce((n, a) => n + a.scopes.length, 0)} scopes declared` },
       { href: '/admin/roles', label: 'Roles', count: roles.length, hint: `${roles.find((r) => r.name === 'admin')?.members ?? 0} administrators` },
       { href: '/admin/connectors', label: 'Connectors', count: connectors.length, hint: 'upstream identity providers' },
-      { href: '/admin/keys', label: 'Signing keys', count: keys.filter((k) => k.retiredAt === undefined).length, hint: 'active (retired keys stay published a while)' },
+      {
+        href: '/admin/keys',
+        label: 'Signing keys',
+        count: keys.filter((k) => k.retiredAt === undefined).length,
+        hint: 'active (retired keys stay published a while)',
+      },
     ];
     return renderAdmin(request, reply, services, 'overview', 'overview', { title: 'Overview', counts, mfa: services.config.mfa });
   });

@@ -80,7 +80,13 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
   const { store, clock } = services;
   const page = { config: { page: true } };
 
-  async function showRoles(request: FastifyRequest, reply: FastifyReply, notice?: Notice, values: RoleValues = { name: '', description: '', permissions: [] }, status = 200) {
+  async function showRoles(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    notice?: Notice,
+    values: RoleValues = { name: '', description: '', permissions: [] },
+    status = 200,
+  ) {
     const roles = await store.listRoles();
     return renderAdmin(
       request,
@@ -90,7 +96,13 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
       'roles',
       {
         title: 'Roles',
-        roles: roles.map((r) => ({ name: r.name, description: r.description ?? '', permissions: r.permissions.map(permissionText), members: r.members, builtIn: r.builtIn })),
+        roles: roles.map((r) => ({
+          name: r.name,
+          description: r.description ?? '',
+          permissions: r.permissions.map(permissionText),
+          members: r.members,
+          builtIn: r.builtIn,
+        })),
         choices: await permissionChoices(services, values.permissions),
         values,
         notice,
@@ -99,7 +111,15 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
     );
   }
 
-  async function showRole(request: FastifyRequest, reply: FastifyReply, admin: Admin, role: RoleRecord, notice?: Notice, values?: Omit<RoleValues, 'name'>, status = 200) {
+  async function showRole(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    admin: Admin,
+    role: RoleRecord,
+    notice?: Notice,
+    values?: Omit<RoleValues, 'name'>,
+    status = 200,
+  ) {
     const members = await store.listRoleMembers(role.name);
     const held = values?.permissions ?? role.permissions.map(permissionText);
     return renderAdmin(
@@ -136,7 +156,10 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
     if (!gate.ok) return gate.reply;
     const { admin, form } = gate;
     const values = { name: form.name.trim(), description: form.description, permissions: checkedValues(form, 'permission', 1000) };
-    const fields = checked(() => ({ name: validRoleName(values.name), description: validRoleDescription(printable(values.description, 'The description')) }), 'create');
+    const fields = checked(
+      () => ({ name: validRoleName(values.name), description: validRoleDescription(printable(values.description, 'The description')) }),
+      'create',
+    );
     if (!fields.ok) return showRoles(request, reply, fields.notice, values, 400);
     const permissions = await checkedAsync(() => permissionsOf(form), 'create');
     if (!permissions.ok) return showRoles(request, reply, permissions.notice, values, 400);
@@ -147,7 +170,8 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
       await store.createRole({ name, description, permissions: permissions.value, createdAt: epochSeconds(clock) });
     } catch (err) {
       if (err instanceof DuplicateError) return taken();
-      if (err instanceof MissingReferenceError) return showRoles(request, reply, { kind: 'error', text: 'An API was removed meanwhile. Choose the permissions again.', about: 'create' }, values, 409);
+      if (err instanceof MissingReferenceError)
+        return showRoles(request, reply, { kind: 'error', text: 'An API was removed meanwhile. Choose the permissions again.', about: 'create' }, values, 409);
       throw err;
     }
     adminAudit(request, admin, 'role.created', { role: name, permissions: permissions.value.map(permissionText) });
@@ -165,7 +189,11 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
   });
 
   /** A form on a role's page: the acting admin, the form and the role (or the reply that refused). */
-  async function roleForm<T extends { csrf_token?: string | undefined }>(request: FastifyRequest, reply: FastifyReply, schema: z.ZodType<T>): Promise<Gate<{ form: T; role: RoleRecord }>> {
+  async function roleForm<T extends { csrf_token?: string | undefined }>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    schema: z.ZodType<T>,
+  ): Promise<Gate<{ form: T; role: RoleRecord }>> {
     // The path itself is checked once the person is known to be an administrator.
     const param = (request.params as Record<string, unknown>).name;
     const rawName = (typeof param === 'string' ? param : '').slice(0, 64);
@@ -191,7 +219,15 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
       updated = await store.updateRole(role.name, { permissions: permissions.value, description: description.value });
     } catch (err) {
       if (!(err instanceof MissingReferenceError)) throw err;
-      return showRole(request, reply, admin, (await store.findRole(role.name)) ?? role, { kind: 'error', text: 'An API was removed meanwhile. Choose the permissions again.', about: 'edit' }, values, 409);
+      return showRole(
+        request,
+        reply,
+        admin,
+        (await store.findRole(role.name)) ?? role,
+        { kind: 'error', text: 'An API was removed meanwhile. Choose the permissions again.', about: 'edit' },
+        values,
+        409,
+      );
     }
     if (!updated) return notFound(request, reply, services, 'role', backToRoles);
     adminAudit(request, admin, 'role.updated', { role: role.name, permissions: permissions.value.map(permissionText), description: description.value });
@@ -203,7 +239,15 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
     if (!got.ok) return got.reply;
     const { admin, role } = got;
     if (role.builtIn || role.name === adminRole) {
-      return showRole(request, reply, admin, role, { kind: 'error', text: `The built-in ${role.name} role cannot be removed.`, about: 'remove' }, undefined, 400);
+      return showRole(
+        request,
+        reply,
+        admin,
+        role,
+        { kind: 'error', text: `The built-in ${role.name} role cannot be removed.`, about: 'remove' },
+        undefined,
+        400,
+      );
     }
     if (!(await store.removeRole(role.name))) return notFound(request, reply, services, 'role', backToRoles);
     adminAudit(request, admin, 'role.removed', { role: role.name, members: role.members });
@@ -216,7 +260,16 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
     const { admin, role, form } = got;
     const username = form.username.trim();
     const user = username === '' ? undefined : await store.findUserByUsername(username);
-    if (!user) return showRole(request, reply, admin, role, { kind: 'error', text: `There is no user ${username.slice(0, 64) || 'of that name'}.`, about: 'members' }, undefined, 404);
+    if (!user)
+      return showRole(
+        request,
+        reply,
+        admin,
+        role,
+        { kind: 'error', text: `There is no user ${username.slice(0, 64) || 'of that name'}.`, about: 'members' },
+        undefined,
+        404,
+      );
     if (!(await store.grantRole(user.id, role.name, epochSeconds(clock)))) return notFound(request, reply, services, 'role', backToRoles);
     adminAudit(request, admin, 'user.role_granted', { userId: user.id, role: role.name });
     return doneRedirect(reply, rolePath(role.name), 'member_added');
@@ -227,7 +280,15 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
     if (!got.ok) return got.reply;
     const { admin, role, form } = got;
     if (role.name === adminRole && form.user_id === admin.user.id) {
-      return showRole(request, reply, admin, role, { kind: 'error', text: 'You cannot take away your own admin role: another administrator can.', about: 'members' }, undefined, 400);
+      return showRole(
+        request,
+        reply,
+        admin,
+        role,
+        { kind: 'error', text: 'You cannot take away your own admin role: another administrator can.', about: 'members' },
+        undefined,
+        400,
+      );
     }
     if (form.user_id === '' || !(await store.revokeRole(form.user_id, role.name))) return doneRedirect(reply, rolePath(role.name), 'member_none');
     adminAudit(request, admin, 'user.role_revoked', { userId: form.user_id, role: role.name });

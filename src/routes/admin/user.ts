@@ -25,7 +25,22 @@ import { sendSecurityNoticesLater } from '../../mail/security_notice_sender.js';
 import { linkedIdentities, removableConnectors, removedIdentities } from '../../connectors/linked_identities.js';
 import { notifyBackchannelLogoutLater } from '../../oauth/backchannel_logout.js';
 import type { SessionRecord, UserRecord } from '../../store/store.js';
-import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, noticeOf, notFound, pathSegment, renderAdmin, storedKey, when, type Admin, type Notice } from '../../console/console_page.js';
+import {
+  adminAudit,
+  adminForm,
+  adminGate,
+  checked,
+  doneRedirect,
+  hereOf,
+  noticeOf,
+  notFound,
+  pathSegment,
+  renderAdmin,
+  storedKey,
+  when,
+  type Admin,
+  type Notice,
+} from '../../console/console_page.js';
 
 const params = z.object({ id: storedKey(128).min(1) });
 const pageQuery = z.object({ done: z.string().max(32).optional() });
@@ -77,7 +92,11 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
     const signIns = signInRows(sessions, families, admin.session.id, when).map((row) => ({
       ...row,
       label:
-        row.kind === 'app' ? `${clientName.get(row.clientId) ?? row.clientId} (${row.clientId})` : row.current ? 'A browser (this one: your own session)' : 'A browser',
+        row.kind === 'app'
+          ? `${clientName.get(row.clientId) ?? row.clientId} (${row.clientId})`
+          : row.current
+            ? 'A browser (this one: your own session)'
+            : 'A browser',
     }));
     return renderAdmin(
       request,
@@ -161,7 +180,14 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
       if (!got.ok) return got.reply;
       const { admin, user } = got;
       if (disabled && user.id === admin.user.id) {
-        return showUser(request, reply, admin, user, { kind: 'error', text: 'You cannot disable your own account here: another administrator can.', about: 'status' }, 400);
+        return showUser(
+          request,
+          reply,
+          admin,
+          user,
+          { kind: 'error', text: 'You cannot disable your own account here: another administrator can.', about: 'status' },
+          400,
+        );
       }
       const ended = disabled ? await store.listSessions(user.id, epochSeconds(clock)) : [];
       if (!(await store.setUserDisabled(user.username, disabled, epochSeconds(clock)))) return notFound(request, reply, services, 'user', backToUsers);
@@ -176,7 +202,14 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
     if (!got.ok) return got.reply;
     const { admin, user, form } = got;
     if (user.id === admin.user.id) {
-      return showUser(request, reply, admin, user, { kind: 'error', text: 'Change your own password on your account page (it asks for the current one).', about: 'password' }, 400);
+      return showUser(
+        request,
+        reply,
+        admin,
+        user,
+        { kind: 'error', text: 'Change your own password on your account page (it asks for the current one).', about: 'password' },
+        400,
+      );
     }
     const valid = checked(() => validPassword(form.new_password), 'password');
     if (!valid.ok) return showUser(request, reply, admin, user, valid.notice, 400);
@@ -208,7 +241,14 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
     if (!got.ok) return got.reply;
     const { admin, user, form } = got;
     if (form.role === adminRole && user.id === admin.user.id) {
-      return showUser(request, reply, admin, user, { kind: 'error', text: 'You cannot take away your own admin role: another administrator can.', about: 'roles' }, 400);
+      return showUser(
+        request,
+        reply,
+        admin,
+        user,
+        { kind: 'error', text: 'You cannot take away your own admin role: another administrator can.', about: 'roles' },
+        400,
+      );
     }
     if (form.role === '' || !(await store.revokeRole(user.id, form.role))) return doneRedirect(reply, pathOf(user), 'role_not_held');
     adminAudit(request, admin, 'user.role_revoked', { userId: user.id, role: form.role });
@@ -259,7 +299,12 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
       return showUser(request, reply, admin, user, { kind: 'error', text: 'They have no identity linked at that connector.', about: 'identities' }, 404);
     }
     tellClients(request, ended);
-    adminAudit(request, admin, 'user.identity_unlinked', { userId: user.id, connectorId: form.connector, subjects: removed.map((i) => i.subject), source: 'admin' });
+    adminAudit(request, admin, 'user.identity_unlinked', {
+      userId: user.id,
+      connectorId: form.connector,
+      subjects: removed.map((i) => i.subject),
+      source: 'admin',
+    });
     return doneRedirect(reply, pathOf(user), 'unlinked');
   });
 
@@ -278,7 +323,14 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
     const { admin, user } = got;
     // The console needs this very factor of theirs; their own factors are managed on /account/security.
     if (user.id === admin.user.id) {
-      return showUser(request, reply, admin, user, { kind: 'error', text: 'You cannot remove your own second factors here: manage them on your account’s security page.', about: 'factors' }, 400);
+      return showUser(
+        request,
+        reply,
+        admin,
+        user,
+        { kind: 'error', text: 'You cannot remove your own second factors here: manage them on your account’s security page.', about: 'factors' },
+        400,
+      );
     }
     const removed = await store.resetSecondFactors(user.id);
     adminAudit(request, admin, 'user.second_factors_reset', { userId: user.id, hadFactors: removed });
@@ -292,12 +344,27 @@ export async function adminUserPageRoutes(app: FastifyInstance): Promise<void> {
     const got = await userForm(request, reply, plainForm);
     if (!got.ok) return got.reply;
     const { admin, user } = got;
-    if (user.disabled) return showUser(request, reply, admin, user, { kind: 'error', text: 'The account is disabled: enable it first.', about: 'factors' }, 400);
+    if (user.disabled)
+      return showUser(request, reply, admin, user, { kind: 'error', text: 'The account is disabled: enable it first.', about: 'factors' }, 400);
     if (hasSecondFactor(await secondFactorsOf(store, user.id))) {
-      return showUser(request, reply, admin, user, { kind: 'error', text: 'They have a second factor already: they add more on their security page, no link needed.', about: 'factors' }, 409);
+      return showUser(
+        request,
+        reply,
+        admin,
+        user,
+        { kind: 'error', text: 'They have a second factor already: they add more on their security page, no link needed.', about: 'factors' },
+        409,
+      );
     }
     const made = await createEnrolmentLink(store, services.config.issuer, user, epochSeconds(clock));
     adminAudit(request, admin, 'second_factor.enrolment_link_created', { userId: user.id, expiresAt: made.expiresAt, replaced: made.replaced });
-    return renderAdmin(request, reply, services, 'enrolment_link', 'users', { title: `Enrolment link for ${user.username}`, username: user.username, path: pathOf(user), link: made.link, until: when(made.expiresAt), replaced: made.replaced });
+    return renderAdmin(request, reply, services, 'enrolment_link', 'users', {
+      title: `Enrolment link for ${user.username}`,
+      username: user.username,
+      path: pathOf(user),
+      link: made.link,
+      until: when(made.expiresAt),
+      replaced: made.replaced,
+    });
   });
 }

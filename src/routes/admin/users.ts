@@ -11,7 +11,18 @@ import { hashPassword } from '../../crypto/password.js';
 import { randomUuid } from '../../crypto/secrets.js';
 import { parseFields } from '../../http/form.js';
 import { DuplicateError, type UserRecord } from '../../store/store.js';
-import { adminAudit, adminForm, adminGate, checked, doneRedirect, hereOf, printable, renderAdmin, type Admin, type Notice } from '../../console/console_page.js';
+import {
+  adminAudit,
+  adminForm,
+  adminGate,
+  checked,
+  doneRedirect,
+  hereOf,
+  printable,
+  renderAdmin,
+  type Admin,
+  type Notice,
+} from '../../console/console_page.js';
 
 /** The list shows at most this many; a search narrows it. */
 const shownAtMost = 200;
@@ -86,12 +97,15 @@ export async function adminUserRoutes(app: FastifyInstance): Promise<void> {
     if (!gate.ok) return gate.reply;
     const { form, admin } = gate;
     const values = { username: form.username.trim(), email: form.email.trim(), name: form.name };
-    const valid = checked(() => ({
-      username: validUsername(values.username),
-      email: emailOf(values.email),
-      name: validName(printable(values.name, 'The name')),
-      password: validPassword(form.password),
-    }), 'create');
+    const valid = checked(
+      () => ({
+        username: validUsername(values.username),
+        email: emailOf(values.email),
+        name: validName(printable(values.name, 'The name')),
+        password: validPassword(form.password),
+      }),
+      'create',
+    );
     if (!valid.ok) return showUsers(request, reply, '', valid.notice, values, 400);
     return createUser(request, reply, admin, valid.value, values);
   });

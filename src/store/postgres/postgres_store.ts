@@ -201,7 +201,11 @@ export class PostgresStore extends SqlStore {
         cache = new DirectoryCache({
           // Named, so that an operator sees in pg_stat_activity what the long-lived connection is.
           connect: () =>
-            new pg.Client({ connectionString, connectionTimeoutMillis: 10_000, application_name: `latchkey directory cache${options.schema === undefined ? '' : ` ${options.schema}`}`.slice(0, 63) }),
+            new pg.Client({
+              connectionString,
+              connectionTimeoutMillis: 10_000,
+              application_name: `latchkey directory cache${options.schema === undefined ? '' : ` ${options.schema}`}`.slice(0, 63),
+            }),
           schema: async () => options.schema ?? String((await pool.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]?.schema),
           announce: (payload) => pool.query('SELECT pg_notify($1, $2)', [directoryChannel, payload]),
         });
@@ -266,7 +270,8 @@ export class PostgresStore extends SqlStore {
       try {
         await client.query('BEGIN');
         const result = await work(client);
-        if (deadlined && Date.now() > deadline) throw new StoreUnavailableError(`the transaction took longer than ${this.timeoutMs} ms: rolled back`, 'timeout');
+        if (deadlined && Date.now() > deadline)
+          throw new StoreUnavailableError(`the transaction took longer than ${this.timeoutMs} ms: rolled back`, 'timeout');
         await client.query('COMMIT');
         return result;
       } catch (err) {
@@ -278,7 +283,9 @@ export class PostgresStore extends SqlStore {
           broken = cause instanceof Error ? cause : new Error(String(cause));
         } else {
           // A client whose ROLLBACK fails is in an unknown state: it is closed, not reused.
-          await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))));
+          await client
+            .query('ROLLBACK')
+            .catch((rollbackError: unknown) => (broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError))));
         }
         if (attempt < transactionAttempts && retryableErrors.has(errorCode(err) as string) && (!deadlined || Date.now() < deadline)) continue;
         throw asUnavailable(err);

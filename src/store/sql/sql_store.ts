@@ -18,19 +18,77 @@
  *   inserted while its family is being revoked is still born revoked.
  */
 import {
-  MissingReferenceError, joinedFamily, maxAccessTokenLifetime, type AnotherWayIn, type ApiRecord, type AuditEventQuery, type AuditEventRecord,
-  type AuthMethod, type AuthorizationCodeRecord, type ClientChanges, type ClientGrantRecord, type ClientRecord, type ConnectorRecord,
-  type ConsentRecord, type DeviceGrantRecord, type DeviceRecoveryRefusal, type EmailTokenPurpose, type EmailTokenRecord, type GraceRefusal,
-  type PasskeyRecord, type Permission, type PurgeCounts, type PushedRequestRecord, type RateLimitCounter, type RefreshFamilySummary,
-  type RefreshTokenRecord, type RegisteredClientUpdate, type RegistrationTokenRecord, type RemovedIdentityRecord, type RoleRecord, type SealedSecret,
-  type SessionRecord, type SigningKeyRecord, type Store, type TotpRecord, type UpstreamProfileUpdate, type UserIdentityRecord, type UserProfileClaims,
-  type UserRecord, type UserRevocationGuard,
+  MissingReferenceError,
+  joinedFamily,
+  maxAccessTokenLifetime,
+  type AnotherWayIn,
+  type ApiRecord,
+  type AuditEventQuery,
+  type AuditEventRecord,
+  type AuthMethod,
+  type AuthorizationCodeRecord,
+  type ClientChanges,
+  type ClientGrantRecord,
+  type ClientRecord,
+  type ConnectorRecord,
+  type ConsentRecord,
+  type DeviceGrantRecord,
+  type DeviceRecoveryRefusal,
+  type EmailTokenPurpose,
+  type EmailTokenRecord,
+  type GraceRefusal,
+  type PasskeyRecord,
+  type Permission,
+  type PurgeCounts,
+  type PushedRequestRecord,
+  type RateLimitCounter,
+  type RefreshFamilySummary,
+  type RefreshTokenRecord,
+  type RegisteredClientUpdate,
+  type RegistrationTokenRecord,
+  type RemovedIdentityRecord,
+  type RoleRecord,
+  type SealedSecret,
+  type SessionRecord,
+  type SigningKeyRecord,
+  type Store,
+  type TotpRecord,
+  type UpstreamProfileUpdate,
+  type UserIdentityRecord,
+  type UserProfileClaims,
+  type UserRecord,
+  type UserRevocationGuard,
 } from '../store.js';
 import type { MigrationRun } from '../migration_history.js';
 import {
-  amrToText, claimsToText, clientChangeColumns, profileToText, registeredClientColumns, toApi, toAuditEvent, toAuthorizationCode, toClient,
-  toClientGrant, toConnector, toConsent, toDeviceGrant, toEmailToken, toPasskey, toPushedRequest, toRateLimitCounter, toRefreshFamilySummary,
-  toRefreshToken, toRemovedIdentity, toRole, toSession, toSigningKey, toTotp, toUser, toUserIdentity, toRegistrationToken, type Row,
+  amrToText,
+  claimsToText,
+  clientChangeColumns,
+  profileToText,
+  registeredClientColumns,
+  toApi,
+  toAuditEvent,
+  toAuthorizationCode,
+  toClient,
+  toClientGrant,
+  toConnector,
+  toConsent,
+  toDeviceGrant,
+  toEmailToken,
+  toPasskey,
+  toPushedRequest,
+  toRateLimitCounter,
+  toRefreshFamilySummary,
+  toRefreshToken,
+  toRemovedIdentity,
+  toRole,
+  toSession,
+  toSigningKey,
+  toTotp,
+  toUser,
+  toUserIdentity,
+  toRegistrationToken,
+  type Row,
 } from '../rows.js';
 import { either } from './dialect.js';
 import { insert, lock, many, one, referring, run, type Mode, type Op, type Verb } from './sql.js';
@@ -89,8 +147,7 @@ const pollAttemptsBeforeLocking = 4;
  * SQLite's COLLATE NOCASE column, PostgreSQL's unique index on lower() under the "C" collation
  * (which folds A-Z and nothing else).
  */
-const usernameIs = (param: string) =>
-  either({ sqlite: `username = ${param}`, postgres: `lower(username COLLATE "C") = lower(${param}::text COLLATE "C")` });
+const usernameIs = (param: string) => either({ sqlite: `username = ${param}`, postgres: `lower(username COLLATE "C") = lower(${param}::text COLLATE "C")` });
 
 /** An email, equal regardless of ASCII case, through each database's index. */
 const emailIs = (param: string) => either({ sqlite: `email = ${param} COLLATE NOCASE`, postgres: `lower(email) = lower(${param})` });
@@ -139,15 +196,31 @@ function* insertUser(u: UserRecord): Verb<void> {
     `INSERT INTO users (id, username, email, name, password_hash, disabled, created_at, tokens_revoked_at, source, email_verified, groups,
        profile, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-    u.id, u.username, u.email, u.name ?? null, u.passwordHash, u.disabled, u.createdAt, u.tokensRevokedAt ?? null, u.source, u.emailVerified,
-    JSON.stringify(u.groups), profileToText(u.profile), u.updatedAt,
+    u.id,
+    u.username,
+    u.email,
+    u.name ?? null,
+    u.passwordHash,
+    u.disabled,
+    u.createdAt,
+    u.tokensRevokedAt ?? null,
+    u.source,
+    u.emailVerified,
+    JSON.stringify(u.groups),
+    profileToText(u.profile),
+    u.updatedAt,
   );
 }
 
 function* insertIdentity(i: UserIdentityRecord): Verb<void> {
   yield* insert(
-    'identity', 'INSERT INTO user_identities (connector_id, subject, user_id, created_at, last_sign_in_at) VALUES ($1, $2, $3, $4, $5)',
-    i.connectorId, i.subject, i.userId, i.createdAt, i.lastSignInAt ?? null,
+    'identity',
+    'INSERT INTO user_identities (connector_id, subject, user_id, created_at, last_sign_in_at) VALUES ($1, $2, $3, $4, $5)',
+    i.connectorId,
+    i.subject,
+    i.userId,
+    i.createdAt,
+    i.lastSignInAt ?? null,
   );
 }
 /**
@@ -166,10 +239,25 @@ function* endEverythingOf(userId: string, now: number): Verb<void> {
 
 function clientParams(c: ClientRecord): unknown[] {
   return [
-    c.clientId, c.name, c.secretHash ?? null, JSON.stringify(c.redirectUris), JSON.stringify(c.grantTypes), c.requirePkce, c.firstParty, c.builtIn,
-    c.createdAt, JSON.stringify(c.postLogoutRedirectUris), c.backchannelLogoutUri ?? null, c.jwksUri ?? null,
-    c.jwks === undefined ? null : JSON.stringify(c.jwks), c.secretSealed ?? null, c.previousSecretHash ?? null, c.previousSecretSealed ?? null,
-    c.previousSecretExpiresAt ?? null, c.disabled, c.requirePar,
+    c.clientId,
+    c.name,
+    c.secretHash ?? null,
+    JSON.stringify(c.redirectUris),
+    JSON.stringify(c.grantTypes),
+    c.requirePkce,
+    c.firstParty,
+    c.builtIn,
+    c.createdAt,
+    JSON.stringify(c.postLogoutRedirectUris),
+    c.backchannelLogoutUri ?? null,
+    c.jwksUri ?? null,
+    c.jwks === undefined ? null : JSON.stringify(c.jwks),
+    c.secretSealed ?? null,
+    c.previousSecretHash ?? null,
+    c.previousSecretSealed ?? null,
+    c.previousSecretExpiresAt ?? null,
+    c.disabled,
+    c.requirePar,
   ];
 }
 /** A client's row; DuplicateError when the client_id is taken. */
@@ -186,8 +274,12 @@ function* insertClient(c: ClientRecord, ifNew = false): Verb<number> {
 
 function* insertSigningKey(key: Omit<SigningKeyRecord, 'retiredAt'>): Verb<void> {
   yield* run(
-    'INSERT INTO signing_keys (kid, alg, private_key_pem, public_jwk, created_at) VALUES ($1, $2, $3, $4, $5)', key.kid, key.alg, key.privateKeyPem,
-    JSON.stringify(key.publicJwk), key.createdAt,
+    'INSERT INTO signing_keys (kid, alg, private_key_pem, public_jwk, created_at) VALUES ($1, $2, $3, $4, $5)',
+    key.kid,
+    key.alg,
+    key.privateKeyPem,
+    JSON.stringify(key.publicJwk),
+    key.createdAt,
   );
 }
 /**
@@ -208,7 +300,8 @@ function* lockUnrevokedFamilies(userId: string, clientId?: string): Verb<string[
       ? yield* many('SELECT DISTINCT family_id COLLATE "C" AS family_id FROM refresh_tokens WHERE user_id = $1 AND revoked_at IS NULL ORDER BY 1', userId)
       : yield* many(
           'SELECT DISTINCT family_id COLLATE "C" AS family_id FROM refresh_tokens WHERE user_id = $1 AND client_id = $2 AND revoked_at IS NULL ORDER BY 1',
-          userId, clientId,
+          userId,
+          clientId,
         );
   const familyIds = rows.map((row) => String(row.family_id));
   for (const familyId of familyIds) yield* lockFamily(familyId);
@@ -220,7 +313,8 @@ function* revokeLockedFamilies(familyIds: string[], now: number): Verb<void> {
   yield* run(
     // WHERE true: SQLite reads ON CONFLICT after a SELECT without a WHERE as part of a join.
     'INSERT INTO revoked_refresh_families (family_id, revoked_at) SELECT f, $2 FROM unnest($1::text[]) AS f WHERE true ON CONFLICT DO NOTHING',
-    familyIds, now,
+    familyIds,
+    now,
   );
   yield* run('UPDATE refresh_tokens SET revoked_at = $1 WHERE family_id = ANY($2::text[]) AND revoked_at IS NULL', now, familyIds);
 }
@@ -228,12 +322,19 @@ function* revokeLockedFamilies(familyIds: string[], now: number): Verb<void> {
  * approved → consumed in one conditional UPDATE: the grant for the caller that won, recording
  * what it hands out (the access token's jti, the refresh family), for a recovery to replace.
  */
-function* spendDeviceGrant(id: string, now: number, issued: { accessTokenJti?: string | undefined; refreshFamilyId?: string | undefined } = {}): Verb<DeviceGrantRecord | undefined> {
+function* spendDeviceGrant(
+  id: string,
+  now: number,
+  issued: { accessTokenJti?: string | undefined; refreshFamilyId?: string | undefined } = {},
+): Verb<DeviceGrantRecord | undefined> {
   const row = yield* one(
     `UPDATE device_grants SET status = 'consumed', consumed_at = $1, access_token_jti = $3, refresh_family_id = $4,
        issued_at = CASE WHEN $3::text IS NULL AND $4::text IS NULL THEN issued_at ELSE $1 END
      WHERE id = $2 AND status = 'approved' AND expires_at > $1 RETURNING *`,
-    now, id, issued.accessTokenJti ?? null, issued.refreshFamilyId ?? null,
+    now,
+    id,
+    issued.accessTokenJti ?? null,
+    issued.refreshFamilyId ?? null,
   );
   return row && toDeviceGrant(row);
 }
@@ -266,9 +367,28 @@ const refreshTokenValues = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
 
 function refreshTokenParams(t: RefreshTokenRecord): unknown[] {
   return [
-    t.id, t.tokenHash, t.familyId, t.clientId, t.userId, t.scope, t.audience, t.authTime, t.createdAt, t.expiresAt, t.familyExpiresAt,
-    t.rotatedAt ?? null, t.revokedAt ?? null, t.parentId ?? null, t.supersededAt ?? null, amrToText(t.amr), t.approvedIp ?? null,
-    t.approvedUserAgent ?? null, t.sessionId ?? null, t.dpopJkt ?? null, claimsToText(t.claims), t.accessTokenJti ?? null,
+    t.id,
+    t.tokenHash,
+    t.familyId,
+    t.clientId,
+    t.userId,
+    t.scope,
+    t.audience,
+    t.authTime,
+    t.createdAt,
+    t.expiresAt,
+    t.familyExpiresAt,
+    t.rotatedAt ?? null,
+    t.revokedAt ?? null,
+    t.parentId ?? null,
+    t.supersededAt ?? null,
+    amrToText(t.amr),
+    t.approvedIp ?? null,
+    t.approvedUserAgent ?? null,
+    t.sessionId ?? null,
+    t.dpopJkt ?? null,
+    claimsToText(t.claims),
+    t.accessTokenJti ?? null,
   ];
 }
 
@@ -290,7 +410,8 @@ function* familySummaries(filter: string, now: number, ...params: unknown[]): Ve
        (SELECT max(f.created_at) FROM refresh_tokens f WHERE f.family_id = l.family_id) AS last_created_at
      FROM live l WHERE l.n = 1
      ORDER BY last_created_at DESC, l.family_id COLLATE "C"`,
-    now, ...params,
+    now,
+    ...params,
   );
   return rows.map(toRefreshFamilySummary);
 }
@@ -318,8 +439,10 @@ function* insertPermissions(role: string, permissions: Permission[]): Verb<void>
 function* spendRegistrationToken(tokenHash: string, now: number, clientId: string | undefined): Verb<boolean> {
   return (
     (yield* run(
-      'UPDATE registration_tokens SET used_at = $1, client_id = $2 WHERE token_hash = $3 AND used_at IS NULL AND expires_at > $1', now,
-      clientId ?? null, tokenHash,
+      'UPDATE registration_tokens SET used_at = $1, client_id = $2 WHERE token_hash = $3 AND used_at IS NULL AND expires_at > $1',
+      now,
+      clientId ?? null,
+      tokenHash,
     )) === 1
   );
 }
@@ -394,7 +517,10 @@ export abstract class SqlStore implements Store {
         sessions: yield* purge('sessions', 'expires_at <= $1', now),
         // A rotated or revoked token is kept until its family ends: presenting it again is theft.
         refreshTokens: yield* purge(
-          'refresh_tokens', 'family_expires_at <= $1 OR (rotated_at IS NULL AND revoked_at IS NULL AND expires_at <= $2)', now - grace, now - grace,
+          'refresh_tokens',
+          'family_expires_at <= $1 OR (rotated_at IS NULL AND revoked_at IS NULL AND expires_at <= $2)',
+          now - grace,
+          now - grace,
         ),
         revokedAccessTokens: yield* purge('revoked_access_tokens', 'expires_at <= $1', now),
         // A used link can do nothing more; an expired one is kept a day, like a code.
@@ -435,7 +561,12 @@ export abstract class SqlStore implements Store {
         `connector ${c.id}`,
         `INSERT INTO connectors (id, type, name, config, secret, position, created_at)
          VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(position), 0) + 1 FROM connectors), $6)`,
-        c.id, c.type, c.name, JSON.stringify(c.config), c.secret ?? null, c.createdAt,
+        c.id,
+        c.type,
+        c.name,
+        JSON.stringify(c.config),
+        c.secret ?? null,
+        c.createdAt,
       );
     });
   }
@@ -470,7 +601,12 @@ export abstract class SqlStore implements Store {
   async recordUpstreamSignIn(connectorId: string, subject: string, now: number, update: UpstreamProfileUpdate): Promise<boolean> {
     if (!storable(connectorId) || !storable(subject)) return false;
     return this.execute('atomic', function* () {
-      const row = yield* one('UPDATE user_identities SET last_sign_in_at = $1 WHERE connector_id = $2 AND subject = $3 RETURNING user_id', now, connectorId, subject);
+      const row = yield* one(
+        'UPDATE user_identities SET last_sign_in_at = $1 WHERE connector_id = $2 AND subject = $3 RETURNING user_id',
+        now,
+        connectorId,
+        subject,
+      );
       if (!row) return false;
       // SET reads the old row: updated_at moves only when the name or the email is really different.
       yield* run(
@@ -479,7 +615,13 @@ export abstract class SqlStore implements Store {
            updated_at = CASE WHEN ($2::text IS NOT NULL AND $2::text IS DISTINCT FROM email) OR ($3::boolean AND $4::text IS DISTINCT FROM name)
              THEN $7 ELSE updated_at END
          WHERE id = $6`,
-        JSON.stringify(update.groups), update.email ?? null, 'name' in update, update.name ?? null, update.emailVerified ?? null, row.user_id, now,
+        JSON.stringify(update.groups),
+        update.email ?? null,
+        'name' in update,
+        update.name ?? null,
+        update.emailVerified ?? null,
+        row.user_id,
+        now,
       );
       return true;
     });
@@ -496,9 +638,11 @@ export abstract class SqlStore implements Store {
       // turns, so the second sees what the first left (and the last way in stays).
       const user = yield* one('SELECT id FROM users WHERE id = $1 FOR UPDATE', userId);
       if (!user) return [];
-      const bound = (
-        yield* many('SELECT * FROM user_identities WHERE user_id = $1 AND connector_id = $2 ORDER BY created_at, subject COLLATE "C"', userId, connectorId)
-      ).map(toUserIdentity);
+      const bound = (yield* many(
+        'SELECT * FROM user_identities WHERE user_id = $1 AND connector_id = $2 ORDER BY created_at, subject COLLATE "C"',
+        userId,
+        connectorId,
+      )).map(toUserIdentity);
       if (bound.length === 0) return [];
       if (anotherWayIn) {
         // A password this server verifies (crypto/password.ts: Argon2id, or scrypt of earlier versions).
@@ -507,7 +651,9 @@ export abstract class SqlStore implements Store {
              OR EXISTS (SELECT 1 FROM user_identities WHERE user_id = users.id AND connector_id <> $1)
              OR ($2::boolean AND EXISTS (SELECT 1 FROM webauthn_credentials WHERE user_id = users.id))) AS other
            FROM users WHERE id = $3`,
-          connectorId, anotherWayIn.passkeysSignIn, userId,
+          connectorId,
+          anotherWayIn.passkeysSignIn,
+          userId,
         );
         if (!isTrue(other?.other)) return 'last_way_in';
       }
@@ -515,7 +661,9 @@ export abstract class SqlStore implements Store {
         `INSERT INTO removed_identities (connector_id, subject, user_id, linked_at, removed_at)
          SELECT connector_id, subject, user_id, created_at, $1 FROM user_identities WHERE user_id = $2 AND connector_id = $3
          ON CONFLICT (connector_id, subject) DO UPDATE SET user_id = excluded.user_id, linked_at = excluded.linked_at, removed_at = excluded.removed_at`,
-        now, userId, connectorId,
+        now,
+        userId,
+        connectorId,
       );
       yield* run('DELETE FROM user_identities WHERE user_id = $1 AND connector_id = $2', userId, connectorId);
       yield* endEverythingOf(userId, now);
@@ -530,7 +678,11 @@ export abstract class SqlStore implements Store {
 
   async listRemovedIdentities(userId: string): Promise<RemovedIdentityRecord[]> {
     if (!storable(userId)) return [];
-    return this.rows(toRemovedIdentity, 'SELECT * FROM removed_identities WHERE user_id = $1 ORDER BY removed_at DESC, connector_id COLLATE "C", subject COLLATE "C"', userId);
+    return this.rows(
+      toRemovedIdentity,
+      'SELECT * FROM removed_identities WHERE user_id = $1 ORDER BY removed_at DESC, connector_id COLLATE "C", subject COLLATE "C"',
+      userId,
+    );
   }
 
   async allowRemovedIdentity(userId: string, connectorId: string): Promise<number> {
@@ -597,7 +749,8 @@ export abstract class SqlStore implements Store {
         yield* run(
           `INSERT INTO removed_clients (client_id, removed_at) VALUES ($1, $2)
            ON CONFLICT (client_id) DO UPDATE SET removed_at = greatest(removed_clients.removed_at, EXCLUDED.removed_at)`,
-          clientId, now,
+          clientId,
+          now,
         );
         // A client registered later under this id must not inherit the right to introspect.
         yield* run(
@@ -622,8 +775,11 @@ export abstract class SqlStore implements Store {
   async updateApi(a: ApiRecord): Promise<boolean> {
     if (!storable(a.identifier)) return false;
     return this.changedOne(
-      'UPDATE apis SET name = $1, introspection_clients = $2, scopes = $3 WHERE identifier = $4', a.name, JSON.stringify(a.introspectionClients),
-      JSON.stringify(a.scopes), a.identifier,
+      'UPDATE apis SET name = $1, introspection_clients = $2, scopes = $3 WHERE identifier = $4',
+      a.name,
+      JSON.stringify(a.introspectionClients),
+      JSON.stringify(a.scopes),
+      a.identifier,
     );
   }
 
@@ -697,9 +853,7 @@ export abstract class SqlStore implements Store {
 
   async touchSession(idHash: string, now: number, every: number): Promise<void> {
     // Conditional, so most requests write nothing; and a clock behind another instance's never moves it back.
-    await this.write(
-      'UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2 AND (last_seen_at IS NULL OR last_seen_at < $3)', now, idHash, now - every,
-    );
+    await this.write('UPDATE sessions SET last_seen_at = $1 WHERE id_hash = $2 AND (last_seen_at IS NULL OR last_seen_at < $3)', now, idHash, now - every);
   }
 
   async endOtherSignIns(userId: string, keepIdHash: string, now: number): Promise<{ sessions: number; refreshFamilies: number }> {
@@ -708,7 +862,8 @@ export abstract class SqlStore implements Store {
       const familyIds = yield* lockUnrevokedFamilies(userId);
       const live = yield* one(
         `SELECT count(DISTINCT family_id) AS n FROM refresh_tokens t WHERE family_id = ANY($2::text[]) AND ${liveToken('t', '$1')}`,
-        now, familyIds,
+        now,
+        familyIds,
       );
       yield* revokeLockedFamilies(familyIds, now);
       const ended = yield* many('DELETE FROM sessions WHERE user_id = $1 AND id_hash <> $2 RETURNING expires_at', userId, keepIdHash);
@@ -754,14 +909,21 @@ export abstract class SqlStore implements Store {
     return this.changedOne(
       `UPDATE device_grants SET status = 'approved', user_id = $1, auth_time = $2, amr = $3, decided_at = $4
        WHERE id = $5 AND status = 'pending' AND expires_at > $6`,
-      userId, authTime, amrToText(amr), now, id, now,
+      userId,
+      authTime,
+      amrToText(amr),
+      now,
+      id,
+      now,
     );
   }
 
   async denyDeviceGrant(id: string, now: number): Promise<boolean> {
     return this.changedOne(
       `UPDATE device_grants SET status = 'denied', decided_at = $1 WHERE id = $2 AND status = 'pending' AND expires_at > $3`,
-      now, id, now,
+      now,
+      id,
+      now,
     );
   }
 
@@ -772,7 +934,8 @@ export abstract class SqlStore implements Store {
   async redeemDeviceGrant(
     id: string,
     now: number,
-    refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard }, accessTokenJti?: string,
+    refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
+    accessTokenJti?: string,
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined> {
     if (refresh === undefined) {
       return this.execute('plain', function* () {
@@ -796,7 +959,11 @@ export abstract class SqlStore implements Store {
              INSERT INTO refresh_tokens (${refreshTokenColumns})
              SELECT ${refreshTokenValues} WHERE EXISTS (SELECT 1 FROM spent) AND EXISTS (SELECT 1 FROM guard) RETURNING 1)
            SELECT spent.*, EXISTS (SELECT 1 FROM stored) AS refresh_token_stored FROM spent`,
-          ...refreshTokenParams(t), now, id, accessTokenJti ?? null, refresh.guard.userTokensRevokedAt ?? null,
+          ...refreshTokenParams(t),
+          now,
+          id,
+          accessTokenJti ?? null,
+          refresh.guard.userTokensRevokedAt ?? null,
         );
         return row && { grant: toDeviceGrant(row), refreshTokenStored: isTrue(row.refresh_token_stored) };
       });
@@ -834,22 +1001,25 @@ export abstract class SqlStore implements Store {
         // The lost answer's refresh token was used after all: its holder is not the one who lost it.
         if (yield* one('SELECT 1 AS used FROM refresh_tokens WHERE family_id = $1 AND rotated_at IS NOT NULL LIMIT 1', grant.refreshFamilyId)) return 'used';
         if (yield* one('SELECT 1 AS revoked FROM revoked_refresh_families WHERE family_id = $1', grant.refreshFamilyId)) return 'used';
-        const lost = (
-          yield* many(
-            'UPDATE refresh_tokens SET superseded_at = $1 WHERE family_id = $2 AND superseded_at IS NULL AND revoked_at IS NULL RETURNING id, access_token_jti, family_expires_at, created_at',
-            now, grant.refreshFamilyId,
-          )
-        ).sort((a, b) => Number(b.created_at) - Number(a.created_at));
+        const lost = (yield* many(
+          'UPDATE refresh_tokens SET superseded_at = $1 WHERE family_id = $2 AND superseded_at IS NULL AND revoked_at IS NULL RETURNING id, access_token_jti, family_expires_at, created_at',
+          now,
+          grant.refreshFamilyId,
+        )).sort((a, b) => Number(b.created_at) - Number(a.created_at));
         for (const token of lost) if (typeof token.access_token_jti === 'string') yield* revokeAccessTokenUntil(token.access_token_jti, now);
         const newest = lost[0];
         // The new token takes the lost one's place in its family: same family and end, the lost one as its parent.
-        if (refresh !== undefined && newest !== undefined) refresh = { ...refresh, token: joinedFamily(refresh.token, grant.refreshFamilyId, String(newest.id), Number(newest.family_expires_at)) };
+        if (refresh !== undefined && newest !== undefined)
+          refresh = { ...refresh, token: joinedFamily(refresh.token, grant.refreshFamilyId, String(newest.id), Number(newest.family_expires_at)) };
       }
       yield* revokeAccessTokenUntil(grant.accessTokenJti, now);
       const refreshTokenStored = refresh !== undefined && (yield* insertGuardedRefreshToken(refresh.token, refresh.guard));
       const updated = yield* one(
         'UPDATE device_grants SET access_token_jti = $1, refresh_family_id = $2, issued_at = $3, recoveries = recoveries + 1 WHERE id = $4 RETURNING *',
-        replacement.accessTokenJti, refreshTokenStored ? (refresh?.token.familyId ?? null) : null, now, id,
+        replacement.accessTokenJti,
+        refreshTokenStored ? (refresh?.token.familyId ?? null) : null,
+        now,
+        id,
       );
       if (!updated) throw new Error('the device grant being recovered is gone');
       return { grant: toDeviceGrant(updated), refreshTokenStored };
@@ -921,7 +1091,11 @@ export abstract class SqlStore implements Store {
     await this.write(
       `INSERT INTO consents (user_id, client_id, audience, scope, granted_at) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (user_id, client_id, audience) DO UPDATE SET scope = excluded.scope, granted_at = excluded.granted_at`,
-      c.userId, c.clientId, c.audience, c.scope, c.grantedAt,
+      c.userId,
+      c.clientId,
+      c.audience,
+      c.scope,
+      c.grantedAt,
     );
   }
 
@@ -966,7 +1140,13 @@ export abstract class SqlStore implements Store {
 
   async findEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
     if (!storable(tokenHash)) return undefined;
-    return this.first(toEmailToken, 'SELECT * FROM email_tokens WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > $3', tokenHash, purpose, now);
+    return this.first(
+      toEmailToken,
+      'SELECT * FROM email_tokens WHERE token_hash = $1 AND purpose = $2 AND used_at IS NULL AND expires_at > $3',
+      tokenHash,
+      purpose,
+      now,
+    );
   }
 
   async useEmailToken(tokenHash: string, purpose: EmailTokenPurpose, now: number): Promise<EmailTokenRecord | undefined> {
@@ -995,9 +1175,26 @@ export abstract class SqlStore implements Store {
          auth_time, amr, created_at, expires_at, consumed_at, access_token_jti, refresh_family_id, approved_ip, approved_user_agent, session_id, dpop_jkt,
          claims)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
-      c.codeHash, c.clientId, c.userId, c.redirectUri, c.scope, c.audience, c.nonce ?? null, c.codeChallenge ?? null, c.authTime, amrToText(c.amr),
-      c.createdAt, c.expiresAt, c.consumedAt ?? null, c.accessTokenJti ?? null, c.refreshFamilyId ?? null, c.approvedIp ?? null,
-      c.approvedUserAgent ?? null, c.sessionId ?? null, c.dpopJkt ?? null, claimsToText(c.claims),
+      c.codeHash,
+      c.clientId,
+      c.userId,
+      c.redirectUri,
+      c.scope,
+      c.audience,
+      c.nonce ?? null,
+      c.codeChallenge ?? null,
+      c.authTime,
+      amrToText(c.amr),
+      c.createdAt,
+      c.expiresAt,
+      c.consumedAt ?? null,
+      c.accessTokenJti ?? null,
+      c.refreshFamilyId ?? null,
+      c.approvedIp ?? null,
+      c.approvedUserAgent ?? null,
+      c.sessionId ?? null,
+      c.dpopJkt ?? null,
+      claimsToText(c.claims),
     );
   }
 
@@ -1022,7 +1219,10 @@ export abstract class SqlStore implements Store {
     await this.write(
       `INSERT INTO totp_credentials (user_id, secret, last_step, created_at) VALUES ($1, $2, $3, $4)
        ON CONFLICT (user_id) DO UPDATE SET secret = EXCLUDED.secret, last_step = EXCLUDED.last_step, created_at = EXCLUDED.created_at`,
-      t.userId, t.secret, t.lastStep, t.createdAt,
+      t.userId,
+      t.secret,
+      t.lastStep,
+      t.createdAt,
     );
   }
 
@@ -1050,7 +1250,12 @@ export abstract class SqlStore implements Store {
 
   async recordPasskeyUse(id: string, counter: number, now: number): Promise<boolean> {
     if (!storable(id)) return false;
-    return this.changedOne('UPDATE webauthn_credentials SET counter = $1, last_used_at = $2 WHERE id = $3 AND (counter < $1 OR (counter = 0 AND $1 = 0))', counter, now, id);
+    return this.changedOne(
+      'UPDATE webauthn_credentials SET counter = $1, last_used_at = $2 WHERE id = $3 AND (counter < $1 OR (counter = 0 AND $1 = 0))',
+      counter,
+      now,
+      id,
+    );
   }
 
   async renamePasskey(userId: string, id: string, name: string): Promise<boolean> {
@@ -1071,7 +1276,9 @@ export abstract class SqlStore implements Store {
       yield* run(
         `INSERT INTO recovery_codes (user_id, code_hash, created_at) SELECT $1, h, $3 FROM unnest($2::text[]) AS h WHERE true
          ON CONFLICT DO NOTHING`,
-        userId, codeHashes, now,
+        userId,
+        codeHashes,
+        now,
       );
     });
   }
@@ -1115,7 +1322,9 @@ export abstract class SqlStore implements Store {
     await this.execute('atomic', function* () {
       const left = yield* one(
         'UPDATE rate_limit_counters SET count = count - 1, last_at = coalesce($3::double precision, last_at) WHERE bucket = $1 AND key = $2 RETURNING count',
-        bucket, key, lastAt ?? null,
+        bucket,
+        key,
+        lastAt ?? null,
       );
       if (left && Number(left.count) <= 0) yield* run('DELETE FROM rate_limit_counters WHERE bucket = $1 AND key = $2', bucket, key);
     });
@@ -1174,7 +1383,11 @@ export abstract class SqlStore implements Store {
 
   async listRoleMembers(role: string): Promise<UserRecord[]> {
     if (!storable(role)) return [];
-    return this.rows(toUser, `SELECT ${userWithRoles} FROM users WHERE id IN (SELECT user_id FROM user_roles WHERE role = $1) ORDER BY lower(username COLLATE "C")`, role);
+    return this.rows(
+      toUser,
+      `SELECT ${userWithRoles} FROM users WHERE id IN (SELECT user_id FROM user_roles WHERE role = $1) ORDER BY lower(username COLLATE "C")`,
+      role,
+    );
   }
 
   async permittedScopes(userId: string, api: string): Promise<string[]> {
@@ -1187,7 +1400,10 @@ export abstract class SqlStore implements Store {
         `grant of ${g.clientId}`,
         `INSERT INTO client_grants (client_id, api, scopes, created_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (client_id, api) DO UPDATE SET scopes = EXCLUDED.scopes, created_at = EXCLUDED.created_at`,
-        g.clientId, g.api, JSON.stringify(g.scopes), g.createdAt,
+        g.clientId,
+        g.api,
+        JSON.stringify(g.scopes),
+        g.createdAt,
       ),
     );
   }
@@ -1256,7 +1472,8 @@ export abstract class SqlStore implements Store {
     // The oldest first, so a batch that stops short leaves the newer events.
     return this.execute('plain', () =>
       run(
-        'DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < $1 ORDER BY at LIMIT $2)', before,
+        'DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE at < $1 ORDER BY at LIMIT $2)',
+        before,
         batchSize < 0 ? Number.MAX_SAFE_INTEGER : batchSize,
       ),
     );
@@ -1286,7 +1503,9 @@ export abstract class SqlStore implements Store {
       yield* insertClient(c);
       yield* run(
         'UPDATE clients SET registration_access_token_hash = $1, token_endpoint_auth_method = $2 WHERE client_id = $3',
-        c.registrationAccessTokenHash ?? null, c.tokenEndpointAuthMethod ?? null, c.clientId,
+        c.registrationAccessTokenHash ?? null,
+        c.tokenEndpointAuthMethod ?? null,
+        c.clientId,
       );
       return true;
     });
@@ -1308,12 +1527,14 @@ export abstract class SqlStore implements Store {
    */
   async usePushedRequest(requestHash: string, clientId: string, now: number): Promise<PushedRequestRecord | undefined> {
     if (!storable(requestHash) || !storable(clientId)) return undefined;
-    return this.first(toPushedRequest, 
-  'UPDATE pushed_requests SET used_at = $1 WHERE request_hash = $2 AND client_id = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *', now,
-  requestHash, clientId,
-);
+    return this.first(
+      toPushedRequest,
+      'UPDATE pushed_requests SET used_at = $1 WHERE request_hash = $2 AND client_id = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *',
+      now,
+      requestHash,
+      clientId,
+    );
   }
-
 }
 
 /** The one step of a verb of one statement. */
@@ -1362,8 +1583,12 @@ function* setUserPasswordSteps(username: string, passwordHash: string, now: numb
 function* createApiSteps(a: ApiRecord): Verb<void> {
   yield* insert(
     `API ${a.identifier}`,
-    'INSERT INTO apis (identifier, name, created_at, introspection_clients, scopes) VALUES ($1, $2, $3, $4, $5)', a.identifier, a.name,
-    a.createdAt, JSON.stringify(a.introspectionClients), JSON.stringify(a.scopes),
+    'INSERT INTO apis (identifier, name, created_at, introspection_clients, scopes) VALUES ($1, $2, $3, $4, $5)',
+    a.identifier,
+    a.name,
+    a.createdAt,
+    JSON.stringify(a.introspectionClients),
+    JSON.stringify(a.scopes),
   );
 }
 
@@ -1447,8 +1672,19 @@ function* createSessionSteps(s: SessionRecord, guard?: UserRevocationGuard): Ver
       `INSERT INTO sessions (id_hash, user_id, auth_time, created_at, expires_at, interaction_id, amr, public_id, ip, user_agent, last_seen_at)
        SELECT $1, $2, $3, $4, $5, $6, $9, $10, $11, $12, $13 WHERE $7::boolean OR EXISTS (
          SELECT 1 FROM users WHERE id = $2 AND tokens_revoked_at IS NOT DISTINCT FROM $8::bigint FOR SHARE)`,
-      s.idHash, s.userId, s.authTime, s.createdAt, s.expiresAt, s.interactionId ?? null, guard === undefined, guard?.userTokensRevokedAt ?? null,
-      amrToText(s.amr), s.id, s.ip ?? null, s.userAgent ?? null, s.lastSeenAt ?? null,
+      s.idHash,
+      s.userId,
+      s.authTime,
+      s.createdAt,
+      s.expiresAt,
+      s.interactionId ?? null,
+      guard === undefined,
+      guard?.userTokensRevokedAt ?? null,
+      amrToText(s.amr),
+      s.id,
+      s.ip ?? null,
+      s.userAgent ?? null,
+      s.lastSeenAt ?? null,
     )) === 1
   );
 }
@@ -1479,13 +1715,29 @@ function* createDeviceGrantSteps(g: DeviceGrantRecord): Verb<void> {
        last_polled_at_ms, user_id, auth_time, amr, acr_values, requester_ip, requester_user_agent, created_at, expires_at,
        decided_at, consumed_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
-    g.id, g.deviceCodeHash, g.userCodeHash, g.clientId, g.scope, g.audience, g.status, g.interval, g.lastPolledAtMs ?? null, g.userId ?? null,
-    g.authTime ?? null, amrToText(g.amr), g.acrValues, g.requesterIp, g.requesterUserAgent, g.createdAt, g.expiresAt, g.decidedAt ?? null,
+    g.id,
+    g.deviceCodeHash,
+    g.userCodeHash,
+    g.clientId,
+    g.scope,
+    g.audience,
+    g.status,
+    g.interval,
+    g.lastPolledAtMs ?? null,
+    g.userId ?? null,
+    g.authTime ?? null,
+    amrToText(g.amr),
+    g.acrValues,
+    g.requesterIp,
+    g.requesterUserAgent,
+    g.createdAt,
+    g.expiresAt,
+    g.decidedAt ?? null,
     g.consumedAt ?? null,
   );
 }
 
-function* pollDeviceGrantSteps(deviceCodeHash: string, clientId: string, polledAtMs: number, nextInterval: (before: DeviceGrantRecord) => number,) {
+function* pollDeviceGrantSteps(deviceCodeHash: string, clientId: string, polledAtMs: number, nextInterval: (before: DeviceGrantRecord) => number) {
   // Read, then store this poll only if no other poll was stored since (compare and set): two
   // statements, against four for a transaction that locks the row. A poll that loses the race
   // reads again and so sees the one before it; past a few losses it takes the row lock instead.
@@ -1502,7 +1754,11 @@ function* pollDeviceGrantSteps(deviceCodeHash: string, clientId: string, polledA
     const stored = yield* run(
       `UPDATE device_grants SET last_polled_at_ms = $1, poll_interval = $2
        WHERE id = $3 AND last_polled_at_ms IS NOT DISTINCT FROM $4 AND poll_interval = $5`,
-      polledAtMs, nextInterval(before), before.id, before.lastPolledAtMs ?? null, before.interval,
+      polledAtMs,
+      nextInterval(before),
+      before.id,
+      before.lastPolledAtMs ?? null,
+      before.interval,
     );
     if (stored === 1) return { lost: false, grant: before };
   }
@@ -1514,14 +1770,18 @@ function* rotateRefreshTokenSteps(id: string, successor: RefreshTokenRecord, now
   const rotated = yield* one(
     `UPDATE refresh_tokens SET rotated_at = $1, replaced_by = $2
      WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL AND superseded_at IS NULL RETURNING parent_id`,
-    now, successor.id, id,
+    now,
+    successor.id,
+    id,
   );
   if (!rotated) return false;
   // This branch is now the family's only live one: its unused siblings are dead.
   if (rotated.parent_id !== null) {
     yield* run(
-      'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND id <> $3 AND rotated_at IS NULL AND superseded_at IS NULL', now,
-      rotated.parent_id, id,
+      'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND id <> $3 AND rotated_at IS NULL AND superseded_at IS NULL',
+      now,
+      rotated.parent_id,
+      id,
     );
   }
   yield* insertRefreshToken(successor);
@@ -1559,7 +1819,9 @@ function* retryRotationSteps(id: string, successor: RefreshTokenRecord, now: num
   // What the lost answers carried dies with this retry: one live branch, always.
   const lost = yield* many(
     'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND rotated_at IS NULL AND superseded_at IS NULL AND created_at < $3 RETURNING access_token_jti',
-    now, id, now - raceSeconds,
+    now,
+    id,
+    now - raceSeconds,
   );
   for (const token of lost) if (token.access_token_jti !== null) yield* revokeAccessTokenUntil(String(token.access_token_jti), now);
   yield* run('UPDATE refresh_tokens SET retries = retries + 1 WHERE id = $1', id);
@@ -1601,7 +1863,10 @@ function* updateUserProfileSteps(userId: string, profile: { name: string | undef
     (yield* run(
       `UPDATE users SET name = $1, email = $2, email_verified = CASE WHEN lower(email) = lower($2) THEN email_verified ELSE false END,
          updated_at = CASE WHEN $1::text IS DISTINCT FROM name OR $2 IS DISTINCT FROM email THEN $4 ELSE updated_at END WHERE id = $3`,
-      profile.name ?? null, profile.email, userId, now,
+      profile.name ?? null,
+      profile.email,
+      userId,
+      now,
     )) === 1
   );
 }
@@ -1617,8 +1882,12 @@ function* updateUserSteps(username: string, change: { email?: string; name?: str
          name = CASE WHEN $2::boolean THEN $3 ELSE name END, profile = coalesce($4, profile),
          updated_at = $5
        WHERE ${usernameIs('$6')}`,
-      change.email ?? null, change.name !== undefined, change.name ?? null, change.profile === undefined ? null : profileToText(change.profile),
-      now, username,
+      change.email ?? null,
+      change.name !== undefined,
+      change.name ?? null,
+      change.profile === undefined ? null : profileToText(change.profile),
+      now,
+      username,
     )) === 1
   );
 }
@@ -1627,7 +1896,13 @@ function* createEmailTokenSteps(t: EmailTokenRecord): Verb<void> {
   yield* insert(
     'email token',
     'INSERT INTO email_tokens (token_hash, user_id, purpose, email, created_at, expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-    t.tokenHash, t.userId, t.purpose, t.email, t.createdAt, t.expiresAt, t.usedAt ?? null,
+    t.tokenHash,
+    t.userId,
+    t.purpose,
+    t.email,
+    t.createdAt,
+    t.expiresAt,
+    t.usedAt ?? null,
   );
 }
 
@@ -1636,8 +1911,10 @@ function* useEmailTokenSteps(tokenHash: string, purpose: EmailTokenPurpose, now:
   // One conditional UPDATE: of two requests with the same link, the second re-checks used_at
   // against the first one's committed row and changes nothing.
   const row = yield* one(
-    'UPDATE email_tokens SET used_at = $1 WHERE token_hash = $2 AND purpose = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *', now,
-    tokenHash, purpose,
+    'UPDATE email_tokens SET used_at = $1 WHERE token_hash = $2 AND purpose = $3 AND used_at IS NULL AND expires_at > $1 RETURNING *',
+    now,
+    tokenHash,
+    purpose,
   );
   return row && toEmailToken(row);
 }
@@ -1646,16 +1923,27 @@ function* countEmailTokensSteps(userId: string, purpose: EmailTokenPurpose, sinc
   if (!storable(userId)) return 0;
   // A token created after `since` expires after it too: "unexpired" needs no other bound here.
   const row = yield* one(
-    'SELECT count(*) AS n FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 AND used_at IS NULL', userId, purpose, since,
+    'SELECT count(*) AS n FROM email_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3 AND used_at IS NULL',
+    userId,
+    purpose,
+    since,
   );
   return Number(row?.n ?? 0);
 }
 
-function* consumeAuthorizationCodeSteps(codeHash: string, now: number, issued: { accessTokenJti: string; refreshFamilyId: string }): Verb<AuthorizationCodeRecord | undefined> {
+function* consumeAuthorizationCodeSteps(
+  codeHash: string,
+  now: number,
+  issued: { accessTokenJti: string; refreshFamilyId: string },
+): Verb<AuthorizationCodeRecord | undefined> {
   const row = yield* one(
     `UPDATE authorization_codes SET consumed_at = $1, access_token_jti = $2, refresh_family_id = $3
      WHERE code_hash = $4 AND consumed_at IS NULL AND expires_at > $5 RETURNING *`,
-    now, issued.accessTokenJti, issued.refreshFamilyId, codeHash, now,
+    now,
+    issued.accessTokenJti,
+    issued.refreshFamilyId,
+    codeHash,
+    now,
   );
   return row && toAuthorizationCode(row);
 }
@@ -1672,7 +1960,15 @@ function* createPasskeySteps(p: PasskeyRecord): Verb<void> {
     'passkey',
     `INSERT INTO webauthn_credentials (id, user_id, public_key, counter, transports, name, backed_up, created_at, last_used_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    p.id, p.userId, p.publicKey, p.counter, JSON.stringify(p.transports), p.name, p.backedUp, p.createdAt, p.lastUsedAt ?? null,
+    p.id,
+    p.userId,
+    p.publicKey,
+    p.counter,
+    JSON.stringify(p.transports),
+    p.name,
+    p.backedUp,
+    p.createdAt,
+    p.lastUsedAt ?? null,
   );
 }
 
@@ -1686,9 +1982,7 @@ function* useRecoveryCodeSteps(userId: string, codeHash: string, now: number): V
   if (!storable(userId) || !storable(codeHash)) return false;
   // One conditional UPDATE: of two requests with the same code, the second re-checks used_at
   // against the first one's committed row and changes nothing.
-  return (
-    (yield* run('UPDATE recovery_codes SET used_at = $1 WHERE user_id = $2 AND code_hash = $3 AND used_at IS NULL', now, userId, codeHash)) === 1
-  );
+  return (yield* run('UPDATE recovery_codes SET used_at = $1 WHERE user_id = $2 AND code_hash = $3 AND used_at IS NULL', now, userId, codeHash)) === 1;
 }
 
 function* countRecoveryCodesSteps(userId: string): Verb<number> {
@@ -1704,7 +1998,10 @@ function* countRateLimitEventSteps(bucket: string, key: string, now: number, win
        started_at = CASE WHEN rate_limit_counters.started_at + $4 <= EXCLUDED.started_at THEN EXCLUDED.started_at ELSE rate_limit_counters.started_at END,
        last_at = EXCLUDED.last_at
      RETURNING count, started_at, last_at`,
-    bucket, key, now, windowSeconds,
+    bucket,
+    key,
+    now,
+    windowSeconds,
   );
   return toRateLimitCounter(row ?? {});
 }
@@ -1717,13 +2014,22 @@ function* countRateLimitFailureSteps(bucket: string, key: string, now: number, f
        started_at = CASE WHEN rate_limit_counters.last_at + $4 <= EXCLUDED.last_at THEN EXCLUDED.started_at ELSE rate_limit_counters.last_at END,
        last_at = EXCLUDED.last_at
      RETURNING count, started_at, last_at`,
-    bucket, key, now, forgetAfterSeconds,
+    bucket,
+    key,
+    now,
+    forgetAfterSeconds,
   );
   return toRateLimitCounter(row ?? {});
 }
 
 function* createRoleSteps(role: Omit<RoleRecord, 'members' | 'builtIn'>): Verb<void> {
-  yield* insert(`role ${role.name}`, 'INSERT INTO roles (name, description, built_in, created_at) VALUES ($1, $2, false, $3)', role.name, role.description ?? null, role.createdAt);
+  yield* insert(
+    `role ${role.name}`,
+    'INSERT INTO roles (name, description, built_in, created_at) VALUES ($1, $2, false, $3)',
+    role.name,
+    role.description ?? null,
+    role.createdAt,
+  );
   yield* insertPermissions(role.name, role.permissions);
 }
 
@@ -1744,7 +2050,9 @@ function* grantRoleSteps(userId: string, role: string, now: number): Verb<boolea
       `INSERT INTO user_roles (user_id, role, granted_at)
        SELECT users.id, roles.name, $3 FROM users, roles WHERE users.id = $1 AND roles.name = $2
        ON CONFLICT (user_id, role) DO UPDATE SET granted_at = user_roles.granted_at`,
-      userId, role, now,
+      userId,
+      role,
+      now,
     );
     return held === 1;
   } catch (err) {
@@ -1760,7 +2068,8 @@ function* permittedScopesSteps(userId: string, api: string): Verb<string[]> {
   const rows = yield* many(
     `SELECT DISTINCT p.scope COLLATE "C" AS scope FROM user_roles m JOIN role_permissions p ON p.role = m.role
      WHERE m.user_id = $1 AND p.api = $2 ORDER BY 1`,
-    userId, api,
+    userId,
+    api,
   );
   return rows.map((r) => String(r.scope));
 }
@@ -1796,7 +2105,11 @@ function* rotateClientSecretSteps(clientId: string, secret: { hash: string; seal
          previous_secret_expires_at = CASE WHEN $1::boolean AND secret_hash IS NOT NULL THEN $2::bigint END,
          secret_hash = $3, secret_sealed = $4
        WHERE client_id = $5`,
-      keepOldUntil !== undefined, keepOldUntil ?? null, secret.hash, secret.sealed ?? null, clientId,
+      keepOldUntil !== undefined,
+      keepOldUntil ?? null,
+      secret.hash,
+      secret.sealed ?? null,
+      clientId,
     )) === 1
   );
 }
@@ -1813,7 +2126,9 @@ function* useOnceSteps(purpose: string, key: string, expiresAt: number): Verb<bo
       `INSERT INTO used_once (purpose, key, expires_at) VALUES ($1, $2, $3)
        ON CONFLICT (purpose, key) DO UPDATE SET expires_at = EXCLUDED.expires_at
        WHERE used_once.expires_at <= extract(epoch FROM clock_timestamp())`,
-      purpose, key, expiresAt,
+      purpose,
+      key,
+      expiresAt,
     )) === 1
   );
 }
@@ -1833,8 +2148,13 @@ function* listAuditEventsSteps(query: AuditEventQuery): Verb<AuditEventRecord[]>
 
 function* createRegistrationTokenSteps(t: RegistrationTokenRecord): Verb<void> {
   yield* insert(
-    'registration token', 'INSERT INTO registration_tokens (token_hash, created_at, expires_at, used_at, client_id) VALUES ($1, $2, $3, $4, $5)',
-    t.tokenHash, t.createdAt, t.expiresAt, t.usedAt ?? null, t.clientId ?? null,
+    'registration token',
+    'INSERT INTO registration_tokens (token_hash, created_at, expires_at, used_at, client_id) VALUES ($1, $2, $3, $4, $5)',
+    t.tokenHash,
+    t.createdAt,
+    t.expiresAt,
+    t.usedAt ?? null,
+    t.clientId ?? null,
   );
 }
 
@@ -1850,6 +2170,11 @@ function* createPushedRequestSteps(r: PushedRequestRecord): Verb<void> {
   yield* insert(
     'pushed request',
     'INSERT INTO pushed_requests (request_hash, client_id, parameters, created_at, expires_at, used_at) VALUES ($1, $2, $3, $4, $5, $6)',
-    r.requestHash, r.clientId, JSON.stringify(r.parameters), r.createdAt, r.expiresAt, r.usedAt ?? null,
+    r.requestHash,
+    r.clientId,
+    JSON.stringify(r.parameters),
+    r.createdAt,
+    r.expiresAt,
+    r.usedAt ?? null,
   );
 }

@@ -113,7 +113,8 @@ export class GroupCommit {
       for (const write of batch) write.reject(err);
       return;
     }
-    for (const [i, write] of batch.entries()) results[i]?.then(
+    for (const [i, write] of batch.entries())
+      results[i]?.then(
         (value) => write.resolve(value),
         (err: unknown) => write.reject(err),
       );

@@ -16,7 +16,9 @@ import { latchkeyVersion } from '../../version.js';
 export { readMigrations, type Migration } from '../migration_files.js';
 
 function appliedMigrations(db: Database.Database): MigrationRecord[] {
-  return (db.prepare('SELECT version, name, applied_at, checksum, latchkey_version FROM schema_migrations ORDER BY version').all() as Record<string, unknown>[]).map((row) => ({
+  return (
+    db.prepare('SELECT version, name, applied_at, checksum, latchkey_version FROM schema_migrations ORDER BY version').all() as Record<string, unknown>[]
+  ).map((row) => ({
     version: Number(row.version),
     name: String(row.name),
     appliedAt: Number(row.applied_at),

@@ -143,7 +143,11 @@ export class SqliteStore extends SqlStore {
   /** Routes every verb of this instance (but the ones run outside batches) through one GroupCommit. */
   private enableGroupCommit(batchReads: boolean): void {
     // A batch rolled back whole may have cached records it never committed: start over.
-    const group = new GroupCommit(this.db, () => this.failedStatements, () => this.directory.invalidate());
+    const group = new GroupCommit(
+      this.db,
+      () => this.failedStatements,
+      () => this.directory.invalidate(),
+    );
     this.groupCommit = group;
     const self = this as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
     for (const name of verbNames) {
@@ -320,6 +324,9 @@ function ensureIncrementalVacuum(db: Database.Database, convert: boolean): Vacuu
   }
 }
 
-export function openStore(path: string, options: { backgroundCheckpoints?: boolean; groupCommit?: boolean; batchReads?: boolean; convertToIncrementalVacuum?: boolean } = {}): SqliteStore {
+export function openStore(
+  path: string,
+  options: { backgroundCheckpoints?: boolean; groupCommit?: boolean; batchReads?: boolean; convertToIncrementalVacuum?: boolean } = {},
+): SqliteStore {
   return new SqliteStore({ path, ...options });
 }

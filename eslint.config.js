@@ -13,7 +13,7 @@ import tseslint from 'typescript-eslint';
 
 export default defineConfig(
   // Built output, data and what is not our TypeScript (pages, their browser script, fixtures made by older builds).
-  globalIgnores(['dist/', 'coverage/', 'data/', 'docs/', 'migrations/', 'views/', 'test/fixtures/upgrade/*/']),
+  globalIgnores(['dist/', 'dist-bench/', 'coverage/', 'data/', 'docs/', 'migrations/', 'views/', 'test/fixtures/upgrade/*/']),
   {
     files: ['**/*.ts'],
     extends: [js.configs.recommended, tseslint.configs.strictTypeChecked],

@@ -98,7 +98,7 @@ async function signIn(base: string, flow: SignInFlow, account: SignInAccount): P
     code_challenge: createHash('sha256').update(verifier).digest('base64url'),
     code_challenge_method: 'S256',
   });
-  const toLogin = expectRedirect('authorize', await send(base, jar, 'GET', `/authorize?${authorization}`));
+  const toLogin = expectRedirect('authorize', await send(base, jar, 'GET', `/authorize?${authorization.toString()}`));
   const page = await send(base, jar, 'GET', local(base, toLogin));
   if (page.status !== 200) throw new StepFailed('login_page', page.status);
   const signedIn = await send(base, jar, 'POST', '/login', {

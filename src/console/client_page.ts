@@ -102,7 +102,8 @@ export async function clientForm<T extends { csrf_token?: string | undefined }>(
   schema: z.ZodType<T>,
 ): Promise<Gate<{ form: T; client: ClientRecord }>> {
   // The path itself is checked once the person is known to be an administrator.
-  const rawId = String((request.params as Record<string, unknown>).id ?? '').slice(0, 128);
+  const param = (request.params as Record<string, unknown>).id;
+  const rawId = (typeof param === 'string' ? param : '').slice(0, 128);
   const gate = await adminForm(request, reply, services, schema, clientPath(rawId));
   if (!gate.ok) return gate;
   const { id } = parseFields(clientParams, request.params);

@@ -69,7 +69,7 @@ function readStringLiteral(source: string, start: number): { value: string; end:
       i += 2;
       continue;
     }
-    value += char;
+    value += char ?? '';
     i += 1;
   }
   return undefined;
@@ -192,7 +192,7 @@ function citedPattern(cited: string): Pattern {
     .split(ellipsis)
     .forEach((piece, index) => {
       if (index > 0) pattern.push(true);
-      pattern.push(...piece.trim());
+      pattern.push(...Array.from(piece.trim()));
     });
   return pattern;
 }
@@ -203,10 +203,10 @@ function titlePattern(title: string): Pattern {
   let last = 0;
   const text = normalise(title);
   for (const match of text.matchAll(placeholders)) {
-    pattern.push(...text.slice(last, match.index), true);
+    pattern.push(...Array.from(text.slice(last, match.index)), true);
     last = match.index + match[0].length;
   }
-  pattern.push(...text.slice(last));
+  pattern.push(...Array.from(text.slice(last)));
   return pattern;
 }
 

@@ -363,7 +363,7 @@ describe.skipIf(!run)('/account and sign-out in a real browser', () => {
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page
       .waitForURL((url) => url.href.startsWith(`${postLogout}?`), step)
-      .catch(async (err: Error) => {
+      .catch(async (err: unknown) => {
         await page.waitForEvent('console', { timeout: 2_000 }).catch(() => undefined); // the console message of a refused navigation comes after it
         throw new Error(`not back at Team Notes: at ${page.url()}; the browser said: ${JSON.stringify(errors)}`, { cause: err });
       });

@@ -201,7 +201,7 @@ function authorizeUrl(extra: Record<string, string> = {}) {
 async function tokensAtApplication(page: Page, verifier: string) {
   await page
     .waitForURL((url) => url.href.startsWith(`${redirectUri}?`), step)
-    .catch(async (err: Error) => {
+    .catch(async (err: unknown) => {
       await page.waitForEvent('console', { timeout: 2_000 }).catch(() => undefined); // the console message of a refused navigation comes after it
       throw new Error(`not back at Team Notes: at ${new URL(page.url()).pathname}; the browser said: ${JSON.stringify(consoleErrors.get(page) ?? [])}`, {
         cause: err,

@@ -1600,7 +1600,7 @@ function* removeApiSteps(identifier: string): Verb<boolean> {
 
 function* signingKeysFingerprintSteps(): Verb<string> {
   const row = yield* one('SELECT count(*) AS n, max(created_at) AS c, sum(coalesce(retired_at, 0)) AS r FROM signing_keys');
-  return `${row?.n}:${row?.c}:${row?.r}`;
+  return `${String(row?.n)}:${String(row?.c)}:${String(row?.r)}`;
 }
 
 function* serverSecretSteps(name: string, generate: () => string): Verb<string> {
@@ -1823,7 +1823,7 @@ function* retryRotationSteps(id: string, successor: RefreshTokenRecord, now: num
     id,
     now - raceSeconds,
   );
-  for (const token of lost) if (token.access_token_jti !== null) yield* revokeAccessTokenUntil(String(token.access_token_jti), now);
+  for (const token of lost) if (typeof token.access_token_jti === 'string') yield* revokeAccessTokenUntil(token.access_token_jti, now);
   yield* run('UPDATE refresh_tokens SET retries = retries + 1 WHERE id = $1', id);
   yield* insertRefreshToken(successor);
   return true;

@@ -23,7 +23,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 function olderLayoutCheckout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-older-checkout-'));
   mkdirSync(join(dir, 'dist'));
-  for (const entry of readdirSync(join(root, 'dist'))) symlinkSync(join(root, 'dist', entry), join(dir, 'dist', entry));
+  for (const entry of readdirSync(join(root, 'dist')).filter((name) => name !== 'bench')) symlinkSync(join(root, 'dist', entry), join(dir, 'dist', entry));
   symlinkSync(join(root, 'dist-bench', 'bench'), join(dir, 'dist', 'bench'));
   return dir;
 }

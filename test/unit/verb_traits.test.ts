@@ -29,7 +29,10 @@ function writesDirectory(name: string, all: Map<string, string>, seen = new Set<
   seen.add(name);
   const body = all.get(name) ?? '';
   if (directoryWrite.test(body)) return true;
-  const called = [...body.matchAll(/\b(\w+)\(/g)].map((m) => m[1]!).filter((callee) => callee !== name && all.has(callee) && !(callee in verbTraits));
+  // A helper is called (`name(`) or, for a verb's steps, handed to this.steps (`nameSteps,`).
+  const called = [...body.matchAll(/\b(\w+)\(|\b(\w+Steps)\b/g)]
+    .map((m) => (m[1] ?? m[2])!)
+    .filter((callee) => callee !== name && all.has(callee) && !(callee in verbTraits));
   return called.some((callee) => writesDirectory(callee, all, seen));
 }
 

@@ -4,6 +4,7 @@
  * and, when a challenge was sent, with the matching PKCE verifier; a verifier without a challenge
  * is refused too (no PKCE downgrade, RFC 9700 §2.1.1). Redemption is one atomic step in the store;
  * a second redemption is invalid_grant and revokes what the first one issued (RFC 6749 §4.1.2).
+ * `resource` or `audience` may name the code's audience again, never another (RFC 8707 §2.2).
  */
 import { z } from 'zod';
 import { audit } from '../audit/audit_events.js';
@@ -14,12 +15,14 @@ import { verifierMatches } from '../oauth/pkce.js';
 import { issueTokens } from '../oauth/token_response.js';
 import type { Services } from '../services.js';
 import type { AuthorizationCodeRecord } from '../store/store.js';
+import { accessTokenAudience, targetFields } from './target.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
 const params = z.object({
   code: z.string({ error: 'code is required.' }).min(1, 'code is required.').max(512, 'code is too long.'),
   redirect_uri: z.string({ error: 'redirect_uri is required.' }).min(1, 'redirect_uri is required.').max(2048, 'redirect_uri is too long.'),
   code_verifier: z.string().max(256, 'code_verifier is too long.').optional(),
+  ...targetFields,
 });
 
 const invalidCode = (detail: string) => new OAuthError('invalid_grant', 'The authorization code is invalid, expired or already used.', { detail });
@@ -36,7 +39,7 @@ export const authorizationCodeGrant = {
   grantType: 'authorization_code',
   clientGrantType: 'authorization_code',
   params,
-  async handle(context, { code, redirect_uri, code_verifier }) {
+  async handle(context, { code, redirect_uri, code_verifier, ...target }) {
     const { services, client } = context;
     const { store, clock } = services;
     const now = epochSeconds(clock);
@@ -61,6 +64,8 @@ export const authorizationCodeGrant = {
     const user = await store.findUserById(record.userId);
     if (!user || user.disabled) throw invalidCode('user missing or disabled');
     if (user.tokensRevokedAt !== undefined && record.createdAt <= user.tokensRevokedAt) throw invalidCode("issued before the user's tokens were revoked");
+    // Before the code is spent: a client that named the wrong target may try again with it.
+    const audience = await accessTokenAudience(services, record.audience, target);
 
     const issued = { accessTokenJti: randomId(), refreshFamilyId: randomId() };
     const consumed = await store.consumeAuthorizationCode(codeHash, now, issued);
@@ -76,7 +81,7 @@ export const authorizationCodeGrant = {
       client,
       user,
       scope: consumed.scope,
-      audience: consumed.audience,
+      audience,
       authTime: consumed.authTime,
       amr: consumed.amr,
       jti: issued.accessTokenJti,

@@ -3,7 +3,8 @@
  * clients (a secret or registered keys), and only for an API the operator granted it
  * (`clients grant`), with at most the scopes granted that the API still declares. The token's
  * `sub` is the client_id (RFC 9068 §2.2); there is no refresh token (RFC 6749 §4.4.3) and no
- * id_token: there is no person.
+ * id_token: there is no person. The API is named by `audience` or `resource` (RFC 8707 §2), or
+ * left out when the client was granted one API only.
  */
 import { z } from 'zod';
 import { isConfidential } from '../oauth/client_type.js';
@@ -13,28 +14,31 @@ import { OAuthError } from '../errors.js';
 import { audit } from '../audit/audit_events.js';
 import { isOidcScope, scopeTokenPattern } from '../oauth/scope.js';
 import type { TokenResponse } from '../oauth/token_response.js';
+import { requestedTarget } from '../oauth/audience.js';
+import { targetFields } from './target.js';
 import type { GrantHandler } from './types.js';
 
 const params = z.object({
   scope: z.string().max(1024, 'scope is too long.').optional(),
-  audience: z.string().max(2048, 'audience is too long.').optional(),
+  ...targetFields,
 });
 
 export const clientCredentialsGrant = {
   grantType: 'client_credentials',
   clientGrantType: 'client_credentials',
   params,
-  async handle(context, { scope, audience }) {
+  async handle(context, { scope, ...target }) {
     const { services, client } = context;
     const { store, signer, config, clock } = services;
     if (!isConfidential(client)) throw new OAuthError('unauthorized_client', 'The client_credentials grant is for confidential clients only.');
+    const audience = requestedTarget(target);
 
     const grants = await store.listClientGrants(client.clientId);
     let grant;
-    if (audience === undefined || audience === '') {
+    if (audience === undefined) {
       // Without an audience the one API the client may use is meant; with several it must say which.
       if (grants.length !== 1 || grants[0] === undefined)
-        throw new OAuthError('invalid_target', 'Name the API with the audience parameter.', { detail: `${grants.length} grants` });
+        throw new OAuthError('invalid_target', 'Name the API with the audience or resource parameter.', { detail: `${grants.length} grants` });
       grant = grants[0];
     } else {
       grant = grants.find((g) => g.api === audience);

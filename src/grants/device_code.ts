@@ -11,6 +11,9 @@
  * LATCHKEY_RETRY_WINDOW of the redemption, recovers: it gets new tokens in the same refresh family
  * and those of the lost answer are revoked, as long as their refresh token was never used (then
  * their holder is not the device that lost them).
+ *
+ * `resource` or `audience` on a poll may name the device grant's audience, never another (RFC 8707
+ * §2.2): the access token keeps the audience the device authorization request asked for.
  */
 import { z } from 'zod';
 import { audit } from '../audit/audit_events.js';
@@ -20,10 +23,12 @@ import { decidePoll } from '../oauth/device_poll.js';
 import { rateLimitKey } from '../limits/rate_limit.js';
 import { finishIssuance, prepareIssuance, signInEnded, type IssueTokensInput, type PreparedIssuance, type TokenResponse } from '../oauth/token_response.js';
 import type { DeviceGrantRecord } from '../store/store.js';
+import { accessTokenAudience, targetFields } from './target.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
 const params = z.object({
   device_code: z.string({ error: 'device_code is required.' }).min(1, 'device_code is required.').max(512, 'device_code is too long.'),
+  ...targetFields,
 });
 
 /**
@@ -98,7 +103,7 @@ export const deviceCodeGrant = {
   grantType: 'urn:ietf:params:oauth:grant-type:device_code',
   clientGrantType: 'device_code',
   params,
-  async handle(context, { device_code }) {
+  async handle(context, { device_code, ...target }) {
     const { store, clock } = context.services;
     const nowMs = Math.floor(clock() * 1000);
     const grant = await context.services.devicePolls.poll(sha256(device_code), context.client.clientId, nowMs);
@@ -106,6 +111,9 @@ export const deviceCodeGrant = {
     if (grant.clientId !== context.client.clientId) {
       throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'device code of another client' });
     }
+    // The grant's target was fixed by the device authorization request: a poll may name it again,
+    // never another (RFC 8707 §2.2). Answered at once, whatever the person has decided so far.
+    await accessTokenAudience(context.services, grant.audience, target);
 
     const decision = decidePoll(grant, nowMs);
     switch (decision.kind) {

@@ -5,7 +5,8 @@
  * racing each other); within LATCHKEY_RETRY_WINDOW, while no successor has been used, a fresh pair
  * that replaces the unused successors (an answer lost after the rotation committed); otherwise it
  * is treated as stolen and the whole family is revoked, the newest token included. A narrower
- * scope may be asked for; the refresh token keeps the original one.
+ * scope may be asked for, and `resource` or `audience` may name the family's audience again but no
+ * other (RFC 8707 §2.2); the refresh token keeps the original grant.
  */
 import { z } from 'zod';
 import { audit } from '../audit/audit_events.js';
@@ -17,11 +18,13 @@ import { randomId } from '../crypto/secrets.js';
 import { issueTokens } from '../oauth/token_response.js';
 import { isConfidential } from '../oauth/client_type.js';
 import type { RefreshTokenRecord } from '../store/store.js';
+import { accessTokenAudience, targetFields } from './target.js';
 import type { GrantContext, GrantHandler } from './types.js';
 
 const params = z.object({
   refresh_token: z.string({ error: 'refresh_token is required.' }).min(1, 'refresh_token is required.').max(512, 'refresh_token is too long.'),
   scope: z.string().max(1024, 'scope is too long.').optional(),
+  ...targetFields,
 });
 
 const invalidToken = (detail: string) => new OAuthError('invalid_grant', 'The refresh token is invalid, expired or revoked.', { detail });
@@ -36,7 +39,7 @@ export const refreshTokenGrant = {
   grantType: 'refresh_token',
   clientGrantType: 'refresh_token',
   params,
-  async handle(context, { refresh_token, scope }) {
+  async handle(context, { refresh_token, scope, ...target }) {
     const { services, client } = context;
     const { store, clock, config } = services;
     const now = epochSeconds(clock);
@@ -57,6 +60,8 @@ export const refreshTokenGrant = {
     }
     const accessScope = narrowedScope(token.scope, scope);
     if (accessScope === undefined) throw new OAuthError('invalid_scope', 'A refresh may not ask for more scope than was granted.');
+    // Checked before the rotation, so a refused target leaves the refresh token usable.
+    const audience = await accessTokenAudience(services, token.audience, target);
     const user = await store.findUserById(token.userId);
     if (!user || user.disabled) throw invalidToken('user missing or disabled');
     if (user.tokensRevokedAt !== undefined && token.createdAt <= user.tokensRevokedAt) throw invalidToken("issued before the user's tokens were revoked");
@@ -99,7 +104,7 @@ export const refreshTokenGrant = {
       client,
       user,
       scope: accessScope,
-      audience: token.audience,
+      audience,
       authTime: token.authTime,
       amr: token.amr,
       refreshToken: successor.value,

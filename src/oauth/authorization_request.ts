@@ -10,13 +10,14 @@
  * than a pushed request's (RFC 9126) is `request_uri_not_supported`. The OIDC parameters that
  * shape the pages — display, ui_locales, login_hint — are kept for them; claims_locales is
  * accepted (this server holds no claims in several languages); `claims` (Core §5.5) is parsed.
+ * `resource` (RFC 8707 §2) names the token's target as `audience` does (oauth/audience.ts).
  */
 import { requestedAcrValues } from '../mfa/policy.js';
 import { acrValuesSupported } from '../mfa/amr.js';
 import { OAuthError } from '../errors.js';
 import type { Config } from '../config.js';
 import type { AuthorizationRequest, ClientRecord, PromptValue, Store } from '../store/store.js';
-import { resolveAudience } from './audience.js';
+import { hasSeveralResources, maxTargetLength, requestedTarget, resolveAudience, severalResources } from './audience.js';
 import { parseClaimsParameter, type ClaimsParameter } from './claims_request.js';
 import { openRequestObject, type RequestObjectContext } from './request_object.js';
 import { isValidCodeChallenge } from './pkce.js';
@@ -166,6 +167,8 @@ export async function parseAuthorizationRequest(
   const fail = (error: OAuthError): ParsedAuthorizationRequest => ({ kind: 'invalid_redirect', redirectUri, state, responseMode, error });
   const invalid = (description: string) => fail(new OAuthError('invalid_request', description));
 
+  // RFC 8707 §2 allows several resources; answered as such rather than as any repeated parameter.
+  if (hasSeveralResources(q)) return fail(severalResources());
   for (const [name, value] of Object.entries(q)) {
     if (typeof value !== 'string')
       return fail(new OAuthError('invalid_request', 'A parameter is repeated.', { detail: `repeated parameter ${name.slice(0, 64)}` }));
@@ -211,8 +214,9 @@ export async function parseAuthorizationRequest(
     }
     acrValues = requestedAcrValues(config, acrAsked);
     if ((p.scope ?? '').length > 1024) return invalid('The scope is too long.');
-    if ((p.audience ?? '').length > 2048) return invalid('The audience is too long.');
-    const target = await resolveAudience(store, config, p.audience);
+    if ((p.audience ?? '').length > maxTargetLength) return invalid('The audience is too long.');
+    if ((p.resource ?? '').length > maxTargetLength) return invalid('The resource is too long.');
+    const target = await resolveAudience(store, config, requestedTarget(p));
     audience = target.audience;
     scope = grantableScope(parseScope(p.scope, target.scopes), client).join(' ');
   } catch (err) {

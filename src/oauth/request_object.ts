@@ -15,6 +15,7 @@ import type { Clock } from '../clock.js';
 import type { SecretBox } from '../crypto/secret_box.js';
 import { OAuthError } from '../errors.js';
 import type { ClientRecord } from '../store/store.js';
+import { severalResources } from './audience.js';
 import { asymmetricAlgorithms, clientSecretKeys, hmacAlgorithms, registeredKeySet } from './client_assertion.js';
 import type { ClientOutbound } from './client_outbound.js';
 
@@ -114,7 +115,13 @@ export async function openRequestObject(context: RequestObjectContext, client: C
     // Core §6.1: a request object cannot point to another one.
     if (name === 'request' || name === 'request_uri') throw refused(`request object contains ${name}`);
     if (typeof value === 'string') parameters[name] = value;
-    else if (typeof value === 'number' || typeof value === 'boolean') parameters[name] = String(value);
+    // RFC 8707 §2: several resources are a JSON array here; one in an array is just that one.
+    else if (name === 'resource' && Array.isArray(value)) {
+      if (value.length > 1) throw severalResources();
+      const [only] = value as unknown[];
+      if (typeof only !== 'string') throw refused('request object resource is not a string');
+      parameters[name] = only;
+    } else if (typeof value === 'number' || typeof value === 'boolean') parameters[name] = String(value);
     else if (name === 'claims' && typeof value === 'object' && value !== null) parameters[name] = JSON.stringify(value);
     else throw refused(`request object member ${name.slice(0, 64)} is not a string`);
   }

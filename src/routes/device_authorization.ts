@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
 import { authenticateClient, clientAuthContext, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
-import { resolveAudience } from '../oauth/audience.js';
+import { maxTargetLength, refuseSeveralResources, requestedTarget, resolveAudience } from '../oauth/audience.js';
 import { grantableScope, parseScope } from '../oauth/scope.js';
 import { formatUserCode, generateCanonicalUserCode, userCodeDigest } from '../oauth/user_code.js';
 import { DuplicateError } from '../store/store.js';
@@ -26,7 +26,9 @@ const deviceAuthorizationParams = z.object({
   client_assertion: z.string().max(8192).optional(),
   client_assertion_type: z.string().max(256).optional(),
   scope: z.string().max(1024).optional(),
-  audience: z.string().max(2048).optional(),
+  audience: z.string().max(maxTargetLength).optional(),
+  /** RFC 8707 §2: the target as an absolute URI; the same as `audience` when both are sent. */
+  resource: z.string().max(maxTargetLength).optional(),
   /** `urn:latchkey:mfa` asks for a second factor at the approval (voluntary values: others are ignored). */
   acr_values: z.string().max(1024).optional(),
 });
@@ -47,6 +49,8 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
   app.post('/oauth/device/code', async (request, reply) => {
     const { store, config, clock } = app.services;
     reply.header('cache-control', 'no-store');
+    // RFC 8707 §2: several resources are answered as such (invalid_target), not as a repeated parameter.
+    refuseSeveralResources(request.body);
     const params = parseFields(deviceAuthorizationParams, request.body);
     const client = await authenticateClient(
       clientAuthContext(request, app.services, '/oauth/device/code'),
@@ -55,7 +59,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
     requireGrantType(client, 'device_code');
     const limited = await app.services.rateLimits.deviceAuthorization.hit(`${client.clientId}|${rateLimitKey(request.ip)}`);
     if (limited.limited) throw tooManyRequests(limited.retryAfter, 'Too many device authorization requests. Try again later.');
-    const { audience, scopes: apiScopes } = await resolveAudience(store, config, params.audience);
+    const { audience, scopes: apiScopes } = await resolveAudience(store, config, requestedTarget(params));
     const scope = grantableScope(parseScope(params.scope, apiScopes), client).join(' ');
     const acrValues = requestedAcrValues(config, params.acr_values);
 

@@ -1,4 +1,9 @@
-/** OpenID Provider metadata (OIDC Discovery 1.0 §3, RFC 8414) and the signing keys (JWKS). */
+/**
+ * The server's metadata and its signing keys (JWKS). One document serves as both the OpenID
+ * Provider metadata (OIDC Discovery 1.0 §3, `/.well-known/openid-configuration`) and the OAuth
+ * authorization server metadata (RFC 8414 §3, `/.well-known/oauth-authorization-server`), so the
+ * two cannot disagree; the OIDC-only members are extra members RFC 8414 §2 allows.
+ */
 import type { FastifyInstance } from 'fastify';
 import { supportedGrantTypes } from '../grants/index.js';
 import { supportedScopes } from '../oauth/scope.js';
@@ -8,6 +13,8 @@ import { dpopAlgorithms } from '../oauth/dpop.js';
 import { personClaims } from '../oauth/claims.js';
 import { requestObjectAlgorithms } from '../oauth/request_object.js';
 import { supportedLanguages } from '../i18n/languages.js';
+
+const authorizationServerMetadataPath = '/.well-known/oauth-authorization-server';
 
 export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { issuer } = app.services.config;
@@ -64,6 +71,24 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   };
 
   app.get('/.well-known/openid-configuration', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return metadata;
+  });
+
+  // RFC 8414 §3: the same document. For an issuer with a path, §3.1 puts the well-known segment
+  // between the host and the path; a proxy that serves the issuer's path from this server's root
+  // forwards that address as it is, and the plain one arrives as {issuer}/.well-known/….
+  const pathInserted = `${authorizationServerMetadataPath}${new URL(issuer).pathname.replace(/\/+$/, '')}`;
+  app.get(authorizationServerMetadataPath, async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+    return metadata;
+  });
+  app.get(`${authorizationServerMetadataPath}/*`, async (request, reply) => {
+    // Compared as sent (still percent-encoded, like URL.pathname): any other path is not ours.
+    if (request.url.split('?')[0] !== pathInserted) {
+      reply.callNotFound();
+      return reply;
+    }
     reply.header('cache-control', 'no-store');
     return metadata;
   });

@@ -12,6 +12,7 @@ import { OAuthError, tooManyRequests } from '../errors.js';
 import { audit } from '../audit/audit_events.js';
 import { singleValued } from '../http/form.js';
 import { parseAuthorizationRequest } from '../oauth/authorization_request.js';
+import { refuseSeveralResources } from '../oauth/audience.js';
 import { authenticateClient, clientAuthContext, readClientCredentials } from '../oauth/client_auth.js';
 import { maxPushedParametersLength, newRequestUri, pushedParameters, pushedRequestLifetime } from '../oauth/pushed_request.js';
 import { rateLimitKey } from '../limits/rate_limit.js';
@@ -26,6 +27,8 @@ export async function parRoutes(app: FastifyInstance): Promise<void> {
   postOnly(app, parPath);
   app.post(parPath, async (request, reply) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    // RFC 8707 §2: several resources are answered as such (invalid_target), not as a repeated parameter.
+    refuseSeveralResources(request.body);
     const fields = singleValued(request.body);
     const credentials = readClientCredentials(request.headers.authorization, {
       client_id: fields.client_id,

@@ -8,6 +8,7 @@ import { OAuthError } from '../errors.js';
 import { grantHandlers } from '../grants/index.js';
 import { authenticateClient, clientAuthContext, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
 import { parseFields, singleValued } from '../http/form.js';
+import { refuseSeveralResources } from '../oauth/audience.js';
 import { postOnly } from '../http/method_not_allowed.js';
 import { currentNonce, dpopContext, dpopHeader, verifyDpopProof } from '../oauth/dpop.js';
 
@@ -15,6 +16,8 @@ export async function tokenRoutes(app: FastifyInstance): Promise<void> {
   postOnly(app, '/oauth/token');
   app.post('/oauth/token', async (request, reply) => {
     reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+    // RFC 8707 §2: several resources are answered as such (invalid_target), not as a repeated parameter.
+    refuseSeveralResources(request.body);
     const fields = singleValued(request.body);
     const grantType = fields.grant_type;
     if (grantType === undefined || grantType === '') throw new OAuthError('invalid_request', 'grant_type is required.');

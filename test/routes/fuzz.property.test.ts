@@ -29,6 +29,7 @@ const fieldNames = [
   'refresh_token',
   'scope',
   'audience',
+  'resource',
   'token',
   'token_type_hint',
   'user_code',

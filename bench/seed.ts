@@ -83,6 +83,7 @@ export async function seedBase(store: Store, now: number): Promise<void> {
     createdAt: now,
     tokensRevokedAt: undefined,
     postLogoutRedirectUris: [],
+    webOrigins: [],
     backchannelLogoutUri: undefined,
     ...plainClientFields,
   };
@@ -219,6 +220,7 @@ export async function seedSignInAccounts(store: Store, count: number, now: numbe
     createdAt: now,
     tokensRevokedAt: undefined,
     postLogoutRedirectUris: [],
+    webOrigins: [],
     backchannelLogoutUri: undefined,
     ...plainClientFields,
   });

@@ -27,6 +27,7 @@ export function builtinCliClient(now: number): ClientRecord {
     createdAt: now,
     tokensRevokedAt: undefined,
     postLogoutRedirectUris: [],
+    webOrigins: [],
     backchannelLogoutUri: undefined,
     ...plainClientFields,
   };

@@ -1,6 +1,6 @@
 /**
- * The directory cache, as a wrapper around a store: clients, users with their roles, APIs and
- * connectors are read on nearly every request, and each read was a statement (on a device
+ * The directory cache, as a wrapper around a store: clients (and the web origins registered for
+ * them), users with their roles, APIs and connectors are read on nearly every request, and each read was a statement (on a device
  * authorization a third of the work). The server's store keeps them, frozen, in a RecordCache that
  * knows when another process changed them (SQLite: the directory_version its triggers bump;
  * PostgreSQL: the announcements its triggers NOTIFY); this process's own changes drop it at once,
@@ -25,10 +25,12 @@ export function cacheDirectory<S extends Store>(store: S, cache: RecordCache): S
   const users = cache.map<UserRecord>();
   const apis = cache.map<ApiRecord>();
   const connectors = cache.map<ConnectorRecord[]>();
+  const webOrigins = cache.map<string[]>();
   const findClient = store.findClient.bind(store);
   const findUserById = store.findUserById.bind(store);
   const findApi = store.findApi.bind(store);
   const listConnectors = store.listConnectors.bind(store);
+  const listWebOrigins = store.listWebOrigins.bind(store);
   const listCached = async () => (await cache.lookup(connectors, 'all', listConnectors)) ?? [];
   const patched: Partial<Store> = {
     findClient: (clientId) => cache.lookup(clients, clientId, () => findClient(clientId)),
@@ -37,6 +39,8 @@ export function cacheDirectory<S extends Store>(store: S, cache: RecordCache): S
     // A copy: the cached list itself is shared and frozen.
     listConnectors: async () => [...(await listCached())],
     findConnector: async (id) => (await listCached()).find((c) => c.id === id),
+    // Every CORS preflight asks; one list, whatever origins the requests name.
+    listWebOrigins: async () => [...((await cache.lookup(webOrigins, 'all', listWebOrigins)) ?? [])],
   };
   Object.assign(store, patched);
   const self = store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;

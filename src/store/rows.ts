@@ -201,6 +201,7 @@ export function toClient(r: Row): ClientRecord {
     createdAt: Number(r.created_at),
     tokensRevokedAt: optionalNumber(r.tokens_revoked_at),
     postLogoutRedirectUris: JSON.parse(text(r.post_logout_redirect_uris)) as string[],
+    webOrigins: JSON.parse(text(r.web_origins)) as string[],
     backchannelLogoutUri: optionalText(r.backchannel_logout_uri),
     jwksUri: optionalText(r.jwks_uri),
     jwks: r.jwks === null || r.jwks === undefined ? undefined : (JSON.parse(text(r.jwks)) as { keys: Record<string, unknown>[] }),
@@ -215,6 +216,11 @@ export function toClient(r: Row): ClientRecord {
   };
 }
 
+/** A row of clients' web_origins alone (listWebOrigins). */
+export function toWebOrigins(r: Row): string[] {
+  return JSON.parse(text(r.web_origins)) as string[];
+}
+
 /**
  * The columns updateClient sets for `changes`, with their stored values (`flag` gives the store's
  * boolean). Only these keys can change: anything else a caller passes (a secret, builtIn) is
@@ -226,6 +232,7 @@ export function clientChangeColumns(changes: ClientChanges, flag: (value: boolea
   if (changes.name !== undefined) columns.push(['name', changes.name]);
   if (changes.redirectUris !== undefined) columns.push(['redirect_uris', JSON.stringify(changes.redirectUris)]);
   if (changes.postLogoutRedirectUris !== undefined) columns.push(['post_logout_redirect_uris', JSON.stringify(changes.postLogoutRedirectUris)]);
+  if (changes.webOrigins !== undefined) columns.push(['web_origins', JSON.stringify(changes.webOrigins)]);
   if ('backchannelLogoutUri' in changes) columns.push(['backchannel_logout_uri', changes.backchannelLogoutUri ?? null]);
   if (changes.grantTypes !== undefined) columns.push(['grant_types', JSON.stringify(changes.grantTypes)]);
   if (changes.firstParty !== undefined) columns.push(['first_party', flag(changes.firstParty)]);

@@ -188,6 +188,13 @@ export interface ClientRecord {
   tokensRevokedAt: number | undefined;
   /** Where RP-Initiated Logout may send the person afterwards (exact matches). */
   postLogoutRedirectUris: string[];
+  /**
+   * The origins whose browser code may call the token, userinfo, revocation and device
+   * authorization endpoints for this client (CORS): serialised origins, scheme://host[:port] in
+   * lower case without a default port (directory/web_origin.ts), compared exactly with the Origin
+   * header. A public client with one is a browser application (oauth/browser_policy.ts).
+   */
+  webOrigins: string[];
   /** Where OIDC Back-Channel Logout tokens are POSTed when a session the client signed in through ends. */
   backchannelLogoutUri: string | undefined;
   /**
@@ -256,7 +263,16 @@ export interface RegisteredClientUpdate {
 export type ClientChanges = Partial<
   Pick<
     ClientRecord,
-    'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'backchannelLogoutUri' | 'grantTypes' | 'firstParty' | 'requirePkce' | 'jwksUri' | 'jwks'
+    | 'name'
+    | 'redirectUris'
+    | 'postLogoutRedirectUris'
+    | 'webOrigins'
+    | 'backchannelLogoutUri'
+    | 'grantTypes'
+    | 'firstParty'
+    | 'requirePkce'
+    | 'jwksUri'
+    | 'jwks'
   >
 >;
 
@@ -727,6 +743,11 @@ export interface Store {
   ensureClient(client: ClientRecord): Promise<void>;
   findClient(clientId: string): Promise<ClientRecord | undefined>;
   listClients(): Promise<ClientRecord[]>;
+  /**
+   * Every origin registered for an enabled client (webOrigins), each once, in byte order: what a
+   * CORS preflight, which names no client, is answered for.
+   */
+  listWebOrigins(): Promise<string[]>;
   /**
    * Removes the client and everything issued to it, and remembers when: a client registered again
    * under the same id gets tokensRevokedAt, so it inherits no token; it is also taken off every

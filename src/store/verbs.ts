@@ -35,6 +35,7 @@ export const verbTraits: { readonly [K in VerbName]: VerbTraits } = {
   ensureClient: { kind: 'write', directory: true },
   findClient: { kind: 'read' },
   listClients: { kind: 'read' },
+  listWebOrigins: { kind: 'read' },
   removeClient: { kind: 'write', directory: true },
   createConnector: { kind: 'write', directory: true },
   findConnector: { kind: 'read' },

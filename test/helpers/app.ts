@@ -154,6 +154,8 @@ export async function addClient(
     jwksUri?: string;
     /** The client must push its authorization requests (`clients add --require-par`). */
     requirePar?: boolean;
+    /** Origins whose browser code may call the server for it (`clients add --web-origin`), in their serialised form. */
+    webOrigins?: string[];
   } = {},
 ): Promise<{ client: ClientRecord; secret: string | undefined }> {
   const secret = options.confidential ? randomSecret(secretPrefix.clientSecret) : undefined;
@@ -163,6 +165,7 @@ export async function addClient(
     secretHash: secret === undefined ? undefined : sha256(secret),
     redirectUris: options.redirectUris ?? [],
     postLogoutRedirectUris: options.postLogoutRedirectUris ?? [],
+    webOrigins: options.webOrigins ?? [],
     backchannelLogoutUri: options.backchannelLogoutUri,
     grantTypes: options.grantTypes ?? ['device_code', 'refresh_token'],
     requirePkce: options.requirePkce ?? true,

@@ -64,6 +64,7 @@ export function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
     createdAt: t0,
     tokensRevokedAt: undefined,
     postLogoutRedirectUris: [],
+    webOrigins: [],
     backchannelLogoutUri: undefined,
     jwksUri: undefined,
     jwks: undefined,

@@ -3144,6 +3144,41 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             expect(await store.setClientDisabled('nobody', true)).toBe(false);
           });
         });
+
+        it('web origins round-trip through createClient and ensureClient, in the order given, and updateClient replaces them', async () => {
+          await withStore(async (store) => {
+            const spa = client({ clientId: 'spa', webOrigins: ['https://app.example.com', 'http://localhost:5173'] });
+            await store.createClient(spa);
+            expect(await store.findClient('spa')).toStrictEqual(spa);
+            await store.ensureClient({ ...spa, clientId: 'spa-2' });
+            expect((await store.findClient('spa-2'))?.webOrigins).toEqual(['https://app.example.com', 'http://localhost:5173']);
+            expect(await store.updateClient('spa', { webOrigins: ['https://new.example.com'] })).toBe(true);
+            expect(await store.findClient('spa')).toStrictEqual({ ...spa, webOrigins: ['https://new.example.com'] });
+            // Other changes leave them alone; an empty list removes them.
+            expect(await store.updateClient('spa', { name: 'Renamed' })).toBe(true);
+            expect((await store.findClient('spa'))?.webOrigins).toEqual(['https://new.example.com']);
+            expect(await store.updateClient('spa', { webOrigins: [] })).toBe(true);
+            expect((await store.findClient('spa'))?.webOrigins).toEqual([]);
+          });
+        });
+
+        it("listWebOrigins: every enabled client's origins, each once, in byte order; none of a disabled or removed client", async () => {
+          await withStore(async (store) => {
+            expect(await store.listWebOrigins()).toEqual([]);
+            await store.createClient(client({ clientId: 'a', webOrigins: ['https://b.example.com', 'https://a.example.com'] }));
+            await store.createClient(client({ clientId: 'b', webOrigins: ['https://a.example.com', 'http://127.0.0.1:8080'] }));
+            await store.createClient(client({ clientId: 'c' }));
+            await store.createClient(client({ clientId: 'off', webOrigins: ['https://off.example.com'], disabled: true }));
+            expect(await store.listWebOrigins()).toEqual(['http://127.0.0.1:8080', 'https://a.example.com', 'https://b.example.com']);
+            await store.setClientDisabled('b', true);
+            expect(await store.listWebOrigins()).toEqual(['https://a.example.com', 'https://b.example.com']);
+            await store.setClientDisabled('off', false);
+            await store.updateClient('a', { webOrigins: ['https://c.example.com'] });
+            expect(await store.listWebOrigins()).toEqual(['https://c.example.com', 'https://off.example.com']);
+            await store.removeClient('off', t0);
+            expect(await store.listWebOrigins()).toEqual(['https://c.example.com']);
+          });
+        });
       });
 
       describe('client grants', () => {
@@ -3411,6 +3446,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           redirectUris: ['https://rp.example.com/cb'],
           grantTypes: ['authorization_code', 'client_credentials'],
           requirePkce: false,
+          webOrigins: ['https://rp.example.com'],
           registrationAccessTokenHash: 'sha256-rat',
           tokenEndpointAuthMethod: 'client_secret_post',
           ...overrides,
@@ -3510,6 +3546,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             name: 'Renamed',
             redirectUris: ['https://rp.example.com/new'],
             postLogoutRedirectUris: ['https://rp.example.com/bye'],
+            webOrigins: ['https://rp.example.com', 'https://other.example.com'],
             backchannelLogoutUri: 'https://rp.example.com/bcl',
             grantTypes: ['client_credentials' as const],
             requirePkce: false,

@@ -17,6 +17,7 @@ function client(grantTypes: GrantTypeName[]): ClientRecord {
     createdAt: 1_800_000_000,
     tokensRevokedAt: undefined,
     postLogoutRedirectUris: [],
+    webOrigins: [],
     backchannelLogoutUri: undefined,
     ...plainClientFields,
   };

@@ -141,6 +141,7 @@ export async function adminClientRoutes(app: FastifyInstance): Promise<void> {
         createdAt: epochSeconds(clock),
         tokensRevokedAt: undefined,
         postLogoutRedirectUris: [],
+        webOrigins: [],
         backchannelLogoutUri: undefined,
         jwksUri: undefined,
         jwks: undefined,

@@ -88,6 +88,7 @@ import {
   toUser,
   toUserIdentity,
   toRegistrationToken,
+  toWebOrigins,
   type Row,
 } from '../rows.js';
 import { either } from './dialect.js';
@@ -258,6 +259,7 @@ function clientParams(c: ClientRecord): unknown[] {
     c.previousSecretExpiresAt ?? null,
     c.disabled,
     c.requirePar,
+    JSON.stringify(c.webOrigins),
   ];
 }
 /** A client's row; DuplicateError when the client_id is taken. */
@@ -265,8 +267,8 @@ function* insertClient(c: ClientRecord, ifNew = false): Verb<number> {
   return yield* insert(
     `client ${c.clientId}`,
     `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
-       backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, require_par, tokens_revoked_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, (SELECT removed_at FROM removed_clients WHERE client_id = $1))
+       backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, require_par, web_origins, tokens_revoked_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, (SELECT removed_at FROM removed_clients WHERE client_id = $1))
      ${ifNew ? 'ON CONFLICT DO NOTHING' : ''}`,
     ...clientParams(c),
   );
@@ -738,6 +740,12 @@ export abstract class SqlStore implements Store {
   async listClients(): Promise<ClientRecord[]> {
     // COLLATE "C": byte order, as SQLite sorts, whatever the database's locale.
     return this.rows(toClient, 'SELECT * FROM clients ORDER BY client_id COLLATE "C"');
+  }
+
+  async listWebOrigins(): Promise<string[]> {
+    const lists = await this.rows(toWebOrigins, 'SELECT web_origins FROM clients WHERE disabled = $1 AND web_origins <> $2', false, '[]');
+    // Origins are ASCII, so sort() is byte order.
+    return [...new Set(lists.flat())].sort();
   }
 
   /** Its grants (client_grants) go with it by the foreign key's cascade. */

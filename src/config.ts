@@ -255,6 +255,11 @@ export const environmentSchema = z.object({
     group: 'tokens',
     description: 'The absolute lifetime of a refresh-token family, counted from the sign-in: rotation never extends it. After it the person signs in again.',
   }),
+  LATCHKEY_BROWSER_REFRESH_LIFETIME: seconds('LATCHKEY_BROWSER_REFRESH_LIFETIME', 86400, 60, 30 * 86400, {
+    group: 'tokens',
+    description:
+      'The absolute lifetime of a refresh-token family issued to a browser application: a public client with a web origin (`clients add --web-origin`). Its refresh tokens rotate on every use like any other, but the sign-in ends this long after it began, however often it was refreshed, because tokens held by code in a page are exposed to whatever script runs there (OAuth 2.0 for Browser-Based Applications; RFC 9700 §4.14.2). The shorter of this and `LATCHKEY_REFRESH_TOKEN_TTL` applies.',
+  }),
   LATCHKEY_REFRESH_TOKEN_IDLE_TTL: seconds('LATCHKEY_REFRESH_TOKEN_IDLE_TTL', 14 * 86400, 60, 10 * 365 * 86400, {
     group: 'tokens',
     description: 'A refresh token unused this long expires; each rotation starts a new idle period for its successor.',
@@ -481,6 +486,8 @@ export interface Config {
   readonly accessTokenTtl: number;
   /** Absolute lifetime of a refresh-token family, from the sign-in. */
   readonly refreshTokenTtl: number;
+  /** Absolute lifetime of a browser application's refresh-token family (a public client with a web origin), from the sign-in. */
+  readonly browserRefreshLifetime: number;
   /** A refresh token unused this long expires (each rotation starts a new idle period). */
   readonly refreshTokenIdleTtl: number;
   /** Seconds after a rotation in which reusing the old token gets a fresh pair instead of revoking the family; 0 = off. */
@@ -618,6 +625,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deviceInterval: e.LATCHKEY_DEVICE_INTERVAL,
     accessTokenTtl: e.LATCHKEY_ACCESS_TOKEN_TTL,
     refreshTokenTtl: e.LATCHKEY_REFRESH_TOKEN_TTL,
+    browserRefreshLifetime: e.LATCHKEY_BROWSER_REFRESH_LIFETIME,
     refreshTokenIdleTtl: e.LATCHKEY_REFRESH_TOKEN_IDLE_TTL,
     refreshReuseGrace: e.LATCHKEY_REFRESH_REUSE_GRACE,
     retryWindow: e.LATCHKEY_RETRY_WINDOW,

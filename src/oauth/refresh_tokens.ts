@@ -23,7 +23,7 @@ export type RefreshTokenFields = Pick<
   RefreshTokenRecord,
   'familyId' | 'clientId' | 'userId' | 'scope' | 'audience' | 'authTime' | 'amr' | 'approvedIp' | 'approvedUserAgent' | 'sessionId' | 'dpopJkt' | 'claims'
 > & {
-  /** Kept from the family when rotating; a new family ends LATCHKEY_REFRESH_TOKEN_TTL from now. */
+  /** Kept from the family when rotating; a new family ends when its issuer says (oauth/browser_policy.ts), else LATCHKEY_REFRESH_TOKEN_TTL from now. */
   familyExpiresAt?: number;
   /** The token this one succeeds (rotation, grace); none for the first of a family. */
   parentId?: string;

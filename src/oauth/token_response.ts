@@ -15,6 +15,7 @@ import { idTokenClaims } from './claims.js';
 import { newRefreshToken, type NewRefreshToken } from './refresh_tokens.js';
 import { nothingPermitted, permittedAccess, type PermittedAccess } from './permissions.js';
 import { isConfidential } from './client_type.js';
+import { refreshFamilyLifetime } from './browser_policy.js';
 
 export interface TokenResponse {
   access_token: string;
@@ -89,6 +90,8 @@ export async function prepareIssuance(services: Services, input: IssueTokensInpu
     const familyId = input.refreshFamilyId ?? randomId();
     const refresh = newRefreshToken(config, now, {
       familyId,
+      // A browser application's sign-in ends sooner (oauth/browser_policy.ts).
+      familyExpiresAt: now + refreshFamilyLifetime(config, input.client),
       clientId: input.client.clientId,
       userId: input.user.id,
       scope,

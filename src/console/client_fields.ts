@@ -1,10 +1,10 @@
 /**
  * The fields of a client as the console's forms take them: the grant types offered, redirect URIs
- * typed one per line, and which grant types a client can use (a public client cannot keep a
+ * and web origins typed one per line, and which grant types a client can use (a public client cannot keep a
  * secret, so no client_credentials; Authorization Code needs a redirect URI). The same rules as
  * `latchkey clients add` (directory/validation.ts), said as the forms say them.
  */
-import { AdminInputError, validGrantTypes, validRedirectUri } from '../directory/validation.js';
+import { AdminInputError, maxWebOrigins, validGrantTypes, validRedirectUri, validWebOrigins } from '../directory/validation.js';
 import type { GrantTypeName } from '../store/store.js';
 import { linesOf } from './console_page.js';
 
@@ -19,6 +19,11 @@ export const grantTypeChoices: readonly { value: GrantTypeName; label: string }[
 /** Redirect URIs from a textarea, one per line: each valid, distinct, in the order given. */
 export function redirectUrisOf(text: string, what = 'redirect URIs'): string[] {
   return [...new Set(linesOf(text, what, 50).map((line) => validRedirectUri(line).uri))];
+}
+
+/** Web origins from a textarea, one per line: each valid and in its serialised form, distinct, in the order given. */
+export function webOriginsOf(text: string): string[] {
+  return validWebOrigins(linesOf(text, 'web origins', maxWebOrigins));
 }
 
 /** The grant types ticked, checked against what the client can use. */

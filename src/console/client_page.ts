@@ -10,6 +10,8 @@ import { maxSecretOverlapSeconds } from '../directory/clients.js';
 import { validRedirectUri } from '../directory/validation.js';
 import { parseFields } from '../http/form.js';
 import { isConfidential } from '../oauth/client_type.js';
+import { refreshFamilyLifetime } from '../oauth/browser_policy.js';
+import { durationInWords } from '../config_metadata.js';
 import type { Services } from '../services.js';
 import type { ClientRecord } from '../store/store.js';
 import { grantTypeChoices } from './client_fields.js';
@@ -25,7 +27,10 @@ export interface ClientEditValues {
   name: string;
   redirectUris: string;
   postLogoutRedirectUris: string;
+  webOrigins: string;
 }
+
+const lifetimeText = (seconds: number): string => durationInWords(seconds) ?? `${seconds} seconds`;
 
 const warningOf = (uri: string): string | undefined => {
   try {
@@ -73,11 +78,18 @@ export async function showClientPage(
         created: when(client.createdAt),
         redirectUris: client.redirectUris.map((uri) => ({ uri, warning: warningOf(uri) })),
         postLogoutRedirectUris: client.postLogoutRedirectUris,
+        webOrigins: client.webOrigins,
+        browserSignInLifetime: lifetimeText(refreshFamilyLifetime(services.config, client)),
         backchannelLogoutUri: client.backchannelLogoutUri,
         jwksUri: client.jwksUri,
       },
       path: clientPath(client.clientId),
-      edit: extra.edit ?? { name: client.name, redirectUris: client.redirectUris.join('\n'), postLogoutRedirectUris: client.postLogoutRedirectUris.join('\n') },
+      edit: extra.edit ?? {
+        name: client.name,
+        redirectUris: client.redirectUris.join('\n'),
+        postLogoutRedirectUris: client.postLogoutRedirectUris.join('\n'),
+        webOrigins: client.webOrigins.join('\n'),
+      },
       maxOverlap: maxSecretOverlapSeconds,
       apis: apis.map((api) => ({
         identifier: api.identifier,

@@ -8,7 +8,7 @@
  * No Fastify types here.
  */
 import { z } from 'zod';
-import { AdminInputError, validBackchannelLogoutUri, validName, validRedirectUri } from './validation.js';
+import { AdminInputError, maxWebOrigins, validBackchannelLogoutUri, validName, validRedirectUri, validWebOrigins } from './validation.js';
 import { validJwks, validJwksUri } from './clients.js';
 import { randomString } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
@@ -53,6 +53,9 @@ const metadataSchema = z.object({
   token_endpoint_auth_method: z.enum(tokenEndpointAuthMethods).nullish(),
   client_name: z.string().max(256).nullish(),
   post_logout_redirect_uris: uriList,
+  // The origins whose browser code may call the token, userinfo, revocation and device endpoints
+  // (CORS), by the name Auth0 gives this metadata; RFC 7591 §2 lets a server define members.
+  web_origins: z.array(z.string().max(512)).max(maxWebOrigins).nullish(),
   backchannel_logout_uri: z.string().max(2048).nullish(),
   jwks_uri: z.string().max(2048).nullish(),
   jwks: z.record(z.string(), z.unknown()).nullish(),
@@ -68,6 +71,7 @@ export interface ClientMetadata {
   name: string | undefined;
   redirectUris: string[];
   postLogoutRedirectUris: string[];
+  webOrigins: string[];
   backchannelLogoutUri: string | undefined;
   grantTypes: GrantTypeName[];
   method: TokenEndpointAuthMethod;
@@ -166,6 +170,12 @@ export function parseClientMetadata(input: unknown, options: { outboundAllow: Ou
   const uris = redirectUris(m.redirect_uris ?? [], invalidRedirectUri, 'redirect_uris');
   if (usesCode && uris.length === 0) throw invalidRedirectUri('redirect_uris is required for the authorization_code grant.');
   const postLogoutRedirectUris = redirectUris(m.post_logout_redirect_uris ?? [], invalidMetadata, 'post_logout_redirect_uris');
+  let webOrigins: string[];
+  try {
+    webOrigins = validWebOrigins(m.web_origins ?? []);
+  } catch (err) {
+    throw invalidMetadata('Every web_origins entry must be an origin, scheme://host[:port] with no path: https, or http to a loopback host.', reason(err));
+  }
 
   let backchannelLogoutUri: string | undefined;
   try {
@@ -215,6 +225,7 @@ export function parseClientMetadata(input: unknown, options: { outboundAllow: Ou
     name: validName(clientName),
     redirectUris: uris,
     postLogoutRedirectUris,
+    webOrigins,
     backchannelLogoutUri,
     grantTypes,
     method,
@@ -240,11 +251,15 @@ export function secretKind(method: TokenEndpointAuthMethod): 'digest' | 'sealed'
 export function metadataChanges(
   clientId: string,
   m: ClientMetadata,
-): Pick<ClientRecord, 'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'backchannelLogoutUri' | 'grantTypes' | 'requirePkce' | 'jwksUri' | 'jwks'> {
+): Pick<
+  ClientRecord,
+  'name' | 'redirectUris' | 'postLogoutRedirectUris' | 'webOrigins' | 'backchannelLogoutUri' | 'grantTypes' | 'requirePkce' | 'jwksUri' | 'jwks'
+> {
   return {
     name: m.name ?? clientId,
     redirectUris: m.redirectUris,
     postLogoutRedirectUris: m.postLogoutRedirectUris,
+    webOrigins: m.webOrigins,
     backchannelLogoutUri: m.backchannelLogoutUri,
     grantTypes: m.grantTypes,
     // Public clients must use PKCE, as `clients add` has it; confidential ones may.
@@ -292,6 +307,7 @@ export function clientInformation(
     response_types: client.grantTypes.includes('authorization_code') ? ['code'] : [],
     token_endpoint_auth_method: method,
     ...(client.postLogoutRedirectUris.length === 0 ? {} : { post_logout_redirect_uris: client.postLogoutRedirectUris }),
+    ...(client.webOrigins.length === 0 ? {} : { web_origins: client.webOrigins }),
     ...(client.backchannelLogoutUri === undefined ? {} : { backchannel_logout_uri: client.backchannelLogoutUri }),
     ...(client.jwksUri === undefined ? {} : { jwks_uri: client.jwksUri }),
     ...(client.jwks === undefined ? {} : { jwks: client.jwks }),

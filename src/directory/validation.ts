@@ -5,6 +5,7 @@
  * AdminInputError with a sentence fit to print.
  */
 import { isLoopbackHost } from '../oauth/redirect.js';
+import { readWebOrigin } from '../oauth/web_origin.js';
 import type { GrantTypeName } from '../store/store.js';
 
 export class AdminInputError extends Error {
@@ -106,6 +107,46 @@ export function validRedirectUri(value: string): RedirectUriCheck {
   if (!scheme.includes('.'))
     throw new AdminInputError(`private-use redirect URI schemes must be a reverse domain name (e.g. com.example.app), not "${scheme}"`);
   return { uri: value, warning: undefined };
+}
+
+/** How many web origins one client may have. */
+export const maxWebOrigins = 20;
+
+/**
+ * A web origin from which a client's browser code may call the server (CORS): `scheme://host[:port]`
+ * (RFC 6454), returned in its serialised form (lower case, the default port dropped) so that it
+ * compares exactly with a browser's Origin header. https, or plain http to a loopback host only
+ * (development): an origin over plain http elsewhere could be anyone on the network's page.
+ */
+export function validWebOrigin(value: string): string {
+  const sample = printableSample(value);
+  const reading = readWebOrigin(value);
+  if (!reading.ok) {
+    switch (reading.problem) {
+      case 'path':
+        throw new AdminInputError(`web origin "${sample}" has a path, query or fragment: an origin is scheme://host[:port] only, e.g. https://app.example.com`);
+      case 'userinfo':
+        throw new AdminInputError(`web origin "${sample}" must not carry a user name or password`);
+      case 'wildcard':
+        throw new AdminInputError(`web origin "${sample}" has a wildcard: name each origin exactly`);
+      case 'scheme':
+        throw new AdminInputError(`web origin "${sample}" must use https (or http to a loopback host)`);
+      case 'port':
+        throw new AdminInputError(`web origin "${sample}" has port 0: use a port from 1 to 65535`);
+      case 'syntax':
+        throw new AdminInputError(`"${sample}" is not a web origin: use scheme://host[:port], e.g. https://app.example.com`);
+    }
+  }
+  if (reading.scheme === 'http' && !isLoopbackHost(reading.hostname))
+    throw new AdminInputError(`web origin "${sample}" uses plain http to a host that is not loopback: use https`);
+  return reading.origin;
+}
+
+/** Web origins as given (repeatable option, lines of a form, a metadata list): each valid, distinct, in the order given. */
+export function validWebOrigins(values: readonly string[]): string[] {
+  const origins = [...new Set(values.map(validWebOrigin))];
+  if (origins.length > maxWebOrigins) throw new AdminInputError(`a client may have at most ${maxWebOrigins} web origins`);
+  return origins;
 }
 
 const grantTypeAliases: Record<string, GrantTypeName> = {

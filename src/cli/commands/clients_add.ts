@@ -1,6 +1,6 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { newClientSecret, readJwksFile, validJwksUri } from '../../directory/clients.js';
-import { validBackchannelLogoutUri, validClientId, validGrantTypes, validName, validRedirectUri } from '../../directory/validation.js';
+import { validBackchannelLogoutUri, validClientId, validGrantTypes, validName, validRedirectUri, validWebOrigins } from '../../directory/validation.js';
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
@@ -10,7 +10,7 @@ export const clientsAddCommand = defineCommand({
     'latchkey clients add <client_id> [--name <name>] [--redirect-uri <uri>]... ' +
     '[--grant-type authorization_code|device_code|refresh_token|client_credentials]... [--confidential [--client-secret-jwt]] ' +
     '[--jwks-uri <url> | --jwks-file <file>] [--no-pkce] [--first-party] ' +
-    '[--post-logout-redirect-uri <uri>]... [--backchannel-logout-uri <uri>] [--require-par]',
+    '[--post-logout-redirect-uri <uri>]... [--backchannel-logout-uri <uri>] [--require-par] [--web-origin <origin>]...',
   help: [
     'Options:',
     '  --confidential           the client gets a secret (printed once): client_secret_basic, client_secret_post',
@@ -18,6 +18,8 @@ export const clientsAddCommand = defineCommand({
     '  --jwks-uri <url>         the client authenticates with private_key_jwt (RFC 7523), signing with keys published here',
     '  --jwks-file <file>       the same with a JWK Set of public keys stored now (no secret is made)',
     '  --require-par            the client must push its authorization requests to /oauth/par first (RFC 9126)',
+    '  --web-origin <origin>    repeatable; scheme://host[:port] (https, or http to a loopback host) whose browser code may',
+    '                           call the token, userinfo, revocation and device endpoints for this client (CORS)',
     '  --grant-type <type>      repeatable; default authorization_code and refresh_token. client_credentials needs a',
     '                           confidential client and `clients grant` to say what it may ask for',
     '',
@@ -36,6 +38,7 @@ export const clientsAddCommand = defineCommand({
     'jwks-file': { type: 'string' },
     'client-secret-jwt': { type: 'boolean' },
     'require-par': { type: 'boolean' },
+    'web-origin': { type: 'string', multiple: true },
   },
   async run(context) {
     const clientId = validClientId(context.positionals[0] ?? '');
@@ -46,6 +49,7 @@ export const clientsAddCommand = defineCommand({
     const logoutChecks = (context.values['post-logout-redirect-uri'] ?? []).map(validRedirectUri);
     const postLogoutRedirectUris = [...new Set(logoutChecks.map((c) => c.uri))];
     const backchannelLogoutUri = validBackchannelLogoutUri(context.values['backchannel-logout-uri']);
+    const webOrigins = validWebOrigins(context.values['web-origin'] ?? []);
     for (const check of [...checks, ...logoutChecks]) if (check.warning) context.stderr.write(`warning: ${check.warning}\n`);
     if (grantTypes.includes('authorization_code') && redirectUris.length === 0) {
       context.stderr.write(`warning: ${clientId} may use authorization_code but has no --redirect-uri, so sign-ins through /authorize will be refused\n`);
@@ -53,6 +57,9 @@ export const clientsAddCommand = defineCommand({
     const requirePar = context.values['require-par'] === true;
     if (requirePar && !grantTypes.includes('authorization_code')) {
       context.stderr.write(`warning: --require-par only concerns /authorize, which ${clientId} may not use (no authorization_code grant)\n`);
+    }
+    if (webOrigins.length > 0 && context.values.confidential === true) {
+      context.stderr.write(`warning: code in a browser cannot keep a client secret; a client called from ${webOrigins.join(', ')} is usually public\n`);
     }
     const jwksUriOption = context.values['jwks-uri'];
     const jwksFile = context.values['jwks-file'];
@@ -86,6 +93,7 @@ export const clientsAddCommand = defineCommand({
         createdAt: epochSeconds(systemClock),
         tokensRevokedAt: undefined,
         postLogoutRedirectUris,
+        webOrigins,
         backchannelLogoutUri,
         jwksUri,
         jwks,
@@ -109,9 +117,10 @@ export const clientsAddCommand = defineCommand({
       authentication,
       grantTypes,
       ...(requirePar ? { requirePar } : {}),
+      ...(webOrigins.length > 0 ? { webOrigins } : {}),
     });
     context.stderr.write(
-      `Registered client ${clientId} (${withKeys ? 'confidential, private_key_jwt' : secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')}${requirePar ? '; pushed authorization requests required' : ''})\n`,
+      `Registered client ${clientId} (${withKeys ? 'confidential, private_key_jwt' : secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')}${requirePar ? '; pushed authorization requests required' : ''}${webOrigins.length > 0 ? `; web origins: ${webOrigins.join(' ')}` : ''})\n`,
     );
     if (secret) context.stdout.write(`client_secret (shown only once): ${secret}\n`);
     return 0;

@@ -33,6 +33,7 @@ export const clientsListCommand = defineCommand({
             ...(c.previousSecretExpiresAt === undefined ? {} : { previous_secret_expires_at: isoTime(c.previousSecretExpiresAt) }),
             api_grants: (grants.get(c.clientId) ?? []).map((g) => ({ api: g.api, scopes: g.scopes })),
             redirect_uris: c.redirectUris,
+            web_origins: c.webOrigins,
             grant_types: c.grantTypes,
             require_pkce: c.requirePkce,
             require_par: c.requirePar,
@@ -51,8 +52,9 @@ export const clientsListCommand = defineCommand({
             (isConfidential(c) ? 'confidential' : 'public') + (c.requirePar ? ', PAR required' : '') + (c.disabled ? ' (disabled)' : ''),
             c.grantTypes.join(','),
             c.redirectUris.join(' '),
+            c.webOrigins.join(' '),
           ]),
-          ['CLIENT_ID', 'NAME', 'TYPE', 'GRANTS', 'REDIRECT_URIS'],
+          ['CLIENT_ID', 'NAME', 'TYPE', 'GRANTS', 'REDIRECT_URIS', 'WEB_ORIGINS'],
         ),
       );
     }

@@ -1,6 +1,6 @@
 /**
  * /admin/clients/:id: one client application — its settings, and what an administrator may do:
- * change its name, redirect URIs and post-logout redirect URIs; give a confidential client a new
+ * change its name, redirect URIs, post-logout redirect URIs and web origins (CORS); give a confidential client a new
  * secret (shown once, on the answer), optionally keeping the old one working for a while so
  * deployed copies can be replaced without an outage; disable or enable it; remove it (which ends
  * everything issued to it). The built-in client cannot be disabled or removed. Its machine grants
@@ -15,7 +15,7 @@ import { AdminInputError, validName } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
 import { backToClients, clientForm, clientParams, clientPath, showClientPage } from '../../console/client_page.js';
-import { redirectUrisOf } from '../../console/client_fields.js';
+import { redirectUrisOf, webOriginsOf } from '../../console/client_fields.js';
 import { adminAudit, adminGate, checked, doneRedirect, hereOf, noticeOf, notFound, printable, renderAdmin, when } from '../../console/console_page.js';
 
 const pageQuery = z.object({ done: z.string().max(32).optional() });
@@ -26,6 +26,8 @@ const updateForm = z.object({
   name: z.string().max(1024).default(''),
   redirect_uris: z.string().max(65_536).default(''),
   post_logout_redirect_uris: z.string().max(65_536).default(''),
+  // Absent (a form from before the field existed) leaves the origins as they are.
+  web_origins: z.string().max(65_536).optional(),
 });
 const rotateForm = z.object({ csrf_token: csrfField, keep_old_for: z.string().max(32).default('') });
 
@@ -58,7 +60,12 @@ export async function adminClientPageRoutes(app: FastifyInstance): Promise<void>
     const got = await clientForm(request, reply, services, updateForm);
     if (!got.ok) return got.reply;
     const { admin, client, form } = got;
-    const edit = { name: form.name, redirectUris: form.redirect_uris, postLogoutRedirectUris: form.post_logout_redirect_uris };
+    const edit = {
+      name: form.name,
+      redirectUris: form.redirect_uris,
+      postLogoutRedirectUris: form.post_logout_redirect_uris,
+      webOrigins: form.web_origins ?? client.webOrigins.join('\n'),
+    };
     const valid = checked(() => {
       const redirectUris = redirectUrisOf(edit.redirectUris);
       if (client.grantTypes.includes('authorization_code') && redirectUris.length === 0)
@@ -70,6 +77,7 @@ export async function adminClientPageRoutes(app: FastifyInstance): Promise<void>
         name: validName(printable(edit.name, 'The name')) ?? client.clientId,
         redirectUris,
         postLogoutRedirectUris: redirectUrisOf(edit.postLogoutRedirectUris, 'post-logout redirect URIs'),
+        webOrigins: webOriginsOf(edit.webOrigins),
       };
     }, 'edit');
     if (!valid.ok) return showClientPage(request, reply, services, client, { notice: valid.notice, edit }, 400);

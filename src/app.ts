@@ -20,6 +20,7 @@ import type { SecretBox } from './crypto/secret_box.js';
 import { errorMessage, OAuthError } from './errors.js';
 import { renderErrorPage, type ErrorPage } from './http/pages.js';
 import { baseSecurityHeaders, securityHeaders } from './http/security_headers.js';
+import { crossOriginRequests } from './http/cors.js';
 import { loggerOptions } from './logging.js';
 import { AccessLog, noteRefusal } from './http/access_log.js';
 import { createMetrics } from './http/metrics.js';
@@ -186,6 +187,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
+  // CORS for browser applications, on the few endpoints they call (before the routes it covers).
+  crossOriginRequests(app, services);
   app.addHook('onResponse', (request, reply, done) => {
     services.metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();

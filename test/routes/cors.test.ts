@@ -162,6 +162,7 @@ describe('/oauth/token: only an origin registered for the client concerned', () 
   });
 
   it('a disabled client, a client without web origins, or an unknown client gets no CORS headers', async () => {
+    expectReadableBy(await post('/oauth/token', { grant_type: 'refresh_token', client_id: 'spa', refresh_token: 'x' }, { origin: app }), app);
     await t.store.setClientDisabled('spa', true);
     expectNoCors(await post('/oauth/token', { grant_type: 'refresh_token', client_id: 'spa', refresh_token: 'x' }, { origin: app }));
     expectNoCors(await post('/oauth/token', { grant_type: 'refresh_token', client_id: 'tv', refresh_token: 'x' }, { origin: app }));
@@ -169,6 +170,8 @@ describe('/oauth/token: only an origin registered for the client concerned', () 
   });
 
   it('a malformed Origin gets the ordinary answer and no CORS header', async () => {
+    // The same origin, well formed, is answered.
+    expectReadableBy(await post('/oauth/token', { grant_type: 'refresh_token', client_id: 'spa', refresh_token: 'x' }, { origin: app }), app);
     for (const origin of ['null', `${app}/`, 'HTTPS://APP.EXAMPLE.COM', `${app}:443`, `${app}, ${app}`]) {
       const res = await post('/oauth/token', { grant_type: 'refresh_token', client_id: 'spa', refresh_token: 'x' }, { origin });
       expect(res.statusCode, origin).toBe(400);
@@ -330,6 +333,8 @@ describe('never on pages, /authorize, the console or any other endpoint', () => 
   ];
 
   it('no CORS header for a registered origin, on GET, POST or a preflight', async () => {
+    // The origin is registered, and answered where CORS belongs.
+    expect(header(await preflight('/oauth/token', app), 'access-control-allow-origin')).toBe(app);
     for (const url of elsewhere) {
       const get = await t.app.inject({ method: 'GET', url, headers: { origin: app, accept: 'text/html' } });
       expectNoCors(get);

@@ -76,7 +76,7 @@ async function approvedDeviceCode(clientId: string, headers: Record<string, stri
 }
 
 describe('discovery and the JWKS: any origin', () => {
-  for (const url of ['/.well-known/openid-configuration', '/.well-known/jwks.json']) {
+  for (const url of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server', '/.well-known/jwks.json']) {
     it(`${url} is readable from any origin, and preflights are answered`, async () => {
       const res = await t.app.inject({ method: 'GET', url, headers: { origin: evil } });
       expect(res.statusCode).toBe(200);

@@ -34,6 +34,8 @@ const formClient = (request: FastifyRequest) => clientOfForm(request.headers.aut
 const endpoints: ReadonlyMap<string, CrossOriginEndpoint> = new Map([
   ['/.well-known/openid-configuration', anyOrigin],
   ['/.well-known/oauth-authorization-server', anyOrigin],
+  // RFC 8414 §3.1: the same document for an issuer with a path, the well-known segment first.
+  ['/.well-known/oauth-authorization-server/*', anyOrigin],
   ['/.well-known/jwks.json', anyOrigin],
   ['/oauth/token', { methods: ['POST'], clientOf: formClient }],
   ['/oauth/revoke', { methods: ['POST'], clientOf: formClient }],

@@ -116,6 +116,20 @@ describe('discovery and the JWKS: any origin', () => {
   }
 });
 
+describe('the RFC 8414 metadata of an issuer with a path', () => {
+  it('at its path-inserted address (RFC 8414 §3.1): readable from any origin, preflights answered', async () => {
+    await t.close();
+    t = await testApp({ LATCHKEY_ISSUER: 'http://latchkey.test/id' });
+    const res = await t.app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server/id', headers: { origin: evil } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ issuer: 'http://latchkey.test/id' });
+    expectReadableBy(res, '*');
+    const pre = await preflight('/.well-known/oauth-authorization-server/id', evil, 'GET');
+    expect(pre.statusCode).toBe(204);
+    expect(pre.headers).toMatchObject({ 'access-control-allow-origin': '*', 'access-control-allow-methods': 'GET' });
+  });
+});
+
 describe('/oauth/token: only an origin registered for the client concerned', () => {
   it("a registered origin of the request's client reads the tokens; another client's origin or an unknown one gets the ordinary answer without CORS headers", async () => {
     const deviceCode = await approvedDeviceCode('spa');

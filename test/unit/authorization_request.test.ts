@@ -215,6 +215,7 @@ describe('parseAuthorizationRequest', () => {
           tokensRevokedAt: undefined,
           postLogoutRedirectUris: [],
           backchannelLogoutUri: undefined,
+          webOrigins: [],
           ...plainClientFields,
         },
         maxAge: undefined,

@@ -143,6 +143,8 @@ function requestFailure(err: unknown, url: string, timeoutSeconds: number): { fa
   if (network) return { failure: network.kind, cause: network.cause };
   const innermost = errorChain(err).at(-1);
   const message = typeof innermost?.message === 'string' ? innermost.message : String(err);
+  // fetch refuses ports of other protocols (the Fetch Standard's "bad port" list: 25, 110, 6000…).
+  if (message === 'bad port') return { failure: 'misconfigured', cause: `cannot reach ${url}: its port is one that HTTP clients refuse to use (a "bad port")` };
   return { failure: 'unreachable', cause: `cannot reach ${url}: ${printable(message)}` };
 }
 

@@ -133,7 +133,9 @@ export function ldapCause(
     return { kind: ldapTransientCodes.has(code) ? 'unreachable' : 'misconfigured', cause };
   }
   const message = err instanceof Error ? err.message : String(err);
-  return { kind: 'unreachable', cause: `${settings.url} (${step.replace('_', ' ')}): ${message.slice(0, 300)}` };
+  // Before a search is sent, ldapts refuses a filter or base it cannot encode: a setting.
+  const kind = step === 'user_search' || step === 'group_search' ? 'misconfigured' : 'unreachable';
+  return { kind, cause: `${settings.url} (${step.replace('_', ' ')}): ${message.slice(0, 300)}` };
 }
 
 /**

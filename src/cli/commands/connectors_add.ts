@@ -192,17 +192,16 @@ export const connectorsAddCommand = defineCommand({
     if (await store.findConnector(id)) throw new CommandError(`connector "${id}" already exists`);
     if (v['no-check'] !== true) {
       const serverConfig = context.config();
+      // Said before the requests go out: an upstream that does not answer takes the whole deadline.
+      context.stderr.write(`Checking connector ${id} (${type}: ${name})\n`);
       const result = await checkConnector(checkable, {
         timeoutSeconds: serverConfig.upstreamTimeout,
         redirectUri: connectorRedirectUri(serverConfig.issuer, id),
       });
-      context.stderr.write(`Checking connector ${id} (${type}: ${name})\n`);
       writeCheck(context.stderr, result);
       if (!result.ok) {
         throw new CommandError(
-          `connector ${id} not added: ${result.cause ?? 'a check failed'}\n` +
-            '  Fix it and run this again, or add it unchecked with --no-check (then latchkey connectors test ' +
-            `${id} checks it later).`,
+          `connector ${id} not added: ${result.cause ?? 'a check failed'} (fix it and run this again, or add it unchecked with --no-check)`,
         );
       }
     }

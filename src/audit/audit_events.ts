@@ -116,9 +116,20 @@ const warnings = new Set<AuditEvent>([
   'second_factor.enrolment_link_refused',
 ]);
 
+/**
+ * An upstream sign-in that failed on the upstream's side or ours — down, set up wrong, answering
+ * what cannot be trusted — needs an operator; one the person ended (cancelled, not allowed,
+ * disabled, an expired attempt) does not.
+ */
+const upstreamFaults: ReadonlySet<unknown> = new Set(['unreachable', 'misconfigured', 'invalid_response', 'error']);
+
+function isWarning(event: AuditEvent, fields: Record<string, unknown>): boolean {
+  return warnings.has(event) || (event === 'upstream.signin_failure' && upstreamFaults.has(fields.reason));
+}
+
 export function audit(source: AuditSource, event: AuditEvent, fields: Record<string, unknown> = {}): void {
   const line = { event, ip: source.ip, ...fields };
-  if (warnings.has(event)) source.log.warn(line, event);
+  if (isWarning(event, fields)) source.log.warn(line, event);
   else source.log.info(line, event);
   const services = source.services ?? source.server?.services;
   services?.auditTrail?.record(auditRecord(Math.floor(services.clock() * 1000), event, source.ip, fields));

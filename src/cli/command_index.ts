@@ -224,6 +224,12 @@ export const commandIndex: readonly CommandEntry[] = [
     load: async () => (await import('./commands/connectors_remove.js')).connectorsRemoveCommand,
   },
   {
+    path: ['connectors', 'test'],
+    summary: 'Check that an upstream identity provider works (discovery, keys, client; or the directory and its service account)',
+    client: false,
+    load: async () => (await import('./commands/connectors_test.js')).connectorsTestCommand,
+  },
+  {
     path: ['apis', 'add'],
     summary: 'Register an API (an audience tokens can be issued for)',
     client: false,

@@ -7,7 +7,8 @@
 import * as oidc from 'openid-client';
 import type { GithubConfig } from './connector_config.js';
 import { isUnreachable } from './unreachable.js';
-import { cleanGroups, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
+import { oauthErrorCode } from './upstream_cause.js';
+import { cleanGroups, misconfiguredMessage, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
 const scope = 'read:user user:email read:org';
 
@@ -123,6 +124,15 @@ export async function githubCallback(upstream: GithubUpstream, currentUrl: URL, 
     if ((err as { error?: string }).error === 'access_denied') throw new UpstreamError('The sign-in was cancelled at GitHub.', 'denied');
     if (isUnreachable(err)) {
       throw new UpstreamError('GitHub did not answer. Try again in a moment.', 'unreachable', (err as Error).message);
+    }
+    // GitHub's documented answer to a wrong client id or secret (with HTTP 200).
+    const code = oauthErrorCode(err);
+    if (code === 'incorrect_client_credentials' || code === 'invalid_client') {
+      throw new UpstreamError(
+        misconfiguredMessage,
+        'misconfigured',
+        `GitHub refused the client ${settings.clientId} (${code}): check the connector's client id and secret`,
+      );
     }
     throw new UpstreamError('GitHub answered in a way that cannot be trusted. Try again.', 'invalid_response', (err as Error).message);
   }

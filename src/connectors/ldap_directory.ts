@@ -11,8 +11,8 @@
 import { isIP } from 'node:net';
 import { Client, InvalidCredentialsError } from 'ldapts';
 import type { LdapConfig } from './connector_config.js';
-import { errorMessage } from '../errors.js';
 import { escapeFilterValue, userFilter } from './ldap_filter.js';
+import { ldapCause, networkCause, type LdapStep, type UpstreamCause, type UpstreamFailureKind } from './upstream_cause.js';
 import { cleanGroups, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
 /** The one entry a name resolved to, before any password is tried against it. */
@@ -27,9 +27,19 @@ export interface LdapEntry {
   name: string | undefined;
 }
 
-export type LdapLookup = { kind: 'found'; entry: LdapEntry } | { kind: 'no_such_user' } | { kind: 'unavailable'; detail: string };
+/**
+ * The directory could not answer: `detail` says why for the log (the step, the result code by
+ * name, the address), `failure` whether it is down or set up wrong.
+ */
+export interface LdapUnavailable {
+  kind: 'unavailable';
+  detail: string;
+  failure: UpstreamFailureKind;
+}
 
-export type LdapOutcome = { kind: 'signed_in'; profile: UpstreamProfile } | { kind: 'wrong_password' } | { kind: 'unavailable'; detail: string };
+export type LdapLookup = { kind: 'found'; entry: LdapEntry } | { kind: 'no_such_user' } | LdapUnavailable;
+
+export type LdapOutcome = { kind: 'signed_in'; profile: UpstreamProfile } | { kind: 'wrong_password' } | LdapUnavailable;
 
 /**
  * Attributes that name an entry for good, whatever it is renamed to: OpenLDAP's entryUUID, Active
@@ -59,15 +69,37 @@ function destroy(client: Client): void {
   (client as unknown as { socket?: { destroy(): void } }).socket?.destroy();
 }
 
+/** A failure and the step of the conversation it happened at (so the cause can name the step). */
+class StepFailure extends Error {
+  constructor(
+    readonly step: LdapStep,
+    readonly error: unknown,
+  ) {
+    super(step);
+  }
+}
+
+/** Runs one step of the conversation, labelling what fails with the step. */
+async function step<T>(name: LdapStep, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    if (err instanceof StepFailure) throw err;
+    throw new StepFailure(name, err);
+  }
+}
+
 /**
  * Runs `work` against the directory under one deadline: connections are opened through `connect`
  * (StartTLS first when asked) and all destroyed once the answer is given, whichever came first.
+ * A failure is described with its step (upstream_cause.ts): the log then says "the service
+ * account's bind was refused (invalidCredentials, 0x31)", not a bare result code.
  */
 async function withDirectory<T>(
   settings: LdapConfig,
   timeoutSeconds: number,
   work: (connect: () => Promise<Client>) => Promise<T>,
-): Promise<T | { kind: 'unavailable'; detail: string }> {
+): Promise<T | (LdapUnavailable & { step: LdapStep | 'deadline'; network: boolean })> {
   const timeoutMs = timeoutSeconds * 1000;
   const clients: Client[] = [];
   // Set once the answer is given (the deadline may win while a step is still under way): no
@@ -80,18 +112,31 @@ async function withDirectory<T>(
     if (settings.startTls) {
       // The certificate is checked against the directory's own name (ldapts would check "localhost").
       const host = new URL(settings.url.replace(/^ldaps?:/, 'http:')).hostname.replace(/^\[|\]$/g, '');
-      await client.startTLS({ minVersion: 'TLSv1.2', host, ...(isIP(host) ? {} : { servername: host }) });
+      await step('starttls', () => client.startTLS({ minVersion: 'TLSv1.2', host, ...(isIP(host) ? {} : { servername: host }) }));
     }
     return client;
   };
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<{ kind: 'unavailable'; detail: string }>((resolve) => {
-    timer = setTimeout(() => resolve({ kind: 'unavailable', detail: `no answer within ${timeoutSeconds} s` }), timeoutMs);
+  const deadline = new Promise<LdapUnavailable & { step: 'deadline'; network: boolean }>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({
+          kind: 'unavailable',
+          step: 'deadline',
+          network: true,
+          failure: 'unreachable',
+          detail: `no answer from ${settings.url} within ${timeoutSeconds} s`,
+        }),
+      timeoutMs,
+    );
   });
   try {
     return await Promise.race([work(connect), deadline]);
   } catch (err) {
-    return { kind: 'unavailable', detail: errorMessage(err).slice(0, 300) };
+    const failed = err instanceof StepFailure ? err : new StepFailure('service_bind', err);
+    const { kind, cause }: UpstreamCause = ldapCause(failed.error, failed.step, settings, timeoutSeconds);
+    const network = networkCause(failed.error, settings.url, timeoutSeconds) !== undefined;
+    return { kind: 'unavailable', step: failed.step, network, failure: kind, detail: cause.slice(0, 500) };
   } finally {
     abandoned = true;
     clearTimeout(timer);
@@ -113,14 +158,16 @@ export async function ldapFindEntry(settings: LdapConfig, bindPassword: string, 
   if (username === '') return { kind: 'no_such_user' };
   return withDirectory(settings, timeoutSeconds, async (connect): Promise<LdapLookup> => {
     const service = await connect();
-    await service.bind(settings.bindDn, bindPassword);
-    const { searchEntries } = await service.search(settings.userBase, {
-      scope: 'sub',
-      filter: userFilter(settings.userFilter, username),
-      attributes: ['uid', 'cn', 'displayName', 'mail', 'sAMAccountName', ...stableIdAttributes],
-      explicitBufferAttributes: ['objectGUID'],
-      sizeLimit: 2,
-    });
+    await step('service_bind', () => service.bind(settings.bindDn, bindPassword));
+    const { searchEntries } = await step('user_search', () =>
+      service.search(settings.userBase, {
+        scope: 'sub',
+        filter: userFilter(settings.userFilter, username),
+        attributes: ['uid', 'cn', 'displayName', 'mail', 'sAMAccountName', ...stableIdAttributes],
+        explicitBufferAttributes: ['objectGUID'],
+        sizeLimit: 2,
+      }),
+    );
     const [entry] = searchEntries;
     if (searchEntries.length !== 1 || entry === undefined) return { kind: 'no_such_user' };
     const uid = first(entry.uid);
@@ -150,20 +197,23 @@ export async function ldapSignIn(settings: LdapConfig, bindPassword: string, ent
       await person.bind(entry.dn, password);
     } catch (err) {
       if (err instanceof InvalidCredentialsError) return { kind: 'wrong_password' };
-      throw err;
+      throw new StepFailure('user_bind', err);
     }
     let groups: string[] = [];
     if (settings.groupBase !== undefined) {
       const service = await connect();
-      await service.bind(settings.bindDn, bindPassword);
+      await step('service_bind', () => service.bind(settings.bindDn, bindPassword));
       const dn = escapeFilterValue(entry.dn);
       const uid = escapeFilterValue(entry.uid ?? entry.username ?? '');
-      const found = await service.search(settings.groupBase, {
-        scope: 'sub',
-        filter: `(|(member=${dn})(uniqueMember=${dn})(memberUid=${uid}))`,
-        attributes: ['cn'],
-        sizeLimit: 500,
-      });
+      const groupBase = settings.groupBase;
+      const found = await step('group_search', () =>
+        service.search(groupBase, {
+          scope: 'sub',
+          filter: `(|(member=${dn})(uniqueMember=${dn})(memberUid=${uid}))`,
+          attributes: ['cn'],
+          sizeLimit: 500,
+        }),
+      );
       // A directory returns entries in no particular order: sorted, tokens do not change for nothing.
       groups = cleanGroups(found.searchEntries.map((g) => first(g.cn))).sort();
     }
@@ -180,6 +230,51 @@ export async function ldapSignIn(settings: LdapConfig, bindPassword: string, ent
       },
     };
   });
+}
+
+/** What the service account could do, step by step, when the directory was checked. */
+export interface LdapServiceCheck {
+  /** The steps that worked, in order. */
+  passed: Array<'connect' | LdapStep>;
+  failed: { step: 'connect' | LdapStep | 'deadline'; cause: string; failure: UpstreamFailureKind } | undefined;
+}
+
+/** A name no directory has: the user search is tried with the filter without finding anyone. */
+const probeUsername = 'latchkey-connector-check';
+
+/**
+ * What every sign-in through this directory needs, without a person: a connection (StartTLS when
+ * asked), the service account's bind, and a search of the user base with the user filter (and of
+ * the group base). No person's password is sent.
+ */
+export async function ldapServiceCheck(settings: LdapConfig, bindPassword: string, timeoutSeconds: number): Promise<LdapServiceCheck> {
+  const passed: LdapServiceCheck['passed'] = [];
+  const outcome = await withDirectory(settings, timeoutSeconds, async (connect) => {
+    const service = await connect();
+    if (settings.startTls) passed.push('connect', 'starttls');
+    await step('service_bind', () => service.bind(settings.bindDn, bindPassword));
+    if (!settings.startTls) passed.push('connect');
+    passed.push('service_bind');
+    await step('user_search', () =>
+      service.search(settings.userBase, { scope: 'sub', filter: userFilter(settings.userFilter, probeUsername), attributes: ['1.1'], sizeLimit: 1 }),
+    );
+    passed.push('user_search');
+    const groupBase = settings.groupBase;
+    if (groupBase !== undefined) {
+      await step('group_search', () => service.search(groupBase, { scope: 'base', filter: '(objectClass=*)', attributes: ['1.1'] }));
+      passed.push('group_search');
+    }
+    return { kind: 'ok' as const };
+  });
+  // The answer is given: steps still under way past the deadline no longer count.
+  const done = [...passed];
+  if (outcome.kind === 'ok') return { passed: done, failed: undefined };
+  // ldapts connects on the first operation: a connection that never came about is the
+  // connection's failure, whatever step was under way; a refusal means it did come about. A
+  // certificate refused after StartTLS is StartTLS's failure.
+  const connectFailed = outcome.network && !done.includes('connect') && !(outcome.step === 'starttls' && outcome.detail.startsWith('TLS with'));
+  if (!connectFailed && !done.includes('connect')) done.unshift('connect');
+  return { passed: done, failed: { step: connectFailed ? 'connect' : outcome.step, cause: outcome.detail, failure: outcome.failure } };
 }
 
 export { UpstreamError };

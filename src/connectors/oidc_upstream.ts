@@ -10,7 +10,8 @@ import * as oidc from 'openid-client';
 import type { OidcConfig } from './connector_config.js';
 import type { FreshSignIn } from './runtime.js';
 import { isUnreachable } from './unreachable.js';
-import { cleanGroups, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
+import { networkCause, oauthErrorCode, type UpstreamCause } from './upstream_cause.js';
+import { cleanGroups, misconfiguredMessage, UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
 /** Discovery is cached this long per connector; a failure is not cached. */
 const discoveryTtlMs = 10 * 60 * 1000;
@@ -50,8 +51,32 @@ async function configuration({ connectorId, settings, secret, timeoutSeconds }: 
     discovered.set(connectorId, { config, at: Date.now(), key });
     return config;
   } catch (err) {
-    throw new UpstreamError('The sign-in service could not be reached. Try again in a moment.', 'unreachable', describe(err));
+    const { kind, cause } = discoveryCause(err, settings.issuer, timeoutSeconds);
+    if (kind === 'misconfigured') throw new UpstreamError(misconfiguredMessage, 'misconfigured', cause);
+    throw new UpstreamError('The sign-in service could not be reached. Try again in a moment.', 'unreachable', cause);
   }
+}
+
+/**
+ * Why discovery failed, truthfully: a wrong issuer is named with the one the upstream really has
+ * (the localhost-for-127.0.0.1 mistake), not reported as "cannot reach".
+ */
+function discoveryCause(err: unknown, issuer: string, timeoutSeconds: number): UpstreamCause {
+  const network = networkCause(err, issuer, timeoutSeconds);
+  if (network) return network;
+  const e = err as { code?: unknown; cause?: { attribute?: unknown; body?: { issuer?: unknown }; status?: unknown } };
+  if (e.code === 'OAUTH_JSON_ATTRIBUTE_COMPARISON_FAILED' && e.cause?.attribute === 'issuer') {
+    const announced = String(e.cause.body?.issuer).slice(0, 200);
+    return {
+      kind: 'misconfigured',
+      cause: `the issuer's discovery document names the issuer ${announced}, not ${issuer}: set the connector's issuer to ${announced}`,
+    };
+  }
+  // An upstream answering 5xx is down for now; any other refusal of its document is a setting.
+  if (typeof e.cause?.status === 'number' && e.cause.status >= 500)
+    return { kind: 'unreachable', cause: `discovery at ${issuer} answered HTTP ${e.cause.status}` };
+  if (isUnreachable(err)) return { kind: 'unreachable', cause: `discovery at ${issuer}: ${describe(err)}` };
+  return { kind: 'misconfigured', cause: `discovery at ${issuer} failed: ${describe(err)}` };
 }
 
 export async function oidcAuthorizationUrl(
@@ -98,6 +123,13 @@ export async function oidcCallback(
     const code = (err as { error?: string; cause?: { error?: string } }).error;
     if (code === 'access_denied') throw new UpstreamError('The sign-in was cancelled at the sign-in service.', 'denied');
     if (isUnreachable(err)) throw new UpstreamError('The sign-in service did not answer. Try again in a moment.', 'unreachable', describe(err));
+    if (oauthErrorCode(err) === 'invalid_client') {
+      throw new UpstreamError(
+        misconfiguredMessage,
+        'misconfigured',
+        `the token endpoint refused the client ${settings.clientId} (invalid_client): check the connector's client id and secret`,
+      );
+    }
     throw new UpstreamError('The sign-in service answered in a way that cannot be trusted. Try again.', 'invalid_response', describe(err));
   }
   const claims = tokens.claims();

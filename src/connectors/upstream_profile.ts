@@ -24,13 +24,21 @@ export class UpstreamError extends Error {
     /** Shown on the page. */
     readonly publicMessage: string,
     /** For the log and the metrics' outcome label. */
-    readonly reason: 'denied' | 'error' | 'state' | 'invalid_response' | 'unreachable' | 'not_allowed' | 'disabled',
+    readonly reason: 'denied' | 'error' | 'state' | 'invalid_response' | 'unreachable' | 'misconfigured' | 'not_allowed' | 'disabled',
     readonly detail = '',
   ) {
     super(`${reason}: ${detail || publicMessage}`);
     this.name = 'UpstreamError';
   }
 }
+
+/**
+ * What people see when a connector is set up wrong (a wrong issuer, client secret or bind
+ * password): only an administrator can fix it, so trying again is not suggested. Pages add a
+ * reference that the log line carries.
+ */
+export const misconfiguredMessage = 'This sign-in method is not set up correctly; tell your administrator.';
+export const misconfiguredMessageWithReference = 'This sign-in method is not set up correctly; tell your administrator (reference {reference}).';
 
 /** Groups from a claim or an API answer: strings only, trimmed, de-duplicated, bounded. */
 export function cleanGroups(value: unknown): string[] {

@@ -24,7 +24,7 @@ import { githubAuthorizationUrl, githubCallback } from '../connectors/github_ups
 import { oidcAuthorizationUrl, oidcCallback } from '../connectors/oidc_upstream.js';
 import { canProveFreshSignIn, connectorSecret, freshSignInAsked } from '../connectors/runtime.js';
 import { saveUpstreamState, takeUpstreamState, upstreamStateLifetime } from '../connectors/upstream_state.js';
-import { UpstreamError, type UpstreamProfile } from '../connectors/upstream_profile.js';
+import { misconfiguredMessageWithReference, UpstreamError, type UpstreamProfile } from '../connectors/upstream_profile.js';
 import { maxReturnToLength, openSealedInteraction, sealedInteractionOf } from '../http/sealed_interaction.js';
 
 const startForm = z.object({
@@ -206,8 +206,16 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
     const upstream =
       err instanceof UpstreamError ? err : new UpstreamError('Something went wrong while signing you in. Try again in a moment.', 'error', errorMessage(err));
     metrics.upstreamSignIns.inc({ connector: connectorId, outcome: upstream.reason });
-    audit(request, 'upstream.signin_failure', { connectorId, reason: upstream.reason, detail: upstream.detail.slice(0, 300) });
-    const status = upstream.reason === 'unreachable' ? 502 : upstream.reason === 'not_allowed' || upstream.reason === 'disabled' ? 403 : 400;
-    return failurePage(request, reply, name, upstream.publicMessage, returnTo, status);
+    const misconfigured = upstream.reason === 'misconfigured';
+    audit(request, 'upstream.signin_failure', {
+      connectorId,
+      reason: upstream.reason,
+      detail: upstream.detail.slice(0, 500),
+      ...(misconfigured ? { reference: request.id } : {}),
+    });
+    const status = upstream.reason === 'unreachable' || misconfigured ? 502 : upstream.reason === 'not_allowed' || upstream.reason === 'disabled' ? 403 : 400;
+    // Only an administrator can mend a misconfiguration: the page gives the reference the log line carries.
+    const message = misconfigured ? pageText(request)(misconfiguredMessageWithReference, { reference: request.id }) : upstream.publicMessage;
+    return failurePage(request, reply, name, message, returnTo, status);
   }
 }

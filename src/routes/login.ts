@@ -19,7 +19,10 @@ import { formActionSource } from '../oauth/redirect.js';
 import { userForUpstream } from '../connectors/accounts.js';
 import { ldapFindEntry, ldapSignIn } from '../connectors/ldap_directory.js';
 import { buttonConnectors, connectorSecret, freshSignInAsked, loadConnectors } from '../connectors/runtime.js';
-import { UpstreamError } from '../connectors/upstream_profile.js';
+import { misconfiguredMessageWithReference, UpstreamError } from '../connectors/upstream_profile.js';
+import type { UpstreamFailureKind } from '../connectors/upstream_cause.js';
+import { pageLanguage } from '../i18n/page_language.js';
+import { translator } from '../i18n/translate.js';
 import type { UserRecord } from '../store/store.js';
 import { epochSeconds } from '../clock.js';
 import { currentSession } from '../http/session.js';
@@ -41,6 +44,9 @@ const loginForm = z.object({
   csrf_token: z.string().max(256).optional(),
   return_to: z.string().max(maxReturnToLength).optional(),
 });
+
+/** A text with parameters, put into the page's language here (renderPage translates the rest). */
+const pageText = (request: FastifyRequest) => translator(pageLanguage(request)).t;
 
 export async function loginRoutes(app: FastifyInstance): Promise<void> {
   const services = app.services;
@@ -113,29 +119,33 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
     attempt: SignInAttempt,
     username: string,
     password: string,
-  ): Promise<{ user: UserRecord | undefined; matches: boolean; connectorId?: string }> {
+  ): Promise<{ user: UserRecord | undefined; matches: boolean; connectorId?: string; unavailable?: UpstreamFailureKind }> {
     const found = await store.findUserByUsername(username);
     const hasPassword = found !== undefined && isLocalPasswordHash(found.passwordHash);
     const matches = await verifyPassword(password, hasPassword ? found.passwordHash : await decoyPasswordHash());
     if (found && hasPassword) return { user: found, matches };
+    // A directory that could not answer, when none that could knew the name: the person is told
+    // that, not "wrong password" — and whether it is passing or needs an administrator.
+    let unavailableKind: UpstreamFailureKind | undefined;
     for (const connector of await loadConnectors(services, request.log)) {
       if (connector.type !== 'ldap') continue;
       const connectorId = connector.record.id;
-      const unavailable = (detail: string) => {
-        services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: 'unreachable' });
-        audit(request, 'upstream.signin_failure', { connectorId, reason: 'unreachable', detail: detail.slice(0, 300) });
+      const unavailable = (detail: string, failure: UpstreamFailureKind) => {
+        if (unavailableKind !== 'misconfigured') unavailableKind = failure;
+        services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: failure });
+        audit(request, 'upstream.signin_failure', { connectorId, reason: failure, detail: detail.slice(0, 500), reference: request.id });
       };
       let bindPassword: string;
       try {
         bindPassword = connectorSecret(services, connector.record) ?? '';
       } catch (err) {
         // A secret that cannot be opened (another server key): this directory is out of reach.
-        unavailable(`the bind password cannot be opened: ${(err as Error).message}`);
+        unavailable(`the bind password cannot be opened with this server's secret key: ${(err as Error).message}`, 'misconfigured');
         continue;
       }
       const lookup = await ldapFindEntry(connector.config, bindPassword, username, services.config.upstreamTimeout);
       if (lookup.kind === 'unavailable') {
-        unavailable(lookup.detail);
+        unavailable(lookup.detail, lookup.failure);
         continue;
       }
       if (lookup.kind === 'no_such_user') continue;
@@ -144,7 +154,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
       const againstEntry = await attempt.alsoCountAgainst(`ldap:${connectorId}:${entry.subject}`);
       const outcome = await againstEntry(() => ldapSignIn(connector.config, bindPassword, entry, password, services.config.upstreamTimeout));
       if (outcome.kind === 'unavailable') {
-        unavailable(outcome.detail);
+        unavailable(outcome.detail, outcome.failure);
         continue;
       }
       if (outcome.kind === 'wrong_password') {
@@ -170,7 +180,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
         return { user: undefined, matches: false, connectorId };
       }
     }
-    return { user: found, matches: false };
+    return { user: found, matches: false, ...(unavailableKind === undefined ? {} : { unavailable: unavailableKind }) };
   }
 
   app.post('/login', page, async (request, reply) => {
@@ -206,11 +216,23 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
 
     const attempt = await startSignInAttempt(request, services, username);
     const { who } = attempt;
-    const { user, matches: passwordMatches, connectorId } = await attempt.run(() => checkPassword(request, attempt, username, form.password));
+    const { user, matches: passwordMatches, connectorId, unavailable } = await attempt.run(() => checkPassword(request, attempt, username, form.password));
     // A disabled account answers like a wrong password: otherwise the answer would confirm a guess.
     if (!user || !passwordMatches || user.disabled) {
       await attempt.finish(false);
       services.metrics.signInFailures.inc();
+      if (unavailable !== undefined) {
+        // No password was judged: a directory could not be asked. Saying "wrong password" would
+        // send the person round again for nothing; a misconfiguration is the administrator's to
+        // fix, and the reference finds the warn line that says why.
+        audit(request, 'signin.failure', { ...who, reason: 'directory_unavailable' });
+        return again(
+          unavailable === 'misconfigured'
+            ? pageText(request)(misconfiguredMessageWithReference, { reference: request.id })
+            : 'The directory that checks this password could not be reached. Try again in a moment.',
+          502,
+        );
+      }
       // Never the typed username: people type their password there. A keyed digest still lets
       // an operator see repeated attempts on one name.
       audit(

@@ -16,9 +16,9 @@ import Provider from 'oidc-provider';
 import { decodeJwt } from 'jose';
 import { deviceGrantType } from '../helpers/app.js';
 import { Browser, fetchTransport, inputValue, signIn, type BrowserResponse } from '../helpers/browser.js';
-import { runCli, spawnCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { freePort, runCli, spawnCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
 import { directory, ldapRequired, slapdAvailable, startSlapd, type RunningSlapd } from '../helpers/slapd.js';
-import { startFakeGithub, type FakeGithub } from '../helpers/upstreams.js';
+import { startFakeGithub, startFakeOidcProvider, type FakeGithub, type FakeOidcProvider } from '../helpers/upstreams.js';
 
 let dir: string;
 let env: Record<string, string>;
@@ -174,6 +174,29 @@ describe('Latchkey behind Latchkey', () => {
       email: 'ursula@upstream.example',
       name: 'Ursula Upstream',
     });
+  });
+
+  it('connectors add with a client secret the upstream refuses: refused (invalid_client), nothing added, the secret never printed', async () => {
+    const client = await runCli(
+      ['clients', 'add', 'checked', '--confidential', '--first-party', '--redirect-uri', `${server.base}/connectors/checked/callback`],
+      upstreamEnv,
+    );
+    expect(client.code).toBe(0);
+    const refused = await runCli(
+      ['connectors', 'add', 'checked', '--type', 'oidc', '--issuer', upstream.base, '--client-id', 'checked', '--client-secret-stdin'],
+      env,
+      'lk_cs_not-the-secret\n',
+    );
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `latchkey: connector checked not added: the token endpoint ${upstream.base}/oauth/token refused the client (invalid_client): check --client-id and the client secret`,
+    );
+    expect(refused.stderr).toContain('--no-check');
+    expect(refused.stderr).toMatch(/ok +discovery document: /);
+    expect(refused.stderr).toMatch(/not checked +redirect URI: /);
+    expect(refused.stderr + refused.stdout).not.toContain('not-the-secret');
+    const listed = JSON.parse((await runCli(['connectors', 'list', '--json'], env)).stdout) as Array<{ id: string }>;
+    expect(listed.map((c) => c.id)).not.toContain('checked');
   });
 
   it('a device then approved by that person gets tokens for the user the upstream sign-in made', async () => {
@@ -364,6 +387,83 @@ describe('GitHub (a stand-in: github.com cannot be reached from here)', () => {
   });
 });
 
+describe('connectors add checks the upstream before saving it; connectors test checks a stored one', () => {
+  let idp: FakeOidcProvider;
+  beforeAll(async () => {
+    idp = await startFakeOidcProvider();
+  });
+  afterAll(() => idp?.close());
+
+  it('an issuer the upstream names otherwise: refused, naming the issuer it really has; --no-check adds it; connectors test fails until the upstream is fixed', async () => {
+    const really = idp.base.replace('127.0.0.1', 'localhost');
+    idp.behaviour.discoveryIssuer = really;
+    const args = ['connectors', 'add', 'misnamed', '--type', 'oidc', '--issuer', idp.base, '--client-id', idp.clientId, '--client-secret-stdin'];
+    const refused = await runCli(args, env, idp.clientSecret);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `latchkey: connector misnamed not added: the issuer's discovery document names the issuer ${really}, not ${idp.base}: use --issuer ${really}`,
+    );
+    expect(refused.stderr).toContain('add it unchecked with --no-check');
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).not.toContain(idp.clientSecret);
+
+    const unchecked = await runCli([...args, '--no-check'], env, idp.clientSecret);
+    expect(unchecked.code).toBe(0);
+    expect(unchecked.stdout).toBe(`redirect_uri: ${server.base}/connectors/misnamed/callback\n`);
+
+    const failing = await runCli(['connectors', 'test', 'misnamed'], env);
+    expect(failing.code).toBe(1);
+    expect(failing.stderr).toContain(`latchkey: connector misnamed does not work: the issuer's discovery document names the issuer ${really}`);
+    expect(failing.stdout).toMatch(/FAILED +discovery document: /);
+
+    idp.behaviour.discoveryIssuer = undefined;
+    const working = await runCli(['connectors', 'test', 'misnamed'], env);
+    expect(working.code, working.stderr).toBe(0);
+    expect(working.stdout).toMatch(/ok +discovery document: /);
+    expect(working.stdout).toMatch(/ok +signing keys \(JWKS\): \S+ holds 1 key/);
+    expect(working.stdout).toContain('Connector misnamed works');
+    expect(working.stdout + working.stderr).not.toContain(idp.clientSecret);
+    expect((await runCli(['connectors', 'remove', 'misnamed'], env)).code).toBe(0);
+  });
+
+  it('an upstream on a closed port: refused with the cause', async () => {
+    const port = await freePort();
+    const refused = await runCli(['connectors', 'add', 'nowhere', '--type', 'oidc', '--issuer', `http://127.0.0.1:${port}`, '--client-id', 'x'], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `latchkey: connector nowhere not added: cannot connect to http://127.0.0.1:${port}/.well-known/openid-configuration: connection refused`,
+    );
+  });
+
+  it('a GitHub client secret GitHub refuses: refused (incorrect_client_credentials)', async () => {
+    const github = await startFakeGithub();
+    try {
+      const args = [
+        'connectors',
+        'add',
+        'gh-wrong',
+        '--type',
+        'github',
+        '--client-id',
+        github.clientId,
+        '--client-secret-stdin',
+        '--org',
+        'acme',
+        '--api-url',
+        github.apiUrl,
+      ];
+      const refused = await runCli(args, env, 'not-the-secret');
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(
+        'latchkey: connector gh-wrong not added: GitHub refused the client (incorrect_client_credentials): check --client-id and the client secret',
+      );
+      expect(refused.stderr).toMatch(/ok +API: /);
+    } finally {
+      await github.close();
+    }
+  });
+});
+
 describe('connectors add refuses what would silently not work, and warns of what is open to everyone', () => {
   it('usage errors (exit 2) and warnings', async () => {
     const stdin = 'a-secret\n';
@@ -411,11 +511,11 @@ describe('connectors add refuses what would silently not work, and warns of what
         stdin,
       ),
       runCli(
-        ['connectors', 'add', 'google', '--type', 'oidc', '--issuer', 'https://accounts.google.com', '--client-id', 'x', '--client-secret-stdin'],
+        ['connectors', 'add', 'google', '--type', 'oidc', '--issuer', 'https://accounts.google.com', '--client-id', 'x', '--client-secret-stdin', '--no-check'],
         env,
         stdin,
       ),
-      runCli(['connectors', 'add', 'gh3', '--type', 'github', '--client-id', 'x', '--client-secret-stdin'], env, stdin),
+      runCli(['connectors', 'add', 'gh3', '--type', 'github', '--client-id', 'x', '--client-secret-stdin', '--no-check'], env, stdin),
     ]);
     expect(reserved).toMatchObject({ code: 2 });
     expect(reserved.stderr).toContain('reserved');
@@ -465,11 +565,13 @@ if (!slapdAvailable && ldapRequired) {
         directory.groupBase,
         '--start-tls',
       ],
-      env,
+      // The command checks the directory before saving it: it trusts the certificate as the server does.
+      { ...env, NODE_EXTRA_CA_CERTS: slapd!.caFile },
       `${directory.bindPassword}\n`,
     );
     expect(added.code).toBe(0);
     expect(added.stdout).toBe('');
+    expect(added.stderr).toMatch(/ok +service account bind: bound as cn=latchkey/);
     const person = new Browser(fetchTransport(server.base));
     const res = await signIn(person, await person.get('/login'), 'dora', directory.people.dora.password);
     expect(res.status).toBe(303);
@@ -535,36 +637,109 @@ if (!slapdAvailable && ldapRequired) {
     }
   });
 
-  it('a StartTLS directory whose certificate is not trusted is unavailable, not a 500', async () => {
+  it('a StartTLS directory whose certificate is not trusted: connectors add refuses it, and added anyway, people are told it is not set up correctly', async () => {
     const untrusted = await startServerProcess({ LATCHKEY_DB: join(dir, 'untrusted.db'), LATCHKEY_UPSTREAM_TIMEOUT: '3' });
     try {
       const uenv = { LATCHKEY_DB: join(dir, 'untrusted.db') };
-      await runCli(
-        [
-          'connectors',
-          'add',
-          'corp',
-          '--type',
-          'ldap',
-          '--url',
-          slapd!.url,
-          '--bind-dn',
-          directory.bindDn,
-          '--bind-password-stdin',
-          '--user-base',
-          directory.userBase,
-          '--start-tls',
-        ],
-        uenv,
-        directory.bindPassword,
-      );
+      const add = (extra: string[]) =>
+        runCli(
+          [
+            'connectors',
+            'add',
+            'corp',
+            '--type',
+            'ldap',
+            '--url',
+            slapd!.url,
+            '--bind-dn',
+            directory.bindDn,
+            '--bind-password-stdin',
+            '--user-base',
+            directory.userBase,
+            '--start-tls',
+            ...extra,
+          ],
+          uenv,
+          directory.bindPassword,
+        );
+      const refused = await add([]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/connector corp not added: TLS with ldap:\/\/\S+ failed: the certificate .*not trusted \([A-Z_]+\)/);
+      expect((await add(['--no-check'])).code).toBe(0);
       const person = new Browser(fetchTransport(untrusted.base));
       const res = await signIn(person, await person.get('/login'), 'dora', directory.people.dora.password);
-      expect(res.status).toBe(401);
+      expect(res.status).toBe(502);
+      expect(res.body).toContain('This sign-in method is not set up correctly; tell your administrator');
       const metrics = await (await fetch(`${untrusted.base}/metrics`)).text();
-      expect(metrics).toMatch(/latchkey_upstream_signins_total\{connector="corp",outcome="unreachable"\} 1/);
+      expect(metrics).toMatch(/latchkey_upstream_signins_total\{connector="corp",outcome="misconfigured"\} 1/);
     } finally {
       await untrusted.stop();
     }
+  });
+
+  const ldapArgs = (id: string, url: string) => [
+    'connectors',
+    'add',
+    id,
+    '--type',
+    'ldap',
+    '--url',
+    url,
+    '--bind-dn',
+    directory.bindDn,
+    '--bind-password-stdin',
+    '--user-base',
+    directory.userBase,
+  ];
+
+  it('connectors add refuses a directory on a closed port, with the cause and the hint --no-check', async () => {
+    const port = await freePort();
+    const refused = await runCli(ldapArgs('dead', `ldap://127.0.0.1:${port}`), env, directory.bindPassword);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`latchkey: connector dead not added: cannot connect to ldap://127.0.0.1:${port}: connection refused`);
+    expect(refused.stderr).toMatch(/FAILED +connection: cannot connect/);
+    expect(refused.stderr).toContain('--no-check');
+    expect(refused.stderr).not.toContain(directory.bindPassword);
+    expect((await runCli(['connectors', 'test', 'dead'], env)).stderr).toContain('no connector "dead"');
+  });
+
+  it('connectors add refuses a bind password the directory refuses; --no-check adds it; connectors test then fails with the cause', async () => {
+    const url = slapd!.url;
+    const refused = await runCli(ldapArgs('wrongbind', url), env, 'not-the-bind-password\n');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      "latchkey: connector wrongbind not added: the LDAP server refused the service account's bind (invalidCredentials, 0x31): check --bind-dn and the bind password",
+    );
+    expect(refused.stderr).toMatch(/ok +connection: /);
+    expect(refused.stderr + refused.stdout).not.toContain('not-the-bind-password');
+    let listed = JSON.parse((await runCli(['connectors', 'list', '--json'], env)).stdout) as Array<{ id: string }>;
+    expect(listed.map((c) => c.id)).not.toContain('wrongbind');
+
+    const unchecked = await runCli([...ldapArgs('wrongbind', url), '--no-check'], env, 'not-the-bind-password\n');
+    expect(unchecked.code).toBe(0);
+    expect(unchecked.stderr).not.toContain('Checking');
+    listed = JSON.parse((await runCli(['connectors', 'list', '--json'], env)).stdout) as Array<{ id: string }>;
+    expect(listed.map((c) => c.id)).toContain('wrongbind');
+
+    const tested = await runCli(['connectors', 'test', 'wrongbind'], env);
+    expect(tested.code).toBe(1);
+    expect(tested.stderr).toContain(
+      "latchkey: connector wrongbind does not work: the LDAP server refused the service account's bind (invalidCredentials, 0x31): check --bind-dn and the bind password",
+    );
+    expect(tested.stdout).toMatch(/FAILED +service account bind: /);
+    expect(tested.stdout + tested.stderr).not.toContain('not-the-bind-password');
+    expect((await runCli(['connectors', 'remove', 'wrongbind'], env)).code).toBe(0);
+  });
+
+  it('connectors test on a directory that works: exit 0, each step said', async () => {
+    const tested = await runCli(['connectors', 'test', 'corp'], { ...env, NODE_EXTRA_CA_CERTS: slapd!.caFile });
+    expect(tested.code, tested.stderr).toBe(0);
+    expect(tested.stdout).toMatch(/ok +connection: /);
+    expect(tested.stdout).toMatch(/ok +StartTLS: /);
+    expect(tested.stdout).toMatch(/ok +service account bind: bound as cn=latchkey,dc=example,dc=org/);
+    expect(tested.stdout).toMatch(/ok +search of the user base: ou=people,dc=example,dc=org/);
+    expect(tested.stdout).toMatch(/ok +search of the group base: /);
+    expect(tested.stdout).toMatch(/not checked +person sign-in: /);
+    expect(tested.stdout).toContain('Connector corp works');
   });
 });

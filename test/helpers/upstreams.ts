@@ -79,6 +79,8 @@ export interface FakeOidcBehaviour {
   signWithUnpublishedKey: boolean;
   /** The auth_time claim: when the person last signed in here (default: now, as if asked again). */
   authTime: number | undefined;
+  /** The issuer its discovery document names (default: its own address), as a provider set up under another name would. */
+  discoveryIssuer: string | undefined;
 }
 
 export interface FakeOidcProvider extends RunningUpstream {
@@ -113,6 +115,7 @@ export async function startFakeOidcProvider(
       authorizationOrigin: undefined,
       signWithUnpublishedKey: false,
       authTime: undefined,
+      discoveryIssuer: undefined,
     },
     lastAuthorize: undefined,
     lastTokenAuth: undefined,
@@ -126,7 +129,7 @@ export async function startFakeOidcProvider(
     switch (`${request.method} ${url.pathname}`) {
       case 'GET /.well-known/openid-configuration':
         return json(response, 200, {
-          issuer: base,
+          issuer: provider.behaviour.discoveryIssuer ?? base,
           authorization_endpoint: `${provider.behaviour.authorizationOrigin ?? base}/authorize`,
           token_endpoint: `${base}/token`,
           jwks_uri: `${base}/jwks`,
@@ -302,15 +305,20 @@ export async function startFakeGithub(): Promise<FakeGithub> {
       case 'POST /login/oauth/access_token': {
         const code = codes.get(body.get('code') ?? '');
         codes.delete(body.get('code') ?? '');
-        // GitHub answers errors with 200 and an error body.
-        if (!code || body.get('client_id') !== github.clientId || body.get('client_secret') !== github.clientSecret)
-          return json(response, 200, { error: 'bad_verification_code' });
+        // GitHub answers errors with 200 and an error body: the client's credentials are judged
+        // first (incorrect_client_credentials), then the code (bad_verification_code).
+        if (body.get('client_id') !== github.clientId || body.get('client_secret') !== github.clientSecret)
+          return json(response, 200, { error: 'incorrect_client_credentials' });
+        if (!code) return json(response, 200, { error: 'bad_verification_code' });
         if (code.challenge !== undefined && s256(body.get('code_verifier') ?? '') !== code.challenge)
           return json(response, 200, { error: 'bad_verification_code' });
         const token = `gho_${randomBytes(16).toString('hex')}`;
         tokens.add(token);
         return json(response, 200, { access_token: token, token_type: 'bearer', scope: 'read:org,read:user,user:email' });
       }
+      case 'GET /api/v3/meta':
+        // Public, as GitHub's: what the API serves from (abridged).
+        return json(response, 200, { verifiable_password_authentication: false });
       case 'GET /api/v3/user':
         return authorized ? json(response, 200, { id: a.id, login: a.login, name: a.name }) : json(response, 401, { message: 'Bad credentials' });
       case 'GET /api/v3/user/emails':

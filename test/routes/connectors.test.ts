@@ -328,6 +328,76 @@ describe('upstream attacks and failures end on a page, with nothing created', ()
   });
 });
 
+describe('a connector set up wrong: people are told so, and the log says why at warn', () => {
+  let lines: string[];
+  beforeEach(async () => {
+    await t.close();
+    lines = [];
+    t = await testApp({ LATCHKEY_UPSTREAM_TIMEOUT: '1' }, { logLines: lines });
+    browser = new Browser(injectTransport(t.app));
+  });
+  const failureLine = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((l) => l.event === 'upstream.signin_failure');
+  const reference = (body: string) => body.match(/This sign-in method is not set up correctly; tell your administrator \(reference ([^)]+)\)\./)?.[1];
+
+  it('an issuer named otherwise than the upstream names itself: not set up correctly, and the log names the issuer it really has', async () => {
+    idp.behaviour.discoveryIssuer = 'http://localhost:9';
+    try {
+      await addConnector('acme', 'oidc', { issuer: idp.base, clientId: idp.clientId }, idp.clientSecret, 'Acme SSO');
+      const start = await startWith('acme');
+      expect(start.status).toBe(502);
+      expect(start.body).not.toContain('Try again in a moment');
+      const ref = reference(start.body);
+      expect(ref).toBeDefined();
+      expect(failureLine()).toMatchObject({
+        level: 40,
+        reqId: ref,
+        reference: ref,
+        reason: 'misconfigured',
+        detail: `the issuer's discovery document names the issuer http://localhost:9, not ${idp.base}: set the connector's issuer to http://localhost:9`,
+      });
+    } finally {
+      idp.behaviour.discoveryIssuer = undefined;
+    }
+  });
+
+  it('a client secret the upstream refuses (invalid_client): not set up correctly, and the log says so at warn', async () => {
+    await addConnector('acme', 'oidc', { issuer: idp.base, clientId: idp.clientId }, 'not-the-secret', 'Acme SSO');
+    const { answer } = await throughUpstream(await startWith('acme'));
+    expect(answer.status).toBe(502);
+    expect(reference(answer.body)).toBeDefined();
+    expect(failureLine()).toMatchObject({
+      level: 40,
+      reason: 'misconfigured',
+      detail: `the token endpoint refused the client ${idp.clientId} (invalid_client): check the connector's client id and secret`,
+    });
+    expect(lines.join('\n')).not.toContain('not-the-secret');
+    expect(usersCount()).toBe(1); // the bootstrap admin only
+  });
+
+  it('a GitHub client secret GitHub refuses (incorrect_client_credentials): not set up correctly', async () => {
+    await addConnector('gh', 'github', { clientId: github.clientId, apiUrl: github.apiUrl }, 'not-the-secret', 'GitHub');
+    const { answer } = await throughUpstream(await startWith('gh'));
+    expect(answer.status).toBe(502);
+    expect(reference(answer.body)).toBeDefined();
+    expect(failureLine()).toMatchObject({ level: 40, reason: 'misconfigured', detail: expect.stringContaining('(incorrect_client_credentials)') });
+  });
+
+  it('a dead upstream is still "try again in a moment", logged at warn; a cancelled sign-in is logged at info', async () => {
+    const silent = await startSilentServer();
+    await silent.close();
+    await addConnector('gone', 'oidc', { issuer: silent.base, clientId: 'x' }, undefined, 'Gone');
+    const start = await startWith('gone');
+    expect(start.status).toBe(502);
+    expect(start.body).toContain('could not be reached. Try again in a moment.');
+    expect(failureLine()).toMatchObject({ level: 40, reason: 'unreachable', detail: `cannot connect to ${silent.base}: connection refused` });
+    lines.length = 0;
+    await addConnector('acme', 'oidc', { issuer: idp.base, clientId: idp.clientId }, idp.clientSecret, 'Acme SSO');
+    idp.behaviour.authorizeError = 'access_denied';
+    await throughUpstream(await startWith('acme'));
+    expect(failureLine()).toMatchObject({ level: 30, reason: 'denied' });
+  });
+});
+
 describe('accounts: a stable sub, and linking only by a verified email the connector trusts', () => {
   it("an upstream claiming an admin's email, unverified, gets a user of its own even with --trust-email", async () => {
     await addConnector('trusting', 'oidc', { issuer: idp.base, clientId: idp.clientId, trustEmail: true }, idp.clientSecret, 'Trusting');

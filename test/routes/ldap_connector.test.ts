@@ -234,6 +234,73 @@ if (!slapdAvailable && ldapRequired) {
     expect(await t.store.findUserByUsername('ezra')).toMatchObject({ source: 'corp2', groups: ['ops'] });
   });
 
+  describe('a directory that cannot be asked: people are told so, not that their password is wrong', () => {
+    let lines: string[];
+    beforeEach(async () => {
+      await t.close();
+      lines = [];
+      t = await testApp({ LATCHKEY_UPSTREAM_TIMEOUT: '2' }, { logLines: lines });
+      browser = new Browser(injectTransport(t.app));
+    });
+    const logged = () => lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+
+    it('a service account whose bind is refused: the page says the sign-in method is not set up correctly, with a reference the warn line carries, which names invalidCredentials', async () => {
+      await addLdap('corp', {}, 'wrong-service-password');
+      const res = await attempt('dora', directory.people.dora.password);
+      expect(res.status).toBe(502);
+      expect(res.body).not.toContain('Wrong username or password');
+      const reference = res.body.match(/This sign-in method is not set up correctly; tell your administrator \(reference ([^)]+)\)\./)?.[1];
+      expect(reference).toBeDefined();
+      const failure = logged().find((l) => l.event === 'upstream.signin_failure');
+      expect(failure).toMatchObject({
+        level: 40,
+        connectorId: 'corp',
+        reason: 'misconfigured',
+        reference,
+        detail: "the LDAP server refused the service account's bind (invalidCredentials, 0x31): check --bind-dn and the bind password",
+      });
+      expect(failure?.reqId).toBe(reference);
+      expect(lines.join('\n')).not.toContain('wrong-service-password');
+      expect(lines.join('\n')).not.toContain(directory.people.dora.password);
+      const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      expect(metrics).toMatch(/latchkey_upstream_signins_total\{connector="corp",outcome="misconfigured"\} 1/);
+    });
+
+    it("the person's own wrong password is still a wrong password, logged at info", async () => {
+      await addLdap('corp');
+      const res = await attempt('dora', 'not-doras-password');
+      expect(res.status).toBe(401);
+      expect(res.body).toContain('Wrong username or password.');
+      expect(logged().find((l) => l.event === 'upstream.signin_failure')).toBeUndefined();
+      expect(logged().find((l) => l.event === 'signin.failure')).toMatchObject({ level: 30, connectorId: 'corp', reason: 'password' });
+    });
+
+    it('a directory on a closed port: the page says it could not be reached, the warn line says connection refused', async () => {
+      const closed = await startSilentDirectory();
+      await closed.close();
+      await addLdap('down', { url: closed.url });
+      const res = await attempt('dora', directory.people.dora.password);
+      expect(res.status).toBe(502);
+      expect(res.body).toContain('The directory that checks this password could not be reached. Try again in a moment.');
+      expect(logged().find((l) => l.event === 'upstream.signin_failure')).toMatchObject({
+        level: 40,
+        reason: 'unreachable',
+        detail: `cannot connect to ${closed.url}: connection refused`,
+      });
+    });
+
+    it('a user base that does not exist: not set up correctly, and the warn line names noSuchObject and the base', async () => {
+      await addLdap('corp', { userBase: 'ou=nobody,dc=example,dc=org' });
+      const res = await attempt('dora', directory.people.dora.password);
+      expect(res.status).toBe(502);
+      expect(res.body).toContain('This sign-in method is not set up correctly; tell your administrator');
+      expect(logged().find((l) => l.event === 'upstream.signin_failure')).toMatchObject({
+        level: 40,
+        detail: 'the user base ou=nobody,dc=example,dc=org does not exist in the directory (noSuchObject, 0x20): check --user-base',
+      });
+    });
+  });
+
   it('a directory user disabled here cannot sign in', async () => {
     await attempt('dora', directory.people.dora.password);
     await t.store.setUserDisabled('dora', true, Math.floor(t.clock()));

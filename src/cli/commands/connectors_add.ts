@@ -1,9 +1,13 @@
 /**
  * `latchkey connectors add`: an upstream identity provider (oidc, github, ldap). Secrets come from
  * stdin only (never a command line, which other accounts can read) and are stored sealed with the
- * server's secret key. Prints the redirect URI to register upstream.
+ * server's secret key. Prints the redirect URI to register upstream. Before saving, the upstream
+ * is checked as `connectors test` checks it (connectors/connector_check.ts): a wrong issuer, a
+ * dead directory or a refused bind is said now, to the operator, rather than later to every
+ * person who tries to sign in. `--no-check` saves it unchecked (an upstream set up later).
  */
 import { epochSeconds, systemClock } from '../../clock.js';
+import { checkConnector, type CheckableConnector } from '../../connectors/connector_check.js';
 import {
   connectorIdPattern,
   connectorRedirectUri,
@@ -18,6 +22,7 @@ import { DuplicateError, type ConnectorType } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, exitCodes, defineCommand, type CommandContext } from '../command.js';
 import { readAll } from '../password_input.js';
+import { writeCheck } from './connectors_test.js';
 import type { z } from 'zod';
 
 const usage = [
@@ -26,6 +31,7 @@ const usage = [
   'latchkey connectors add <id> --type github --client-id ID --client-secret-stdin [--name GitHub] [--org ORG]... [--api-url URL]',
   'latchkey connectors add <id> --type ldap   --url ldap://HOST:PORT --bind-dn DN --bind-password-stdin',
   '                             --user-base DN [--user-filter "(uid={username})"] [--group-base DN] [--start-tls]',
+  '                             [--no-check]',
 ].join('\n');
 
 function settings<T>(schema: z.ZodType<T>, input: Record<string, unknown>): T {
@@ -83,6 +89,8 @@ export const connectorsAddCommand = defineCommand({
     '--api-url (github): GitHub Enterprise, e.g. https://github.example.com/api/v3.',
     'LDAP directories sign in on the ordinary password form: a local account with a password owns its name; any other',
     'name goes to each directory in the order added, and the first that knows it answers.',
+    'Before saving, the upstream is checked as `latchkey connectors test` checks it; a failed check adds nothing.',
+    '--no-check: add it without checking (an upstream that is not set up yet).',
     '',
   ].join('\n'),
   positionals: { min: 1, max: 1 },
@@ -104,6 +112,7 @@ export const connectorsAddCommand = defineCommand({
     'user-filter': { type: 'string' },
     'group-base': { type: 'string' },
     'start-tls': { type: 'boolean' },
+    'no-check': { type: 'boolean' },
   },
   async run(context) {
     const id = context.positionals[0] ?? '';
@@ -122,6 +131,7 @@ export const connectorsAddCommand = defineCommand({
     let config: Record<string, unknown>;
     let secret: string | undefined;
     let defaultName: string;
+    let checkable: CheckableConnector;
     // Said once the connector is added.
     const warnings: string[] = [];
     switch (type) {
@@ -136,6 +146,7 @@ export const connectorsAddCommand = defineCommand({
         });
         config = oidc;
         if (v['client-secret-stdin'] === true) secret = await secretFromStdin(context, 'the client secret');
+        checkable = { type, config: oidc, secret };
         defaultName = new URL(oidc.issuer).host;
         if (oidc.issuer.startsWith('http:')) warnings.push('the issuer is plain http: use https outside a test setup');
         if (openToEveryone(oidc.issuer))
@@ -148,6 +159,7 @@ export const connectorsAddCommand = defineCommand({
         const github = settings(githubConfigSchema, { clientId: v['client-id'], orgs: v.org, apiUrl: v['api-url'] });
         config = github;
         secret = await secretFromStdin(context, 'the client secret');
+        checkable = { type, config: github, secret };
         defaultName = 'GitHub';
         if (github.orgs.length === 0) warnings.push('without --org, anyone with a GitHub account can sign in');
         break;
@@ -166,6 +178,7 @@ export const connectorsAddCommand = defineCommand({
         });
         config = ldap;
         secret = await secretFromStdin(context, 'the bind password');
+        checkable = { type, config: ldap, secret };
         defaultName = new URL(ldap.url.replace(/^ldaps?:/, 'http:')).host;
         if (ldap.url.startsWith('ldap:') && !ldap.startTls) warnings.push('passwords would cross the network in the clear: use ldaps:// or --start-tls');
         break;
@@ -176,6 +189,22 @@ export const connectorsAddCommand = defineCommand({
     const name = validName(v.name) ?? defaultName;
     const store = await context.store();
     const box = await context.secretBox();
+    if (await store.findConnector(id)) throw new CommandError(`connector "${id}" already exists`);
+    if (v['no-check'] !== true) {
+      const serverConfig = context.config();
+      // Said before the requests go out: an upstream that does not answer takes the whole deadline.
+      context.stderr.write(`Checking connector ${id} (${type}: ${name})\n`);
+      const result = await checkConnector(checkable, {
+        timeoutSeconds: serverConfig.upstreamTimeout,
+        redirectUri: connectorRedirectUri(serverConfig.issuer, id),
+      });
+      writeCheck(context.stderr, result);
+      if (!result.ok) {
+        throw new CommandError(
+          `connector ${id} not added: ${result.cause ?? 'a check failed'} (fix it and run this again, or add it unchecked with --no-check)`,
+        );
+      }
+    }
     try {
       await store.createConnector({
         id,

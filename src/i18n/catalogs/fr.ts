@@ -138,6 +138,12 @@ export const fr: Catalog = {
   'GitHub could not be reached. Try again in a moment.': 'GitHub est injoignable. Réessayez dans un instant.',
   'The sign-in was cancelled at GitHub.': 'La connexion a été annulée sur GitHub.',
   'GitHub did not answer. Try again in a moment.': 'GitHub n’a pas répondu. Réessayez dans un instant.',
+  'This sign-in method is not set up correctly; tell your administrator.':
+    'Ce moyen de connexion n’est pas configuré correctement ; prévenez votre administrateur.',
+  'This sign-in method is not set up correctly; tell your administrator (reference {reference}).':
+    'Ce moyen de connexion n’est pas configuré correctement ; prévenez votre administrateur (référence {reference}).',
+  'The directory that checks this password could not be reached. Try again in a moment.':
+    'L’annuaire qui vérifie ce mot de passe est injoignable. Réessayez dans un instant.',
   'GitHub answered in a way that cannot be trusted. Try again.': 'La réponse de GitHub n’est pas digne de confiance. Réessayez.',
   'GitHub did not say who you are.': 'GitHub n’a pas indiqué qui vous êtes.',
   'Your GitHub account is not a member of an organization allowed to sign in here.':

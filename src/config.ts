@@ -200,7 +200,7 @@ export const environmentSchema = z.object({
   LATCHKEY_BOOTSTRAP_PASSWORD: optionalText.pipe(z.string().min(8, 'LATCHKEY_BOOTSTRAP_PASSWORD must be at least 8 characters').max(1024).optional()).meta({
     group: 'first-start',
     accepts: '8 to 1024 characters',
-    whenUnset: 'a random password, printed once at that first start',
+    whenUnset: 'a random password, kept sealed and shown on the terminal at each start until that user signs in or it is changed',
     secret: true,
     description:
       'The password of the user `LATCHKEY_BOOTSTRAP_USER` creates on a database with no users. Ignored once any user exists; change it afterwards with `latchkey users passwd`.',
@@ -210,7 +210,7 @@ export const environmentSchema = z.object({
     accepts: oneOf(logLevels),
     envDefault: 'info',
     description:
-      'The least severe pino level written. Logs are JSON lines on stdout: one line per request (method, path without its query string, status, time, client address, and the OAuth error of a refused request) and audit events with a stable `event` field. Authorization headers, cookies and secret form fields are redacted at every level.',
+      'The least severe pino level written. Logs are pino lines on stdout (JSON, or one readable line each: `LATCHKEY_LOG_FORMAT`): one line per request (method, path without its query string, status, time, client address, and the OAuth error of a refused request) and audit events with a stable `event` field. Authorization headers, cookies and secret form fields are redacted at every level.',
   } satisfies SettingAbout),
   LATCHKEY_LOG_FORMAT: optionalText.pipe(z.enum(logFormats, { error: `LATCHKEY_LOG_FORMAT must be one of ${logFormats.join(', ')}` }).optional()).meta({
     group: 'operations',

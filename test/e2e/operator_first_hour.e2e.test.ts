@@ -96,7 +96,9 @@ describe.runIf(process.platform === 'linux')("an operator's first hour", () => {
     await waitFor(() => server!.output().includes('Next, in another terminal:'), { what: 'the start banner' });
     const shown = server.output();
     // The failed start made the user: this start still shows its password.
-    const password = shown.match(/^The first user "admin" has not signed in yet; its password: ([A-Za-z0-9]{20}) {2}\(shown at each start until admin signs in or the password is changed\)$/m)?.[1];
+    const password = shown.match(
+      /^The first user "admin" has not signed in yet; its password: ([A-Za-z0-9]{20}) {2}\(shown at each start until admin signs in or the password is changed\)$/m,
+    )?.[1];
     expect(password, shown).toBeDefined();
     expect(shown).toContain(`Latchkey is listening on ${base}`);
     expect(shown).not.toMatch(jsonLine);

@@ -16,7 +16,14 @@ describe('resolveLogFormat', () => {
 
 describe('humanLogLine', () => {
   it('gives time, level, message and the other fields, without pid and hostname', () => {
-    const line = JSON.stringify({ level: 40, time: Date.UTC(2026, 0, 2, 3, 4, 5), pid: 7, hostname: 'h', event: 'startup.warning', msg: 'the key file can be read by other users' });
+    const line = JSON.stringify({
+      level: 40,
+      time: Date.UTC(2026, 0, 2, 3, 4, 5),
+      pid: 7,
+      hostname: 'h',
+      event: 'startup.warning',
+      msg: 'the key file can be read by other users',
+    });
     expect(humanLogLine(`${line}\n`)).toBe('03:04:05 warn  the key file can be read by other users  event=startup.warning\n');
   });
 

@@ -18,7 +18,10 @@ describe('serverIssuer', () => {
   it('LATCHKEY_ISSUER wins, and a difference from the recorded one is said', async () => {
     store = new SqliteStore({ path: ':memory:' });
     await recordServerIssuer(store, configFrom({ LATCHKEY_ISSUER: 'https://id.example.com' }), manualClock());
-    expect(await serverIssuer(store, configFrom({ LATCHKEY_ISSUER: 'https://id.example.com/' }))).toEqual({ issuer: 'https://id.example.com', note: undefined });
+    expect(await serverIssuer(store, configFrom({ LATCHKEY_ISSUER: 'https://id.example.com/' }))).toEqual({
+      issuer: 'https://id.example.com',
+      note: undefined,
+    });
     expect(await serverIssuer(store, configFrom({ LATCHKEY_ISSUER: 'https://login.example.com' }))).toEqual({
       issuer: 'https://login.example.com',
       note: 'LATCHKEY_ISSUER is https://login.example.com, but the server last started with issuer https://id.example.com: the address below is on LATCHKEY_ISSUER',

@@ -10,7 +10,9 @@ import { configFrom } from '../../src/config.js';
 import { SecretBox, parseSecretKeys } from '../../src/crypto/secret_box.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite_store.js';
 import { auditRecord } from '../../src/audit/audit_trail.js';
+import { PostgresStore } from '../../src/store/postgres/postgres_store.js';
 import { testPasswordHash } from '../helpers/app.js';
+import { describeWithPostgres, freshSchema, pgTestUrl } from '../helpers/postgres.js';
 
 const key = 'K'.repeat(43);
 const config = configFrom({ LATCHKEY_SECRET_KEY: key, LATCHKEY_DB: ':memory:' });
@@ -20,9 +22,9 @@ let store: SqliteStore;
 
 const start = () => bootstrap(store, config, clock, testPasswordHash, box);
 
-afterEach(async () => store.close());
-
 describe('the generated first password', () => {
+  afterEach(async () => store.close());
+
   it('is stored sealed, not in the clear, and shown again at the next start while nobody used it', async () => {
     store = new SqliteStore({ path: ':memory:' });
     const first = await start();
@@ -68,5 +70,23 @@ describe('the generated first password', () => {
     const chosen = configFrom({ LATCHKEY_SECRET_KEY: key, LATCHKEY_DB: ':memory:', LATCHKEY_BOOTSTRAP_PASSWORD: 'the operator chose this' });
     expect(await bootstrap(store, chosen, clock, testPasswordHash, box)).toEqual({ createdUser: 'admin', pendingPassword: undefined });
     expect(await store.findServerSecret(pendingPasswordSecret)).toBeUndefined();
+  });
+});
+
+describeWithPostgres('the generated first password on PostgreSQL', () => {
+  it('two instances starting at once on one empty database: one makes the user, both show the one password it has', async () => {
+    const schema = freshSchema();
+    const open = () => PostgresStore.open({ url: pgTestUrl!, schema, directoryCache: true, transactionDeadline: true });
+    const [a, b] = [await open(), await open()];
+    try {
+      const [first, second] = await Promise.all([bootstrap(a, config, clock, testPasswordHash, box), bootstrap(b, config, clock, testPasswordHash, box)]);
+      expect([first.createdUser, second.createdUser].filter(Boolean)).toEqual(['admin']);
+      expect(first.pendingPassword).toBeDefined();
+      expect(second.pendingPassword).toEqual(first.pendingPassword);
+      expect(await a.countUsers()).toBe(1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 });

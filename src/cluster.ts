@@ -21,8 +21,9 @@ import { loadServerSecrets } from './crypto/server_secrets.js';
 import { prepareDatabase } from './prepare_database.js';
 import { startupWarnings } from './startup_warnings.js';
 import { startHousekeeping } from './housekeeping.js';
-import { loggerOptions } from './logging.js';
-import { banner } from './banner.js';
+import { loggerOptions, resolveLogFormat } from './logging.js';
+import { reportStart } from './banner.js';
+import { recordServerIssuer } from './server_issuer.js';
 import { openConfiguredStore } from './store/open.js';
 
 /** Set in the environment of the workers this primary forks: how a worker knows it is ours. */
@@ -40,8 +41,10 @@ export interface RunningCluster {
   failed: Promise<Error>;
 }
 
-export async function startCluster(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningCluster> {
-  const log = pino(loggerOptions(config.logLevel, undefined, { sync: true }) as pino.LoggerOptions).child({ role: 'primary' });
+/** `terminal`: where a person reads the start (stderr), as for startServer. */
+export async function startCluster(config: Config, terminal: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr): Promise<RunningCluster> {
+  const format = resolveLogFormat(config.logFormat, terminal.isTTY);
+  const log = pino(loggerOptions(config.logLevel, undefined, { sync: true, format }) as pino.LoggerOptions).child({ role: 'primary' });
   const store = await openConfiguredStore(config, { convertVacuum: true });
   let result: BootstrapResult;
   let notices: string[];
@@ -51,7 +54,7 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
     const prepared = await prepareDatabase(config, store, { refuseClearValues: true });
     const secretBox = prepared.secretBox;
     notices = prepared.notices;
-    result = await bootstrap(store, config, systemClock);
+    result = await bootstrap(store, config, systemClock, undefined, secretBox);
     // Keys and secrets are created (and sealed) here, once, not raced by N workers starting together.
     await createSigner(store, systemClock, {
       issuer: config.issuer,
@@ -66,8 +69,6 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
     throw err;
   }
   const warnings = startupWarnings(config, store);
-  for (const notice of notices) log.info({ event: 'startup.notice' }, notice);
-  for (const warning of warnings) log.warn({ event: 'startup.warning' }, warning);
   if (store.vacuumConversion === 'converted')
     log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
   const housekeeping = startHousekeeping(store, systemClock, log, config.housekeepingInterval, config.auditRetention);
@@ -102,7 +103,8 @@ export async function startCluster(config: Config, out: NodeJS.WritableStream = 
       listened = true;
       if (bannerShown) return;
       bannerShown = true;
-      out.write(banner(config, address.port, result, { notices, warnings }, config.workers));
+      recordServerIssuer(store, config, systemClock).catch((err: unknown) => log.warn({ err }, 'could not record the issuer for the admin commands'));
+      reportStart(format, { stderr: terminal, log }, config, address.port, result, { notices, warnings }, config.workers);
     });
     // Node gives a null code to a worker ended by a signal (and a null signal to one that exited).
     worker.once('exit', (code: number | null, signal: string | null) => {

@@ -108,6 +108,7 @@ const rateLimit = (name: string, fallback: string, words: SettingWords) =>
     } satisfies SettingAbout);
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const logFormats = ['auto', 'text', 'json'] as const;
 
 /** The server's settings, each described for the configuration reference (config_reference.ts). */
 export const environmentSchema = z.object({
@@ -199,7 +200,7 @@ export const environmentSchema = z.object({
   LATCHKEY_BOOTSTRAP_PASSWORD: optionalText.pipe(z.string().min(8, 'LATCHKEY_BOOTSTRAP_PASSWORD must be at least 8 characters').max(1024).optional()).meta({
     group: 'first-start',
     accepts: '8 to 1024 characters',
-    whenUnset: 'a random password, printed once at that first start',
+    whenUnset: 'a random password, kept sealed and shown on the terminal at each start until that user signs in or it is changed',
     secret: true,
     description:
       'The password of the user `LATCHKEY_BOOTSTRAP_USER` creates on a database with no users. Ignored once any user exists; change it afterwards with `latchkey users passwd`.',
@@ -209,7 +210,14 @@ export const environmentSchema = z.object({
     accepts: oneOf(logLevels),
     envDefault: 'info',
     description:
-      'The least severe pino level written. Logs are JSON lines on stdout: one line per request (method, path without its query string, status, time, client address, and the OAuth error of a refused request) and audit events with a stable `event` field. Authorization headers, cookies and secret form fields are redacted at every level.',
+      'The least severe pino level written. Logs are pino lines on stdout (JSON, or one readable line each: `LATCHKEY_LOG_FORMAT`): one line per request (method, path without its query string, status, time, client address, and the OAuth error of a refused request) and audit events with a stable `event` field. Authorization headers, cookies and secret form fields are redacted at every level.',
+  } satisfies SettingAbout),
+  LATCHKEY_LOG_FORMAT: optionalText.pipe(z.enum(logFormats, { error: `LATCHKEY_LOG_FORMAT must be one of ${logFormats.join(', ')}` }).optional()).meta({
+    group: 'operations',
+    accepts: oneOf(logFormats),
+    envDefault: 'auto',
+    description:
+      "Who reads what `latchkey serve` and the admin commands write. `text`: a person — the server's start is said in sentences on stderr (the first user's generated password among them) and its log lines are one readable line each on stdout; admin commands print their sentences only (each audit event is still stored, for the admin console). `json`: a machine — the start, its notices and warnings are pino JSON lines on stdout like every other log line, the first user's password is never written, and admin commands add their audit event as a JSON line on stderr. `auto`: `text` when stderr is a terminal, else `json`.",
   } satisfies SettingAbout),
   LATCHKEY_SIGNING_ALG: optionalText
     .pipe(z.enum(signingAlgorithms, { error: `LATCHKEY_SIGNING_ALG must be one of ${signingAlgorithms.join(', ')}` }).optional())
@@ -459,10 +467,13 @@ export const environmentSchema = z.object({
 recordEnvironmentNames(environmentSchema.shape);
 
 export type LogLevel = (typeof logLevels)[number];
+export type LogFormat = (typeof logFormats)[number];
 
 export interface Config {
   /** Public base URL, without a trailing slash. */
   readonly issuer: string;
+  /** Whether LATCHKEY_ISSUER gave the issuer (else it is the default, `http://localhost:$PORT`). */
+  readonly issuerConfigured: boolean;
   readonly port: number;
   readonly host: string;
   /** LATCHKEY_DB: a SQLite file path or a postgres:// URL (which may hold a password: print it with redactDatabase). */
@@ -477,6 +488,8 @@ export interface Config {
   readonly bootstrapUser: string | undefined;
   readonly bootstrapPassword: string | undefined;
   readonly logLevel: LogLevel;
+  /** LATCHKEY_LOG_FORMAT: sentences for a person or JSON lines for a machine (logging.ts resolves `auto`). */
+  readonly logFormat: LogFormat;
   /** Algorithm of access tokens (id_tokens are always RS256). */
   readonly signingAlg: SigningAlgorithm;
   /** Server processes sharing the port (node:cluster); 1 = no cluster. */
@@ -611,6 +624,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const secretKeyFile = e.LATCHKEY_SECRET_KEY_FILE ?? (postgres || e.LATCHKEY_DB === ':memory:' ? undefined : `${e.LATCHKEY_DB}.key`);
   return Object.freeze({
     issuer,
+    issuerConfigured: e.LATCHKEY_ISSUER !== undefined,
     port: e.PORT,
     host: e.HOST,
     databasePath: e.LATCHKEY_DB,
@@ -619,6 +633,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bootstrapUser: e.LATCHKEY_BOOTSTRAP_USER,
     bootstrapPassword: e.LATCHKEY_BOOTSTRAP_PASSWORD,
     logLevel: e.LATCHKEY_LOG_LEVEL ?? 'info',
+    logFormat: e.LATCHKEY_LOG_FORMAT ?? 'auto',
     signingAlg: e.LATCHKEY_SIGNING_ALG ?? 'RS256',
     workers: e.LATCHKEY_WORKERS ?? 1,
     deviceCodeTtl: e.LATCHKEY_DEVICE_CODE_TTL,

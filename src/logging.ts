@@ -4,8 +4,8 @@
  */
 import type { FastifyServerOptions } from 'fastify';
 import { pino } from 'pino';
-import type { LogLevel } from './config.js';
-import { batchedLogStream } from './http/log_stream.js';
+import type { LogFormat, LogLevel } from './config.js';
+import { batchedLogStream, type LogStream } from './http/log_stream.js';
 
 const secretFields = [
   'password',
@@ -52,14 +52,15 @@ export function pathOnly(url: string): string {
 export function loggerOptions(
   level: LogLevel,
   stream?: { write(line: string): void },
-  options: { sync?: boolean } = {},
+  options: { sync?: boolean; format?: 'text' | 'json' } = {},
 ): NonNullable<FastifyServerOptions['logger']> {
+  // Lines go out in batches, a turn of the event loop at a time (http/log_stream.ts), instead of
+  // one write(2) each: at thousands of requests a second the synchronous writes were a third of a
+  // request's cost. What is still waiting is written when the process exits.
+  const destination = stream ?? (options.sync === true ? pino.destination({ dest: 1, sync: true }) : batchedLogStream());
   return {
     level,
-    // Lines go out in batches, a turn of the event loop at a time (http/log_stream.ts), instead of
-    // one write(2) each: at thousands of requests a second the synchronous writes were a third of a
-    // request's cost. What is still waiting is written when the process exits.
-    stream: stream ?? (options.sync === true ? pino.destination({ dest: 1, sync: true }) : batchedLogStream()),
+    stream: options.format === 'text' ? humanLogStream(destination) : destination,
     redact: { paths: redactedPaths, censor: '[redacted]' },
     serializers: {
       req(req: { method: string; url: string; ip?: string; socket?: { remoteAddress?: string } }) {
@@ -67,4 +68,61 @@ export function loggerOptions(
       },
     },
   };
+}
+
+/**
+ * LATCHKEY_LOG_FORMAT resolved: `auto` is `text` when stderr is a terminal (a person started the
+ * server or runs the command), `json` otherwise (a service manager, a container runtime, a script:
+ * whatever reads it is a program, and a sentence in the middle of JSON lines breaks it).
+ */
+export function resolveLogFormat(format: LogFormat, stderrIsTerminal: boolean | undefined): 'text' | 'json' {
+  if (format !== 'auto') return format;
+  return stderrIsTerminal === true ? 'text' : 'json';
+}
+
+const levelNames: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
+
+/** What pino puts on every line and a person reading one terminal does not need again. */
+const omittedFields = new Set(['level', 'time', 'pid', 'hostname', 'msg']);
+
+/**
+ * A control character, a line separator or a bidirectional override in a value (a request path, a
+ * user agent) is shown as an escape: a terminal runs what it is sent.
+ */
+const unprintable = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+
+function printable(text: string): string {
+  return text.replace(unprintable, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** One pino JSON line as one line for a person: `12:04:05 warn  message  field=value …`. */
+export function humanLogLine(json: string): string {
+  let entry: Record<string, unknown>;
+  try {
+    entry = JSON.parse(json) as Record<string, unknown>;
+  } catch {
+    return `${printable(json.replace(/\n$/, ''))}\n`;
+  }
+  const time = typeof entry.time === 'number' ? new Date(entry.time).toISOString().slice(11, 19) : '';
+  const level = typeof entry.level === 'number' ? (levelNames[entry.level] ?? String(entry.level)) : String(entry.level);
+  const details = Object.entries(entry)
+    .filter(([key]) => !omittedFields.has(key))
+    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .join(' ');
+  const msg = typeof entry.msg === 'string' ? entry.msg : '';
+  return `${printable(`${time} ${level.padEnd(5)} ${msg}${details === '' ? '' : `  ${details}`}`)}\n`;
+}
+
+/** A log destination that writes each line for a person (LATCHKEY_LOG_FORMAT=text) to `destination`. */
+export function humanLogStream(destination: { write(line: string): void; flush?(callback?: (err?: Error) => void): void }): LogStream {
+  return {
+    write: (line) => destination.write(humanLogLine(line)),
+    flush: (callback) => (destination.flush ? destination.flush(callback) : callback?.()),
+  };
+}
+
+/** The server's log stream for `format`: undefined for JSON (the logger's own), else readable lines on stdout. */
+export function serverLogStream(format: 'text' | 'json', options: { sync?: boolean } = {}): LogStream | undefined {
+  if (format === 'json') return undefined;
+  return humanLogStream(options.sync === true ? pino.destination({ dest: 1, sync: true }) : batchedLogStream());
 }

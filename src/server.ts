@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { AggregatorRegistry } from 'prom-client';
 import { buildApp } from './app.js';
-import { banner, addressOf } from './banner.js';
+import { addressOf, reportStart } from './banner.js';
 import { bootstrap, type BootstrapResult } from './bootstrap.js';
 import { systemClock } from './clock.js';
 import { clusterMetricsFromPrimary } from './cluster.js';
@@ -16,6 +16,8 @@ import { openConfiguredStore } from './store/open.js';
 import { openSecretBox } from './crypto/secret_key_file.js';
 import { prepareDatabase } from './prepare_database.js';
 import { startupWarnings } from './startup_warnings.js';
+import { resolveLogFormat, serverLogStream } from './logging.js';
+import { recordServerIssuer } from './server_issuer.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -28,7 +30,16 @@ export interface ServerOptions {
   worker?: boolean;
 }
 
-export async function startServer(config: Config, out: NodeJS.WritableStream = process.stdout, options: ServerOptions = {}): Promise<RunningServer> {
+/**
+ * `terminal`: where a person reads the start (stderr); whether it is a terminal decides, with
+ * LATCHKEY_LOG_FORMAT=auto, between sentences there and JSON entries in the log.
+ */
+export async function startServer(
+  config: Config,
+  terminal: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
+  options: ServerOptions = {},
+): Promise<RunningServer> {
+  const format = resolveLogFormat(config.logFormat, terminal.isTTY);
   // Answer the primary's metrics requests from the first moment (with nothing until the app exists),
   // so a scrape while this worker starts does not wait for it to time out.
   if (options.worker) new AggregatorRegistry();
@@ -44,8 +55,15 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       : await prepareDatabase(config, store, { refuseClearValues: true });
     const secretBox = prepared.secretBox;
     notices = prepared.notices;
-    result = options.worker ? undefined : await bootstrap(store, config, systemClock);
-    app = await buildApp({ config, store, secretBox, ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}) });
+    result = options.worker ? undefined : await bootstrap(store, config, systemClock, undefined, secretBox);
+    const logStream = serverLogStream(format, { sync: config.workers > 1 });
+    app = await buildApp({
+      config,
+      store,
+      secretBox,
+      ...(logStream ? { logStream } : {}),
+      ...(options.worker ? { metricsText: () => clusterMetricsFromPrimary() } : {}),
+    });
     // The primary gathers every worker's registry for /metrics.
     if (options.worker) AggregatorRegistry.setRegistries([app.services.metrics.registry]);
     await app.listen({ port: config.port, host: config.host });
@@ -59,10 +77,12 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const port = typeof bound === 'object' && bound ? bound.port : config.port;
   const address = addressOf(config, port);
   const warnings = options.worker ? [] : startupWarnings(config, store);
-  if (result) out.write(banner(config, port, result, { notices, warnings }));
+  if (result) {
+    // Recorded once listening, so that a start which failed says nothing about the server's issuer.
+    await recordServerIssuer(store, config, systemClock).catch((err: unknown) => app.log.warn({ err }, 'could not record the issuer for the admin commands'));
+    reportStart(format, { stderr: terminal, log: app.log }, config, port, result, { notices, warnings });
+  }
   if (!options.worker) {
-    for (const notice of notices) app.log.info({ event: 'startup.notice' }, notice);
-    for (const warning of warnings) app.log.warn({ event: 'startup.warning' }, warning);
     if (store.vacuumConversion === 'converted')
       app.log.info({ event: 'startup.vacuum_converted' }, 'the database now gives freed space back (converted to incremental vacuum)');
   }

@@ -10,13 +10,16 @@ import { securityNoticeMails, type SecurityChange } from '../mail/security_notic
 import { deliverSecurityNotices } from '../mail/security_notice_sender.js';
 import type { UserRecord } from '../store/store.js';
 import type { CommandContext } from './command.js';
+import { serverIssuer } from '../server_issuer.js';
 
 export async function mailSecurityNotice(context: CommandContext, user: UserRecord, change: SecurityChange): Promise<void> {
   const config = context.config();
   const mailer = createMailer(config);
   if (mailer === undefined) return;
   try {
-    const mails = securityNoticeMails(config.productName, config.issuer, user, change, { at: epochSeconds(systemClock), by: { kind: 'administrator' } });
+    // The links in the mail are the server's: on the issuer it runs with, whatever this shell's environment says.
+    const { issuer } = await serverIssuer(await context.store(), config);
+    const mails = securityNoticeMails(config.productName, issuer, user, change, { at: epochSeconds(systemClock), by: { kind: 'administrator' } });
     for (const outcome of await deliverSecurityNotices(mailer, mails)) {
       context.stderr.write(
         outcome.sent

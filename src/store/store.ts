@@ -533,6 +533,12 @@ export interface UserRevocationGuard {
   userTokensRevokedAt: number | undefined;
 }
 
+/** The issuer a server started with, and when (epoch seconds). */
+export interface RecordedIssuer {
+  issuer: string;
+  recordedAt: number;
+}
+
 /** A server secret as stored, for re-encryption under a new key (see resealSecrets). */
 export interface SealedSecret {
   /** Where it lives, e.g. "signing_key:<kid>" or "server_secret:<name>": bound into the encryption. */
@@ -822,6 +828,14 @@ export interface Store {
    * value is stored as given: callers hand in and get back the encrypted form (crypto/secret_box.ts).
    */
   serverSecret(name: string, generate: () => string): Promise<string>;
+  /** A server-wide secret by name as stored, or undefined: never creates one. */
+  findServerSecret(name: string): Promise<string | undefined>;
+  /** Removes a server-wide secret (one kept only until it is used); whether there was one. */
+  removeServerSecret(name: string): Promise<boolean>;
+  /** Records the issuer a starting server runs with (the newest start wins), for the admin commands. */
+  recordIssuer(issuer: string, now: number): Promise<void>;
+  /** The issuer the server last started with, or undefined before any start recorded one. */
+  recordedIssuer(): Promise<RecordedIssuer | undefined>;
   /**
    * Re-encrypts every stored server secret (signing keys' private keys, server secrets, connector
    * secrets, TOTP secrets with context `totp:<userId>`) in one

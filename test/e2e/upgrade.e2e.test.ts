@@ -135,6 +135,8 @@ describe.each(cases.filter((c) => c.store === 'sqlite' || pgTestUrl !== undefine
     it('the start says what it did; the person, the clients and the sign-ins of the older build keep working; the second start changes nothing', async () => {
       const { env, held, sql } = await restore(fixture, store);
       env.LATCHKEY_ISSUER = held.issuer;
+      // The start as a person at a terminal reads it.
+      env.LATCHKEY_LOG_FORMAT = 'text';
       const server = await startServerProcess(env);
       try {
         const output = server.output();

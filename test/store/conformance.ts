@@ -724,6 +724,18 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
+    describe('the recorded issuer', () => {
+      it('is undefined until a start records one; the newest start wins', async () => {
+        await withStore(async (store) => {
+          expect(await store.recordedIssuer()).toBeUndefined();
+          await store.recordIssuer('https://id.example.com', t0);
+          expect(await store.recordedIssuer()).toEqual({ issuer: 'https://id.example.com', recordedAt: t0 });
+          await store.recordIssuer('http://localhost:41873', t0 + 60);
+          expect(await store.recordedIssuer()).toEqual({ issuer: 'http://localhost:41873', recordedAt: t0 + 60 });
+        });
+      });
+    });
+
     describe('server secrets', () => {
       it('returns the first generated value, even when later calls bring another generator', async () => {
         await withStore(async (store) => {
@@ -737,6 +749,21 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.serverSecret('a', () => 'value-a')).toBe('value-a');
           expect(await store.serverSecret('b', () => 'value-b')).toBe('value-b');
           expect(await store.serverSecret('a', () => 'other')).toBe('value-a');
+        });
+      });
+
+      it('findServerSecret reads without creating; removeServerSecret removes one name only, and says whether it was there', async () => {
+        await withStore(async (store) => {
+          expect(await store.findServerSecret('first_user_password')).toBeUndefined();
+          await store.serverSecret('first_user_password', () => 'lk1.KEYAAAAA.n.pending');
+          await store.serverSecret('csrf', () => 'csrf-value');
+          expect(await store.findServerSecret('first_user_password')).toBe('lk1.KEYAAAAA.n.pending');
+          expect(await store.removeServerSecret('first_user_password')).toBe(true);
+          expect(await store.removeServerSecret('first_user_password')).toBe(false);
+          expect(await store.findServerSecret('first_user_password')).toBeUndefined();
+          expect(await store.findServerSecret('csrf')).toBe('csrf-value');
+          // Made again by the next generator, as on a first use.
+          expect(await store.serverSecret('first_user_password', () => 'lk1.KEYAAAAA.n.again')).toBe('lk1.KEYAAAAA.n.again');
         });
       });
 

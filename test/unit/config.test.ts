@@ -31,6 +31,7 @@ describe('loadConfig defaults', () => {
   it('gives the documented defaults for an empty environment', () => {
     expect(loadConfig({})).toEqual({
       issuer: 'http://localhost:3000',
+      issuerConfigured: false,
       port: 3000,
       host: '127.0.0.1',
       databasePath: './data/latchkey.db',
@@ -39,6 +40,7 @@ describe('loadConfig defaults', () => {
       bootstrapUser: undefined,
       bootstrapPassword: undefined,
       logLevel: 'info',
+      logFormat: 'auto',
       signingAlg: 'RS256',
       workers: 1,
       deviceCodeTtl: 900,
@@ -107,6 +109,7 @@ describe('loadConfig defaults', () => {
         LATCHKEY_BOOTSTRAP_USER: 'admin@example.com',
         LATCHKEY_BOOTSTRAP_PASSWORD: 'long enough',
         LATCHKEY_LOG_LEVEL: 'debug',
+        LATCHKEY_LOG_FORMAT: 'json',
         LATCHKEY_SIGNING_ALG: 'ES256',
         LATCHKEY_WORKERS: '4',
         LATCHKEY_DEVICE_CODE_TTL: '600',
@@ -128,6 +131,7 @@ describe('loadConfig defaults', () => {
       }),
     ).toEqual({
       issuer: 'https://id.example.com',
+      issuerConfigured: true,
       port: 4000,
       host: '0.0.0.0',
       databasePath: '/var/lib/latchkey/db.sqlite',
@@ -136,6 +140,7 @@ describe('loadConfig defaults', () => {
       bootstrapUser: 'admin@example.com',
       bootstrapPassword: 'long enough',
       logLevel: 'debug',
+      logFormat: 'json',
       signingAlg: 'ES256',
       workers: 4,
       deviceCodeTtl: 600,

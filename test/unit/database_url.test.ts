@@ -69,7 +69,7 @@ describe('LATCHKEY_DB in the configuration', () => {
 
   it('the banner shows the database without its password', () => {
     const config = configFrom({ LATCHKEY_DB: 'postgres://latchkey:s3cret@db:5432/latchkey', LATCHKEY_SECRET_KEY: secretKey });
-    const text = banner(config, 3000, { createdUser: undefined, generatedPassword: undefined });
+    const text = banner(config, 3000, { createdUser: undefined, pendingPassword: undefined });
     expect(text).toContain('database postgres://latchkey:***@db:5432/latchkey');
     expect(text).not.toContain('s3cret');
   });

@@ -38,6 +38,7 @@ const released: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0018_removed_identities.sql': '59d9ed59656be8305431bdf749c0f7d69ead97f20c50c16db77d438864b9f13f',
     '0019_schema_parity.sql': '3b61c1bbdd79b983729336b8a200f639f482964761a5cbaee51e3580d8db6883',
     '0020_web_origins.sql': '2c01bc7da03ac5096326a7663af241c1a8c8ae03510a22c0e97c6851bbcb681b',
+    '0021_recorded_issuer.sql': 'd6b00ab2ab8e381d8633d11e80b81d99355bfefb73b24fc9bbd19bdfb8d0bd3e',
   },
   postgres: {
     '0001_init.sql': 'aac3715458110ee12175b820fe43498645ec90116e0c6669dea851bf9b841247',
@@ -60,6 +61,7 @@ const released: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0018_removed_identities.sql': '94b79d54bfc0319a39ea7804adf12354f67b6ceb35cd4f5510064ce7d152fb82',
     '0019_schema_parity.sql': '15d3ffeb1a93226e9dd486b494e4dfbfe52874091c5fc87ac8a2dd7b760515f0',
     '0020_web_origins.sql': '2c01bc7da03ac5096326a7663af241c1a8c8ae03510a22c0e97c6851bbcb681b',
+    '0021_recorded_issuer.sql': '96b8b0a80216d1bb9d5ede1a955082f1d18f1d9c0b0dbdfc89a27806cfd9321e',
   },
 };
 

@@ -9,6 +9,7 @@ import { randomSecret, secretPrefix, sha256 } from '../../crypto/secrets.js';
 import { cliAudit } from '../audit_log.js';
 import { isoTime } from '../output.js';
 import { defineCommand } from '../command.js';
+import { issuerForAddresses } from '../server_address.js';
 
 export const defaultRegistrationTokenSeconds = 3600;
 export const maxRegistrationTokenSeconds = 30 * 86400;
@@ -42,7 +43,8 @@ export const clientsRegistrationTokenCommand = defineCommand({
     const store = await context.store();
     await store.createRegistrationToken({ tokenHash: sha256(token), createdAt: now, expiresAt, usedAt: undefined, clientId: undefined });
     await cliAudit(context, 'client.registration_token_created', { expiresAt: isoTime(expiresAt) });
-    context.stderr.write(`Initial access token for POST /oauth/register (one registration, until ${isoTime(expiresAt)}; shown only once):\n`);
+    const endpoint = `${await issuerForAddresses(context)}/oauth/register`;
+    context.stderr.write(`Initial access token for POST ${endpoint} (one registration, until ${isoTime(expiresAt)}; shown only once):\n`);
     context.stdout.write(`${token}\n`);
     return 0;
   },

@@ -22,6 +22,7 @@ import { DuplicateError, type ConnectorType } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, exitCodes, defineCommand, type CommandContext } from '../command.js';
 import { readAll } from '../password_input.js';
+import { issuerForAddresses } from '../server_address.js';
 import { writeCheck } from './connectors_test.js';
 import type { z } from 'zod';
 
@@ -221,7 +222,7 @@ export const connectorsAddCommand = defineCommand({
     await cliAudit(context, 'connector.created', { connectorId: id, type });
     context.stderr.write(`Added connector ${id} (${type}: ${name})\n`);
     for (const warning of warnings) context.stderr.write(`warning: ${warning}\n`);
-    if (type !== 'ldap') context.stdout.write(`redirect_uri: ${connectorRedirectUri(context.config().issuer, id)}\n`);
+    if (type !== 'ldap') context.stdout.write(`redirect_uri: ${connectorRedirectUri(await issuerForAddresses(context), id)}\n`);
     return 0;
   },
 });

@@ -1,6 +1,7 @@
 import { connectorRedirectUri } from '../../connectors/connector_config.js';
 import { defineCommand } from '../command.js';
 import { isoTime, json, table } from '../output.js';
+import { issuerForAddresses } from '../server_address.js';
 
 /** What a listing shows of a connector's settings: where it points (never its secret). */
 function target(config: Record<string, unknown>): string {
@@ -14,7 +15,7 @@ export const connectorsListCommand = defineCommand({
   async run(context) {
     const store = await context.store();
     const connectors = await store.listConnectors();
-    const issuer = context.config().issuer;
+    const issuer = await issuerForAddresses(context);
     if (context.values.json) {
       context.stdout.write(
         json(

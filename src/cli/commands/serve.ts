@@ -1,6 +1,6 @@
 import { isClusterWorker, startCluster } from '../../cluster.js';
 import { startServer } from '../../server.js';
-import { defineCommand, type CommandContext } from '../command.js';
+import { CommandError, defineCommand, type CommandContext } from '../command.js';
 import type { Config } from '../../config.js';
 
 /** LATCHKEY_WORKERS > 1: this process is the cluster's primary until a signal, or until a worker cannot start. */
@@ -10,7 +10,7 @@ async function runPrimary(
   onStop: (stop: () => void) => void,
   signalled: () => NodeJS.Signals | undefined,
 ): Promise<number> {
-  const running = await startCluster(config, context.stdout);
+  const running = await startCluster(config, context.stderr);
   return new Promise<number>((resolve) => {
     const stop = () =>
       void running.close().then(
@@ -27,6 +27,21 @@ async function runPrimary(
       );
     });
   });
+}
+
+/** A listen that failed, said with the setting to change; undefined for any other error. */
+function cannotListen(err: unknown, config: Config): CommandError | undefined {
+  const where = `port ${config.port} on ${config.host}`;
+  switch ((err as NodeJS.ErrnoException).code) {
+    case 'EADDRINUSE':
+      return new CommandError(`PORT: ${where} is already in use by another program (another Latchkey?): stop it, or set PORT to a free port`);
+    case 'EACCES':
+      return new CommandError(`PORT: this user may not listen on ${where} (ports below 1024 need privileges): set PORT to 1024 or above`);
+    case 'EADDRNOTAVAIL':
+      return new CommandError(`HOST: ${config.host} is not an address of this machine: set HOST to one of its addresses, or 0.0.0.0 for all of them`);
+    default:
+      return undefined;
+  }
 }
 
 export const serveCommand = defineCommand({
@@ -58,7 +73,9 @@ export const serveCommand = defineCommand({
       );
     let server;
     try {
-      server = await startServer(config, context.stdout, { worker });
+      server = await startServer(config, context.stderr, { worker });
+    } catch (err) {
+      throw cannotListen(err, config) ?? err;
     } finally {
       // A worker that could not start must exit (its IPC channel to the primary would keep it alive).
       if (worker && !server && process.connected) process.disconnect();

@@ -13,6 +13,7 @@ import { hasSecondFactor, secondFactorsOf } from '../../mfa/policy.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, defineCommand } from '../command.js';
 import { isoTime } from '../output.js';
+import { issuerForAddresses } from '../server_address.js';
 
 export function validEnrolmentLinkLifetime(value: string | undefined): number {
   if (value === undefined) return defaultEnrolmentLinkLifetime;
@@ -59,8 +60,8 @@ export const usersMfaEnrollCommand = defineCommand({
         `${user.username} has a second factor already: they add more on /account/security, with no link (users mfa-reset removes them all)`,
       );
     }
-    const config = context.config();
-    const made = await createEnrolmentLink(store, config.issuer, user, now, lifetime);
+    const issuer = await issuerForAddresses(context);
+    const made = await createEnrolmentLink(store, issuer, user, now, lifetime);
     await cliAudit(context, 'second_factor.enrolment_link_created', {
       username: user.username,
       userId: user.id,
@@ -72,7 +73,7 @@ export const usersMfaEnrollCommand = defineCommand({
         `One-time enrolment link for ${user.username} (their first second factor; works once, until ${isoTime(made.expiresAt)}, only while signed in as ${user.username}; shown only once):`,
         ...(made.replaced > 0 ? ['The link made before no longer works.'] : []),
         ...(user.roles.includes(adminRole) ? [] : [`${user.username} does not hold the admin role: they can also set up their first factor without it.`]),
-        `Give it to them yourself, not by email. If ${config.issuer} is not the server's public address (LATCHKEY_ISSUER), they can paste the link on /account/security instead.`,
+        `Give it to them yourself, not by email. If ${issuer} is not the server's public address (LATCHKEY_ISSUER), they can paste the link on /account/security instead.`,
         '',
       ].join('\n'),
     );

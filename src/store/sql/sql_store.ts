@@ -48,6 +48,7 @@ import {
   type RegistrationTokenRecord,
   type RemovedIdentityRecord,
   type RoleRecord,
+  type RecordedIssuer,
   type SealedSecret,
   type SessionRecord,
   type SigningKeyRecord,
@@ -829,6 +830,22 @@ export abstract class SqlStore implements Store {
 
   async serverSecret(name: string, generate: () => string): Promise<string> {
     return this.steps('plain', serverSecretSteps, name, generate);
+  }
+
+  async findServerSecret(name: string): Promise<string | undefined> {
+    return this.steps('plain', findServerSecretSteps, name);
+  }
+
+  async removeServerSecret(name: string): Promise<boolean> {
+    return this.steps('plain', removeServerSecretSteps, name);
+  }
+
+  async recordIssuer(issuer: string, now: number): Promise<void> {
+    return this.steps('plain', recordIssuerSteps, issuer, now);
+  }
+
+  async recordedIssuer(): Promise<RecordedIssuer | undefined> {
+    return this.steps('plain', recordedIssuerSteps);
   }
 
   async resealSecrets(reseal: (secret: SealedSecret) => string): Promise<number> {
@@ -1614,6 +1631,28 @@ function* signingKeysFingerprintSteps(): Verb<string> {
 function* serverSecretSteps(name: string, generate: () => string): Verb<string> {
   yield* run('INSERT INTO server_secrets (name, value) VALUES ($1, $2) ON CONFLICT DO NOTHING', name, generate());
   return String((yield* one('SELECT value FROM server_secrets WHERE name = $1', name))?.value);
+}
+
+function* findServerSecretSteps(name: string): Verb<string | undefined> {
+  const row = yield* one('SELECT value FROM server_secrets WHERE name = $1', name);
+  return row === undefined ? undefined : String(row.value);
+}
+
+function* removeServerSecretSteps(name: string): Verb<boolean> {
+  return (yield* run('DELETE FROM server_secrets WHERE name = $1', name)) === 1;
+}
+
+function* recordIssuerSteps(issuer: string, now: number): Verb<void> {
+  yield* run(
+    'INSERT INTO recorded_issuer (id, issuer, recorded_at) VALUES (1, $1, $2) ON CONFLICT (id) DO UPDATE SET issuer = excluded.issuer, recorded_at = excluded.recorded_at',
+    issuer,
+    now,
+  );
+}
+
+function* recordedIssuerSteps(): Verb<RecordedIssuer | undefined> {
+  const row = yield* one('SELECT issuer, recorded_at FROM recorded_issuer WHERE id = 1');
+  return row === undefined ? undefined : { issuer: String(row.issuer), recordedAt: Number(row.recorded_at) };
 }
 
 function* resealSecretsSteps(reseal: (secret: SealedSecret) => string): Verb<number> {

@@ -24,6 +24,8 @@ export const profileSchema = z.object({
   expires_at: z.number(),
   refresh_token: z.string().optional(),
   id_token: z.string().optional(),
+  /** Whose sign-in it is, as the userinfo endpoint said at sign-in (shown by `latchkey status`). */
+  account: z.object({ sub: z.string(), preferred_username: z.string().optional(), email: z.string().optional() }).optional(),
   /** `login --dpop`: the private key the tokens are bound to (RFC 9449); this file is 0600. */
   dpop_jwk: z.record(z.string(), z.unknown()).optional(),
 });

@@ -312,7 +312,6 @@ export const loginCommand = defineCommand({
       if (options.dpopJwk && profile.token_type.toLowerCase() !== 'dpop') {
         throw new CommandError('the identity provider did not bind the tokens to the DPoP key (it may not support DPoP); nothing was stored');
       }
-      await store.withLock(async () => store.set(profileName, profile));
       let who = '';
       try {
         const claims = await oidc.fetchUserInfo(
@@ -322,9 +321,16 @@ export const loginCommand = defineCommand({
           options.dpopJwk ? { DPoP: await dpopHandle(config, options.dpopJwk) } : undefined,
         );
         who = ` as ${visible(claims.preferred_username ?? claims.email ?? claims.sub)}`;
+        // Whose sign-in this is, for `latchkey status` (the Device Code flow brings no id_token).
+        profile.account = {
+          sub: claims.sub,
+          ...(typeof claims.preferred_username === 'string' ? { preferred_username: claims.preferred_username } : {}),
+          ...(typeof claims.email === 'string' ? { email: claims.email } : {}),
+        };
       } catch {
         // Who it is shows in `latchkey whoami`; the sign-in itself succeeded.
       }
+      await store.withLock(async () => store.set(profileName, profile));
       context.stderr.write(`Signed in to ${options.issuer}${who}${profileName === 'default' ? '' : ` (profile ${profileName})`}.\n`);
       return exitCodes.ok;
     } finally {

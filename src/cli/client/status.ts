@@ -34,20 +34,26 @@ export interface ProfileStatus {
 
 /**
  * Whose sign-in it is, from the stored id_token's claims (decoded, not verified: it was checked, or
- * taken straight from the token endpoint, when it was stored, and is only shown). An id_token
- * for another issuer or client shows nothing rather than a wrong name.
+ * taken straight from the token endpoint, when it was stored, and is only shown), else from what
+ * userinfo said at sign-in. An id_token for another issuer or client is not believed.
  */
 function account(profile: Profile): ProfileStatus['account'] {
-  if (!profile.id_token) return null;
+  if (!profile.id_token) return fromUserinfo(profile);
   try {
     const claims = decodeJwt(profile.id_token);
     const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
-    if (claims.iss !== profile.issuer || !audiences.includes(profile.client_id)) return null;
+    if (claims.iss !== profile.issuer || !audiences.includes(profile.client_id)) return fromUserinfo(profile);
     const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : null);
     return { sub: text(claims.sub), preferred_username: text(claims.preferred_username), email: text(claims.email) };
   } catch {
-    return null;
+    return fromUserinfo(profile);
   }
+}
+
+/** The account the userinfo endpoint named when the profile was signed in. */
+function fromUserinfo(profile: Profile): ProfileStatus['account'] {
+  const a = profile.account;
+  return a ? { sub: a.sub, preferred_username: a.preferred_username ?? null, email: a.email ?? null } : null;
 }
 
 export function profileStatus(entry: StoredProfile, store: CredentialsStore, now: number): ProfileStatus {

@@ -46,9 +46,9 @@ function nodes(commands: readonly CompletionCommand[]): Node[] {
   };
   node('');
   for (const command of commands) {
-    for (let depth = 1; depth <= command.path.length; depth++) {
-      const parent = node(command.path.slice(0, depth - 1).join(' '));
-      const word = command.path[depth - 1]!;
+    for (const [at, word] of command.path.entries()) {
+      const depth = at + 1;
+      const parent = node(command.path.slice(0, at).join(' '));
       const own = node(command.path.slice(0, depth).join(' '));
       if (!parent.children.some((c) => c.word === word)) {
         parent.children.push({ word, summary: depth === command.path.length ? command.summary : `${word} commands` });
@@ -153,8 +153,12 @@ fi
 }
 
 function fishScript(tree: Node[], commands: readonly CompletionCommand[]): string {
-  const lines = ['# latchkey completion for fish: save as ~/.config/fish/completions/latchkey.fish', '#   latchkey completion fish > ~/.config/fish/completions/latchkey.fish', 'complete -c latchkey -f'];
-  const root = tree.find((n) => n.key === '')!;
+  const lines = [
+    '# latchkey completion for fish: save as ~/.config/fish/completions/latchkey.fish',
+    '#   latchkey completion fish > ~/.config/fish/completions/latchkey.fish',
+    'complete -c latchkey -f',
+  ];
+  const root = tree.find((n) => n.key === '') ?? { children: [] };
   const topWords = root.children.map((c) => checkWord(c.word));
   for (const child of root.children) {
     lines.push(`complete -c latchkey -n 'not __fish_seen_subcommand_from ${topWords.join(' ')}' -a ${checkWord(child.word)} -d ${fishQuote(child.summary)}`);

@@ -53,9 +53,11 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
   const found = findCommand(args);
   if (!found) {
     const words = args.filter((a) => !a.startsWith('-'));
+    const [group] = words;
     // A group's name alone: its commands (asked for with --help, or a command is missing).
-    if (words.length === 1 && commandGroups().includes(words[0]!)) {
-      (wantsHelp ? io.stdout : io.stderr).write(wantsHelp ? groupUsage(words[0]!) : `latchkey: which ${words[0]} command?\n\n${groupUsage(words[0]!)}`);
+    if (words.length === 1 && group !== undefined && commandGroups().includes(group)) {
+      if (wantsHelp) io.stdout.write(groupUsage(group));
+      else io.stderr.write(`latchkey: which ${group} command?\n\n${groupUsage(group)}`);
       return wantsHelp ? exitCodes.ok : exitCodes.usage;
     }
     io.stderr.write(unknownCommand(words));

@@ -11,15 +11,16 @@ export function editDistance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
     }
     previous = current;
   }
-  return previous[b.length]!;
+  return previous[b.length] ?? 0;
 }
 
 /** Close enough to be a typo: a third of the longer one, at least one and at most three edits. */
-const closeEnough = (distance: number, typed: string, known: string) => distance <= Math.min(3, Math.max(1, Math.floor(Math.max(typed.length, known.length) / 3)));
+const closeEnough = (distance: number, typed: string, known: string) =>
+  distance <= Math.min(3, Math.max(1, Math.floor(Math.max(typed.length, known.length) / 3)));
 
 /**
  * The commands or groups `words` (the typed words that are not options) most likely meant, best
@@ -30,7 +31,8 @@ export function suggestCommands(words: readonly string[], index: readonly Comman
   const candidates = new Set<string>();
   for (const entry of index) {
     candidates.add(entry.path.join(' '));
-    if (entry.path.length > 1) candidates.add(entry.path[0]!);
+    const [group] = entry.path;
+    if (entry.path.length > 1 && group !== undefined) candidates.add(group);
   }
   const scored: { candidate: string; distance: number }[] = [];
   for (const candidate of candidates) {
@@ -47,5 +49,8 @@ export function suggestCommands(words: readonly string[], index: readonly Comman
   }
   scored.sort((a, b) => a.distance - b.distance || b.candidate.split(' ').length - a.candidate.split(' ').length || a.candidate.localeCompare(b.candidate));
   const best = scored[0]?.distance;
-  return scored.filter((s) => s.distance === best).slice(0, 3).map((s) => s.candidate);
+  return scored
+    .filter((s) => s.distance === best)
+    .slice(0, 3)
+    .map((s) => s.candidate);
 }

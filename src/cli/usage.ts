@@ -47,7 +47,7 @@ export function globalUsage(): string {
 
 /** The groups: first words shared by several commands' paths (users, clients, credential…). */
 export function commandGroups(): string[] {
-  return [...new Set(commandIndex.filter((c) => c.path.length > 1).map((c) => c.path[0]!))];
+  return [...new Set(commandIndex.flatMap((c) => (c.path.length > 1 && c.path[0] !== undefined ? [c.path[0]] : [])))];
 }
 
 export function groupUsage(group: string): string {

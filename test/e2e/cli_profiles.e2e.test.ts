@@ -106,7 +106,12 @@ describe('latchkey status', () => {
     const res = await runCli(['whoami', '--profile', 'team', '--json'], cliEnv);
     expect(res.code).toBe(0);
     const claims = JSON.parse(res.stdout) as Record<string, unknown>;
-    expect(claims).toMatchObject({ profile: 'https://carol.example/about', latchkey_profile: 'team', latchkey_issuer: server.base, preferred_username: 'carol' });
+    expect(claims).toMatchObject({
+      profile: 'https://carol.example/about',
+      latchkey_profile: 'team',
+      latchkey_issuer: server.base,
+      preferred_username: 'carol',
+    });
   });
 });
 
@@ -124,7 +129,9 @@ describe('a sign-in that ended', () => {
 
     const status = await runCli(['status'], cliEnv);
     expect(status.stdout).toMatch(/team .* expired 2 h ago +yes /);
-    expect(status.stdout).toContain(`team: the access token expired; the next "latchkey token" renews it. Should that fail (the sign-in ended), run "${again}"`);
+    expect(status.stdout).toContain(
+      `team: the access token expired; the next "latchkey token" renews it. Should that fail (the sign-in ended), run "${again}"`,
+    );
 
     const token = await runCli(['token', '--profile', 'team'], cliEnv);
     expect(token.code).toBe(6);
@@ -183,8 +190,10 @@ describe("the CLI's User-Agent", () => {
             response_types_supported: ['code'],
           });
         }
-        if (req.url === '/device') return json({ device_code: 'dc', user_code: 'BCDF-GHJK', verification_uri: `${base}/activate`, expires_in: 60, interval: 1 });
-        if (req.url === '/token') return json({ access_token: `at-${seen.length}`, token_type: 'Bearer', expires_in: 3600, refresh_token: `rt-${seen.length}` });
+        if (req.url === '/device')
+          return json({ device_code: 'dc', user_code: 'BCDF-GHJK', verification_uri: `${base}/activate`, expires_in: 60, interval: 1 });
+        if (req.url === '/token')
+          return json({ access_token: `at-${seen.length}`, token_type: 'Bearer', expires_in: 3600, refresh_token: `rt-${seen.length}` });
         if (req.url === '/userinfo') return json({ sub: 'someone' });
         if (req.url === '/revoke') return res.writeHead(200).end();
         return res.writeHead(404).end();

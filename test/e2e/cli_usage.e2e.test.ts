@@ -95,7 +95,15 @@ describe('latchkey completion', () => {
     const complete = (...words: string[]) =>
       execFileSync(
         'bash',
-        ['--noprofile', '--norc', '-c', 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _latchkey; printf "%s\\n" "${COMPREPLY[@]}"', 'complete', path, ...words],
+        [
+          '--noprofile',
+          '--norc',
+          '-c',
+          'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _latchkey; printf "%s\\n" "${COMPREPLY[@]}"',
+          'complete',
+          path,
+          ...words,
+        ],
         { encoding: 'utf8' },
       )
         .split('\n')

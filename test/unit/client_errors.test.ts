@@ -45,10 +45,11 @@ async function discoveryError(issuer: string, timeout = 5): Promise<unknown> {
 async function deviceEndpointError(device: RequestListener): Promise<{ err: unknown; issuer: string }> {
   let base = '';
   base = await http((req, res) => {
-    if (req.url === '/.well-known/openid-configuration') {
-      return json(200, { issuer: base, token_endpoint: `${base}/token`, device_authorization_endpoint: `${base}/device` })(req, res);
-    }
-    return device(req, res);
+    const answer =
+      req.url === '/.well-known/openid-configuration'
+        ? json(200, { issuer: base, token_endpoint: `${base}/token`, device_authorization_endpoint: `${base}/device` })
+        : device;
+    answer(req, res);
   });
   const config = await oidc.discovery(new URL(base), 'nope', undefined, oidc.None(), { execute: [oidc.allowInsecureRequests] });
   try {
@@ -78,17 +79,21 @@ describe('explainClientError', () => {
 
   it('a refused scope or audience: names --scope or --audience; another code is shown with its description', async () => {
     const scope = await deviceEndpointError(json(400, { error: 'invalid_scope', error_description: 'unknown scope photos' }));
-    expect(explainClientError(scope.err, { issuer: scope.issuer, clientId: 'c' })).toBe('the identity provider refused the scope (unknown scope photos): check --scope');
+    expect(explainClientError(scope.err, { issuer: scope.issuer, clientId: 'c' })).toBe(
+      'the identity provider refused the scope (unknown scope photos): check --scope',
+    );
     const target = await deviceEndpointError(json(400, { error: 'invalid_target' }));
     expect(explainClientError(target.err, { issuer: target.issuer, clientId: 'c' })).toBe('the identity provider knows no such API: check --audience');
     const other = await deviceEndpointError(json(400, { error: 'slow_down', error_description: 'wait \u001b[31m' }));
     expect(explainClientError(other.err, { issuer: other.issuer, clientId: 'c' })).toBe('slow_down: wait \\x1b[31m');
   });
 
-  it("an issuer mismatch: names the issuer the server really has", async () => {
+  it('an issuer mismatch: names the issuer the server really has', async () => {
     const base = await http(json(200, { issuer: 'http://localhost:3000' }));
     const err = await discoveryError(base);
-    expect(explainClientError(err, { issuer: base, clientId: 'c' })).toBe(`the server at ${base} says its issuer is http://localhost:3000; use --issuer http://localhost:3000`);
+    expect(explainClientError(err, { issuer: base, clientId: 'c' })).toBe(
+      `the server at ${base} says its issuer is http://localhost:3000; use --issuer http://localhost:3000`,
+    );
   });
 
   it('connection refused', async () => {
@@ -123,10 +128,29 @@ describe('explainClientError', () => {
   it('a TLS certificate this machine does not trust (self-signed)', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'latchkey-tls-'));
     try {
-      execFileSync('openssl', [
-        'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1',
-        '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(folder, 'key.pem'), '-out', join(folder, 'cert.pem'),
-      ], { stdio: 'ignore' });
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:P-256',
+          '-nodes',
+          '-days',
+          '1',
+          '-subj',
+          '/CN=127.0.0.1',
+          '-addext',
+          'subjectAltName=IP:127.0.0.1',
+          '-keyout',
+          join(folder, 'key.pem'),
+          '-out',
+          join(folder, 'cert.pem'),
+        ],
+        { stdio: 'ignore' },
+      );
       const server = createTlsServer({ key: readFileSync(join(folder, 'key.pem')), cert: readFileSync(join(folder, 'cert.pem')) }, json(200, {}));
       servers.push(server);
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

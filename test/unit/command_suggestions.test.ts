@@ -33,13 +33,16 @@ describe('suggestCommands', () => {
   });
 
   it('offers at most three, the closest only', () => {
-    const suggestions = suggestCommands(['x'], [
-      { path: ['a'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
-      { path: ['b'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
-      { path: ['c'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
-      { path: ['d'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
-      { path: ['xy'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
-    ]);
+    const suggestions = suggestCommands(
+      ['x'],
+      [
+        { path: ['a'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
+        { path: ['b'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
+        { path: ['c'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
+        { path: ['d'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
+        { path: ['xy'], summary: '', client: true, load: () => Promise.reject(new Error('unused')) },
+      ],
+    );
     expect(suggestions).toEqual(['a', 'b', 'c']);
   });
 });

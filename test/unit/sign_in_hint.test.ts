@@ -34,7 +34,11 @@ describe('profileStatus', () => {
   };
 
   it('valid, renewable, expired and damaged, each with what to run', () => {
-    expect(profileStatus({ name: 'work', profile }, store, now)).toMatchObject({ state: 'valid', sign_in: null, account: { preferred_username: 'carol', email: null } });
+    expect(profileStatus({ name: 'work', profile }, store, now)).toMatchObject({
+      state: 'valid',
+      sign_in: null,
+      account: { preferred_username: 'carol', email: null },
+    });
     expect(profileStatus({ name: 'work', profile: { ...profile, expires_at: now - 1 } }, store, now)).toMatchObject({
       state: 'renewable',
       sign_in: 'latchkey login --profile work --issuer https://id.example.com',

@@ -28,7 +28,7 @@ interface LibraryError {
   cause?: unknown;
 }
 
-const asError = (value: unknown): LibraryError => (typeof value === 'object' && value !== null ? (value as LibraryError) : {});
+const asError = (value: unknown): LibraryError => (typeof value === 'object' && value !== null ? value : {});
 
 /** The OAuth error of a refused request (a JSON body, RFC 6749 §5.2, or a WWW-Authenticate challenge, RFC 6750 §3). */
 function oauthError(err: unknown): { code: string; description: string | undefined } | undefined {
@@ -124,7 +124,8 @@ function transportProblem(err: unknown, situation: ErrorSituation): string | und
     return `the TLS certificate of ${at} is ${code === 'CERT_HAS_EXPIRED' ? 'expired' : 'not valid yet'}: tell the server's operator (or check this machine's clock)`;
   }
   if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') return `the TLS certificate of ${at} is for another host name: check --issuer (the name the server is known by)`;
-  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || code.includes('CERT')) return `the TLS connection to ${at} failed (${code}): check --issuer`;
+  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || code.includes('CERT'))
+    return `the TLS connection to ${at} failed (${code}): check --issuer`;
   return undefined;
 }
 
@@ -148,8 +149,11 @@ function answerProblem(err: unknown, situation: ErrorSituation): string | undefi
       if (response?.status === 404) {
         return `${printable(situation.issuer)} is not the address of an OpenID provider (no ${printable(discovery)}, HTTP 404): check --issuer`;
       }
-      if (response && response.status >= 500) return `the server at ${printable(situation.issuer)} is failing (HTTP ${response.status}): try again later, or tell its operator`;
-      return response ? `the server at ${printable(situation.issuer)} answered with HTTP ${response.status}, not what an OpenID provider answers: check --issuer` : undefined;
+      if (response && response.status >= 500)
+        return `the server at ${printable(situation.issuer)} is failing (HTTP ${response.status}): try again later, or tell its operator`;
+      return response
+        ? `the server at ${printable(situation.issuer)} answered with HTTP ${response.status}, not what an OpenID provider answers: check --issuer`
+        : undefined;
     case 'OAUTH_RESPONSE_IS_NOT_JSON': {
       const type = response?.headers.get('content-type')?.split(';')[0];
       return `the server at ${printable(situation.issuer)} answered with ${type ? printable(type) : 'something'} instead of JSON: is --issuer the address of the identity provider (not of a web page or a proxy's login)?`;

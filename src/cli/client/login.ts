@@ -229,7 +229,7 @@ export const loginCommand = defineCommand({
     [
       '  --issuer URL      the identity provider (default: the issuer the profile is signed in at, else',
       '                    LATCHKEY_ISSUER, else http://localhost:3000)',
-      '  --client-id ID    the client to sign in as (default: the profile\'s, else latchkey-cli)',
+      "  --client-id ID    the client to sign in as (default: the profile's, else latchkey-cli)",
       "  --audience A      an API to get the access token for (default: the profile's, else the provider's default)",
       '  --scope S         scopes to ask for (default: the profile\'s, else "openid email profile offline_access")',
       '                    A profile signed in before is signed in again at its issuer, with its client,',

@@ -27,7 +27,9 @@ export const logoutCommand = defineCommand({
         await oidc.tokenRevocation(config, profile.access_token, { token_type_hint: 'access_token' });
       } catch (err) {
         revoked = false;
-        context.stderr.write(`warning: could not revoke the tokens at ${profile.issuer}: ${explainClientError(err, { issuer: profile.issuer, clientId: profile.client_id })}\n`);
+        context.stderr.write(
+          `warning: could not revoke the tokens at ${profile.issuer}: ${explainClientError(err, { issuer: profile.issuer, clientId: profile.client_id })}\n`,
+        );
       }
       store.remove(name);
       return { revoked };

@@ -33,7 +33,10 @@ export function signInAgain(store: CredentialsStore, name: string, profile: Prof
 export function requireProfile(store: CredentialsStore, name: string): Profile {
   const profile = store.get(name);
   if (!profile) {
-    throw new CommandError(`not signed in${name === 'default' ? '' : ` (profile "${name}")`}: run "${signInAgain(store, name, undefined)}"`, exitCodes.notSignedIn);
+    throw new CommandError(
+      `not signed in${name === 'default' ? '' : ` (profile "${name}")`}: run "${signInAgain(store, name, undefined)}"`,
+      exitCodes.notSignedIn,
+    );
   }
   return profile;
 }

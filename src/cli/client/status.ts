@@ -92,7 +92,14 @@ export function profileStatus(entry: StoredProfile, store: CredentialsStore, now
 export function relativeTime(atIso: string, now: number): string {
   const seconds = Math.round(Date.parse(atIso) / 1000 - now);
   const size = Math.abs(seconds);
-  const amount = size < 90 ? `${size} s` : size < 90 * 60 ? `${Math.round(size / 60)} min` : size < 48 * 3600 ? `${Math.round(size / 3600)} h` : `${Math.round(size / 86400)} days`;
+  const amount =
+    size < 90
+      ? `${size} s`
+      : size < 90 * 60
+        ? `${Math.round(size / 60)} min`
+        : size < 48 * 3600
+          ? `${Math.round(size / 3600)} h`
+          : `${Math.round(size / 86400)} days`;
   return seconds >= 0 ? `in ${amount}` : `${amount} ago`;
 }
 
@@ -111,8 +118,9 @@ function tokenText(status: ProfileStatus, now: number): string {
 
 /** A plain table: one row per profile, columns padded to their widest cell. */
 function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!))).join('  ')).join('\n') + '\n';
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, column) => (widths[column] = Math.max(widths[column] ?? 0, cell.length)));
+  return rows.map((row) => row.map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column] ?? 0))).join('  ')).join('\n') + '\n';
 }
 
 /** What to do about a sign-in that is not valid now, in a sentence. */

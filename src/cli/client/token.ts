@@ -47,7 +47,9 @@ export const tokenCommand = defineCommand({
     const name = context.values.profile ?? 'default';
     const profile = await validProfile(store, name);
     if (!profile.dpop_jwk) {
-      throw new CommandError(`this profile has no DPoP key: sign in with "${loginCommandLine({ profile: name, issuer: profile.issuer, defaultIssuer: store.defaultIssuer }, ['--dpop'])}"`);
+      throw new CommandError(
+        `this profile has no DPoP key: sign in with "${loginCommandLine({ profile: name, issuer: profile.issuer, defaultIssuer: store.defaultIssuer }, ['--dpop'])}"`,
+      );
     }
     const proof = await dpopProof(profile.dpop_jwk, { method, url, accessToken: profile.access_token, ...(nonce === undefined ? {} : { nonce }) });
     context.stdout.write(`${proof}\n`);

@@ -25,9 +25,9 @@ export function completionCommand(index: readonly CommandEntry[]): Command {
   return defineCommand({
     usage: 'latchkey completion bash|zsh|fish',
     help: [
-      'Prints a completion script for the shell on stdout:',
-      '  bash   source <(latchkey completion bash)                 (in ~/.bashrc)',
-      '  zsh    source <(latchkey completion zsh)                  (in ~/.zshrc, after compinit)',
+      'Prints a completion script for the shell on stdout; save it once:',
+      '  bash   latchkey completion bash > ~/.local/share/bash-completion/completions/latchkey',
+      '  zsh    latchkey completion zsh > "${fpath[1]}/_latchkey"     (before compinit runs)',
       '  fish   latchkey completion fish > ~/.config/fish/completions/latchkey.fish',
       'It completes commands, groups and options; it reads no credentials and completes no values.',
       '',

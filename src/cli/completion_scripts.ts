@@ -87,8 +87,8 @@ function bashScript(tree: Node[]): string {
     return `    ${shQuote(n.key)}) words=${shQuote(words.map(checkWord).join(' '))} ;;`;
   });
   const valueFlags = [...new Set(tree.flatMap((n) => n.flags.filter((f) => f.takesValue).map((f) => `--${checkWord(f.name)}`)))];
-  return `# latchkey completion for bash: add to ~/.bashrc
-#   source <(latchkey completion bash)
+  return `# latchkey completion for bash: save where bash-completion finds it, or source it from ~/.bashrc
+#   latchkey completion bash > ~/.local/share/bash-completion/completions/latchkey
 _latchkey() {
   local cur prev path word candidate words
   cur="\${COMP_WORDS[COMP_CWORD]}"
@@ -124,8 +124,8 @@ function zshScript(tree: Node[]): string {
   });
   const valueFlags = [...new Set(tree.flatMap((n) => n.flags.filter((f) => f.takesValue).map((f) => `--${checkWord(f.name)}`)))];
   return `#compdef latchkey
-# latchkey completion for zsh: add to ~/.zshrc (after compinit)
-#   source <(latchkey completion zsh)
+# latchkey completion for zsh: save as _latchkey in a folder of $fpath (before compinit runs)
+#   latchkey completion zsh > "\${fpath[1]}/_latchkey"
 _latchkey() {
   local word candidate cmdpath="" i
   local -a described
@@ -146,7 +146,10 @@ _latchkey() {
 ${cases.join('\n')}
   esac
 }
-if (( $+functions[compdef] )); then
+# Autoloaded from $fpath, this file is the body of _latchkey: complete now. Sourced: register.
+if [[ \${funcstack[1]} == _latchkey ]]; then
+  _latchkey "$@"
+elif (( $+functions[compdef] )); then
   compdef _latchkey latchkey
 fi
 `;

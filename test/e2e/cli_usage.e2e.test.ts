@@ -4,7 +4,7 @@
  * shells (bash always; zsh and fish where installed, which .ci/run makes sure of).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -165,6 +165,22 @@ describe('latchkey completion', () => {
     expect(complete('latchkey', 'users', '')).not.toContain('login');
     expect(complete('latchkey', 'login', '--profile', 'x', '')).toEqual(expect.arrayContaining(['--issuer', '--device', '--profile']));
     expect(complete('latchkey', '')).toEqual(expect.arrayContaining(['login', 'status', 'users', '--version']));
+    // Saved as _latchkey in a folder of $fpath, as the help says: zsh autoloads it on first use.
+    const folder = join(dir, 'zsh-functions');
+    mkdirSync(folder, { recursive: true });
+    copyFileSync(path, join(folder, '_latchkey'));
+    const autoloaded = execFileSync(
+      'zsh',
+      [
+        '-f',
+        '-c',
+        'fpath=("$1" $fpath); autoload -Uz _latchkey; compadd() { shift; print -rl -- "$@"; }; _describe() { local name=$4; print -rl -- ${${(P)name}%%:*}; }; words=(latchkey users ""); CURRENT=3; _latchkey',
+        'complete',
+        folder,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(autoloaded.split('\n')).toEqual(expect.arrayContaining(['add', 'list', '--help']));
   });
 
   it.runIf(has('fish') || process.env.LATCHKEY_REQUIRE_SHELLS === '1')('fish: the script parses, and complete -C answers from it', async () => {

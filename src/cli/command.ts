@@ -68,6 +68,8 @@ export interface Command {
   usage: string;
   help: string | undefined;
   positionals: { min: number; max: number };
+  /** Its options, as parseArgs reads them (also what shell completion offers). */
+  options: CommandOptions;
   /** Reads `args` (the words after the command's name); throws parseArgs' error on an unknown option or a missing value. */
   parse(args: string[]): ParsedCommand;
 }
@@ -77,6 +79,7 @@ export function defineCommand<const O extends CommandOptions>(definition: Comman
     usage: definition.usage,
     help: definition.help,
     positionals: definition.positionals,
+    options: definition.options,
     parse(args) {
       const parsed: Parsed<O> = parseArgs<ParseConfig<O>>({ args, options: definition.options, allowPositionals: true, strict: true });
       return {
@@ -85,6 +88,16 @@ export function defineCommand<const O extends CommandOptions>(definition: Comman
       };
     },
   };
+}
+
+/** One subcommand in the index (command_index.ts): its words, its line in the help, how to load it. */
+export interface CommandEntry {
+  /** Words after `latchkey`, e.g. ['users', 'add']. */
+  path: string[];
+  summary: string;
+  /** A command people run on their own machines (listed first in the help). */
+  client: boolean;
+  load(): Promise<Command>;
 }
 
 export const exitCodes = {

@@ -4,16 +4,9 @@
  * only when that command runs, so `latchkey token` — which git, kubectl and docker start for every
  * operation — does not pay for the rest.
  */
-import type { Command } from './command.js';
+import type { CommandEntry } from './command.js';
 
-export interface CommandEntry {
-  /** Words after `latchkey`, e.g. ['users', 'add']. */
-  path: string[];
-  summary: string;
-  /** A command people run on their own machines (listed first in the help). */
-  client: boolean;
-  load(): Promise<Command>;
-}
+export type { CommandEntry } from './command.js';
 
 export const commandIndex: readonly CommandEntry[] = [
   {
@@ -39,6 +32,18 @@ export const commandIndex: readonly CommandEntry[] = [
     summary: 'Sign out: revoke the refresh token and delete the stored credentials',
     client: true,
     load: async () => (await import('./client/logout.js')).logoutCommand,
+  },
+  {
+    path: ['status'],
+    summary: 'Show every stored sign-in: issuer, account, token expiry, DPoP or not (--json for scripts)',
+    client: true,
+    load: async () => (await import('./client/status.js')).statusCommand,
+  },
+  {
+    path: ['completion'],
+    summary: 'Print a shell completion script (bash, zsh or fish)',
+    client: true,
+    load: async () => (await import('./completion.js')).completionCommand(commandIndex),
   },
   {
     path: ['credential', 'kubectl'],

@@ -10,38 +10,14 @@ import type { Config } from '../config.js';
 import { errorMessage } from '../errors.js';
 import type { SecretBox } from '../crypto/secret_box.js';
 import type { Store } from '../store/store.js';
-import { CommandError, exitCodes, type Command, type CommandIo, type ParsedCommand } from './command.js';
+import { CommandError, exitCodes, type CommandIo, type ParsedCommand } from './command.js';
 import { commandIndex, type CommandEntry } from './command_index.js';
+import { suggestCommands } from './suggest.js';
 import { visible } from './terminal_text.js';
+import { commandGroups, commandUsage, globalUsage, groupUsage } from './usage.js';
+import { latchkeyVersion } from '../version.js';
 
 export const configExitCode = 3;
-
-function globalUsage(): string {
-  const commands = commandIndex;
-  const width = Math.max(...commands.map((c) => c.path.join(' ').length));
-  return [
-    'latchkey — an OAuth 2.0 / OpenID Connect identity provider for CLIs, devices and browsers',
-    '',
-    'Usage: latchkey <command> [options]',
-    '',
-    'Sign in from this machine:',
-    ...commands.filter((c) => c.client).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
-    '',
-    'Run and administer the server, also while it runs (on LATCHKEY_DB: a SQLite file, default ./data/latchkey.db,',
-    'or a postgres:// URL):',
-    ...commands.filter((c) => !c.client).map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
-    '',
-    'Run "latchkey <command> --help" for the options of a command.',
-    '',
-    'Exit codes: 0 success, 1 failure, 2 usage error, 3 bad configuration, 4 sign-in denied,',
-    '            5 code expired or sign-in timed out, 6 not signed in (run latchkey login), 130 interrupted.',
-    '',
-  ].join('\n');
-}
-
-function commandUsage(entry: CommandEntry, command: Command): string {
-  return `${entry.summary}\n\nUsage: ${command.usage}\n${command.help ? `\n${command.help.trimEnd()}\n` : ''}`;
-}
 
 function findCommand(args: string[]): { entry: CommandEntry; rest: string[] } | undefined {
   const words = args.filter((a) => !a.startsWith('-'));
@@ -53,20 +29,38 @@ function findCommand(args: string[]): { entry: CommandEntry; rest: string[] } | 
   return { entry, rest };
 }
 
+/** "unknown command", with the commands it most likely meant, and the help of the group it names if any. */
+function unknownCommand(words: string[]): string {
+  const typed = words.slice(0, 2).join(' ');
+  const suggestions = suggestCommands(words, commandIndex);
+  const meant = suggestions.length > 0 ? ` Did you mean ${suggestions.map((s) => `"latchkey ${s}"`).join(' or ')}?` : '';
+  const group = words[0] !== undefined && commandGroups().includes(words[0]) ? words[0] : undefined;
+  return `latchkey: unknown command "${visible(typed)}".${meant}\n\n${group ? groupUsage(group) : globalUsage()}`;
+}
+
 export async function main(args: string[], io: CommandIo): Promise<number> {
+  if (args[0] === '--version' || args[0] === '-V') {
+    io.stdout.write(`latchkey ${latchkeyVersion}\n`);
+    return exitCodes.ok;
+  }
+  // `latchkey help users add` is `latchkey users add --help`.
+  if (args[0] === 'help' && args.length > 1) return main([...args.slice(1), '--help'], io);
   const wantsHelp = args.includes('--help') || args.includes('-h');
-  if (args.length === 0 || args[0] === 'help' || (wantsHelp && !findCommand(args))) {
+  if (args.length === 0 || args[0] === 'help' || (wantsHelp && args.every((a) => a.startsWith('-')))) {
     (args.length === 0 ? io.stderr : io.stdout).write(globalUsage());
     return args.length === 0 ? exitCodes.usage : exitCodes.ok;
   }
   const found = findCommand(args);
   if (!found) {
-    io.stderr.write(
-      `latchkey: unknown command "${args
-        .filter((a) => !a.startsWith('-'))
-        .slice(0, 2)
-        .join(' ')}"\n\n${globalUsage()}`,
-    );
+    const words = args.filter((a) => !a.startsWith('-'));
+    const [group] = words;
+    // A group's name alone: its commands (asked for with --help, or a command is missing).
+    if (words.length === 1 && group !== undefined && commandGroups().includes(group)) {
+      if (wantsHelp) io.stdout.write(groupUsage(group));
+      else io.stderr.write(`latchkey: which ${group} command?\n\n${groupUsage(group)}`);
+      return wantsHelp ? exitCodes.ok : exitCodes.usage;
+    }
+    io.stderr.write(unknownCommand(words));
     return exitCodes.usage;
   }
   const { entry, rest } = found;

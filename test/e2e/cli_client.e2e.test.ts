@@ -155,7 +155,12 @@ describe('latchkey login (browser)', () => {
     expect(plain.code).toBe(0);
     expect(plain.stdout.split('\n')[0]).toBe('carol (Carol Client) <carol@example.com>');
     const json = await runCli(['whoami', '--json'], cliEnv);
-    expect(JSON.parse(json.stdout)).toMatchObject({ issuer: server.base, profile: 'default', preferred_username: 'carol', email: 'carol@example.com' });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      latchkey_issuer: server.base,
+      latchkey_profile: 'default',
+      preferred_username: 'carol',
+      email: 'carol@example.com',
+    });
   });
 
   it('logout revokes the refresh token, then removes the entry', async () => {
@@ -375,7 +380,7 @@ describe('latchkey login gives other local accounts nothing to start or finish t
     expect(await second.text()).toContain('opened twice');
     expect(await cli.exit).toBe(1);
     expect(cli.stderr()).toContain(
-      'latchkey: the sign-in page was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run latchkey login again.\n',
+      'latchkey: the sign-in page was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run latchkey login --profile hijacked again.\n',
     );
     // The intruder signs in as itself and its browser is sent back with the right state: nobody takes it.
     const callback = await signInAtServer(first.headers.get('location')!);

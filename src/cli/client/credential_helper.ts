@@ -16,10 +16,9 @@ export const audienceOptionHelp =
   '  --audience A      refuse (exit 6) unless the profile was signed in with --audience A; without it,\n' +
   '                    refuse a profile signed in for no API (login without --audience: userinfo only)\n';
 
-/** A word as a POSIX shell reads it, for commands we tell people to run. */
-export function shellWord(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
-}
+import { shellWord } from './sign_in_hint.js';
+
+export { shellWord };
 
 /** The userinfo endpoint of the profile's issuer: the audience of a token asked for without one. */
 function userinfoAudience(issuer: string): string {
@@ -34,18 +33,20 @@ function userinfoAudience(issuer: string): string {
  * any API that does not check `aud` (RFC 9068 §4), so a helper never hands one out. Only what the
  * profile stores counts: the provider's default audience cannot be known from here.
  */
-export function checkAudience(profile: Profile, name: string, wanted: string | undefined): void {
+export function checkAudience(profile: Profile, name: string, wanted: string | undefined, defaultIssuer?: string): void {
+  // The server too, when it is not the one `latchkey login` goes to by default.
+  const issuer = defaultIssuer !== undefined && profile.issuer !== defaultIssuer ? ` --issuer ${shellWord(profile.issuer)}` : '';
   if (wanted !== undefined && profile.audience !== wanted) {
     const held = profile.audience === undefined ? "the provider's default audience" : `the audience "${printable(profile.audience)}"`;
     throw new CommandError(
-      `the profile "${printable(name)}" holds a token for ${held}, not for "${printable(wanted)}": run "latchkey login --audience ${shellWord(wanted)} --profile ${shellWord(name)}"`,
+      `the profile "${printable(name)}" holds a token for ${held}, not for "${printable(wanted)}": run "latchkey login --audience ${shellWord(wanted)} --profile ${shellWord(name)}${issuer}"`,
       exitCodes.notSignedIn,
     );
   }
   if (profile.audience === undefined || profile.audience === userinfoAudience(profile.issuer)) {
     throw new CommandError(
       `the profile "${printable(name)}" holds a token for the userinfo endpoint only (signed in without --audience), which a credential helper never hands out: ` +
-        `sign in for the API with "latchkey login --audience <API> --profile ${shellWord(name)}" and add "--audience <API>" to the helper's command`,
+        `sign in for the API with "latchkey login --audience <API> --profile ${shellWord(name)}${issuer}" and add "--audience <API>" to the helper's command`,
       exitCodes.notSignedIn,
     );
   }
@@ -65,7 +66,8 @@ export function hostListed(host: string, hosts: readonly string[]): boolean {
 export async function helperProfile(context: CommandContext<{ profile?: string; audience?: string }>): Promise<Profile> {
   const name = context.values.profile ?? 'default';
   const audience = context.values.audience || undefined;
-  const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
+  const client = loadClientConfig(context.env, homedir());
+  const store = new CredentialsStore(client.home, client.issuer);
   const stored = requireProfile(store, name);
   // kubectl, git and docker send the token as a bearer token: a DPoP-bound one would be refused
   // (and a helper must never weaken the binding by pretending otherwise).
@@ -75,7 +77,7 @@ export async function helperProfile(context: CommandContext<{ profile?: string; 
       exitCodes.failure,
     );
   }
-  checkAudience(stored, name, audience);
+  checkAudience(stored, name, audience, store.defaultIssuer);
   return validProfile(store, name);
 }
 

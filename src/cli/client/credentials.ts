@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { systemClock } from '../../clock.js';
 import { randomBelow, randomSecret } from '../../crypto/secrets.js';
 import { CommandError } from '../command.js';
+import { loginCommandLine } from './sign_in_hint.js';
 
 export const profileSchema = z.object({
   issuer: z.string(),
@@ -23,6 +24,8 @@ export const profileSchema = z.object({
   expires_at: z.number(),
   refresh_token: z.string().optional(),
   id_token: z.string().optional(),
+  /** Whose sign-in it is, as the userinfo endpoint said at sign-in (shown by `latchkey status`). */
+  account: z.object({ sub: z.string(), preferred_username: z.string().optional(), email: z.string().optional() }).optional(),
   /** `login --dpop`: the private key the tokens are bound to (RFC 9449); this file is 0600. */
   dpop_jwk: z.record(z.string(), z.unknown()).optional(),
 });
@@ -30,7 +33,16 @@ export const profileSchema = z.object({
 const fileSchema = z.object({ version: z.literal(1), profiles: z.record(z.string(), z.unknown()) });
 
 export type Profile = z.infer<typeof profileSchema>;
+
+/** A profile as `latchkey status` lists it: readable, or damaged (and then only its name is known). */
+export type StoredProfile = { name: string; profile: Profile } | { name: string; damaged: true; issuer: string | undefined };
 type CredentialsFile = z.infer<typeof fileSchema>;
+
+/** The issuer a damaged profile still names, if it names a usable one (for the "sign in again" command). */
+function damagedIssuer(raw: unknown): string | undefined {
+  const issuer = typeof raw === 'object' && raw !== null ? (raw as { issuer?: unknown }).issuer : undefined;
+  return typeof issuer === 'string' && /^https?:\/\/[\x21-\x7e]+$/.test(issuer) && URL.canParse(issuer) ? issuer : undefined;
+}
 
 /** A lock older than this is taken over even if its owner seems alive (a hung process). */
 const staleLockMs = 120_000;
@@ -48,7 +60,14 @@ export class CredentialsStore {
   readonly path: string;
   private readonly lockPath: string;
 
-  constructor(readonly home: string) {
+  /**
+   * `home`: where the file lives; `defaultIssuer`: the issuer `latchkey login` uses when given
+   * none, so that messages name `--issuer` only when it differs.
+   */
+  constructor(
+    readonly home: string,
+    readonly defaultIssuer: string,
+  ) {
     this.path = join(home, 'credentials.json');
     this.lockPath = `${this.path}.lock`;
   }
@@ -99,10 +118,20 @@ export class CredentialsStore {
     const result = profileSchema.safeParse(raw);
     if (!result.success) {
       throw new CommandError(
-        `the profile "${profile}" in ${this.path} is damaged; run "latchkey login${profile === 'default' ? '' : ` --profile ${profile}`}" again`,
+        `the profile "${profile}" in ${this.path} is damaged; run "${loginCommandLine({ profile, issuer: damagedIssuer(raw), defaultIssuer: this.defaultIssuer })}" again`,
       );
     }
     return result.data;
+  }
+
+  /** Every stored profile, `default` first, then by name; a damaged one is listed as such. Read only: no lock. */
+  list(): StoredProfile[] {
+    const { profiles } = this.readFile();
+    const names = Object.keys(profiles).sort((a, b) => (a === 'default' ? -1 : b === 'default' ? 1 : a.localeCompare(b)));
+    return names.map((name) => {
+      const result = profileSchema.safeParse(profiles[name]);
+      return result.success ? { name, profile: result.data } : { name, damaged: true as const, issuer: damagedIssuer(profiles[name]) };
+    });
   }
 
   /** Call under withLock: a read-modify-write of the whole file. */

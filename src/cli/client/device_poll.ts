@@ -6,6 +6,7 @@
  * Retry-After nor a progress hook for the spinner.
  */
 import { systemClock } from '../../clock.js';
+import { fetchAsLatchkey } from './user_agent.js';
 
 export type PollOutcome =
   { kind: 'tokens'; body: Record<string, unknown> } | { kind: 'denied' } | { kind: 'expired' } | { kind: 'aborted' } | { kind: 'failed'; message: string };
@@ -76,7 +77,7 @@ export async function pollForTokens(options: PollOptions): Promise<PollOutcome> 
     try {
       const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
       if (options.dpopProof) headers.dpop = await options.dpopProof(nonce);
-      response = await fetch(options.tokenEndpoint, {
+      response = await fetchAsLatchkey(options.tokenEndpoint, {
         method: 'POST',
         headers,
         body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: options.deviceCode, client_id: options.clientId }),

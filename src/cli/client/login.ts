@@ -18,7 +18,9 @@ import { clientHelp } from './help.js';
 import { pollForTokens } from './device_poll.js';
 import { listenForCallback, SignInAborted, SignInHijacked, SignInTimeout, type Callback } from './loopback.js';
 import { writeSignInPage, type SignInPage } from './sign_in_page.js';
-import { describe, discover, oidc, printable } from './oidc.js';
+import { explainClientError } from './client_errors.js';
+import { discover, oidc, printable } from './oidc.js';
+import { loginCommandLine, shellWord } from './sign_in_hint.js';
 import { visible } from '../terminal_text.js';
 import { dpopHandle, dpopProof, newDpopKey } from './dpop_key.js';
 import { tokenTypeName } from './session.js';
@@ -33,6 +35,9 @@ const deviceTokenResponse = z.object({
   expires_in: z.number().int().positive().optional(),
   refresh_token: z.string().min(1).optional(),
   scope: z.string().optional(),
+  // Straight from the token endpoint over the connection the CLI opened (OIDC Core §3.1.3.7 ¶6);
+  // kept only to show whose sign-in a profile is (`latchkey status`).
+  id_token: z.string().min(1).optional(),
 });
 const browserTimeoutMs = 5 * 60 * 1000;
 /**
@@ -45,9 +50,9 @@ const settleAfterLaunchMs = 5000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const openedTwice = () =>
+const openedTwice = (again: string) =>
   new CommandError(
-    'the sign-in page was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run latchkey login again.',
+    `the sign-in page was opened twice: another program on this machine may have tried to take over the sign-in; nothing was stored. Run ${again} again.`,
     exitCodes.failure,
   );
 
@@ -59,6 +64,8 @@ interface LoginOptions {
   signal: AbortSignal;
   /** `--dpop`: the key the tokens are bound to (RFC 9449). */
   dpopJwk: JWK | undefined;
+  /** The command that starts this sign-in over, for messages. */
+  again: string;
 }
 
 async function browserLogin(
@@ -112,7 +119,7 @@ async function browserLogin(
     } catch (err) {
       if (err instanceof SignInTimeout) throw new CommandError('no sign-in was completed within 5 minutes', exitCodes.expired);
       if (err instanceof SignInAborted) throw new CommandError('cancelled', exitCodes.interrupted);
-      if (err instanceof SignInHijacked) throw openedTwice();
+      if (err instanceof SignInHijacked) throw openedTwice(o.again);
       throw err;
     }
     answer = callback.finish;
@@ -134,7 +141,7 @@ async function browserLogin(
         o.dpopJwk ? { DPoP: await dpopHandle(config, o.dpopJwk) } : undefined,
       );
     } catch (err) {
-      throw new CommandError(`the sign-in could not be completed: ${describe(err)}`);
+      throw new CommandError(`the sign-in could not be completed: ${explainClientError(err, o)}`);
     }
     // A sign-in finished this soon after the browser started may be another program's, done before
     // the person's browser opened the page: wait until it would have, then look.
@@ -143,7 +150,7 @@ async function browserLogin(
       while (Date.now() < launchedAt + settleAfterLaunchMs && !listener.openedTwice() && !o.signal.aborted) await sleep(100);
     }
     // The second opening may have come while the code was being redeemed: the tokens may be theirs.
-    if (listener.openedTwice()) throw openedTwice();
+    if (listener.openedTwice()) throw openedTwice(o.again);
     answer(true);
     answer = undefined;
     return tokens;
@@ -161,7 +168,7 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
   try {
     start = await oidc.initiateDeviceAuthorization(config, { scope: o.scope, ...(o.audience ? { audience: o.audience } : {}) });
   } catch (err) {
-    throw new CommandError(`could not start the device sign-in: ${describe(err)}`);
+    throw new CommandError(`could not start the device sign-in: ${explainClientError(err, o)}`);
   }
   const complete = start.verification_uri_complete ?? start.verification_uri;
   context.stderr.write(
@@ -208,7 +215,7 @@ async function deviceLogin(context: CommandContext, config: oidc.Configuration, 
     case 'denied':
       throw new CommandError('the sign-in was denied on the verification page', exitCodes.accessDenied);
     case 'expired':
-      throw new CommandError('the code expired before it was approved: run "latchkey login --device" again', exitCodes.expired);
+      throw new CommandError(`the code expired before it was approved: run "${o.again}" again`, exitCodes.expired);
     case 'aborted':
       throw new CommandError('cancelled', exitCodes.interrupted);
     case 'failed':
@@ -220,10 +227,13 @@ export const loginCommand = defineCommand({
   usage: 'latchkey login [--issuer URL] [--client-id ID] [--audience A] [--scope S] [--device] [--dpop] [--no-browser] [--profile P]',
   help: clientHelp(
     [
-      '  --issuer URL      the identity provider (default: LATCHKEY_ISSUER, else http://localhost:3000)',
-      '  --client-id ID    the client to sign in as (default: latchkey-cli)',
-      "  --audience A      an API to get the access token for (default: the provider's default)",
-      '  --scope S         scopes to ask for (default: "openid email profile offline_access")',
+      '  --issuer URL      the identity provider (default: the issuer the profile is signed in at, else',
+      '                    LATCHKEY_ISSUER, else http://localhost:3000)',
+      "  --client-id ID    the client to sign in as (default: the profile's, else latchkey-cli)",
+      "  --audience A      an API to get the access token for (default: the profile's, else the provider's default)",
+      '  --scope S         scopes to ask for (default: the profile\'s, else "openid email profile offline_access")',
+      '                    A profile signed in before is signed in again at its issuer, with its client,',
+      '                    audience, scope and DPoP; --issuer naming another server starts afresh.',
       '  --device          the Device Code flow: a code to approve on any other device',
       '  --dpop            bind the tokens to a key made on this machine (DPoP, RFC 9449): a copied',
       '                    token is useless without it; the key stays in the credentials file (0600)',
@@ -250,15 +260,29 @@ export const loginCommand = defineCommand({
     if (issuerOption !== undefined && !isIssuerUrl(issuerOption)) {
       throw new CommandError(`--issuer must be an http(s) URL with no query or fragment, not "${printable(issuerOption)}"`, exitCodes.usage);
     }
+    const store = new CredentialsStore(client.home, client.issuer);
+    const stored = store.get(profileName); // a damaged file is reported before anyone signs in
+    const issuer = (issuerOption ?? stored?.issuer ?? client.issuer).replace(/\/+$/, '');
+    // Signing a profile in again (its sign-in ended, say): at the server, as the client, for the
+    // API and scope, and with DPoP, as before — what the person chose then still holds — unless
+    // an option says otherwise. An --issuer naming another server starts afresh.
+    const again = stored !== undefined && stored.issuer === issuer ? stored : undefined;
+    const dpop = context.values.dpop === true || again?.dpop_jwk !== undefined;
+    const clientId = context.values['client-id'] || again?.client_id || 'latchkey-cli';
     const options: Omit<LoginOptions, 'signal'> = {
-      issuer: (issuerOption ?? client.issuer).replace(/\/+$/, ''),
-      clientId: context.values['client-id'] || 'latchkey-cli',
-      scope: context.values.scope || defaultScope,
-      audience: context.values.audience || undefined,
-      dpopJwk: context.values.dpop === true ? await newDpopKey() : undefined,
+      issuer,
+      clientId,
+      scope: context.values.scope || again?.scope || defaultScope,
+      audience: context.values.audience || again?.audience || undefined,
+      dpopJwk: dpop ? await newDpopKey() : undefined,
+      again: loginCommandLine({ profile: profileName, issuer, defaultIssuer: client.issuer }, [
+        ...(context.values.device === true ? ['--device'] : []),
+        ...(context.values['client-id'] ? ['--client-id', shellWord(clientId)] : []),
+      ]),
     };
-    const store = new CredentialsStore(client.home);
-    store.get(profileName); // a damaged file is reported before anyone signs in
+    if (issuerOption === undefined && stored !== undefined && issuer !== client.issuer) {
+      context.stderr.write(`Signing in again at ${issuer}, where the profile "${visible(profileName)}" was signed in.\n`);
+    }
     const config = await discover(options.issuer, options.clientId);
 
     const abort = new AbortController();
@@ -288,7 +312,6 @@ export const loginCommand = defineCommand({
       if (options.dpopJwk && profile.token_type.toLowerCase() !== 'dpop') {
         throw new CommandError('the identity provider did not bind the tokens to the DPoP key (it may not support DPoP); nothing was stored');
       }
-      await store.withLock(async () => store.set(profileName, profile));
       let who = '';
       try {
         const claims = await oidc.fetchUserInfo(
@@ -298,9 +321,16 @@ export const loginCommand = defineCommand({
           options.dpopJwk ? { DPoP: await dpopHandle(config, options.dpopJwk) } : undefined,
         );
         who = ` as ${visible(claims.preferred_username ?? claims.email ?? claims.sub)}`;
+        // Whose sign-in this is, for `latchkey status` (the Device Code flow brings no id_token).
+        profile.account = {
+          sub: claims.sub,
+          ...(typeof claims.preferred_username === 'string' ? { preferred_username: claims.preferred_username } : {}),
+          ...(typeof claims.email === 'string' ? { email: claims.email } : {}),
+        };
       } catch {
         // Who it is shows in `latchkey whoami`; the sign-in itself succeeded.
       }
+      await store.withLock(async () => store.set(profileName, profile));
       context.stderr.write(`Signed in to ${options.issuer}${who}${profileName === 'default' ? '' : ` (profile ${profileName})`}.\n`);
       return exitCodes.ok;
     } finally {

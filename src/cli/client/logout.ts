@@ -4,7 +4,8 @@ import { loadClientConfig } from '../../config.js';
 import { exitCodes, defineCommand } from '../command.js';
 import { CredentialsStore } from './credentials.js';
 import { clientHelp } from './help.js';
-import { describe, discover, oidc } from './oidc.js';
+import { explainClientError } from './client_errors.js';
+import { discover, oidc } from './oidc.js';
 
 export const logoutCommand = defineCommand({
   usage: 'latchkey logout [--profile P]',
@@ -13,7 +14,8 @@ export const logoutCommand = defineCommand({
   options: { profile: { type: 'string' } },
   async run(context) {
     const name = context.values.profile ?? 'default';
-    const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
+    const client = loadClientConfig(context.env, homedir());
+    const store = new CredentialsStore(client.home, client.issuer);
     // Under the lock: a refresh running meanwhile cannot leave a newer refresh token unrevoked.
     const result = await store.withLock(async () => {
       const profile = store.get(name);
@@ -25,7 +27,9 @@ export const logoutCommand = defineCommand({
         await oidc.tokenRevocation(config, profile.access_token, { token_type_hint: 'access_token' });
       } catch (err) {
         revoked = false;
-        context.stderr.write(`warning: could not revoke the tokens at ${profile.issuer}: ${describe(err)}\n`);
+        context.stderr.write(
+          `warning: could not revoke the tokens at ${profile.issuer}: ${explainClientError(err, { issuer: profile.issuer, clientId: profile.client_id })}\n`,
+        );
       }
       store.remove(name);
       return { revoked };

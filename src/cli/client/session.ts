@@ -6,7 +6,9 @@
 import { epochSeconds, systemClock } from '../../clock.js';
 import { CommandError, exitCodes } from '../command.js';
 import type { CredentialsStore, Profile } from './credentials.js';
-import { describe, discover, oauthErrorCode, oidc } from './oidc.js';
+import { explainClientError, oauthErrorCode } from './client_errors.js';
+import { discover, oidc } from './oidc.js';
+import { loginCommandLine } from './sign_in_hint.js';
 import { dpopHandle } from './dpop_key.js';
 
 /** The usual spelling of a token type (RFC 6749 token types are case-insensitive; openid-client lowercases them). */
@@ -23,9 +25,19 @@ export async function profileDpop(config: oidc.Configuration, profile: Profile):
 /** Refresh when less than this is left. */
 export const refreshMarginSeconds = 60;
 
+/** The command that signs `name` in again where it was signed in (its stored issuer), for messages. */
+export function signInAgain(store: CredentialsStore, name: string, profile: Profile | undefined): string {
+  return loginCommandLine({ profile: name, issuer: profile?.issuer, defaultIssuer: store.defaultIssuer }, profile?.dpop_jwk ? ['--dpop'] : []);
+}
+
 export function requireProfile(store: CredentialsStore, name: string): Profile {
   const profile = store.get(name);
-  if (!profile) throw new CommandError(`not signed in${name === 'default' ? '' : ` (profile "${name}")`}: run "latchkey login"`, exitCodes.notSignedIn);
+  if (!profile) {
+    throw new CommandError(
+      `not signed in${name === 'default' ? '' : ` (profile "${name}")`}: run "${signInAgain(store, name, undefined)}"`,
+      exitCodes.notSignedIn,
+    );
+  }
   return profile;
 }
 
@@ -39,7 +51,7 @@ export async function validProfile(store: CredentialsStore, name: string, option
     const current = requireProfile(store, name);
     if (fresh(current) && (!options.force || current.access_token !== stored.access_token)) return current; // another process refreshed while we waited
     if (!current.refresh_token) {
-      throw new CommandError('the access token has expired and there is no refresh token: run "latchkey login"', exitCodes.notSignedIn);
+      throw new CommandError(`the access token has expired and there is no refresh token: run "${signInAgain(store, name, current)}"`, exitCodes.notSignedIn);
     }
     const config = await discover(current.issuer, current.client_id);
     let tokens: Awaited<ReturnType<typeof oidc.refreshTokenGrant>>;
@@ -48,9 +60,9 @@ export async function validProfile(store: CredentialsStore, name: string, option
       tokens = await oidc.refreshTokenGrant(config, current.refresh_token, undefined, await profileDpop(config, current));
     } catch (err) {
       if (oauthErrorCode(err) === 'invalid_grant') {
-        throw new CommandError('your sign-in has ended (revoked or expired): run "latchkey login"', exitCodes.notSignedIn);
+        throw new CommandError(`your sign-in has ended (revoked or expired): run "${signInAgain(store, name, current)}"`, exitCodes.notSignedIn);
       }
-      throw new CommandError(`could not refresh the access token: ${describe(err)}`);
+      throw new CommandError(`could not refresh the access token: ${explainClientError(err, { issuer: current.issuer, clientId: current.client_id })}`);
     }
     const updated: Profile = {
       ...current,

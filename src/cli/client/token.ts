@@ -7,6 +7,7 @@ import { homedir } from 'node:os';
 import { loadClientConfig } from '../../config.js';
 import { CommandError, exitCodes, defineCommand } from '../command.js';
 import { dpopProof } from './dpop_key.js';
+import { loginCommandLine } from './sign_in_hint.js';
 import { CredentialsStore } from './credentials.js';
 import { clientHelp } from './help.js';
 import { validProfile } from './session.js';
@@ -27,7 +28,8 @@ export const tokenCommand = defineCommand({
   positionals: { min: 0, max: 0 },
   options: { profile: { type: 'string' }, 'dpop-proof': { type: 'boolean' }, method: { type: 'string' }, url: { type: 'string' }, nonce: { type: 'string' } },
   async run(context) {
-    const store = new CredentialsStore(loadClientConfig(context.env, homedir()).home);
+    const client = loadClientConfig(context.env, homedir());
+    const store = new CredentialsStore(client.home, client.issuer);
     const wantsProof = context.values['dpop-proof'] === true;
     const method = context.values.method;
     const url = context.values.url;
@@ -42,8 +44,13 @@ export const tokenCommand = defineCommand({
     if (method === undefined || !/^[A-Za-z]{1,16}$/.test(method)) throw new CommandError('--dpop-proof needs --method (GET, POST, …)', exitCodes.usage);
     if (url === undefined || !/^https?:\/\/[^\s]+$/i.test(url) || !URL.canParse(url))
       throw new CommandError('--dpop-proof needs --url, an http(s) URL', exitCodes.usage);
-    const profile = await validProfile(store, context.values.profile ?? 'default');
-    if (!profile.dpop_jwk) throw new CommandError('this profile has no DPoP key: sign in with "latchkey login --dpop"');
+    const name = context.values.profile ?? 'default';
+    const profile = await validProfile(store, name);
+    if (!profile.dpop_jwk) {
+      throw new CommandError(
+        `this profile has no DPoP key: sign in with "${loginCommandLine({ profile: name, issuer: profile.issuer, defaultIssuer: store.defaultIssuer }, ['--dpop'])}"`,
+      );
+    }
     const proof = await dpopProof(profile.dpop_jwk, { method, url, accessToken: profile.access_token, ...(nonce === undefined ? {} : { nonce }) });
     context.stdout.write(`${proof}\n`);
     return exitCodes.ok;

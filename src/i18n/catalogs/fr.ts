@@ -153,6 +153,7 @@ export const fr: Catalog = {
   'Code {code}': 'Code {code}',
   'Where the request came from': 'Origine de la demande',
   Address: 'Adresse IP',
+  'Reference for your administrator:': 'Référence pour votre administrateur\u00a0:',
   'Device software': 'Logiciel de l’appareil',
   // http/device_description.ts: the device named on the confirmation page
   '{software} on {system}': '{software} sur {system}',

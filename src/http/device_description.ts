@@ -70,7 +70,8 @@ function recognise(text: string): Recognised {
   let system = parsed.os.name !== undefined && knownSystems.has(parsed.os.name) ? nameOf(parsed.os.name) : undefined;
   // "Safari on iPhone" says more than "on iOS".
   if (system === 'iOS' && (parsed.platform.model === 'iPhone' || parsed.platform.model === 'iPad')) system = parsed.platform.model;
-  return { software: browser, system };
+  // A platform's own browser named after it ("Tizen on Tizen") says no more than the system does.
+  return { software: browser === system ? undefined : browser, system };
 }
 
 function joined(software: string, system: string | undefined, t: Translator['t']): string {

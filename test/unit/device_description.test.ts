@@ -29,6 +29,8 @@ describe('deviceName', () => {
       'Mozilla/5.0 (Linux; Android 14; SM-S911B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/25.0 Chrome/121.0.0.0 Mobile Safari/537.36',
       'Samsung Internet on Android',
     ],
+    ['LivingRoomTV/4.2 (Tizen 7.0)', 'LivingRoomTV 4.2 on Tizen'],
+    ['Mozilla/5.0 (SMART-TV; LINUX; Tizen 7.0) AppleWebKit/537.36 (KHTML, like Gecko) 94.0.4606.31/7.0 TV Safari/537.36', 'a browser on Tizen'],
     ['openid-client/v6.8.9', 'openid-client 6.8'],
     ['curl/8.5.0', 'curl 8.5'],
     ['python-requests/2.31.0', 'python-requests 2.31'],

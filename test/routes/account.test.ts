@@ -92,7 +92,10 @@ describe('the account page', () => {
     await signInAs(browser);
     const others: Array<[string, string]> = [
       ['Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36', 'Chrome on macOS'],
-      ['Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1', 'Safari on iPhone'],
+      [
+        'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+        'Safari on iPhone',
+      ],
       // Hundreds of characters of anything: what made a phone's account page thousands of pixels tall.
       [`Mozilla/5.0 (${'Garbage; '.repeat(40)}) <img src=x onerror=alert(1)>`, 'Unknown software'],
     ];

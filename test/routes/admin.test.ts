@@ -567,6 +567,8 @@ describe('sessions', () => {
     expect(page.body).not.toContain('Garbage;');
     expect(page.body).not.toContain('<b>bold');
     expect(text(page)).toContain('4 live sign-ins');
+    // The front page counts the browser sessions and leads here.
+    expect(text(await browser.get('/admin'))).toMatch(/3 Sessions browser sessions signed in now/);
     // One person's only.
     const alices = await browser.get('/admin/sessions?user=alice');
     expect(text(alices)).toContain('1 live sign-in of alice');

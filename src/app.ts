@@ -23,6 +23,7 @@ import { baseSecurityHeaders, securityHeaders } from './http/security_headers.js
 import { crossOriginRequests } from './http/cors.js';
 import { loggerOptions } from './logging.js';
 import { AccessLog, noteRefusal } from './http/access_log.js';
+import { requestIdGenerator, requestIdHeader } from './http/request_id.js';
 import { createMetrics } from './http/metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { defaultRateLimits, type RateLimiters } from './limits/rate_limiters.js';
@@ -100,6 +101,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     trustProxy: trustProxyOption(config.trustProxy),
     return503OnClosing: true,
     logController: new AccessLog(),
+    // Error pages show it, X-Request-Id sends it, every log line of the request carries it.
+    genReqId: requestIdGenerator(config.trustProxy !== false),
     // A client that never finishes its request is cut off (and cannot hold up a shutdown for long).
     requestTimeout: 30_000,
     connectionTimeout: 30_000,
@@ -184,6 +187,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     addSecurityHeaders(request, reply);
+    reply.header(requestIdHeader, request.id);
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });

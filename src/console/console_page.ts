@@ -29,12 +29,13 @@ export function storedKey(max: number) {
     .regex(/^[^\u0000-\u001f\u007f]*$/, 'The request is malformed.');
 }
 
-export type Section = 'overview' | 'users' | 'clients' | 'apis' | 'roles' | 'connectors' | 'keys' | 'audit';
+export type Section = 'overview' | 'users' | 'sessions' | 'clients' | 'apis' | 'roles' | 'connectors' | 'keys' | 'audit';
 
 /** The navigation bar, in its order. */
 export const sections: readonly { id: Section; href: string; label: string }[] = [
   { id: 'overview', href: '/admin', label: 'Overview' },
   { id: 'users', href: '/admin/users', label: 'Users' },
+  { id: 'sessions', href: '/admin/sessions', label: 'Sessions' },
   { id: 'clients', href: '/admin/clients', label: 'Clients' },
   { id: 'apis', href: '/admin/apis', label: 'APIs' },
   { id: 'roles', href: '/admin/roles', label: 'Roles' },

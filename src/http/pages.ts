@@ -83,8 +83,12 @@ export interface ErrorPage {
   link?: { href: string; label: string };
 }
 
+/**
+ * An error page. It shows the request's id (http/request_id.ts), which its log line carries too:
+ * what a person can hand an operator so the operator finds what happened.
+ */
 export function renderErrorPage(request: FastifyRequest, reply: FastifyReply, services: Services, page: ErrorPage, status: number): Promise<FastifyReply> {
-  return renderPage(request, reply, services, 'error', { title: page.heading, link: undefined, ...page }, status);
+  return renderPage(request, reply, services, 'error', { title: page.heading, link: undefined, ...page, requestId: request.id }, status);
 }
 
 /**

@@ -3,6 +3,7 @@
  * token families) — for their own /account page and for the admin console's user page.
  */
 import type { RefreshFamilySummary, SessionRecord } from '../store/store.js';
+import { deviceName } from './device_description.js';
 
 export type SignInRow = SignInRowCommon & ({ kind: 'browser'; clientId: undefined } | { kind: 'app'; /** The app's client. */ clientId: string });
 
@@ -12,7 +13,8 @@ interface SignInRowCommon {
   /** The browser session this page is being shown in. */
   current: boolean;
   from: string | undefined;
-  software: string | undefined;
+  /** The browser or program, named as people know it (never the raw User-Agent). */
+  device: string;
   created: string;
   lastUsed: string;
   sortKey: number;
@@ -32,7 +34,7 @@ export function signInRows(
       clientId: undefined,
       current: s.id === currentSessionId,
       from: s.ip,
-      software: s.userAgent,
+      device: deviceName(s.userAgent),
       created: when(s.createdAt),
       lastUsed: when(s.lastSeenAt ?? s.createdAt),
       sortKey: s.lastSeenAt ?? s.createdAt,
@@ -43,7 +45,7 @@ export function signInRows(
       clientId: f.clientId,
       current: false,
       from: f.approvedIp,
-      software: f.approvedUserAgent,
+      device: deviceName(f.approvedUserAgent),
       created: when(f.createdAt),
       lastUsed: when(f.lastUsedAt),
       sortKey: f.lastUsedAt,

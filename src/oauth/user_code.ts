@@ -25,6 +25,25 @@ export function normalizeUserCode(input: string): string | undefined {
   return canonicalPattern.test(canonical) ? canonical : undefined;
 }
 
+/** Why what a person typed cannot be a user code, so the page can say what is wrong with it. */
+export type UserCodeProblem = 'empty' | 'not_letters' | 'letters_never_used' | 'too_short' | 'too_long';
+
+/** The letters of A–Z that no code contains, AEIOUY: the vowels and Y (so no words can form). */
+export const lettersNeverUsed = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'.replace(new RegExp(`[${userCodeAlphabet}]`, 'g'), '');
+const neverUsedPattern = new RegExp(`[${lettersNeverUsed}]`);
+
+/** What is wrong with a typed code, read as normalizeUserCode reads it; undefined when it has the form of one. */
+export function userCodeProblem(input: string): UserCodeProblem | undefined {
+  if (input.length > 64) return 'too_long';
+  const canonical = input.toUpperCase().replace(/[\s\-\u2010-\u2015]/g, '');
+  if (canonical === '') return 'empty';
+  if (!/^[A-Z]+$/.test(canonical)) return 'not_letters';
+  if (neverUsedPattern.test(canonical)) return 'letters_never_used';
+  if (canonical.length < userCodeLength) return 'too_short';
+  if (canonical.length > userCodeLength) return 'too_long';
+  return undefined;
+}
+
 export function formatUserCode(canonical: string): string {
   return `${canonical.slice(0, 4)}-${canonical.slice(4)}`;
 }

@@ -16,8 +16,9 @@ import { pageLanguage } from '../i18n/page_language.js';
 import { translator } from '../i18n/translate.js';
 import { nothingPermitted, permittedScope } from '../oauth/permissions.js';
 import { rateLimitKey } from '../limits/rate_limit.js';
-import { formatUserCode, normalizeUserCode, userCodeDigest } from '../oauth/user_code.js';
+import { formatUserCode, normalizeUserCode, userCodeDigest, userCodeProblem } from '../oauth/user_code.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
+import { deviceName } from '../http/device_description.js';
 import { parseFields } from '../http/form.js';
 import { formExpiredPage, renderErrorPage, renderPage } from '../http/pages.js';
 import { currentSession, type SignedIn } from '../http/session.js';
@@ -36,8 +37,13 @@ const decisionForm = z.object({
 
 type Lookup = { grant: DeviceGrantRecord; userCode: string } | { error: string };
 
+/** What the page says; each case of a code that cannot be one says what is wrong with it. */
 const messages = {
-  malformed: 'That doesn’t look like a code. Codes have 8 letters, like BCDF-GHJK.',
+  empty: 'Enter the code shown on your device. Codes have 8 letters, like BCDF-GHJK.',
+  not_letters: 'Codes have letters only, without digits, accents or other signs. Check the code on your device: it looks like BCDF-GHJK.',
+  letters_never_used: 'Codes never contain the letters A, E, I, O, U or Y. Check each letter against the code on your device.',
+  too_short: 'That code is too short. Codes have 8 letters, like BCDF-GHJK.',
+  too_long: 'That code is too long. Codes have 8 letters, like BCDF-GHJK.',
   unknown: 'That code isn’t right. Check the code on your device and try again.',
   finished: 'That code has expired or has already been used. Start again on your device to get a new code.',
 };
@@ -67,8 +73,9 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
     const canonical = normalizeUserCode(typed);
     const grant = canonical === undefined ? undefined : await store.findDeviceGrantByUserCode(userCodeDigest(services.userCodeKey, canonical));
     if (!canonical || !grant) {
-      audit(request, 'device.user_code_rejected', { reason: canonical ? 'unknown' : 'malformed' });
-      return { error: canonical ? messages.unknown : messages.malformed };
+      const problem = canonical ? undefined : (userCodeProblem(typed) ?? 'too_long');
+      audit(request, 'device.user_code_rejected', { reason: problem === undefined ? 'unknown' : 'malformed', ...(problem ? { problem } : {}) });
+      return { error: problem === undefined ? messages.unknown : messages[problem] };
     }
     await rateLimits.userCodeEntry.undo(key);
     if (grant.status !== 'pending' || grant.expiresAt <= epochSeconds(clock)) return { error: messages.finished };
@@ -140,7 +147,7 @@ export async function deviceVerificationRoutes(app: FastifyInstance): Promise<vo
       access: describeScopes(access, translator(pageLanguage(request)).t),
       audienceName: await audienceName(store, config, grant.audience),
       requesterIp: grant.requesterIp,
-      requesterUserAgent: grant.requesterUserAgent,
+      requesterDevice: deviceName(grant.requesterUserAgent, translator(pageLanguage(request)).t),
       requestedAtIso: new Date(grant.createdAt * 1000).toISOString(),
       requestedAt: new Date(grant.createdAt * 1000).toISOString().replace('T', ' ').slice(0, 16) + ' UTC',
       requestedAgo: describeAgo(now - grant.createdAt),

@@ -176,11 +176,11 @@ interface DeviceTokens {
 }
 
 /**
- * A device asks for a code over HTTP (as `software`), the person approves it on `page` (/activate,
- * type the code, sign in as `username` unless signed in already, Allow), and the device, polling,
- * gets its tokens.
+ * A device asks for a code over HTTP (as `software`, its User-Agent), the person approves it on
+ * `page` (/activate, type the code, sign in as `username` unless signed in already, Allow — the
+ * page names the device as `shown`), and the device, polling, gets its tokens.
  */
-async function approveDevice(page: Page, clientId: string, clientName: string, software: string, username?: string): Promise<DeviceTokens> {
+async function approveDevice(page: Page, clientId: string, clientName: string, software: string, shown: string, username?: string): Promise<DeviceTokens> {
   const started = await post(
     '/oauth/device/code',
     { client_id: clientId, scope: 'openid profile offline_access', audience: 'https://api.example.com' },
@@ -197,7 +197,8 @@ async function approveDevice(page: Page, clientId: string, clientName: string, s
   if (username !== undefined) await fillSignIn(page, username);
   await page.getByRole('heading', { name: `Allow ${clientName} to access your account?` }).waitFor();
   expect(await page.locator('.user-code').textContent()).toBe(device.user_code);
-  await page.getByText(software).waitFor(); // where the request came from, as the device said
+  // Where the request came from: the device named as people know it, never its raw User-Agent.
+  expect(await page.locator('.origin dd.software').textContent()).toBe(shown);
   await page.getByRole('button', { name: 'Allow' }).click();
   await page.getByRole('heading', { name: "You're all set" }).waitFor();
 
@@ -228,8 +229,8 @@ const cspErrors = (errors: string[]) => errors.filter((e) => /Content Security P
 describe.skipIf(!run)('/account and sign-out in a real browser', () => {
   it("A device flow, then revoke from /account in a real browser: the device's next refresh is invalid_grant", async () => {
     const { context, page, outside, errors } = await newPage(desktop);
-    const software = 'LivingRoomTV/4.2 (Tizen 7.0)';
-    const tv = await approveDevice(page, 'tv', 'Living Room TV', software, 'erin');
+    const software = 'latchkey/0.2.0 (Linux; x64)';
+    const tv = await approveDevice(page, 'tv', 'Living Room TV', software, 'latchkey 0.2 on Linux', 'erin');
     // The device's sign-in works: a refresh (which rotates the token) answers.
     const rotated = await refresh('tv', tv.refresh_token);
     expect(rotated.status, JSON.stringify(rotated.body)).toBe(200);
@@ -243,7 +244,8 @@ describe.skipIf(!run)('/account and sign-out in a real browser', () => {
     const text = (await entry.textContent()) ?? '';
     // Where it was approved from, as the confirmation page showed it: the device's address and software.
     expect(text).toContain('From 127.0.0.1');
-    expect(text).toContain(software);
+    expect(text).toContain('latchkey 0.2 on Linux');
+    expect(text).not.toContain(software);
     expect(text).toContain('(device or app)');
     expect(await signIns(page).filter({ hasText: 'This browser' }).count()).toBe(1);
 
@@ -275,7 +277,7 @@ describe.skipIf(!run)('/account and sign-out in a real browser', () => {
     const second = await newPage(phone);
     await signInToAccount(first.page, 'finn');
     // The second browser signs in on the way to approving a device.
-    const speaker = await approveDevice(second.page, 'speaker', 'Kitchen Speaker', 'KitchenSpeaker/1.0 (Linux; armv7l)', 'finn');
+    const speaker = await approveDevice(second.page, 'speaker', 'Kitchen Speaker', 'KitchenSpeaker/1.0 (Linux; armv7l)', 'KitchenSpeaker 1.0 on Linux', 'finn');
     expect(await userinfo(speaker.access_token)).toBe(200);
     await second.page.goto(`${base}/account`);
     await second.page.getByRole('heading', { name: 'Your account' }).waitFor();
@@ -381,7 +383,7 @@ describe.skipIf(!run)('/account and sign-out in a real browser', () => {
     // Seen from a first browser: a device approved, and a third-party application allowed.
     const setup = await newPage(desktop);
     await signInToAccount(setup.page, 'ivy');
-    const tv = await approveDevice(setup.page, 'tv', 'Living Room TV', 'LivingRoomTV/4.2 (Tizen 7.0)');
+    const tv = await approveDevice(setup.page, 'tv', 'Living Room TV', 'latchkey/0.2.0 (Darwin; arm64)', 'latchkey 0.2 on macOS');
     const authorize = new URLSearchParams({
       response_type: 'code',
       client_id: 'photos',
@@ -414,6 +416,12 @@ describe.skipIf(!run)('/account and sign-out in a real browser', () => {
       await expect.poll(() => signIns(page).count()).toBe(sizeName === 'phone' ? 4 : 5);
       expect(await signIns(page).filter({ hasText: 'Photo Editor' }).count()).toBe(1);
       expect(await signIns(page).filter({ hasText: 'Living Room TV' }).count()).toBe(1);
+      // Each device named as people know it: our command line, this Chromium, the application's library.
+      expect(await signIns(page).filter({ hasText: 'Living Room TV' }).locator('.software').textContent()).toBe('latchkey 0.2 on macOS');
+      expect(await signIns(page).filter({ hasText: 'Photo Editor' }).locator('.software').textContent()).toBe('Chrome on Linux');
+      expect(await signIns(page).filter({ hasText: 'This browser' }).locator('.software').textContent()).toBe('Chrome on Linux');
+      // Each entry a few short lines, even on a phone: no raw User-Agent stretches one out.
+      for (const entry of await signIns(page).all()) expect(await entry.evaluate((li) => li.getBoundingClientRect().height)).toBeLessThan(200);
       const consents = page.getByRole('region', { name: 'Applications you allowed' });
       expect(await consents.locator('ul.consents > li').count()).toBe(1);
       expect(await consents.locator('ul.consents > li').textContent()).toContain('Photo Editor');

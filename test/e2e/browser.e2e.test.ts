@@ -136,7 +136,8 @@ describe.skipIf(!run)('pages in a real browser', () => {
     await page.getByRole('heading', { name: 'Allow Living Room TV to access your account?' }).waitFor();
     expect(await page.locator('.user-code').textContent()).toBe(device.user_code);
     expect(await page.locator('.user-code').evaluate((el) => getComputedStyle(el).fontFamily)).toMatch(/mono/i);
-    await expect.poll(() => page.getByText('LivingRoomTV/4.2 (Tizen 7.0)').isVisible()).toBe(true);
+    // The device's software named as people know it, not its raw User-Agent.
+    expect(await page.locator('.origin dd.software').textContent()).toBe('LivingRoomTV 4.2 on Tizen');
     await expectAccessible(page);
     await capture(page, 'device-confirm', 'phone');
     await page.getByRole('button', { name: 'Allow' }).click();

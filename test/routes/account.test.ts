@@ -80,10 +80,32 @@ describe('the account page', () => {
     expect(page.headers['cache-control']).toBe('no-store');
     expect(page.body).toContain('value="alice@example.com"');
     expect(page.body).toContain('This browser');
-    expect(page.body).toContain('Firefox/140.0');
+    expect(page.body).toContain('<span class="software">Firefox on Linux</span>');
+    expect(page.body).not.toContain('Firefox/140.0');
     expect(page.body).toContain('Living Room TV');
     expect(revokeButtons(page.body)).toHaveLength(2);
     expect(tv.refresh_token).toBeDefined();
+  });
+
+  it('"Devices and apps" names each device as people know it, never with its raw User-Agent', async () => {
+    const browser = await setUp();
+    await signInAs(browser);
+    const others: Array<[string, string]> = [
+      ['Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36', 'Chrome on macOS'],
+      [
+        'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+        'Safari on iPhone',
+      ],
+      // Hundreds of characters of anything: what made a phone's account page thousands of pixels tall.
+      [`Mozilla/5.0 (${'Garbage; '.repeat(40)}) <img src=x onerror=alert(1)>`, 'Unknown software'],
+    ];
+    for (const [userAgent] of others) await signInAs(new Browser(injectTransport(t.app), userAgent));
+    const page = await browser.get('/account');
+    const shown = [...page.body.matchAll(/<span class="software">([^<]*)<\/span>/g)].map((m) => m[1]);
+    expect(shown.sort()).toEqual(['Firefox on Linux', ...others.map(([, name]) => name)].sort());
+    expect(page.body).not.toContain('Garbage;');
+    expect(page.body).not.toContain('AppleWebKit');
+    expect(page.body).not.toContain('<img src=x');
   });
 
   it('a profile change needs the form token; a new email is unverified and needs the current password', async () => {

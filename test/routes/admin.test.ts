@@ -84,6 +84,7 @@ const pages = [
   '/admin',
   '/admin/users',
   '/admin/users/ID',
+  '/admin/sessions',
   '/admin/clients',
   '/admin/clients/tv',
   '/admin/apis',
@@ -107,6 +108,7 @@ const forms: [string, Record<string, string>][] = [
   ['/admin/users/ID/second-factors/enrolment-link', {}],
   ['/admin/users/ID/identities/unlink', { connector: 'corp' }],
   ['/admin/users/ID/identities/allow', { connector: 'corp' }],
+  ['/admin/sessions/end', { sign_in: 'SESSION' }],
   ['/admin/clients', { client_id: 'evil', name: 'Evil', redirect_uris: 'https://evil.example/cb', type: 'confidential', grant_type_0: 'authorization_code' }],
   ['/admin/clients/tv/update', { name: 'Evil TV', redirect_uris: '', post_logout_redirect_uris: '' }],
   ['/admin/clients/tv/rotate-secret', { keep_old_for: '0' }],
@@ -495,7 +497,8 @@ describe('users', () => {
     const page = await browser.get(`/admin/users/${alice.id}`);
     expect(page.body).toContain(`name="sign_in" value="${session!.id}"`);
     expect(page.body).toContain(`name="sign_in" value="${family!.familyId}"`);
-    expect(text(page)).toContain('AliceBrowser/1.0');
+    expect(text(page)).toContain('AliceBrowser 1.0'); // named, never the raw User-Agent
+    expect(text(page)).not.toContain('AliceBrowser/1.0');
     expect(text(page)).toContain('Living Room TV (tv)');
     // Bob's family by its id, through Alice's page: nothing.
     const other = await submit(browser, `/admin/users/${alice.id}`, `/admin/users/${alice.id}/sign-ins/end`, { sign_in: bobFamily!.familyId });
@@ -534,6 +537,107 @@ describe('users', () => {
     expect(res.location).toBe(`/admin/users/${alice.id}?done=factors_reset`);
     expect(await t.store.findTotp(alice.id)).toBeUndefined();
     await expectAudited('user.second_factors_reset', { userId: alice.id, details: { hadFactors: true } });
+  });
+});
+
+describe('sessions', () => {
+  it('lists everyone’s live sign-ins: person, what, device named as people know it, address, started, last seen', async () => {
+    const browser = await admin();
+    const aliceBrowser = new Browser(
+      injectTransport(t.app),
+      'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    );
+    await signInAs(aliceBrowser, 'alice', '/account');
+    const bobBrowser = new Browser(injectTransport(t.app), `Mozilla/5.0 (${'Garbage; '.repeat(40)}) <b>bold</b>`);
+    await signInAs(bobBrowser, 'bob', '/account');
+    await tokensFor(t, await user('bob'), 'tv');
+    const page = await browser.get('/admin/sessions');
+    expect(page.status).toBe(200);
+    expect(page.headers['cache-control']).toBe('no-store');
+    expect(page.body).toContain('<a href="/admin/sessions" aria-current="page">Sessions</a>');
+    const rows = page.body
+      .split('<tr>')
+      .slice(2)
+      .map((row) => text({ ...page, body: row.split('</tr>')[0]! }).trim());
+    const rowOf = (...parts: string[]) => rows.find((row) => parts.every((part) => row.includes(part))) ?? '';
+    expect(rowOf('alice', 'Browser session')).toBe('alice Browser session Chrome on macOS 127.0.0.1 2027-01-15 08:00 UTC 2027-01-15 08:00 UTC End');
+    expect(rowOf('bob', 'Browser session')).toContain('Unknown software');
+    expect(rowOf('bob', 'Living Room TV')).toContain('(device or app)');
+    expect(rowOf('root', 'This browser (your session)')).toContain('Firefox on Linux');
+    expect(page.body).not.toContain('Garbage;');
+    expect(page.body).not.toContain('<b>bold');
+    expect(text(page)).toContain('4 live sign-ins');
+    // The front page counts the browser sessions and leads here.
+    expect(text(await browser.get('/admin'))).toMatch(/3 Sessions browser sessions signed in now/);
+    // One person's only.
+    const alices = await browser.get('/admin/sessions?user=alice');
+    expect(text(alices)).toContain('1 live sign-in of alice');
+    expect(alices.body).not.toContain('>bob</a>');
+    const nobody = await browser.get('/admin/sessions?user=nobody');
+    expect(nobody.status).toBe(200);
+    expect(text(nobody)).toContain('There is no user by that name.');
+  });
+
+  it('ends a browser session or an app sign-in of anyone: the form token required, audited, the person signed out', async () => {
+    const browser = await admin();
+    const aliceBrowser = new Browser(injectTransport(t.app), 'latchkey/0.2.0 (Linux; x64)');
+    await signInAs(aliceBrowser, 'alice', '/account');
+    const alice = await user('alice');
+    const tv = await tokensFor(t, await user('bob'), 'tv');
+    const [session] = await t.store.listSessions(alice.id, now());
+    const [family] = await t.store.listRefreshFamilies((await user('bob')).id, now());
+    expect((await browser.post('/admin/sessions/end', { sign_in: session!.id })).status).toBe(403);
+    expect((await browser.post('/admin/sessions/end', { csrf_token: 'forged', sign_in: session!.id })).status).toBe(403);
+    expect((await aliceBrowser.get('/account')).status).toBe(200);
+
+    const ended = await submit(browser, '/admin/sessions', '/admin/sessions/end', { sign_in: session!.id, user: 'alice', page: '1' });
+    expect(ended.status).toBe(303);
+    expect(ended.location).toBe('/admin/sessions?user=alice&done=ended');
+    expect(text(await browser.get(ended.location!))).toContain('That sign-in was ended.');
+    expect((await aliceBrowser.get('/account')).status).toBe(303);
+    await expectAudited('session.ended_by_admin', { userId: alice.id, details: { kind: 'browser', sessionId: session!.id } });
+
+    const app = await submit(browser, '/admin/sessions', '/admin/sessions/end', { sign_in: family!.familyId });
+    expect(app.location).toBe('/admin/sessions?done=ended');
+    expect((await refresh(t, 'tv', tv.refresh_token!)).json().error).toBe('invalid_grant');
+    await expectAudited('session.ended_by_admin', { clientId: 'tv', details: { kind: 'app', familyId: family!.familyId } });
+
+    const again = await submit(browser, '/admin/sessions', '/admin/sessions/end', { sign_in: session!.id });
+    expect(again.location).toBe('/admin/sessions?done=ended_none');
+    expect(text(await browser.get(again.location!))).toContain('That sign-in had ended already.');
+  });
+
+  it('pages through many sign-ins, 50 a page', async () => {
+    const browser = await admin();
+    const alice = await user('alice');
+    for (let i = 0; i < 60; i++) {
+      await t.store.createSession({
+        idHash: sha256(`session-${i}`),
+        userId: alice.id,
+        authTime: now(),
+        amr: ['pwd'],
+        createdAt: now() - 1000 - i,
+        expiresAt: now() + 3600,
+        interactionId: undefined,
+        id: `s-${String(i).padStart(3, '0')}`,
+        ip: '192.0.2.1',
+        userAgent: 'curl/8.5.0',
+        lastSeenAt: now() - 1000 - i,
+      });
+    }
+    const first = await browser.get('/admin/sessions');
+    expect([...first.body.matchAll(/name="sign_in"/g)]).toHaveLength(50);
+    expect(text(first)).toContain('61 live sign-ins');
+    expect(text(first)).toContain('Page 1 of 2.');
+    const next = first.body.match(/<a href="([^"]+)" rel="next">Older<\/a>/)?.[1];
+    expect(next).toBe('/admin/sessions?page=2');
+    const second = await browser.get(next!);
+    expect([...second.body.matchAll(/name="sign_in"/g)]).toHaveLength(11);
+    expect(second.body).toContain('name="sign_in" value="s-059"');
+    expect(second.body).toContain('rel="prev">Newer</a>');
+    // A page past the end shows the last one.
+    expect([...(await browser.get('/admin/sessions?page=99')).body.matchAll(/name="sign_in"/g)]).toHaveLength(11);
+    expect((await browser.get('/admin/sessions?page=abc')).status).toBe(200);
   });
 });
 

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { normalizeUserCode, userCodeDigest } from '../../src/oauth/user_code.js';
 import type { UserRecord } from '../../src/store/store.js';
 import { addApi, addClient, addUser, form, testApp, type TestApp } from '../helpers/app.js';
-import { Browser, injectTransport, inputValue, signIn } from '../helpers/browser.js';
+import { Browser, decodeEntities, injectTransport, inputValue, signIn } from '../helpers/browser.js';
 
 let t: TestApp;
 let alice: UserRecord;
@@ -110,10 +110,44 @@ describe('POST /activate', () => {
     expect(res.body).toContain('aria-invalid="true"');
   });
 
-  it('something that cannot be a code → 400 explaining the format', async () => {
+  it('something that cannot be a code → 400 saying what is wrong with it', async () => {
     const res = await enterCode('hello');
     expect(res.status).toBe(400);
-    expect(res.body).toContain('Codes have 8 letters');
+    expect(res.body).toContain('Codes never contain the letters A, E, I, O, U or Y.');
+    expect(res.body).toContain('aria-invalid="true"');
+  });
+
+  // The case people meet: 8 letters typed, one of them a letter no code has (an O read for a Q …).
+  it.each([
+    ['8 letters with a vowel', 'BCDF-GHJO', 'Codes never contain the letters A, E, I, O, U or Y.'],
+    ['8 letters with a Y', 'bcdf ghjy', 'Codes never contain the letters A, E, I, O, U or Y.'],
+    ['a digit', 'BCDF-GHJ0', 'Codes have letters only, without digits, accents or other signs.'],
+    ['an accented letter', 'BCDF-GHJÉ', 'Codes have letters only, without digits, accents or other signs.'],
+    ['7 letters', 'BCDF-GHJ', 'That code is too short. Codes have 8 letters, like BCDF-GHJK.'],
+    ['9 letters', 'BCDF-GHJKL', 'That code is too long. Codes have 8 letters, like BCDF-GHJK.'],
+    ['nothing but dashes', ' - ', 'Enter the code shown on your device. Codes have 8 letters, like BCDF-GHJK.'],
+    ['a code of the right form that no device has', 'BCDF-GHJK', 'That code isn’t right. Check the code on your device and try again.'],
+  ])('%s → 400 saying exactly that', async (_case, typed, message) => {
+    const res = await enterCode(typed);
+    expect(res.status).toBe(400);
+    expect(decodeEntities(res.body)).toContain(message);
+    expect(decodeEntities(res.body)).not.toContain('That doesn’t look like a code');
+  });
+
+  it('the wording follows the page language', async () => {
+    const entry = await browser.get('/activate');
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/activate',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'accept-language': 'fr',
+        cookie: [...browser.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+      },
+      payload: new URLSearchParams({ csrf_token: inputValue(entry.body, 'csrf_token')!, user_code: 'BCDF-GHJO' }).toString(),
+    });
+    expect(res.statusCode).toBe(400);
+    expect(decodeEntities(res.body)).toContain('Les codes ne contiennent jamais les lettres A, E, I, O, U ni Y.');
   });
 
   it('an expired code → 400 saying to start again', async () => {
@@ -162,21 +196,47 @@ describe('GET /activate/confirm', () => {
     expect(res.body).toContain('Keep access when you are not using it');
     expect(res.body).toContain('Photo Library API');
     expect(res.body).toContain('127.0.0.1');
-    expect(res.body).toContain('curl/8.4.0');
+    expect(res.body).toContain('<dd class="software">curl 8.4</dd>');
     expect(res.body).toContain('3 minutes ago');
     expect(res.body).toMatch(/<button type="submit" name="decision" value="allow"/);
     expect(res.body).toMatch(/<button type="submit" name="decision" value="deny"/);
     expect(res.body).toContain('Signed in as <strong>alice</strong>');
   });
 
-  it('shows a User-Agent sent as UTF-8 as the device sent it, escaped', async () => {
+  it('a User-Agent of free text (UTF-8, markup) is never shown: a short safe name instead', async () => {
     // Node hands header bytes over one latin1 character per byte: this is what "Café TV" arrives as.
     const sent = 'Café TV — Wohnzimmer <b>📺</b>';
     const { user_code } = await startDeviceFlow(Buffer.from(sent, 'utf8').toString('latin1'));
     await signedInBrowser();
     const res = await browser.get(`/activate/confirm?user_code=${user_code}`);
-    expect(res.body).toContain('Café TV — Wohnzimmer &lt;b&gt;📺&lt;/b&gt;');
-    expect(res.body).not.toContain('CafÃ©');
+    expect(res.body).toContain('<dd class="software">Unknown software</dd>');
+    expect(res.body).not.toContain('Wohnzimmer');
+    expect(res.body).not.toContain('Caf');
+  });
+
+  it.each([
+    ['our command line on Linux', 'latchkey/0.2.0 (Linux; x64)', 'latchkey 0.2 on Linux'],
+    ['our command line on a Mac', 'latchkey/0.2.0 (Darwin; arm64)', 'latchkey 0.2 on macOS'],
+    ['our command line on Windows', 'latchkey/0.3.1 (Windows_NT; x64)', 'latchkey 0.3 on Windows'],
+    ['a library', 'openid-client/v6.8.9', 'openid-client 6.8'],
+    ['a browser', 'Mozilla/5.0 (Android 14; Mobile; rv:132.0) Gecko/132.0 Firefox/132.0', 'Firefox on Android'],
+  ])('names the device software as people know it: %s', async (_case, userAgent, shown) => {
+    const { user_code } = await startDeviceFlow(userAgent);
+    await signedInBrowser();
+    const res = await browser.get(`/activate/confirm?user_code=${user_code}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toContain(`<dd class="software">${shown}</dd>`);
+  });
+
+  it('a User-Agent of hundreds of characters comes out short', async () => {
+    const long = `Evil/1.0 (${'x'.repeat(240)}) <script>alert(1)</script>`;
+    const { user_code } = await startDeviceFlow(long);
+    await signedInBrowser();
+    const res = await browser.get(`/activate/confirm?user_code=${user_code}`);
+    const shown = res.body.match(/<dd class="software">([^<]*)<\/dd>/)?.[1];
+    expect(shown).toBe('Evil 1.0');
+    expect(res.body).not.toContain('xxxxxxxx');
+    expect(res.body).not.toContain('<script>alert');
   });
 });
 

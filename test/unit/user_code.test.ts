@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { formatUserCode, generateUserCode, normalizeUserCode, userCodeAlphabet } from '../../src/oauth/user_code.js';
+import { formatUserCode, generateUserCode, lettersNeverUsed, normalizeUserCode, userCodeAlphabet, userCodeProblem } from '../../src/oauth/user_code.js';
 
 const displayPattern = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
 
@@ -85,5 +85,31 @@ describe('formatUserCode', () => {
   it('puts a dash after the fourth letter', () => {
     expect(formatUserCode('WDJBMJHT')).toBe('WDJB-MJHT');
     expect(formatUserCode('BCDFGHJK')).toBe('BCDF-GHJK');
+  });
+});
+
+describe('userCodeProblem: what is wrong with what a person typed', () => {
+  it('the letters no code has are exactly the ones the page names: A, E, I, O, U, Y', () => {
+    expect(lettersNeverUsed).toBe('AEIOUY');
+  });
+
+  it.each([
+    ['', 'empty'],
+    [' - ', 'empty'],
+    ['BCDF-GHJ0', 'not_letters'],
+    ['BCDF-GHJÉ', 'not_letters'],
+    ['BCDF_GHJK', 'not_letters'],
+    ['BCDF-GHJA', 'letters_never_used'],
+    ['bcdf ghjy', 'letters_never_used'],
+    ['hello', 'letters_never_used'],
+    ['BCDF', 'too_short'],
+    ['BCDF-GHJKL', 'too_long'],
+    ['B'.repeat(65), 'too_long'],
+    ['bcdf ghjk', undefined],
+    ['BCDF–GHJK', undefined],
+  ] as const)('%j → %s', (typed, problem) => {
+    expect(userCodeProblem(typed)).toBe(problem);
+    // What has no problem is a code in form, and the other way round.
+    expect(normalizeUserCode(typed) === undefined).toBe(problem !== undefined);
   });
 });

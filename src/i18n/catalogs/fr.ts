@@ -159,7 +159,12 @@ export const fr: Catalog = {
   'Code {code}': 'Code {code}',
   'Where the request came from': 'Origine de la demande',
   Address: 'Adresse IP',
+  'Reference for your administrator:': 'Référence pour votre administrateur\u00a0:',
   'Device software': 'Logiciel de l’appareil',
+  // http/device_description.ts: the device named on the confirmation page
+  '{software} on {system}': '{software} sur {system}',
+  'a browser on {system}': 'un navigateur sur {system}',
+  'Unknown software': 'Logiciel inconnu',
   When: 'Date',
   'If you did not start this yourself just now, choose Deny.': 'Si vous ne venez pas de faire cette demande vous-même, choisissez Refuser.',
   "You're all set": 'Tout est prêt',
@@ -170,8 +175,14 @@ export const fr: Catalog = {
     '{client} n’a reçu aucun accès. Rien n’a été partagé\u00a0; vous pouvez fermer cette page.',
   'Confirm access': 'Confirmer l’accès',
   'Device connected': 'Appareil connecté',
-  'That doesn’t look like a code. Codes have 8 letters, like BCDF-GHJK.':
-    'Cela ne ressemble pas à un code. Les codes comportent 8\u00a0lettres, par exemple BCDF-GHJK.',
+  'Enter the code shown on your device. Codes have 8 letters, like BCDF-GHJK.':
+    'Saisissez le code affiché sur votre appareil. Les codes comportent 8\u00a0lettres, par exemple BCDF-GHJK.',
+  'Codes have letters only, without digits, accents or other signs. Check the code on your device: it looks like BCDF-GHJK.':
+    'Les codes ne comportent que des lettres, sans chiffres, accents ni autres signes. Vérifiez le code affiché sur votre appareil\u00a0: il ressemble à BCDF-GHJK.',
+  'Codes never contain the letters A, E, I, O, U or Y. Check each letter against the code on your device.':
+    'Les codes ne contiennent jamais les lettres A, E, I, O, U ni Y. Comparez chaque lettre avec le code affiché sur votre appareil.',
+  'That code is too short. Codes have 8 letters, like BCDF-GHJK.': 'Ce code est trop court. Les codes comportent 8\u00a0lettres, par exemple BCDF-GHJK.',
+  'That code is too long. Codes have 8 letters, like BCDF-GHJK.': 'Ce code est trop long. Les codes comportent 8\u00a0lettres, par exemple BCDF-GHJK.',
   'That code isn’t right. Check the code on your device and try again.': 'Ce code n’est pas correct. Vérifiez le code affiché sur votre appareil et réessayez.',
   'That code has expired or has already been used. Start again on your device to get a new code.':
     'Ce code a expiré ou a déjà été utilisé. Recommencez sur votre appareil pour obtenir un nouveau code.',

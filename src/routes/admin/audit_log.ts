@@ -12,7 +12,8 @@ import { parseFields } from '../../http/form.js';
 import type { AuditEventQuery, AuditEventRecord } from '../../store/store.js';
 import { adminGate, hereOf, renderAdmin, storedKey, type Notice } from '../../console/console_page.js';
 
-const pageSize = 50;
+/** Events on one page: enough to scan, few enough for a phone to scroll through. */
+const pageSize = 25;
 
 const filterQuery = z.object({
   since: z.string().max(64).default(''),

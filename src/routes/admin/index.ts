@@ -1,6 +1,6 @@
 /**
- * The admin console, /admin: users, clients and their machine grants, APIs, roles, connectors,
- * signing keys and the audit log, for people holding the `admin` role (console/console_page.ts
+ * The admin console, /admin: users, live sessions, clients and their machine grants, APIs, roles,
+ * connectors, signing keys and the audit log, for people holding the `admin` role (console/console_page.ts
  * says who may use it). Plain server-rendered pages and forms: no script, so the pages' CSP stays
  * as strict as everywhere else. Nothing here may be cached. This index is the app of its folder:
  * the one file that imports the console's route plugins (what they share is in src/console/).
@@ -16,6 +16,7 @@ import { adminConnectorRoutes } from './connectors.js';
 import { adminKeyRoutes } from './keys.js';
 import { adminOverviewRoutes } from './overview.js';
 import { adminRoleRoutes } from './roles.js';
+import { adminSessionRoutes } from './sessions.js';
 import { adminUserPageRoutes } from './user.js';
 import { adminUserRoutes } from './users.js';
 
@@ -28,6 +29,7 @@ export async function adminRoutes(app: FastifyInstance): Promise<void> {
     await console.register(adminOverviewRoutes);
     await console.register(adminUserRoutes);
     await console.register(adminUserPageRoutes);
+    await console.register(adminSessionRoutes);
     await console.register(adminClientRoutes);
     await console.register(adminClientPageRoutes);
     await console.register(adminClientGrantRoutes);

@@ -27,6 +27,7 @@ export async function adminOverviewRoutes(app: FastifyInstance): Promise<void> {
         count: users.length,
         hint: `${users.filter((u) => u.disabled).length} disabled · ${sessions.length} browser sessions`,
       },
+      { href: '/admin/sessions', label: 'Sessions', count: sessions.length, hint: 'browser sessions signed in now' },
       { href: '/admin/clients', label: 'Clients', count: clients.length, hint: `${clients.filter((c) => c.disabled).length} disabled` },
       { href: '/admin/apis', label: 'APIs', count: apis.length, hint: `${apis.reduce((n, a) => n + a.scopes.length, 0)} scopes declared` },
       { href: '/admin/roles', label: 'Roles', count: roles.length, hint: `${roles.find((r) => r.name === 'admin')?.members ?? 0} administrators` },

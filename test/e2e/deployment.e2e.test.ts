@@ -66,7 +66,14 @@ describe('the container image', () => {
   it("its CMD serves on 0.0.0.0 with the image's environment, and its HEALTHCHECK passes, then fails once stopped", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'latchkey-image-'));
     const port = String(await freePort());
-    const env = { ...dockerEnv(), PORT: port, LATCHKEY_DB: join(dir, 'data', 'latchkey.db'), LATCHKEY_ISSUER: `http://127.0.0.1:${port}` };
+    // The mounted secret's place (/run/secrets) stands in a folder of the test's own.
+    const env = {
+      ...dockerEnv(),
+      PORT: port,
+      LATCHKEY_DB: join(dir, 'data', 'latchkey.db'),
+      LATCHKEY_SECRET_KEY_FILE: join(dir, 'secrets', 'latchkey_secret_key'),
+      LATCHKEY_ISSUER: `http://127.0.0.1:${port}`,
+    };
     const server = run(execForm('CMD'), env);
     try {
       await waitFor(() => server.output().includes('Latchkey is listening'), { what: 'the server to listen' });

@@ -62,7 +62,7 @@ async function startDemo(env: Record<string, string>) {
   await waitFor(() => stdout.includes('Press Ctrl-C to stop') || child.exitCode !== null, { what: 'the demo to print its walk-through', timeout: 60_000 });
   expect(child.exitCode, stderr).toBeNull();
   return {
-    stdout,
+    stdout: () => stdout,
     stderr: () => stderr,
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGINT');
@@ -107,7 +107,7 @@ describe.skipIf(!run)('a newcomer, from the checkout to a first sign-in', () => 
     let demoFolder: string | undefined;
     const clis: ReturnType<typeof spawnCli>[] = [];
     try {
-      const out = demo.stdout;
+      const out = demo.stdout();
       // Loopback only, and it says so.
       expect(out).toContain(`Latchkey is listening on http://127.0.0.1:${port} (issuer http://localhost:${port}) — a DEMO`);
       expect(out).toContain('Not used by the demo: LATCHKEY_DB');
@@ -180,6 +180,10 @@ describe.skipIf(!run)('a newcomer, from the checkout to a first sign-in', () => 
         body: new URLSearchParams({ grant_type: 'refresh_token', client_id: clientId, refresh_token: restored.refresh_token! }),
       });
       expect(((await revoked.json()) as { error: string }).error).toBe('invalid_grant');
+
+      // The password was shown in the walk-through (the list of people and step 2), and nowhere else.
+      expect(demo.stdout().split(password!)).toHaveLength(3);
+      expect(demo.stderr()).not.toContain(password!);
     } finally {
       for (const cli of clis) if (cli.child.exitCode === null) cli.child.kill();
       expect(await demo.stop()).toBe(0);

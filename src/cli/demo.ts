@@ -140,7 +140,8 @@ async function seedDemo(config: Config, env: NodeJS.ProcessEnv): Promise<Omit<De
     const webClientId = 'demo-web';
     const webRedirectUri = 'http://localhost:8080/callback';
     const added = await run(clientsAddCommand, [webClientId, '--name', 'Demo Web App', '--confidential', '--redirect-uri', webRedirectUri]);
-    const webClientSecret = /client_secret \(shown only once\): (\S+)/.exec(added)?.[1] ?? '';
+    const webClientSecret = /client_secret \(shown only once\): (\S+)/.exec(added)?.[1];
+    if (webClientSecret === undefined) throw new Error(`demo setup: clients add printed no client_secret: ${added.trim()}`);
     return {
       issuer: config.issuer,
       databasePath: config.databasePath,

@@ -111,6 +111,7 @@ describe.skipIf(!run)('a newcomer, from the checkout to a first sign-in', () => 
       // Loopback only, and it says so.
       expect(out).toContain(`Latchkey is listening on http://127.0.0.1:${port} (issuer http://localhost:${port}) — a DEMO`);
       expect(out).toContain('Not used by the demo: LATCHKEY_DB');
+      expect(out).toMatch(/client {2}demo-web .*client_secret lk_cs_[\w-]{43}\)$/m);
       const issuer = `http://localhost:${port}`;
 
       // Everything the person needs comes from the walk-through.

@@ -44,9 +44,17 @@ export function writeKeyFile(path: string, keyTexts: string[]): void {
  */
 function ensureKeyFile(path: string): void {
   if (existsSync(path)) return;
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  const fd = openSync(temporary, 'wx', 0o600);
+  let fd: number;
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    fd = openSync(temporary, 'wx', 0o600);
+  } catch (err) {
+    // A key meant to be mounted (a container's /run/secrets) that is not there lands here.
+    throw new SecretKeyError(
+      `the secret key file ${path} does not exist and cannot be created (${(err as Error).message}): mount the key file there, or set LATCHKEY_SECRET_KEY (make one with: latchkey secret-key generate)`,
+    );
+  }
   try {
     writeSync(fd, `${generateSecretKeyText()}\n`);
     fsyncSync(fd);

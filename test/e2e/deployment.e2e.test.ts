@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,7 +66,14 @@ describe('the container image', () => {
   it("its CMD serves on 0.0.0.0 with the image's environment, and its HEALTHCHECK passes, then fails once stopped", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'latchkey-image-'));
     const port = String(await freePort());
-    const env = { ...dockerEnv(), PORT: port, LATCHKEY_DB: join(dir, 'data', 'latchkey.db'), LATCHKEY_ISSUER: `http://127.0.0.1:${port}` };
+    // The mounted secret's place (/run/secrets) stands in a folder of the test's own.
+    const env = {
+      ...dockerEnv(),
+      PORT: port,
+      LATCHKEY_DB: join(dir, 'data', 'latchkey.db'),
+      LATCHKEY_SECRET_KEY_FILE: join(dir, 'secrets', 'latchkey_secret_key'),
+      LATCHKEY_ISSUER: `http://127.0.0.1:${port}`,
+    };
     const server = run(execForm('CMD'), env);
     try {
       await waitFor(() => server.output().includes('Latchkey is listening'), { what: 'the server to listen' });
@@ -82,6 +89,24 @@ describe('the container image', () => {
       expect(await server.exit).toBe(0);
     }
     expect(await run(execForm('  CMD'), { PORT: port }).exit).toBe(1);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('without the key mounted where the image expects it, its CMD stops with one line saying how to provide it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'latchkey-image-'));
+    // The folder the key should be in cannot be made (as /run/secrets for the image's user): a file is in the way.
+    writeFileSync(join(dir, 'secrets'), '');
+    const missing = join(dir, 'secrets', 'latchkey_secret_key');
+    const env = { ...dockerEnv(), PORT: String(await freePort()), LATCHKEY_DB: join(dir, 'data', 'latchkey.db'), LATCHKEY_SECRET_KEY_FILE: missing };
+    const server = run(execForm('CMD'), env);
+    expect(await server.exit).toBe(3);
+    const lines = server.output().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^latchkey: LATCHKEY_SECRET_KEY: the secret key file ${missing} does not exist and cannot be created \\(.+\\): mount the key file there, or set LATCHKEY_SECRET_KEY \\(make one with: latchkey secret-key generate\\)$`,
+      ),
+    );
     rmSync(dir, { recursive: true, force: true });
   });
 });

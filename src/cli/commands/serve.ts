@@ -45,10 +45,17 @@ function cannotListen(err: unknown, config: Config): CommandError | undefined {
 }
 
 export const serveCommand = defineCommand({
-  usage: 'latchkey serve',
+  usage: 'latchkey serve [--demo]',
+  help: [
+    'Options:',
+    '  --demo   a server to try: a throwaway database and key, demo people, clients and an API, on',
+    '           loopback only, and a printed walk-through; all of it deleted when it stops',
+    '',
+  ].join('\n'),
   positionals: { min: 0, max: 0 },
-  options: {},
+  options: { demo: { type: 'boolean' } },
   async run(context) {
+    if (context.values.demo === true) return (await import('../demo.js')).serveDemo(context);
     // Handlers go in before anything starts: a SIGTERM that arrives while the server is still
     // starting must also end in a clean close, not in the default "die at once".
     let stopSignal: NodeJS.Signals | undefined;

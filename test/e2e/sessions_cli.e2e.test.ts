@@ -36,6 +36,7 @@ interface Row {
   user: string;
   client_id: string | null;
   from: string | null;
+  device: string;
   software: string | null;
   created_at: string;
   last_used_at: string;
@@ -59,11 +60,14 @@ describe('latchkey sessions', () => {
     const device = rows.find((r) => r.kind === 'app')!;
     expect(device).toMatchObject({ client_id: 'latchkey-cli', from: '127.0.0.1' });
     expect(device.software).toBeTruthy(); // the device's own request, as the confirmation page showed it
+    // Named as the pages name it: our own CLI's User-Agent is latchkey/<version> (<OS>; <arch>).
+    expect(device.device).toMatch(/^latchkey \d+\.\d+ on (Linux|macOS|Windows)$/);
     expect(rows.some((r) => r.kind === 'browser' && r.software === 'Mozilla/5.0 (test browser for sessions)')).toBe(true);
     const everyone = JSON.parse((await runCli(['sessions', 'list', '--json'], serverEnv)).stdout) as Row[];
     expect(new Set(everyone.map((r) => r.user))).toEqual(new Set(['erin', 'frank']));
     const table = await runCli(['sessions', 'list'], serverEnv);
-    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+KIND\s+USER\s+CLIENT\s+FROM\s+CREATED\s+LAST USED/);
+    expect(table.stdout).toMatch(/latchkey \d+\.\d+ on /);
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+KIND\s+USER\s+CLIENT\s+DEVICE\s+FROM\s+CREATED\s+LAST USED/);
 
     // The device: ended, audited; its next refresh fails, so `latchkey token` must sign in again.
     const revoked = await runCli(['sessions', 'revoke', device.id], serverEnv);

@@ -1,8 +1,10 @@
 /**
  * `latchkey sessions list [--user U] [--json]`: every live sign-in — browser sessions and
  * refresh-token families (devices, CLIs, apps) — with where it was approved from and when it was
- * made and last used, so an operator can find and end one (`sessions revoke <id>`).
+ * made and last used, so an operator can find and end one (`sessions revoke <id>`). The device is
+ * named as the pages name it ("Chrome on macOS"); the JSON keeps the raw User-Agent as `software`.
  */
+import { deviceName } from '../../http/device_description.js';
 import { revocationTime } from '../revocation_time.js';
 import { CommandError, defineCommand } from '../command.js';
 import { isoTime, json, table } from '../output.js';
@@ -26,6 +28,7 @@ export const sessionsListCommand = defineCommand({
         user: usernameOf.get(s.userId) ?? s.userId,
         client_id: null,
         from: s.ip ?? null,
+        device: deviceName(s.userAgent),
         software: s.userAgent ?? null,
         created_at: isoTime(s.createdAt),
         last_used_at: isoTime(s.lastSeenAt ?? s.createdAt),
@@ -37,6 +40,7 @@ export const sessionsListCommand = defineCommand({
         user: usernameOf.get(f.userId) ?? f.userId,
         client_id: f.clientId,
         from: f.approvedIp ?? null,
+        device: deviceName(f.approvedUserAgent),
         software: f.approvedUserAgent ?? null,
         created_at: isoTime(f.createdAt),
         last_used_at: isoTime(f.lastUsedAt),
@@ -48,8 +52,8 @@ export const sessionsListCommand = defineCommand({
     } else {
       context.stdout.write(
         table(
-          rows.map((r) => [r.id, r.kind, r.user, r.client_id ?? '', r.from ?? '', r.created_at, r.last_used_at]),
-          ['ID', 'KIND', 'USER', 'CLIENT', 'FROM', 'CREATED', 'LAST USED'],
+          rows.map((r) => [r.id, r.kind, r.user, r.client_id ?? '', r.device, r.from ?? '', r.created_at, r.last_used_at]),
+          ['ID', 'KIND', 'USER', 'CLIENT', 'DEVICE', 'FROM', 'CREATED', 'LAST USED'],
         ),
       );
     }

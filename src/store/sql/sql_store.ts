@@ -1433,8 +1433,13 @@ export abstract class SqlStore implements Store {
 
   async setManagedBy(kind: ManagedKind, id: string, managedBy: string | undefined): Promise<boolean> {
     if (!storable(id)) return false;
-    const { table, key } = managedTables[kind];
-    return this.changedOne(`UPDATE ${table} SET managed_by = $1 WHERE ${key} = $2`, managedBy ?? null, id);
+    const statements: Record<ManagedKind, string> = {
+      client: 'UPDATE clients SET managed_by = $1 WHERE client_id = $2',
+      api: 'UPDATE apis SET managed_by = $1 WHERE identifier = $2',
+      role: 'UPDATE roles SET managed_by = $1 WHERE name = $2',
+      connector: 'UPDATE connectors SET managed_by = $1 WHERE id = $2',
+    };
+    return this.changedOne(statements[kind], managedBy ?? null, id);
   }
 
   async listRoleMembers(role: string): Promise<UserRecord[]> {
@@ -2145,14 +2150,6 @@ function* setGroupRolesSteps(userId: string, roles: string[], now: number): Verb
   }
   return { gained, lost };
 }
-
-/** The table and key column of each kind of object a configuration file declares (setManagedBy). */
-const managedTables: Record<ManagedKind, { table: string; key: string }> = {
-  client: { table: 'clients', key: 'client_id' },
-  api: { table: 'apis', key: 'identifier' },
-  role: { table: 'roles', key: 'name' },
-  connector: { table: 'connectors', key: 'id' },
-};
 
 function* removeRoleSteps(name: string): Verb<boolean> {
   if (!storable(name)) return false;

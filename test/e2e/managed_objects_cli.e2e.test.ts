@@ -112,6 +112,15 @@ function managedObjectsSuite(database: 'sqlite' | 'postgres'): void {
     expect(listed.find((r) => r.name === 'free')).toMatchObject({ managed_by: null });
     expect(await cli(['roles', 'list'])).toMatch(/analyst .*Analysts data/);
   });
+
+  it('users list --json tells roles granted by hand from roles held through upstream groups', async () => {
+    await cli(['users', 'add', 'erin', '--email', 'erin@example.com', '--password-stdin'], 'erin-password');
+    await cli(['users', 'grant', 'erin', 'analyst']);
+    const erin = (await store.findUserByUsername('erin'))!;
+    expect(await store.setGroupRoles(erin.id, ['free', 'analyst'], 1_800_000_000)).toEqual({ gained: ['analyst', 'free'], lost: [] });
+    const users = JSON.parse(await cli(['users', 'list', '--json'])) as { username: string; roles: string[]; direct_roles: string[]; group_roles: string[] }[];
+    expect(users.find((u) => u.username === 'erin')).toMatchObject({ roles: ['analyst', 'free'], direct_roles: ['analyst'], group_roles: ['analyst', 'free'] });
+  });
 }
 
 describe('managed objects and role groups through the executable (SQLite)', () => {

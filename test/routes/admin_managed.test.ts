@@ -87,6 +87,8 @@ describe('managed objects in the admin console', () => {
       expect(page.status, path).toBe(200);
       expect(decodeEntities(page.body), path).toContain(`Managed by <code>${file}</code>`);
     }
+    await t.store.updateRole('analyst', { groups: ['data', 'platform'] });
+    expect(decodeEntities((await browser.get('/admin/roles/analyst')).body)).toContain('Held by whoever an upstream reports in data, platform');
     for (const path of ['/admin/clients/tv', '/admin/roles/free']) {
       expect((await browser.get(path)).body, path).not.toContain('Managed by');
     }

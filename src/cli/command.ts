@@ -17,7 +17,11 @@ export interface CommandIo {
 
 /** What the dispatcher (main.ts) gives every command, whatever its options. */
 export interface CommandServices extends CommandIo {
-  config(): Config;
+  /**
+   * The environment over the `server` section of the configuration file — `configFile` (a
+   * command's `--config`), else LATCHKEY_CONFIG — over the defaults. Read once: the first call decides.
+   */
+  config(configFile?: string): Config;
   /** Opens LATCHKEY_DB (running migrations); closed by the dispatcher when the command ends. */
   store(): Promise<Store>;
   /** The key(s) that encrypt server secrets (LATCHKEY_SECRET_KEY or the key file). */

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse, YAMLParseError } from 'yaml';
 import { ConfigError, loadConfig, type Config, type FileSettings } from '../config.js';
-import { serverSettings, serverSettingsSchema, settingProblems, settingText, type ServerSettingValue } from './server_settings.js';
+import { isSettingReference, serverSettings, serverSettingsSchema, settingProblems, settingText, type SettingReference } from './server_settings.js';
 
 /** The file to read: the one given on the command line, else LATCHKEY_CONFIG; undefined when neither. */
 export function configurationFilePath(env: NodeJS.ProcessEnv, given?: string): string | undefined {
@@ -28,19 +28,22 @@ export function readServerSettings(env: NodeJS.ProcessEnv, given?: string): File
     throw new ConfigError([`${path}: the file must be a mapping of sections (server, apis, roles, clients, connectors)`]);
   }
   const parsed = serverSettingsSchema.safeParse(section ?? {});
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((issue) => `${path}: ${['server', ...issue.path.map(String)].join('.')}: ${issue.message}`));
-  }
-  const problems: string[] = [];
+  const problems = parsed.success ? [] : parsed.error.issues.map((issue) => `${path}: ${['server', ...issue.path.map(String)].join('.')}: ${issue.message}`);
+  // References are followed even when other settings are wrong, so that one run names every problem.
+  const written: Record<string, unknown> = isObject(section) ? section : {};
   const values: Record<string, string> = {};
   for (const setting of serverSettings) {
-    const value = parsed.data[setting.key];
-    if (value === undefined) continue;
+    const value = written[setting.key];
     const where = `${path}: server.${setting.key}`;
-    const text = resolveValue(value, path, env, (problem) => problems.push(`${where}: ${problem}`));
+    if (!isSettingReference(value)) {
+      // A literal was checked by the schema (a secret given as a value among its problems).
+      if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') values[setting.variable] = settingText(value);
+      continue;
+    }
+    const text = resolveReference(value, path, env, (problem) => problems.push(`${where}: ${problem}`));
     if (text === undefined) continue;
-    // A literal was checked by the schema; a reference's value is checked once it is known.
-    if (typeof value === 'object') for (const problem of settingProblems(setting, text)) problems.push(`${where}: ${problem}`);
+    // A reference's value is checked once it is known.
+    for (const problem of settingProblems(setting, text)) problems.push(`${where}: ${problem}`);
     values[setting.variable] = text;
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -74,9 +77,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A value's text; a reference read from where it points (a missing variable or unreadable file is a problem, not an empty value). */
-function resolveValue(value: ServerSettingValue, configPath: string, env: NodeJS.ProcessEnv, problem: (message: string) => void): string | undefined {
-  if (typeof value !== 'object') return settingText(value);
+/** A reference's value, read from where it points (a missing variable or an unreadable file is a problem, not an empty value). */
+function resolveReference(value: SettingReference, configPath: string, env: NodeJS.ProcessEnv, problem: (message: string) => void): string | undefined {
   if ('env' in value) {
     const text = env[value.env];
     if (text === undefined || text.trim() === '') {

@@ -106,11 +106,13 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
     }
   };
   // Opening the store opens (and checks) the box.
-  const open = () => (opened ??= openStore((config ??= loadServerConfig(io.env))));
+  // A command's `--config FILE` counts for the store it opens too, whichever it asks for first.
+  const configure = () => (config ??= loadServerConfig(io.env, parsed.configFile));
+  const open = () => (opened ??= openStore(configure()));
   try {
     return await parsed.run({
       ...io,
-      config: (configFile?: string) => (config ??= loadServerConfig(io.env, configFile)),
+      config: configure,
       store: async () => (await open()).store,
       secretBox: async () => (await open()).box,
     });

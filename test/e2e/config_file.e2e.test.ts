@@ -49,6 +49,12 @@ describe('latchkey serve --config FILE', () => {
     expect((await fetch(`${server.base}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })).status).toBe(200);
   });
 
+  it('lets the admin commands open the database and key the file names', async () => {
+    const listed = await runCli(['users', 'list', '--json'], { LATCHKEY_CONFIG: configPath, FIRST_PASSWORD: firstPassword });
+    expect(listed.stderr).toBe('');
+    expect((JSON.parse(listed.stdout) as { username: string }[]).map((u) => u.username)).toEqual(['admin']);
+  });
+
   it('logs at debug level where each setting came from, never a secret value', () => {
     const entry = server
       .output()

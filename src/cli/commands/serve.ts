@@ -69,7 +69,7 @@ export const serveCommand = defineCommand({
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
 
-    const config = context.config(context.values.config);
+    const config = context.config();
     // LATCHKEY_WORKERS > 1: this process becomes the cluster's primary, and each forked worker
     // runs this same command again as a worker.
     const worker = isClusterWorker();

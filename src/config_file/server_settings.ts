@@ -127,6 +127,10 @@ export const serverSettingsSchema = z
     // Unknown keys are reported along with the problems of the known ones, not after they are fixed.
     { when: () => true },
   )
-  .meta({ description: 'The server settings: each LATCHKEY_* variable by its name without the prefix, in lower case. The environment wins over them.' });
+  .meta({
+    description: 'The server settings: each LATCHKEY_* variable by its name without the prefix, in lower case. The environment wins over them.',
+    // Editors flag an unknown key as the loader does (the schema itself is loose only so that the loader can suggest the key meant).
+    additionalProperties: false,
+  });
 
 export type ServerSettingsSection = Readonly<Record<string, ServerSettingValue | undefined>>;

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { loadServerConfig, readServerSettings } from '../../src/config_file/read_server_settings.js';
 import { serverSettingsSchema } from '../../src/config_file/server_settings.js';
@@ -132,6 +133,14 @@ describe('the server section of a configuration file', () => {
     expect(parsed.success).toBe(false);
     expect(parsed.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([['isuer', expect.stringContaining('did you mean "issuer"?')]]);
     expect(serverSettingsSchema.safeParse({ port: 8080, secret_key: { file: '/run/secrets/key' }, mfa: 'required' }).success).toBe(true);
+    // Its JSON Schema, for editors: no unknown key, and a secret only as a reference.
+    const json = z.toJSONSchema(serverSettingsSchema, { io: 'input', unrepresentable: 'any' }) as {
+      additionalProperties: unknown;
+      properties: Record<string, { anyOf: { type: string }[] }>;
+    };
+    expect(json.additionalProperties).toBe(false);
+    expect(json.properties.secret_key?.anyOf.map((a) => a.type)).toEqual(['object', 'object']);
+    expect(json.properties.port?.anyOf.map((a) => a.type)).toEqual(['string', 'number', 'boolean', 'object', 'object']);
   });
 });
 

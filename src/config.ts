@@ -469,6 +469,20 @@ recordEnvironmentNames(environmentSchema.shape);
 export type LogLevel = (typeof logLevels)[number];
 export type LogFormat = (typeof logFormats)[number];
 
+/**
+ * A configuration file's `server` section, read and its references resolved
+ * (config_file/read_server_settings.ts): the text each variable gets from it.
+ */
+export interface FileSettings {
+  /** The file, as an absolute path. */
+  readonly path: string;
+  /** Variable → text, as if the environment set it. */
+  readonly values: Readonly<Record<string, string>>;
+}
+
+/** Where a setting's value came from: the environment wins over the file, the file over the default. */
+export type SettingSource = 'environment' | 'file' | 'default';
+
 export interface Config {
   /** Public base URL, without a trailing slash. */
   readonly issuer: string;
@@ -554,6 +568,10 @@ export interface Config {
   /** LATCHKEY_MAIL_FROM, else the product name and no-reply@ the issuer's host. */
   readonly mailFrom: MailAddress;
   /** Each undefined when set to "off". */
+  /** LATCHKEY_CONFIG (or `serve --config`): the configuration file read, as an absolute path. */
+  readonly configFile: string | undefined;
+  /** Each variable of the schema → where its value came from. */
+  readonly settingSources: Readonly<Record<string, SettingSource>>;
   readonly rateLimits: {
     /** Wrong user codes at /activate per address: COUNT per SECONDS. */
     readonly userCode: RateLimitSetting | undefined;
@@ -599,17 +617,31 @@ export function isIssuerUrl(value: string): boolean {
   }
 }
 
-/** Reads the environment; throws ConfigError with one line per bad variable. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * Reads the environment, over the `server` section of a configuration file when one is given;
+ * throws ConfigError with one line per bad variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, file?: FileSettings): Config {
   // A variable set to nothing (FOO= in a unit file or compose file) means "use the default".
-  const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ''));
+  const fromEnvironment = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ''));
+  const fromFile = Object.fromEntries(Object.entries(file?.values ?? {}).filter(([, value]) => value.trim() !== ''));
+  const given = { ...fromFile, ...fromEnvironment };
+  const settingSources = Object.freeze(
+    Object.fromEntries(
+      Object.keys(environmentSchema.shape).map((name): [string, SettingSource] => [
+        name,
+        name in fromEnvironment ? 'environment' : name in fromFile ? 'file' : 'default',
+      ]),
+    ),
+  );
   const parsed = environmentSchema.safeParse(given);
   if (!parsed.success) {
     // One line per variable: the first problem found with it.
     const problems = new Map<string, string>();
     for (const issue of parsed.error.issues) {
       const variable = String(issue.path[0] ?? 'environment');
-      if (!problems.has(variable)) problems.set(variable, issue.message.startsWith(variable) ? issue.message : `${variable}: ${issue.message}`);
+      const where = settingSources[variable] === 'file' && file ? ` (set in ${file.path})` : '';
+      if (!problems.has(variable)) problems.set(variable, `${issue.message.startsWith(variable) ? issue.message : `${variable}: ${issue.message}`}${where}`);
     }
     throw new ConfigError([...problems.values()]);
   }
@@ -666,6 +698,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         address: `no-reply@${new URL(issuer).hostname}`,
       },
     ),
+    configFile: file?.path,
+    settingSources,
     rateLimits: Object.freeze({
       userCode: e.LATCHKEY_RATE_LIMIT_USER_CODE,
       unknownDeviceCode: e.LATCHKEY_RATE_LIMIT_UNKNOWN_DEVICE_CODE,

@@ -77,6 +77,8 @@ export async function startServer(
   const port = typeof bound === 'object' && bound ? bound.port : config.port;
   const address = addressOf(config, port);
   const warnings = options.worker ? [] : startupWarnings(config, store);
+  // Which of environment, configuration file or default gave each setting (values are left out: some are secrets).
+  app.log.debug({ event: 'startup.settings', configFile: config.configFile, sources: config.settingSources }, 'where each setting came from');
   if (result) {
     // Recorded once listening, so that a start which failed says nothing about the server's issuer.
     await recordServerIssuer(store, config, systemClock).catch((err: unknown) => app.log.warn({ err }, 'could not record the issuer for the admin commands'));

@@ -17,6 +17,10 @@ export interface CommandIo {
 
 /** What the dispatcher (main.ts) gives every command, whatever its options. */
 export interface CommandServices extends CommandIo {
+  /**
+   * The environment over the `server` section of the configuration file — the command's
+   * `--config FILE` if it has that option, else LATCHKEY_CONFIG — over the defaults.
+   */
   config(): Config;
   /** Opens LATCHKEY_DB (running migrations); closed by the dispatcher when the command ends. */
   store(): Promise<Store>;
@@ -60,6 +64,8 @@ export interface CommandDefinition<O extends CommandOptions> {
 /** A command's arguments, read: its positionals, and its run with the option values bound. */
 export interface ParsedCommand {
   positionals: string[];
+  /** `--config FILE`, for a command with that option: the configuration file its config() and store() read. */
+  configFile: string | undefined;
   run(services: CommandServices): Promise<number>;
 }
 
@@ -82,8 +88,10 @@ export function defineCommand<const O extends CommandOptions>(definition: Comman
     options: definition.options,
     parse(args) {
       const parsed: Parsed<O> = parseArgs<ParseConfig<O>>({ args, options: definition.options, allowPositionals: true, strict: true });
+      const { config } = parsed.values as { config?: unknown };
       return {
         positionals: parsed.positionals,
+        configFile: typeof config === 'string' ? config : undefined,
         run: (services) => definition.run({ ...services, values: parsed.values, positionals: parsed.positionals }),
       };
     },

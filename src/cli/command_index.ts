@@ -272,4 +272,10 @@ export const commandIndex: readonly CommandEntry[] = [
     client: false,
     load: async () => (await import('./commands/secret_key_rotate.js')).secretKeyRotateCommand,
   },
+  {
+    path: ['config', 'show'],
+    summary: 'Show every server setting in effect and where it came from: environment, file or default',
+    client: false,
+    load: async () => (await import('./commands/config_show.js')).configShowCommand,
+  },
 ];

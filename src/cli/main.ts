@@ -85,7 +85,7 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
 
   // What only the server's commands need is loaded when asked for (see command_index.ts); the
   // configuration module is loaded before the command runs, so config() stays synchronous.
-  const { loadConfig } = await import('../config.js');
+  const { loadServerConfig } = await import('../config_file/read_server_settings.js');
   let config: Config | undefined;
   let opened: Promise<{ store: Store; box: SecretBox }> | undefined;
   // Every command that opens the database first does what the server does at start: checks that
@@ -106,11 +106,13 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
     }
   };
   // Opening the store opens (and checks) the box.
-  const open = () => (opened ??= openStore((config ??= loadConfig(io.env))));
+  // A command's `--config FILE` counts for the store it opens too, whichever it asks for first.
+  const configure = () => (config ??= loadServerConfig(io.env, parsed.configFile));
+  const open = () => (opened ??= openStore(configure()));
   try {
     return await parsed.run({
       ...io,
-      config: () => (config ??= loadConfig(io.env)),
+      config: configure,
       store: async () => (await open()).store,
       secretBox: async () => (await open()).box,
     });

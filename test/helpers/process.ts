@@ -41,11 +41,11 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `latchkey serve` and resolves once it says it is listening. */
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+/** Starts `latchkey serve` (with `args`, e.g. `--config FILE`) and resolves once it says it is listening. */
+export async function startServerProcess(env: Record<string, string>, args: string[] = []): Promise<ServerProcess> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [executable, 'serve'], {
+  const child = spawn(process.execPath, [executable, 'serve', ...args], {
     env: { PATH: process.env.PATH ?? '', PORT: String(port), LATCHKEY_ISSUER: base, LATCHKEY_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { ConfigError, configFrom, loadConfig } from '../../src/config.js';
+import { ConfigError, configFrom, environmentSchema, loadConfig } from '../../src/config.js';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -69,6 +69,7 @@ describe('loadConfig defaults', () => {
       smtp: undefined,
       mailFrom: { name: 'Latchkey', address: 'no-reply@localhost' },
       rateLimits: defaultRateLimits,
+      settingSources: Object.fromEntries(Object.keys(environmentSchema.shape).map((name) => [name, 'default'])),
     });
   });
 
@@ -169,6 +170,7 @@ describe('loadConfig defaults', () => {
       smtp: undefined,
       mailFrom: { name: 'Latchkey', address: 'no-reply@id.example.com' },
       rateLimits: defaultRateLimits,
+      settingSources: expect.objectContaining({ LATCHKEY_ISSUER: 'environment', PORT: 'environment', LATCHKEY_SMTP_URL: 'default' }),
     });
   });
 

@@ -45,15 +45,17 @@ function cannotListen(err: unknown, config: Config): CommandError | undefined {
 }
 
 export const serveCommand = defineCommand({
-  usage: 'latchkey serve [--demo]',
+  usage: 'latchkey serve [--config FILE] [--demo]',
   help: [
     'Options:',
+    '  --config FILE   the configuration file (as LATCHKEY_CONFIG): its server section gives settings the',
+    '                  environment does not (see latchkey config show)',
     '  --demo   a server to try: a throwaway database and key, demo people, clients and an API, on',
     '           loopback only, and a printed walk-through; all of it deleted when it stops',
     '',
   ].join('\n'),
   positionals: { min: 0, max: 0 },
-  options: { demo: { type: 'boolean' } },
+  options: { demo: { type: 'boolean' }, config: { type: 'string' } },
   async run(context) {
     if (context.values.demo === true) return (await import('../demo.js')).serveDemo(context);
     // Handlers go in before anything starts: a SIGTERM that arrives while the server is still

@@ -2288,7 +2288,14 @@ function* replaceClientGrants(clientId: string, grants: readonly ClientGrantReco
 /** The connector's name, settings and secret replaced; its place in the order and its identities stay. */
 function* replaceConnectorSteps(c: Omit<ConnectorRecord, 'position' | 'createdAt'>): Verb<void> {
   const updated = storable(c.id)
-    ? yield* run('UPDATE connectors SET type = $2, name = $3, config = $4, secret = $5 WHERE id = $1', c.id, c.type, c.name, JSON.stringify(c.config), c.secret ?? null)
+    ? yield* run(
+        'UPDATE connectors SET type = $2, name = $3, config = $4, secret = $5 WHERE id = $1',
+        c.id,
+        c.type,
+        c.name,
+        JSON.stringify(c.config),
+        c.secret ?? null,
+      )
     : 0;
   if (updated !== 1) throw new MissingReferenceError(`connector ${c.id.slice(0, 80)}`);
 }

@@ -34,6 +34,7 @@ export type AuditEvent =
   | 'user.identity_allowed_again'
   | 'connector.created'
   | 'connector.removed'
+  | 'connector.updated'
   | 'signout'
   | 'consent.granted'
   | 'authorization.code_issued'

@@ -1,6 +1,7 @@
 import { isClusterWorker, startCluster } from '../../cluster.js';
 import { startServer } from '../../server.js';
-import { CommandError, defineCommand, type CommandContext } from '../command.js';
+import { applyConfigurationAtStart, configurationFileAtStart } from '../../config_file/start.js';
+import { CommandError, defineCommand, exitCodes, type CommandContext } from '../command.js';
 import type { Config } from '../../config.js';
 
 /** LATCHKEY_WORKERS > 1: this process is the cluster's primary until a signal, or until a worker cannot start. */
@@ -45,15 +46,17 @@ function cannotListen(err: unknown, config: Config): CommandError | undefined {
 }
 
 export const serveCommand = defineCommand({
-  usage: 'latchkey serve [--demo]',
+  usage: 'latchkey serve [--config FILE] [--demo]',
   help: [
     'Options:',
+    '  --config FILE   the configuration file (as LATCHKEY_CONFIG): its server section gives settings the',
+    '                  environment does not (see latchkey config show)',
     '  --demo   a server to try: a throwaway database and key, demo people, clients and an API, on',
     '           loopback only, and a printed walk-through; all of it deleted when it stops',
     '',
   ].join('\n'),
   positionals: { min: 0, max: 0 },
-  options: { demo: { type: 'boolean' } },
+  options: { demo: { type: 'boolean' }, config: { type: 'string' } },
   async run(context) {
     if (context.values.demo === true) return (await import('../demo.js')).serveDemo(context);
     // Handlers go in before anything starts: a SIGTERM that arrives while the server is still
@@ -71,6 +74,10 @@ export const serveCommand = defineCommand({
     // LATCHKEY_WORKERS > 1: this process becomes the cluster's primary, and each forked worker
     // runs this same command again as a worker.
     const worker = isClusterWorker();
+
+    // The file's APIs, roles, clients and connectors, applied once (by the primary) before anything is served.
+    const configFile = worker ? undefined : configurationFileAtStart(context.values.config, context.env);
+    if (configFile !== undefined && (await applyConfigurationAtStart(context, configFile)) === 'refused') return exitCodes.config;
     if (config.workers > 1 && !worker)
       return runPrimary(
         context,

@@ -23,6 +23,7 @@ export const plainClientFields = {
   registrationAccessTokenHash: undefined,
   tokenEndpointAuthMethod: undefined,
   requirePar: false,
+  managedBy: undefined,
 } as const satisfies Partial<ClientRecord>;
 
 export interface NewClientSecret {

@@ -173,6 +173,7 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
         previousSecretExpiresAt: undefined,
         disabled: false,
         registrationAccessTokenHash: sha256(registrationAccessToken),
+        managedBy: undefined,
         tokenEndpointAuthMethod: metadata.method,
         requirePar: false,
       };

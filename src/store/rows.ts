@@ -165,6 +165,7 @@ export function toConnector(r: Row): ConnectorRecord {
     secret: optionalText(r.secret),
     position: Number(r.position),
     createdAt: Number(r.created_at),
+    managedBy: optionalText(r.managed_by),
   };
 }
 
@@ -213,6 +214,7 @@ export function toClient(r: Row): ClientRecord {
     registrationAccessTokenHash: optionalText(r.registration_access_token_hash),
     tokenEndpointAuthMethod: optionalText(r.token_endpoint_auth_method) as TokenEndpointAuthMethod | undefined,
     requirePar: flag(r.require_par),
+    managedBy: optionalText(r.managed_by),
   };
 }
 
@@ -249,10 +251,14 @@ export function toApi(r: Row): ApiRecord {
     createdAt: Number(r.created_at),
     introspectionClients: JSON.parse(text(r.introspection_clients ?? '[]')) as string[],
     scopes: JSON.parse(text(r.scopes ?? '[]')) as string[],
+    managedBy: optionalText(r.managed_by),
   };
 }
 
-/** A role row joined with `permissions` (a JSON array of {api, scope}, sorted by the query) and `members` (a count). */
+/**
+ * A role row joined with `permissions` (a JSON array of {api, scope}, sorted by the query),
+ * `group_names` (a JSON array, sorted) and `members` (a count).
+ */
 export function toRole(r: Row): RoleRecord {
   const permissions = JSON.parse(text(r.permissions ?? '[]')) as Permission[];
   return {
@@ -262,6 +268,8 @@ export function toRole(r: Row): RoleRecord {
     builtIn: flag(r.built_in),
     createdAt: Number(r.created_at),
     members: Number(r.members ?? 0),
+    groups: JSON.parse(text(r.group_names ?? '[]')) as string[],
+    managedBy: optionalText(r.managed_by),
   };
 }
 

@@ -96,8 +96,9 @@ export interface UserRecord {
   /** Groups from the upstream (refreshed at each upstream sign-in), for `groups` in tokens. */
   groups: string[];
   /**
-   * The roles granted to the user (`users grant`), sorted by name: filled in by the store on every
-   * read, ignored by createUser (a new user has none).
+   * The roles the user holds, granted by hand (`users grant`) or through an upstream group, each
+   * once, sorted by name: filled in by the store on every read, ignored by createUser (a new user
+   * has none).
    */
   roles: string[];
   /** The standard claims beyond the columns above ({} when none are set). */
@@ -124,6 +125,12 @@ export interface ConnectorRecord {
   /** LDAP directories are tried in this order, and sign-in buttons shown in it. */
   position: number;
   createdAt: number;
+  /**
+   * The configuration file that declares this object (its absolute path, as given to `latchkey
+   * config apply`), undefined when it is not managed. The admin commands and the console refuse to
+   * change a managed object: the file would undo it at the next apply.
+   */
+  managedBy: string | undefined;
 }
 
 /** A person's identity upstream, bound to a local user. */
@@ -231,6 +238,12 @@ export interface ClientRecord {
    * /authorize refuses it anything but a request_uri from POST /oauth/par.
    */
   requirePar: boolean;
+  /**
+   * The configuration file that declares this object (its absolute path, as given to `latchkey
+   * config apply`), undefined when it is not managed. The admin commands and the console refuse to
+   * change a managed object: the file would undo it at the next apply.
+   */
+  managedBy: string | undefined;
 }
 
 /** RFC 7591 §2 token_endpoint_auth_method values this server accepts. */
@@ -302,7 +315,40 @@ export interface RoleRecord {
   createdAt: number;
   /** How many users hold it (filled in on reads). */
   members: number;
+  /**
+   * The upstream groups that grant the role (sorted, distinct; exact names): a person whose upstream
+   * reports one of them at sign-in holds the role until a sign-in without it. Removed with the role.
+   */
+  groups: string[];
+  /**
+   * The configuration file that declares this object (its absolute path, as given to `latchkey
+   * config apply`), undefined when it is not managed. The admin commands and the console refuse to
+   * change a managed object: the file would undo it at the next apply.
+   */
+  managedBy: string | undefined;
 }
+
+/** What createRole takes: a role without what the store fills in; groups and managedBy optional. */
+export type NewRole = Omit<RoleRecord, 'members' | 'builtIn' | 'groups' | 'managedBy'> & { groups?: string[]; managedBy?: string | undefined };
+
+/** What updateRole may change: the permissions always replaced, description and groups when given. */
+export interface RoleChanges {
+  permissions?: Permission[];
+  description?: string | undefined;
+  groups?: string[];
+}
+
+/** The roles an upstream sign-in gave and took through groups (setGroupRoles), each sorted. */
+export interface GroupRolesChange {
+  gained: string[];
+  lost: string[];
+}
+
+/** The kinds of objects a configuration file declares (setManagedBy). */
+export type ManagedKind = 'client' | 'api' | 'role' | 'connector';
+
+/** A record as the create verbs take it: `managedBy` may be left out (not managed). */
+export type NewRecord<T extends { managedBy: string | undefined }> = Omit<T, 'managedBy'> & { managedBy?: string | undefined };
 
 /** A stored audit event: who did what, to whom, from where (never a secret). */
 export interface AuditEventRecord {
@@ -345,6 +391,12 @@ export interface ApiRecord {
   introspectionClients: string[];
   /** The permissions (scope names) the API declares (`apis add --scope`), in the order given. */
   scopes: string[];
+  /**
+   * The configuration file that declares this object (its absolute path, as given to `latchkey
+   * config apply`), undefined when it is not managed. The admin commands and the console refuse to
+   * change a managed object: the file would undo it at the next apply.
+   */
+  managedBy: string | undefined;
 }
 
 export interface SigningKeyRecord {
@@ -766,9 +818,9 @@ export interface Store {
   revokeUserTokens(username: string, now: number): Promise<boolean>;
 
   /** Throws DuplicateError when the client_id is taken. */
-  createClient(client: ClientRecord): Promise<void>;
+  createClient(client: NewRecord<ClientRecord>): Promise<void>;
   /** Inserts the client unless one with its client_id exists (built-in clients at start). */
-  ensureClient(client: ClientRecord): Promise<void>;
+  ensureClient(client: NewRecord<ClientRecord>): Promise<void>;
   findClient(clientId: string): Promise<ClientRecord | undefined>;
   listClients(): Promise<ClientRecord[]>;
   /**
@@ -784,7 +836,7 @@ export interface Store {
   removeClient(clientId: string, now: number): Promise<boolean>;
 
   /** Throws DuplicateError when the id is taken. The new connector comes last in the order. */
-  createConnector(connector: Omit<ConnectorRecord, 'position'>): Promise<void>;
+  createConnector(connector: NewRecord<Omit<ConnectorRecord, 'position'>>): Promise<void>;
   findConnector(id: string): Promise<ConnectorRecord | undefined>;
   /** In their order (position). */
   listConnectors(): Promise<ConnectorRecord[]>;
@@ -829,11 +881,14 @@ export interface Store {
    */
   allowRemovedIdentity(userId: string, connectorId: string): Promise<number>;
 
-  createApi(api: ApiRecord): Promise<void>;
+  createApi(api: NewRecord<ApiRecord>): Promise<void>;
   findApi(identifier: string): Promise<ApiRecord | undefined>;
   listApis(): Promise<ApiRecord[]>;
-  /** Replaces the API's name, scopes and introspection clients. Returns false when there is no such API. */
-  updateApi(api: ApiRecord): Promise<boolean>;
+  /**
+   * Replaces the API's name, scopes and introspection clients (not managedBy: setManagedBy). Returns
+   * false when there is no such API.
+   */
+  updateApi(api: NewRecord<ApiRecord>): Promise<boolean>;
   /** Also removes the role permissions and client grants of the API. */
   removeApi(identifier: string): Promise<boolean>;
 
@@ -1129,22 +1184,45 @@ export interface Store {
 
   /**
    * Throws DuplicateError when a role of that name exists, MissingReferenceError when a permission
-   * names an API that does not exist. `members` and `builtIn` are ignored.
+   * names an API that does not exist. `members` and `builtIn` are ignored; no groups when `groups` is not given.
    */
-  createRole(role: Omit<RoleRecord, 'members' | 'builtIn'>): Promise<void>;
+  createRole(role: NewRole): Promise<void>;
   findRole(name: string): Promise<RoleRecord | undefined>;
   /** Sorted by name. */
   listRoles(): Promise<RoleRecord[]>;
-  /** Replaces the role's permissions (and description when given). False when there is no such role. */
-  updateRole(name: string, changes: { permissions?: Permission[]; description?: string | undefined }): Promise<boolean>;
+  /**
+   * Replaces the role's permissions, and its description and groups when given. False when there is
+   * no such role.
+   */
+  updateRole(name: string, changes: RoleChanges): Promise<boolean>;
   /** Removes a role and every grant of it. False when there is none or it is built in. */
   removeRole(name: string): Promise<boolean>;
-  /** Gives the user the role (idempotent: true when they now hold it). False when user or role does not exist. */
+  /**
+   * Gives the user the role by hand, a direct grant (idempotent: true when they now hold it). False
+   * when user or role does not exist.
+   */
   grantRole(userId: string, role: string, now: number): Promise<boolean>;
-  /** False when the user did not hold it. */
+  /**
+   * Takes back the direct grant of the role; a hold of it through an upstream group stays (the next
+   * upstream sign-in decides it). False when the user held no direct grant of it.
+   */
   revokeRole(userId: string, role: string): Promise<boolean>;
-  /** Users holding the role, sorted by username. */
+  /**
+   * Replaces exactly the user's roles held through upstream groups by `roles` (an upstream sign-in
+   * computed them from the person's groups); direct grants are untouched, and a role that does not
+   * exist (removed meanwhile) is skipped. Returns the roles gained and lost through groups, sorted.
+   * False when there is no such user.
+   */
+  setGroupRoles(userId: string, roles: string[], now: number): Promise<GroupRolesChange | false>;
+  /** The user's roles by how they hold them, each list sorted: granted by hand, and through upstream groups. */
+  listUserRoleSources(userId: string): Promise<{ direct: string[]; group: string[] }>;
+  /** Users holding the role (either way), sorted by username. */
   listRoleMembers(role: string): Promise<UserRecord[]>;
+  /**
+   * Marks the object as declared by the configuration file `managedBy` (absolute path), or as no
+   * longer managed (undefined). False when there is no such object.
+   */
+  setManagedBy(kind: ManagedKind, id: string, managedBy: string | undefined): Promise<boolean>;
   /**
    * The scopes of `api` the user's roles give, sorted and distinct (one query: token issuance
    * calls it). Scopes the API no longer declares are the caller's to drop.
@@ -1204,7 +1282,7 @@ export interface Store {
    * with nothing stored, when the token is unknown, used or expired at `now`. Throws DuplicateError
    * (and spends nothing) when the client_id is taken.
    */
-  registerClient(client: ClientRecord, initialTokenHash: string, now: number): Promise<boolean>;
+  registerClient(client: NewRecord<ClientRecord>, initialTokenHash: string, now: number): Promise<boolean>;
   /** An RFC 7592 update in one step: metadata, registered method and secret. False when there is no such client. */
   updateRegisteredClient(clientId: string, update: RegisteredClientUpdate): Promise<boolean>;
 

@@ -76,12 +76,21 @@ export function client(overrides: Partial<ClientRecord> = {}): ClientRecord {
     registrationAccessTokenHash: undefined,
     tokenEndpointAuthMethod: undefined,
     requirePar: false,
+    managedBy: undefined,
     ...overrides,
   };
 }
 
 export function api(overrides: Partial<ApiRecord> = {}): ApiRecord {
-  return { identifier: 'https://api.example.com', name: 'Example API', createdAt: t0, introspectionClients: [], scopes: [], ...overrides };
+  return {
+    identifier: 'https://api.example.com',
+    name: 'Example API',
+    createdAt: t0,
+    introspectionClients: [],
+    scopes: [],
+    managedBy: undefined,
+    ...overrides,
+  };
 }
 
 export function signingKey(kid: string, createdAt = t0, alg: SigningKeyRecord['alg'] = 'RS256'): Omit<SigningKeyRecord, 'retiredAt'> {

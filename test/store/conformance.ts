@@ -15,6 +15,7 @@ import {
   type ClientChanges,
   type ClientGrantRecord,
   type ClientRecord,
+  type ConfigurationChange,
   type ConnectorRecord,
   type DeviceGrantRecord,
   type Permission,
@@ -343,6 +344,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
 
     describe('connectors and upstream identities', () => {
       const connector = (id: string, extra: Partial<Omit<ConnectorRecord, 'position'>> = {}): Omit<ConnectorRecord, 'position'> => ({
+        managedBy: undefined,
         id,
         type: 'oidc',
         name: `Connector ${id}`,
@@ -2800,6 +2802,8 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
               builtIn: false,
               createdAt: t0,
               members: 0,
+              groups: [],
+              managedBy: undefined,
             });
             await store.createRole(role('bare', [], { description: undefined }));
             expect(await store.findRole('bare')).toStrictEqual({
@@ -2809,6 +2813,8 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
               builtIn: false,
               createdAt: t0,
               members: 0,
+              groups: [],
+              managedBy: undefined,
             });
             expect(await store.findRole('nobody')).toBeUndefined();
             expect(await store.removeRole('bare')).toBe(true);
@@ -2950,6 +2956,97 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             expect((await store.listRoleMembers('ops'))[1]).toEqual(user({ username: 'bob', roles: ['ops'] }));
             expect(await store.listRoleMembers('admin')).toEqual([]);
             expect(await store.listRoleMembers('nothing')).toEqual([]);
+          });
+        });
+
+        it('a role keeps its upstream groups sorted and distinct; updateRole replaces them only when given; removing the role takes them', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole({ ...role('ops'), groups: ['platform', 'Ops', 'platform', 'sre'] });
+            expect(await store.findRole('ops')).toMatchObject({ groups: ['Ops', 'platform', 'sre'], managedBy: undefined });
+            expect(await store.updateRole('ops', { permissions: [{ api: apiA, scope: 'read' }] })).toBe(true);
+            expect(await store.findRole('ops')).toMatchObject({ groups: ['Ops', 'platform', 'sre'] });
+            expect(await store.updateRole('ops', { groups: ['sre', 'oncall'] })).toBe(true);
+            expect(await store.findRole('ops')).toMatchObject({ groups: ['oncall', 'sre'], permissions: [{ api: apiA, scope: 'read' }] });
+            expect(await store.updateRole('ops', { groups: [] })).toBe(true);
+            expect((await store.listRoles()).find((r) => r.name === 'ops')?.groups).toEqual([]);
+            expect(await store.updateRole('ghost', { groups: ['sre'] })).toBe(false);
+            await store.updateRole('ops', { groups: ['sre'] });
+            expect(await store.removeRole('ops')).toBe(true);
+            await store.createRole(role('ops'));
+            expect(await store.findRole('ops')).toMatchObject({ groups: [] });
+          });
+        });
+
+        it('setGroupRoles replaces exactly the roles held through groups: a direct grant of the same role stays, unknown roles are skipped', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('ops', [{ api: apiA, scope: 'write' }]));
+            await store.createRole(role('viewer', [{ api: apiA, scope: 'read' }]));
+            await store.grantRole('user-alice', 'viewer', t0);
+            // Read before: a store that caches users must not hand out the old roles.
+            expect(await rolesOf(store, 'user-alice')).toEqual(['viewer']);
+            expect(await store.setGroupRoles('user-alice', ['ops', 'viewer', 'ghost', 'ops'], t0)).toEqual({ gained: ['ops', 'viewer'], lost: [] });
+            expect(await rolesOf(store, 'user-alice')).toEqual(['ops', 'viewer']);
+            expect(await store.listUserRoleSources('user-alice')).toEqual({ direct: ['viewer'], group: ['ops', 'viewer'] });
+            expect(await store.findRole('viewer')).toMatchObject({ members: 1 });
+            expect((await store.listRoleMembers('viewer')).map((u) => u.username)).toEqual(['alice']);
+            expect(await store.permittedScopes('user-alice', apiA)).toEqual(['read', 'write']);
+            // The same set again changes nothing.
+            expect(await store.setGroupRoles('user-alice', ['viewer', 'ops'], t0 + 1)).toEqual({ gained: [], lost: [] });
+            // The groups went: the group roles go, the direct grant of viewer stays.
+            expect(await store.setGroupRoles('user-alice', [], t0 + 2)).toEqual({ gained: [], lost: ['ops', 'viewer'] });
+            expect(await rolesOf(store, 'user-alice')).toEqual(['viewer']);
+            expect(await store.permittedScopes('user-alice', apiA)).toEqual(['read']);
+            expect(await store.listUserRoleSources('user-alice')).toEqual({ direct: ['viewer'], group: [] });
+            expect(await store.setGroupRoles('nobody', ['ops'], t0)).toBe(false);
+            expect(await store.listUserRoleSources('nobody')).toEqual({ direct: [], group: [] });
+          });
+        });
+
+        it('revokeRole takes back the direct grant only: a role held through a group stays until the groups change', async () => {
+          await withDirectory(async (store) => {
+            await store.createRole(role('ops'));
+            await store.setGroupRoles('user-bob', ['ops'], t0);
+            expect(await store.revokeRole('user-bob', 'ops')).toBe(false);
+            expect(await rolesOf(store, 'user-bob')).toEqual(['ops']);
+            expect(await store.grantRole('user-bob', 'ops', t0)).toBe(true);
+            expect(await store.revokeRole('user-bob', 'ops')).toBe(true);
+            expect(await rolesOf(store, 'user-bob')).toEqual(['ops']);
+            expect(await store.listUserRoleSources('user-bob')).toEqual({ direct: [], group: ['ops'] });
+            // Removing the role takes the group hold along.
+            expect(await store.removeRole('ops')).toBe(true);
+            expect(await rolesOf(store, 'user-bob')).toEqual([]);
+          });
+        });
+
+        it('managedBy: given at creation, kept on reads, set and cleared by setManagedBy for each kind; false for an unknown object', async () => {
+          await withDirectory(async (store) => {
+            const file = '/etc/latchkey/latchkey.yaml';
+            await store.createClient(client({ clientId: 'managed', managedBy: file }));
+            await store.createApi(api({ identifier: 'https://managed.example.com', managedBy: file }));
+            await store.createRole({ ...role('managed'), managedBy: file });
+            await store.createConnector({ id: 'sso', type: 'oidc', name: 'SSO', config: {}, secret: undefined, createdAt: t0, managedBy: file });
+            expect((await store.findClient('managed'))?.managedBy).toBe(file);
+            expect((await store.findApi('https://managed.example.com'))?.managedBy).toBe(file);
+            expect((await store.findRole('managed'))?.managedBy).toBe(file);
+            expect((await store.findConnector('sso'))?.managedBy).toBe(file);
+            expect((await store.listConnectors())[0]?.managedBy).toBe(file);
+            expect((await store.findClient('cli'))?.managedBy).toBeUndefined();
+            expect((await store.findApi(apiA))?.managedBy).toBeUndefined();
+            // updateApi leaves it alone.
+            expect(await store.updateApi(api({ identifier: 'https://managed.example.com', name: 'Renamed' }))).toBe(true);
+            expect((await store.findApi('https://managed.example.com'))?.managedBy).toBe(file);
+
+            expect(await store.setManagedBy('client', 'cli', file)).toBe(true);
+            expect((await store.findClient('cli'))?.managedBy).toBe(file);
+            expect(await store.setManagedBy('client', 'managed', undefined)).toBe(true);
+            expect((await store.findClient('managed'))?.managedBy).toBeUndefined();
+            expect(await store.setManagedBy('api', apiA, '/srv/other.yaml')).toBe(true);
+            expect((await store.findApi(apiA))?.managedBy).toBe('/srv/other.yaml');
+            expect(await store.setManagedBy('role', 'managed', undefined)).toBe(true);
+            expect((await store.findRole('managed'))?.managedBy).toBeUndefined();
+            expect(await store.setManagedBy('connector', 'sso', undefined)).toBe(true);
+            expect((await store.findConnector('sso'))?.managedBy).toBeUndefined();
+            for (const kind of ['client', 'api', 'role', 'connector'] as const) expect(await store.setManagedBy(kind, 'nothing', file)).toBe(false);
           });
         });
 
@@ -3955,14 +4052,14 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           await withStore(async (store) => {
             await store.applyConfiguration([{ kind: 'create', object: 'client', record: machine, grants: [] }]);
             const before = await contents(store);
-            const failing = [
+            const failing: ConfigurationChange[] = [
               { kind: 'create', object: 'api', record: reports },
               { kind: 'create', object: 'role', record: analyst },
               { kind: 'update', object: 'client', record: { ...machine, name: 'Renamed' }, grants: [grant] },
               // Taken already: the transaction fails here.
               { kind: 'create', object: 'client', record: machine, grants: [] },
               { kind: 'create', object: 'connector', record: sso },
-            ] as const;
+            ];
             await expect(store.applyConfiguration(failing)).rejects.toBeInstanceOf(DuplicateError);
             expect(await contents(store)).toEqual(before);
             // An update or deletion of something that is not there fails the same way.

@@ -707,6 +707,7 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
           createdAt: t0,
           introspectionClients: ['svc'],
           scopes: [],
+          managedBy: undefined,
         });
         expect(await store.findClient('svc')).toMatchObject({
           secretHash: 'sha256-old',

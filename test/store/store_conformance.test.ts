@@ -275,6 +275,7 @@ describe('SqliteStore specifics', () => {
         createdAt: t0,
         introspectionClients: ['svc'],
         scopes: [],
+        managedBy: undefined,
       });
       expect(await store.findClient('svc')).toMatchObject({
         secretHash: 'sha256-old',

@@ -33,7 +33,7 @@ function context(overrides: Partial<PlanContext> = {}): PlanContext {
     now: 1_800_000_000,
     secrets: new Map([['client billing', 'the-billing-secret']]),
     sealConnectorSecret: (id, value) => `sealed(${id}:${value})`,
-    openConnectorSecret: (id, sealed) => /^sealed\((.*?):(.*)\)$/.exec(sealed)?.[2],
+    openConnectorSecret: (_id, sealed) => /^sealed\((.*?):(.*)\)$/.exec(sealed)?.[2],
     ...overrides,
   };
 }

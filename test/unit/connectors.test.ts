@@ -130,7 +130,9 @@ describe('connector settings', () => {
   });
 
   it('a stored row that does not fit its type is not used', () => {
-    expect(typedConnector({ id: 'x', type: 'oidc', name: 'x', config: { issuer: 'nope' }, secret: undefined, position: 1, createdAt: 1 })).toBeUndefined();
+    expect(
+      typedConnector({ id: 'x', type: 'oidc', name: 'x', config: { issuer: 'nope' }, secret: undefined, position: 1, createdAt: 1, managedBy: undefined }),
+    ).toBeUndefined();
   });
 
   it('a settings column that is not a JSON object reads as empty settings (then refused), not an exception', () => {

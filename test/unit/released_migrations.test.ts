@@ -39,6 +39,7 @@ const released: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0019_schema_parity.sql': '3b61c1bbdd79b983729336b8a200f639f482964761a5cbaee51e3580d8db6883',
     '0020_web_origins.sql': '2c01bc7da03ac5096326a7663af241c1a8c8ae03510a22c0e97c6851bbcb681b',
     '0021_recorded_issuer.sql': 'd6b00ab2ab8e381d8633d11e80b81d99355bfefb73b24fc9bbd19bdfb8d0bd3e',
+    '0022_configuration_as_code.sql': 'c38b55e14e77ab0ad4d8bde79b98eec16c75fb7f31f536c3e84506e533706bfb',
   },
   postgres: {
     '0001_init.sql': 'aac3715458110ee12175b820fe43498645ec90116e0c6669dea851bf9b841247',
@@ -62,6 +63,7 @@ const released: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0019_schema_parity.sql': '15d3ffeb1a93226e9dd486b494e4dfbfe52874091c5fc87ac8a2dd7b760515f0',
     '0020_web_origins.sql': '2c01bc7da03ac5096326a7663af241c1a8c8ae03510a22c0e97c6851bbcb681b',
     '0021_recorded_issuer.sql': '96b8b0a80216d1bb9d5ede1a955082f1d18f1d9c0b0dbdfc89a27806cfd9321e',
+    '0022_configuration_as_code.sql': '2a1f8180865d31c39bb6f6ce49c5aa7eafa7afa6dedc48f7c769760ca9881938',
   },
 };
 

@@ -38,6 +38,10 @@ import {
   type EmailTokenPurpose,
   type EmailTokenRecord,
   type GraceRefusal,
+  type GroupRolesChange,
+  type ManagedKind,
+  type NewRecord,
+  type NewRole,
   type PasskeyRecord,
   type Permission,
   type PurgeCounts,
@@ -48,6 +52,7 @@ import {
   type RegisteredClientUpdate,
   type RegistrationTokenRecord,
   type RemovedIdentityRecord,
+  type RoleChanges,
   type RoleRecord,
   type RecordedIssuer,
   type SealedSecret,
@@ -173,13 +178,15 @@ const auditText = (value: string | undefined): string | null => (value === undef
  * findUserById (on the token path) stays a single indexed read.
  */
 const userWithRoles = `users.*,
-  coalesce((SELECT json_agg(role ORDER BY role COLLATE "C") FROM user_roles WHERE user_roles.user_id = users.id)::text, '[]') AS roles`;
+  coalesce((SELECT json_agg(role ORDER BY role COLLATE "C")
+            FROM (SELECT DISTINCT role FROM user_roles WHERE user_roles.user_id = users.id) AS held)::text, '[]') AS roles`;
 
 /** A role row with its permissions (sorted by api, then scope, as a JSON array) and how many hold it. */
 const roleWithPermissions = `roles.*,
   coalesce((SELECT json_agg(json_build_object('api', api, 'scope', scope) ORDER BY api COLLATE "C", scope COLLATE "C")
             FROM role_permissions WHERE role_permissions.role = roles.name)::text, '[]') AS permissions,
-  (SELECT count(*) FROM user_roles WHERE user_roles.role = roles.name) AS members`;
+  coalesce((SELECT json_agg(group_name ORDER BY group_name COLLATE "C") FROM role_groups WHERE role_groups.role_name = roles.name)::text, '[]') AS group_names,
+  (SELECT count(DISTINCT user_id) FROM user_roles WHERE user_roles.role = roles.name) AS members`;
 
 /**
  * Serialises, until the transaction ends, every write to refresh-token family `familyId`: the
@@ -240,7 +247,7 @@ function* endEverythingOf(userId: string, now: number): Verb<void> {
   yield* revokeLockedFamilies(yield* lockUnrevokedFamilies(userId), now);
 }
 
-function clientParams(c: ClientRecord): unknown[] {
+function clientParams(c: NewRecord<ClientRecord>): unknown[] {
   return [
     c.clientId,
     c.name,
@@ -262,15 +269,16 @@ function clientParams(c: ClientRecord): unknown[] {
     c.disabled,
     c.requirePar,
     JSON.stringify(c.webOrigins),
+    c.managedBy ?? null,
   ];
 }
 /** A client's row; DuplicateError when the client_id is taken. */
-function* insertClient(c: ClientRecord, ifNew = false): Verb<number> {
+function* insertClient(c: NewRecord<ClientRecord>, ifNew = false): Verb<number> {
   return yield* insert(
     `client ${c.clientId}`,
     `INSERT INTO clients (client_id, name, secret_hash, redirect_uris, grant_types, require_pkce, first_party, built_in, created_at, post_logout_redirect_uris,
-       backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, require_par, web_origins, tokens_revoked_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, (SELECT removed_at FROM removed_clients WHERE client_id = $1))
+       backchannel_logout_uri, jwks_uri, jwks, secret_sealed, previous_secret_hash, previous_secret_sealed, previous_secret_expires_at, disabled, require_par, web_origins, managed_by, tokens_revoked_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, (SELECT removed_at FROM removed_clients WHERE client_id = $1))
      ${ifNew ? 'ON CONFLICT DO NOTHING' : ''}`,
     ...clientParams(c),
   );
@@ -557,7 +565,7 @@ export abstract class SqlStore implements Store {
     return this.rows(toUser, `SELECT ${userWithRoles} FROM users WHERE ${emailIs('$1')} ORDER BY lower(username COLLATE "C")`, email);
   }
 
-  async createConnector(c: Omit<ConnectorRecord, 'position'>): Promise<void> {
+  async createConnector(c: NewRecord<Omit<ConnectorRecord, 'position'>>): Promise<void> {
     return this.steps('atomic', createConnectorSteps, c);
   }
 
@@ -711,7 +719,7 @@ export abstract class SqlStore implements Store {
     });
   }
 
-  async createClient(c: ClientRecord): Promise<void> {
+  async createClient(c: NewRecord<ClientRecord>): Promise<void> {
     await this.execute('plain', () => insertClient(c));
   }
 
@@ -744,7 +752,7 @@ export abstract class SqlStore implements Store {
     return this.steps('atomic', removeClientSteps, clientId, now);
   }
 
-  async createApi(a: ApiRecord): Promise<void> {
+  async createApi(a: NewRecord<ApiRecord>): Promise<void> {
     return this.steps('plain', createApiSteps, a);
   }
 
@@ -1321,7 +1329,7 @@ export abstract class SqlStore implements Store {
 
   /** PostgreSQL's autovacuum makes purged rows' space reusable; nothing to do here. */
 
-  async createRole(role: Omit<RoleRecord, 'members' | 'builtIn'>): Promise<void> {
+  async createRole(role: NewRole): Promise<void> {
     return this.steps('atomic', createRoleSteps, role);
   }
 
@@ -1334,7 +1342,7 @@ export abstract class SqlStore implements Store {
     return this.rows(toRole, `SELECT ${roleWithPermissions} FROM roles ORDER BY name COLLATE "C"`);
   }
 
-  async updateRole(name: string, changes: { permissions?: Permission[]; description?: string | undefined }): Promise<boolean> {
+  async updateRole(name: string, changes: RoleChanges): Promise<boolean> {
     return this.steps('atomic', updateRoleSteps, name, changes);
   }
 
@@ -1348,7 +1356,24 @@ export abstract class SqlStore implements Store {
 
   async revokeRole(userId: string, role: string): Promise<boolean> {
     if (!storable(userId) || !storable(role)) return false;
-    return this.changedOne('DELETE FROM user_roles WHERE user_id = $1 AND role = $2', userId, role);
+    return this.changedOne("DELETE FROM user_roles WHERE user_id = $1 AND role = $2 AND source = 'direct'", userId, role);
+  }
+
+  async setGroupRoles(userId: string, roles: string[], now: number): Promise<GroupRolesChange | false> {
+    return this.steps('atomic', setGroupRolesSteps, userId, roles, now);
+  }
+
+  async listUserRoleSources(userId: string): Promise<{ direct: string[]; group: string[] }> {
+    const sources = { direct: [] as string[], group: [] as string[] };
+    if (!storable(userId)) return sources;
+    const rows = await this.rows((r) => r, 'SELECT role, source FROM user_roles WHERE user_id = $1 ORDER BY role COLLATE "C"', userId);
+    for (const r of rows) (r.source === 'group' ? sources.group : sources.direct).push(String(r.role));
+    return sources;
+  }
+
+  async setManagedBy(kind: ManagedKind, id: string, managedBy: string | undefined): Promise<boolean> {
+    if (!storable(id)) return false;
+    return this.steps('plain', setManagedBySteps, kind, id, managedBy);
   }
 
   async listRoleMembers(role: string): Promise<UserRecord[]> {
@@ -1455,7 +1480,7 @@ export abstract class SqlStore implements Store {
     return this.execute('plain', () => spendRegistrationToken(tokenHash, now, undefined));
   }
 
-  async registerClient(c: ClientRecord, initialTokenHash: string, now: number): Promise<boolean> {
+  async registerClient(c: NewRecord<ClientRecord>, initialTokenHash: string, now: number): Promise<boolean> {
     if (!storable(initialTokenHash)) return false;
     return this.execute('atomic', function* () {
       if (!(yield* spendRegistrationToken(initialTokenHash, now, c.clientId))) return false;
@@ -1540,19 +1565,20 @@ function* setUserPasswordSteps(username: string, passwordHash: string, now: numb
   return changed !== undefined;
 }
 
-function* createApiSteps(a: ApiRecord): Verb<void> {
+function* createApiSteps(a: NewRecord<ApiRecord>): Verb<void> {
   yield* insert(
     `API ${a.identifier}`,
-    'INSERT INTO apis (identifier, name, created_at, introspection_clients, scopes) VALUES ($1, $2, $3, $4, $5)',
+    'INSERT INTO apis (identifier, name, created_at, introspection_clients, scopes, managed_by) VALUES ($1, $2, $3, $4, $5, $6)',
     a.identifier,
     a.name,
     a.createdAt,
     JSON.stringify(a.introspectionClients),
     JSON.stringify(a.scopes),
+    a.managedBy ?? null,
   );
 }
 
-function* updateApiSteps(a: ApiRecord): Verb<boolean> {
+function* updateApiSteps(a: NewRecord<ApiRecord>): Verb<boolean> {
   if (!storable(a.identifier)) return false;
   return (
     (yield* run(
@@ -2017,16 +2043,64 @@ function* countRateLimitFailureSteps(bucket: string, key: string, now: number, f
   return toRateLimitCounter(row ?? {});
 }
 
-function* createRoleSteps(role: Omit<RoleRecord, 'members' | 'builtIn'>): Verb<void> {
+function* createRoleSteps(role: NewRole): Verb<void> {
   yield* insert(
     `role ${role.name}`,
-    'INSERT INTO roles (name, description, built_in, created_at) VALUES ($1, $2, false, $3)',
+    'INSERT INTO roles (name, description, built_in, created_at, managed_by) VALUES ($1, $2, false, $3, $4)',
     role.name,
     role.description ?? null,
     role.createdAt,
+    role.managedBy ?? null,
   );
   yield* insertPermissions(role.name, role.permissions);
+  yield* insertRoleGroups(role.name, role.groups ?? []);
 }
+
+/** Inside a transaction. A group given twice is one group. */
+function* insertRoleGroups(role: string, groups: string[]): Verb<void> {
+  for (const group of new Set(groups)) {
+    yield* run('INSERT INTO role_groups (role_name, group_name) VALUES ($1, $2) ON CONFLICT DO NOTHING', role, group);
+  }
+}
+
+/** Byte order of short identifiers, as the queries sort with COLLATE "C". */
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+function* setGroupRolesSteps(userId: string, roles: string[], now: number): Verb<GroupRolesChange | false> {
+  if (!storable(userId)) return false;
+  // The user's row lock: two sign-ins of one person at once take turns, so the group roles left
+  // are one sign-in's whole set.
+  if (!(yield* one('SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE', userId))) return false;
+  const wanted = [...new Set(roles.filter(storable))];
+  // The roles that still exist, kept from removal until the end (KEY SHARE), so that the inserts
+  // below never name a role removed meanwhile; one removed before is simply not held.
+  const existing =
+    wanted.length === 0 ? [] : (yield* many('SELECT name FROM roles WHERE name = ANY($1::text[]) FOR KEY SHARE', wanted)).map((r) => String(r.name));
+  const held = (yield* many("SELECT role FROM user_roles WHERE user_id = $1 AND source = 'group'", userId)).map((r) => String(r.role));
+  const gained = existing.filter((role) => !held.includes(role)).sort(byCodeUnits);
+  const lost = held.filter((role) => !existing.includes(role)).sort(byCodeUnits);
+  for (const role of lost) {
+    yield* run("DELETE FROM user_roles WHERE user_id = $1 AND role = $2 AND source = 'group'", userId, role);
+  }
+  for (const role of gained) {
+    yield* run("INSERT INTO user_roles (user_id, role, granted_at, source) VALUES ($1, $2, $3, 'group')", userId, role, now);
+  }
+  return { gained, lost };
+}
+
+/** The table and key column of each kind of object a configuration file declares (setManagedBy). */
+function* setManagedBySteps(kind: ManagedKind, id: string, managedBy: string | undefined): Verb<boolean> {
+  const { table, key } = managedTables[kind];
+  // Table and column names come from managedTables, never from the caller.
+  return (yield* run(`UPDATE ${table} SET managed_by = $1 WHERE ${key} = $2`, managedBy ?? null, id)) === 1;
+}
+
+const managedTables: Record<ManagedKind, { table: string; key: string }> = {
+  client: { table: 'clients', key: 'client_id' },
+  api: { table: 'apis', key: 'identifier' },
+  role: { table: 'roles', key: 'name' },
+  connector: { table: 'connectors', key: 'id' },
+};
 
 function* removeRoleSteps(name: string): Verb<boolean> {
   if (!storable(name)) return false;
@@ -2042,9 +2116,9 @@ function* grantRoleSteps(userId: string, role: string, now: number): Verb<boolea
     // simultaneous grant committed it after this statement's snapshot.
     const held = yield* referring(
       'user or role',
-      `INSERT INTO user_roles (user_id, role, granted_at)
-       SELECT users.id, roles.name, $3 FROM users, roles WHERE users.id = $1 AND roles.name = $2
-       ON CONFLICT (user_id, role) DO UPDATE SET granted_at = user_roles.granted_at`,
+      `INSERT INTO user_roles (user_id, role, granted_at, source)
+       SELECT users.id, roles.name, $3, 'direct' FROM users, roles WHERE users.id = $1 AND roles.name = $2
+       ON CONFLICT (user_id, role, source) DO UPDATE SET granted_at = user_roles.granted_at`,
       userId,
       role,
       now,
@@ -2199,7 +2273,7 @@ function* removeClientSteps(clientId: string, now: number): Verb<boolean> {
   return removed;
 }
 
-function* updateRoleSteps(name: string, changes: { permissions?: Permission[]; description?: string | undefined }): Verb<boolean> {
+function* updateRoleSteps(name: string, changes: RoleChanges): Verb<boolean> {
   if (!storable(name)) return false;
   // The role's row lock makes simultaneous updates take turns, so the permissions left are one
   // caller's whole list. NO KEY: grants of the role (their foreign-key checks) need not wait.
@@ -2213,22 +2287,27 @@ function* updateRoleSteps(name: string, changes: { permissions?: Permission[]; d
     yield* run('DELETE FROM role_permissions WHERE role = $1', name);
     yield* insertPermissions(name, changes.permissions);
   }
+  if (changes.groups !== undefined) {
+    yield* run('DELETE FROM role_groups WHERE role_name = $1', name);
+    yield* insertRoleGroups(name, changes.groups);
+  }
   return true;
 }
 
-function* createConnectorSteps(c: Omit<ConnectorRecord, 'position'>): Verb<void> {
+function* createConnectorSteps(c: NewRecord<Omit<ConnectorRecord, 'position'>>): Verb<void> {
   // One at a time, so that two new connectors never take the same position.
   yield* lock('connectors', '');
   yield* insert(
     `connector ${c.id}`,
-    `INSERT INTO connectors (id, type, name, config, secret, position, created_at)
-     VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(position), 0) + 1 FROM connectors), $6)`,
+    `INSERT INTO connectors (id, type, name, config, secret, position, created_at, managed_by)
+     VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(position), 0) + 1 FROM connectors), $6, $7)`,
     c.id,
     c.type,
     c.name,
     JSON.stringify(c.config),
     c.secret ?? null,
     c.createdAt,
+    c.managedBy ?? null,
   );
 }
 
@@ -2259,7 +2338,7 @@ function* replaceClientSteps(c: ClientRecord, grants: readonly ClientGrantRecord
        previous_secret_sealed = CASE WHEN secret_hash IS NOT DISTINCT FROM $13 THEN previous_secret_sealed END,
        previous_secret_expires_at = CASE WHEN secret_hash IS NOT DISTINCT FROM $13 THEN previous_secret_expires_at END,
        secret_sealed = CASE WHEN secret_hash IS NOT DISTINCT FROM $13 THEN secret_sealed ELSE $14 END,
-       secret_hash = $13
+       secret_hash = $13, managed_by = $15
      WHERE client_id = $1`,
     c.clientId,
     c.name,
@@ -2275,6 +2354,7 @@ function* replaceClientSteps(c: ClientRecord, grants: readonly ClientGrantRecord
     JSON.stringify(c.webOrigins),
     c.secretHash ?? null,
     c.secretSealed ?? null,
+    c.managedBy ?? null,
   );
   if (updated !== 1) throw new MissingReferenceError(`client ${c.clientId}`);
   yield* replaceClientGrants(c.clientId, grants);
@@ -2289,12 +2369,13 @@ function* replaceClientGrants(clientId: string, grants: readonly ClientGrantReco
 function* replaceConnectorSteps(c: Omit<ConnectorRecord, 'position' | 'createdAt'>): Verb<void> {
   const updated = storable(c.id)
     ? yield* run(
-        'UPDATE connectors SET type = $2, name = $3, config = $4, secret = $5 WHERE id = $1',
+        'UPDATE connectors SET type = $2, name = $3, config = $4, secret = $5, managed_by = $6 WHERE id = $1',
         c.id,
         c.type,
         c.name,
         JSON.stringify(c.config),
         c.secret ?? null,
+        c.managedBy ?? null,
       )
     : 0;
   if (updated !== 1) throw new MissingReferenceError(`connector ${c.id.slice(0, 80)}`);
@@ -2312,13 +2393,15 @@ function* applyConfigurationSteps(changes: readonly ConfigurationChange[]): Verb
         if (change.kind === 'create') yield* createApiSteps(change.record);
         else if (change.kind === 'update') {
           if (!(yield* updateApiSteps(change.record))) throw new MissingReferenceError(`API ${change.record.identifier.slice(0, 80)}`);
+          yield* setManagedBySteps('api', change.record.identifier, change.record.managedBy);
         } else if (!(yield* removeApiSteps(change.id))) throw new MissingReferenceError(`API ${change.id.slice(0, 80)}`);
         break;
       case 'role':
         if (change.kind === 'create') yield* createRoleSteps(change.record);
         else if (change.kind === 'update') {
-          const { name, description, permissions } = change.record;
-          if (!(yield* updateRoleSteps(name, { description, permissions }))) throw new MissingReferenceError(`role ${name.slice(0, 80)}`);
+          const { name, description, permissions, groups, managedBy } = change.record;
+          if (!(yield* updateRoleSteps(name, { description, permissions, groups }))) throw new MissingReferenceError(`role ${name.slice(0, 80)}`);
+          yield* setManagedBySteps('role', name, managedBy);
         } else if (!(yield* removeRoleSteps(change.id))) throw new MissingReferenceError(`role ${change.id.slice(0, 80)}`);
         break;
       case 'client':

@@ -52,7 +52,7 @@ function applied(database: DatabaseSnapshot, plan: readonly PlannedChange[]): Da
         const before = roles.find((r) => r.name === name);
         roles = roles.filter((r) => r.name !== name);
         if (change.kind !== 'delete')
-          roles = [...roles, { createdAt: before?.createdAt ?? 0, ...change.record, builtIn: before?.builtIn ?? false, members: 0 } as RoleRecord];
+          roles = [...roles, { createdAt: before?.createdAt ?? 0, ...change.record, builtIn: before?.builtIn ?? false, members: 0 }];
         break;
       }
       case 'client': {
@@ -70,10 +70,7 @@ function applied(database: DatabaseSnapshot, plan: readonly PlannedChange[]): Da
         const before = connectors.find((c) => c.id === id);
         connectors = connectors.filter((c) => c.id !== id);
         if (change.kind !== 'delete')
-          connectors = [
-            ...connectors,
-            { createdAt: before?.createdAt ?? 0, ...change.record, position: before?.position ?? connectors.length + 1 } as ConnectorRecord,
-          ];
+          connectors = [...connectors, { createdAt: before?.createdAt ?? 0, ...change.record, position: before?.position ?? connectors.length + 1 }];
         break;
       }
     }

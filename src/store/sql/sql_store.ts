@@ -2090,16 +2090,16 @@ function* setGroupRolesSteps(userId: string, roles: string[], now: number): Verb
 
 /** The table and key column of each kind of object a configuration file declares (setManagedBy). */
 function* setManagedBySteps(kind: ManagedKind, id: string, managedBy: string | undefined): Verb<boolean> {
-  const { table, key } = managedTables[kind];
-  // Table and column names come from managedTables, never from the caller.
-  return (yield* run(`UPDATE ${table} SET managed_by = $1 WHERE ${key} = $2`, managedBy ?? null, id)) === 1;
+  if (!storable(id)) return false;
+  return (yield* run(setManagedByStatements[kind], managedBy ?? null, id)) === 1;
 }
 
-const managedTables: Record<ManagedKind, { table: string; key: string }> = {
-  client: { table: 'clients', key: 'client_id' },
-  api: { table: 'apis', key: 'identifier' },
-  role: { table: 'roles', key: 'name' },
-  connector: { table: 'connectors', key: 'id' },
+/** One statement per kind, written out: what a verb writes stays readable (and checkable) in its text. */
+const setManagedByStatements: Record<ManagedKind, string> = {
+  client: 'UPDATE clients SET managed_by = $1 WHERE client_id = $2',
+  api: 'UPDATE apis SET managed_by = $1 WHERE identifier = $2',
+  role: 'UPDATE roles SET managed_by = $1 WHERE name = $2',
+  connector: 'UPDATE connectors SET managed_by = $1 WHERE id = $2',
 };
 
 function* removeRoleSteps(name: string): Verb<boolean> {

@@ -63,6 +63,29 @@ function configSuite(database: 'sqlite' | 'postgres') {
     return { LATCHKEY_DB: url.toString(), ...secrets };
   }
 
+  /** The audit log's events, oldest first, as stored. */
+  async function auditEvents(env: Record<string, string>): Promise<{ event: string; actor: string; details: Record<string, unknown> }[]> {
+    const query = 'SELECT event, actor, details FROM audit_events ORDER BY id';
+    let rows: { event: string; actor: string; details: string }[];
+    if (database === 'sqlite') {
+      const Database = (await import('better-sqlite3')).default;
+      const db = new Database(env.LATCHKEY_DB, { readonly: true });
+      try {
+        rows = db.prepare(query).all() as typeof rows;
+      } finally {
+        db.close();
+      }
+    } else {
+      const pool = new pg.Pool({ connectionString: env.LATCHKEY_DB, max: 1 });
+      try {
+        rows = (await pool.query<{ event: string; actor: string; details: string }>(query)).rows;
+      } finally {
+        await pool.end();
+      }
+    }
+    return rows.map((r) => ({ event: r.event, actor: r.actor, details: JSON.parse(r.details) as Record<string, unknown> }));
+  }
+
   function writeConfig(name: string, text: string): string {
     const path = join(dir, name);
     writeFileSync(path, text);
@@ -105,6 +128,18 @@ function configSuite(database: 'sqlite' | 'postgres') {
     expect(roles.find((r) => r.name === 'analyst')?.permissions).toEqual([`${reports}:read:reports`]);
     const second = await cli(env, ['config', 'apply', '-f', file]);
     expect(second.stdout).toBe('No changes: the database already holds what the file declares.\n');
+
+    // One audit event per change, naming the file.
+    const events = await auditEvents(env);
+    expect(events.map((e) => `${e.event} ${String(e.details.id)}`)).toEqual([
+      `api.created ${reports}`,
+      'role.created analyst',
+      'client.created web',
+      'client.created tv',
+      'client.created nightly',
+      'connector.created corp',
+    ]);
+    expect(events.every((e) => e.actor === 'cli' && e.details.configFile === file)).toBe(true);
 
     // A change: only what differs is planned, and a secret is never printed.
     const changed = writeConfig('team.yaml', teamFile.replace('name: Web app', 'name: Web application'));

@@ -30,6 +30,9 @@ export type AuditEvent =
   | 'upstream.user_created'
   | 'upstream.identity_linked'
   | 'upstream.attributes_refused'
+  // Roles held through the person's upstream groups, given or taken at a sign-in.
+  | 'upstream.group_roles_granted'
+  | 'upstream.group_roles_revoked'
   | 'user.identity_unlinked'
   | 'user.identity_allowed_again'
   | 'connector.created'

@@ -115,10 +115,11 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
       secretBox: async () => (await open()).box,
     });
   } catch (err) {
-    const [{ ConfigError }, { SecretKeyError }, { AdminInputError }] = await Promise.all([
+    const [{ ConfigError }, { SecretKeyError }, { AdminInputError }, { ManagedObjectError }] = await Promise.all([
       import('../config.js'),
       import('../crypto/secret_box.js'),
       import('../directory/validation.js'),
+      import('../directory/managed.js'),
     ]);
     if (err instanceof ConfigError) {
       for (const problem of err.problems) io.stderr.write(`latchkey: ${visible(problem)}\n`);
@@ -127,6 +128,11 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
     if (err instanceof SecretKeyError) {
       io.stderr.write(`latchkey: LATCHKEY_SECRET_KEY: ${visible(err.message)}\n`);
       return configExitCode;
+    }
+    // Not a mistake in the command: the object is declared in a configuration file.
+    if (err instanceof ManagedObjectError) {
+      io.stderr.write(`latchkey: ${visible(err.message)}\n`);
+      return exitCodes.failure;
     }
     // Messages may quote stored or typed values: their control characters are shown, not run.
     if (err instanceof AdminInputError) {

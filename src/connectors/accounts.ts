@@ -6,10 +6,13 @@
  * is verified and the same. Never by username, never by an unverified email, never to a user
  * another upstream made: each would let one upstream account take over someone else's. Each
  * sign-in refreshes what the upstream knows (the profile of users it created; the groups of every
- * user), after checking it as an administrator's input is checked (upstream_attributes.ts).
+ * user), after checking it as an administrator's input is checked (upstream_attributes.ts), and
+ * the roles the person holds through those groups (roles declaring one of them, `roles add
+ * --group`): gained at a sign-in with the group, lost at the next sign-in without it.
  */
 import { randomUuid, randomString } from '../crypto/secrets.js';
-import { DuplicateError, type Store, type UserRecord } from '../store/store.js';
+import { rolesForGroups } from '../directory/roles.js';
+import { DuplicateError, type GroupRolesChange, type Store, type UserRecord } from '../store/store.js';
 import { checkedProfile, type RefusedAttribute } from './upstream_attributes.js';
 import { UpstreamError, type UpstreamProfile } from './upstream_profile.js';
 
@@ -34,6 +37,8 @@ export interface UpstreamUser {
   linked: boolean;
   /** What the upstream sent that was left out, failing the checks of `users add`. */
   refused: RefusedAttribute[];
+  /** The roles this sign-in gave and took through the person's upstream groups. */
+  groupRoles: GroupRolesChange;
 }
 
 /** Usernames follow the rule of `users add`: 1-64 of A-Z a-z 0-9 . _ @ -. */
@@ -109,7 +114,8 @@ export async function userForUpstream(store: Store, through: SignInThrough, give
   });
   // Removed while this sign-in was on its way.
   if (!stillBound) throw removedError(connectorId);
-  return { user: (await store.findUserById(user.id)) ?? user, created, linked, refused };
+  const groupRoles = (await store.setGroupRoles(user.id, rolesForGroups(await store.listRoles(), profile.groups), now)) || { gained: [], lost: [] };
+  return { user: (await store.findUserById(user.id)) ?? user, created, linked, refused, groupRoles };
 }
 
 async function existingUser(store: Store, connectorId: string, subject: string): Promise<UserRecord | undefined> {

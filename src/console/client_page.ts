@@ -1,12 +1,14 @@
 /**
  * A client's page in the admin console (/admin/clients/:id), as the forms on it answer: its
  * settings, warnings about redirect URIs registered before today's rules, its machine grants, and
- * the gate every form there passes (an administrator, a genuine form, a client that exists).
+ * the gate every form there passes (an administrator, a genuine form, a client that exists and
+ * that no configuration file manages).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
 import { maxSecretOverlapSeconds } from '../directory/clients.js';
+import { managedMessage } from '../directory/managed.js';
 import { validRedirectUri } from '../directory/validation.js';
 import { parseFields } from '../http/form.js';
 import { isConfidential } from '../oauth/client_type.js';
@@ -82,6 +84,7 @@ export async function showClientPage(
         browserSignInLifetime: lifetimeText(refreshFamilyLifetime(services.config, client)),
         backchannelLogoutUri: client.backchannelLogoutUri,
         jwksUri: client.jwksUri,
+        managedBy: client.managedBy,
       },
       path: clientPath(client.clientId),
       edit: extra.edit ?? {
@@ -121,5 +124,10 @@ export async function clientForm<T extends { csrf_token?: string | undefined }>(
   const { id } = parseFields(clientParams, request.params);
   const client = await services.store.findClient(id);
   if (!client) return { ok: false, reply: await notFound(request, reply, services, 'client', backToClients) };
+  // Every form on the page changes the client (or its grants), which its configuration file declares.
+  if (client.managedBy !== undefined) {
+    const text = managedMessage('client', client.clientId, client.managedBy);
+    return { ok: false, reply: await showClientPage(request, reply, services, client, { notice: { kind: 'error', text } }, 409) };
+  }
   return { ok: true, admin: gate.admin, form: gate.form, client };
 }

@@ -8,7 +8,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { adminRole } from '../directory/roles.js';
+import { managedMessage } from '../directory/managed.js';
 import { AdminInputError } from '../directory/validation.js';
+import type { ManagedKind } from '../store/store.js';
 import { audit, type AuditEvent } from '../audit/audit_events.js';
 import { csrfToken, csrfTokenValid } from '../http/csrf.js';
 import { parseFields } from '../http/form.js';
@@ -233,4 +235,9 @@ export async function checkedAsync<T>(check: () => Promise<T>, about?: string): 
     if (!(err instanceof AdminInputError)) throw err;
     return { ok: false, notice: { kind: 'error', text: sentence(err), ...(about === undefined ? {} : { about }) } };
   }
+}
+
+/** The error shown at the top of a managed object's page when a form would change it (409). */
+export function managedNotice(kind: ManagedKind, id: string, managedBy: string): Notice {
+  return { kind: 'error', text: managedMessage(kind, id, managedBy) };
 }

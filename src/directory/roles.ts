@@ -5,8 +5,8 @@
  * whose identifier, followed by ':', starts the text, and whose declared scopes hold the rest.
  */
 import { supportedScopes } from '../oauth/scope.js';
-import type { ApiRecord, Permission, Store } from '../store/store.js';
-import { AdminInputError } from './validation.js';
+import type { ApiRecord, Permission, RoleRecord, Store } from '../store/store.js';
+import { AdminInputError, hasControlCharacters } from './validation.js';
 
 /** The built-in role whose members may use the admin console. */
 export const adminRole = 'admin';
@@ -81,4 +81,32 @@ export async function resolvePermissions(store: Store, texts: readonly string[])
 /** How a permission is written on the command line and shown. */
 export function permissionText(permission: Permission): string {
   return `${permission.api}:${permission.scope}`;
+}
+
+/**
+ * The roles a person's upstream groups grant: each role naming one of the groups, compared exactly
+ * (case and all: a role declared for `platform` is not granted by an upstream's `Platform`), so an
+ * upstream can grant only what an operator declared for a name it sends. Sorted by name.
+ */
+export function rolesForGroups(roles: readonly RoleRecord[], groups: readonly string[]): string[] {
+  const held = new Set(groups);
+  return roles
+    .filter((role) => role.groups.some((group) => held.has(group)))
+    .map((role) => role.name)
+    .sort();
+}
+
+/**
+ * The upstream groups that grant a role, distinct and sorted: names as an upstream sends them
+ * (1-256 characters without control characters, as upstream groups are kept), at most 100.
+ */
+export function validGroupNames(values: readonly string[]): string[] {
+  const names = [...new Set(values.map((v) => v.trim()).filter((v) => v !== ''))];
+  for (const name of names) {
+    if (name.length > 256 || hasControlCharacters(name)) {
+      throw new AdminInputError(`"${name.slice(0, 80)}" is not a valid group name: use 1-256 characters without control characters`);
+    }
+  }
+  if (names.length > 100) throw new AdminInputError('a role may name at most 100 groups');
+  return names.sort();
 }

@@ -175,6 +175,9 @@ export async function connectorRoutes(app: FastifyInstance): Promise<void> {
       if (outcome.created) audit(request, 'upstream.user_created', { connectorId: record.id, userId: user.id });
       if (outcome.linked) audit(request, 'upstream.identity_linked', { connectorId: record.id, userId: user.id });
       if (outcome.refused.length > 0) audit(request, 'upstream.attributes_refused', { connectorId: record.id, userId: user.id, attributes: outcome.refused });
+      const { gained, lost } = outcome.groupRoles;
+      if (gained.length > 0) audit(request, 'upstream.group_roles_granted', { connectorId: record.id, userId: user.id, roles: gained });
+      if (lost.length > 0) audit(request, 'upstream.group_roles_revoked', { connectorId: record.id, userId: user.id, roles: lost });
     } catch (err) {
       return fail(request, reply, record.id, record.name, err, pending.returnTo);
     }

@@ -162,7 +162,7 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
         return { user: undefined, matches: false, connectorId };
       }
       try {
-        const { user, created, refused } = await userForUpstream(
+        const { user, created, refused, groupRoles } = await userForUpstream(
           store,
           { connectorId, emailTrusted: true, linkByEmail: false },
           outcome.profile,
@@ -170,6 +170,8 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
         );
         if (created) audit(request, 'upstream.user_created', { connectorId, userId: user.id });
         if (refused.length > 0) audit(request, 'upstream.attributes_refused', { connectorId, userId: user.id, attributes: refused });
+        if (groupRoles.gained.length > 0) audit(request, 'upstream.group_roles_granted', { connectorId, userId: user.id, roles: groupRoles.gained });
+        if (groupRoles.lost.length > 0) audit(request, 'upstream.group_roles_revoked', { connectorId, userId: user.id, roles: groupRoles.lost });
         services.metrics.upstreamSignIns.inc({ connector: connectorId, outcome: 'success' });
         return { user, matches: true, connectorId };
       } catch (err) {

@@ -6,6 +6,7 @@
  * its own, bounded at 64 KiB. Tokens are refused with 401 invalid_token and a Bearer challenge
  * (RFC 6750 §3); metadata with invalid_redirect_uri / invalid_client_metadata (RFC 7591 §3.2.2).
  */
+import { managedMessage } from '../directory/managed.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { TextDecoder } from 'node:util';
 import { epochSeconds } from '../clock.js';
@@ -129,6 +130,19 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
     return { client, token };
   }
 
+  /**
+   * RFC 7592 §2.2: a client the server does not let change itself is answered 403. One declared in
+   * a configuration file changes only there (the next apply would undo it); the file's path is the
+   * operator's business, logged, not told to the client.
+   */
+  function refuseManagedChange(client: ClientRecord): void {
+    if (client.managedBy === undefined) return;
+    throw new OAuthError('access_denied', 'This client is managed by the server configuration and cannot be changed through registration.', {
+      status: 403,
+      detail: managedMessage('client', client.clientId, client.managedBy),
+    });
+  }
+
   /** A new secret when the method needs one the client does not have in the right form. */
   function secretFor(m: ClientMetadata, clientId: string, current: ClientRecord | undefined): NewClientSecret | 'keep' | undefined {
     const kind = secretKind(m.method);
@@ -209,6 +223,7 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
   app.put<{ Params: { clientId: string } }>(managementPath, async (request, reply) =>
     guarded(request, reply, 'update', request.params.clientId, async () => {
       const { client, token } = await managedClient(request, request.params.clientId);
+      refuseManagedChange(client);
       const metadata = parseClientMetadata(jsonBody(request), { outboundAllow: config.outboundAllow });
       // RFC 7592 §2.2: the update names the client, and a secret it repeats must be the current one.
       if (metadata.clientId !== client.clientId) throw new OAuthError('invalid_client_metadata', 'client_id must be the client_id of this registration.');
@@ -237,6 +252,7 @@ export async function registrationRoutes(app: FastifyInstance): Promise<void> {
   app.delete<{ Params: { clientId: string } }>(managementPath, async (request, reply) =>
     guarded(request, reply, 'delete', request.params.clientId, async () => {
       const { client } = await managedClient(request, request.params.clientId);
+      refuseManagedChange(client);
       // As `clients remove`: everything issued to it goes, and a later client of this id inherits nothing.
       if (!(await store.removeClient(client.clientId, epochSeconds(clock))))
         throw invalidToken(true, 'The registration access token is invalid.', 'client removed meanwhile');

@@ -10,7 +10,8 @@ import { decodeJwt } from 'jose';
 import { connectorSecretContext } from '../../src/connectors/runtime.js';
 import { forgetDiscovery } from '../../src/connectors/oidc_upstream.js';
 import type { ConnectorType } from '../../src/store/store.js';
-import { addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
+import { addApi, addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
+import { tokensFor } from '../helpers/flows.js';
 import { Browser, inputValue, injectTransport, type BrowserResponse } from '../helpers/browser.js';
 import { startFakeGithub, startFakeOidcProvider, startSilentServer, type FakeGithub, type FakeOidcProvider } from '../helpers/upstreams.js';
 
@@ -211,6 +212,65 @@ describe('an OpenID Connect upstream', () => {
     idp.behaviour.idTokenOmits = ['email', 'name', 'groups', 'preferred_username', 'email_verified'];
     await throughUpstream(await startWith('acme'));
     expect(await t.store.findUserByUsername('pat')).toMatchObject({ email: 'pat@upstream.example', groups: ['staff', 'admins'] });
+  });
+});
+
+describe('roles granted by upstream groups', () => {
+  const reports = 'https://reports.example.com';
+
+  async function signInThroughAcme() {
+    await browser.post('/logout', {});
+    const { answer } = await throughUpstream(await startWith('acme'));
+    expect(answer.status).toBe(303);
+    return (await signedInUser())!;
+  }
+
+  it('a role naming an upstream group is held while the upstream reports it: its scopes reach the tokens, and go at the next sign-in without the group', async () => {
+    await addApi(t.store, reports, 'Reports', [], ['read:reports']);
+    await t.store.createRole({
+      name: 'analyst',
+      description: undefined,
+      permissions: [{ api: reports, scope: 'read:reports' }],
+      groups: ['admins'],
+      createdAt: 1_800_000_000,
+    });
+    await t.store.updateRole('admin', { groups: ['platform'] });
+    await addClient(t.store, 'cli', { grantTypes: ['device_code', 'refresh_token'] });
+    idp.behaviour.person = { ...idp.behaviour.person, groups: ['staff', 'admins', 'platform'] };
+
+    const pat = await signInThroughAcme();
+    expect(pat.roles).toEqual(['admin', 'analyst']);
+    const granted = await tokensFor(t, pat, 'cli', { scope: 'openid read:reports', audience: reports });
+    expect(granted.scope).toBe('openid read:reports');
+    expect(decodeJwt(granted.access_token).roles).toEqual(['admin', 'analyst']);
+
+    // The upstream drops the groups: the next sign-in takes the roles back.
+    idp.behaviour.person = { ...idp.behaviour.person, groups: ['staff'] };
+    const again = await signInThroughAcme();
+    expect(again.id).toBe(pat.id);
+    expect(again.roles).toEqual([]);
+    const after = await tokensFor(t, again, 'cli', { scope: 'openid read:reports', audience: reports });
+    expect(after.scope).toBe('openid');
+    expect(decodeJwt(after.access_token).roles).toBeUndefined();
+
+    await t.app.services.auditTrail.flush();
+    const events = async (event: string) => (await t.store.listAuditEvents({ event, limit: 10 })).map((e) => e.details);
+    expect(await events('upstream.group_roles_granted')).toEqual([expect.objectContaining({ connectorId: 'acme', roles: ['admin', 'analyst'] })]);
+    expect(await events('upstream.group_roles_revoked')).toEqual([expect.objectContaining({ connectorId: 'acme', roles: ['admin', 'analyst'] })]);
+  });
+
+  it('group names match exactly: another case or a longer name grants nothing; a direct grant of the role survives losing the group', async () => {
+    await t.store.createRole({ name: 'ops', description: undefined, permissions: [], groups: ['admins'], createdAt: 1_800_000_000 });
+    idp.behaviour.person = { ...idp.behaviour.person, groups: ['Admins', 'admins-extra', 'admin'] };
+    const pat = await signInThroughAcme();
+    expect(pat.roles).toEqual([]);
+
+    idp.behaviour.person = { ...idp.behaviour.person, groups: ['admins'] };
+    expect((await signInThroughAcme()).roles).toEqual(['ops']);
+    await t.store.grantRole(pat.id, 'ops', 1_800_000_000);
+    idp.behaviour.person = { ...idp.behaviour.person, groups: [] };
+    expect((await signInThroughAcme()).roles).toEqual(['ops']);
+    expect(await t.store.listUserRoleSources(pat.id)).toEqual({ direct: ['ops'], group: [] });
   });
 });
 

@@ -72,6 +72,23 @@ if (!slapdAvailable && ldapRequired) {
     expect((t.store.db.prepare('SELECT count(*) AS n FROM users').get() as { n: number }).n).toBe(2);
   });
 
+  it("a role naming one of the directory's groups is held after the sign-in, and lost at the next one once no group of the person grants it", async () => {
+    await t.store.createRole({ name: 'oncall', description: undefined, permissions: [], groups: ['ops'], createdAt: 1_800_000_000 });
+    expect((await attempt('dora', directory.people.dora.password)).status).toBe(303);
+    const dora = (await t.store.findUserByUsername('dora'))!;
+    expect(dora.roles).toEqual(['oncall']);
+    await t.store.updateRole('oncall', { groups: ['sre'] });
+    await browser.post('/logout', {});
+    expect((await attempt('dora', directory.people.dora.password)).status).toBe(303);
+    expect((await t.store.findUserById(dora.id))?.roles).toEqual([]);
+    await t.app.services.auditTrail.flush();
+    const events = (await t.store.listAuditEvents({ event: 'upstream.', limit: 50 })).filter((e) => e.event.startsWith('upstream.group_roles_'));
+    expect(events.map((e) => [e.event, e.details.roles])).toEqual([
+      ['upstream.group_roles_revoked', ['oncall']],
+      ['upstream.group_roles_granted', ['oncall']],
+    ]);
+  });
+
   it('a wrong password, or an unknown name, is a wrong password', async () => {
     expect((await attempt('dora', 'not-doras-password')).status).toBe(401);
     expect((await attempt('nobody', 'whatever-password')).status).toBe(401);

@@ -594,6 +594,24 @@ describe('RFC 7592 management at registration_client_uri', () => {
     expect(logLines.some((l) => l.includes('"event":"client.registration_deleted"'))).toBe(true);
   });
 
+  it('a client a configuration file manages cannot be changed or deleted through registration: 403, nothing changed, the file not told', async () => {
+    expect(await t.store.setManagedBy('client', client.client_id!, '/etc/latchkey/latchkey.yaml')).toBe(true);
+    const put = await manage('PUT', client.client_id!, client.registration_access_token, {
+      client_id: client.client_id,
+      client_name: 'Renamed',
+      redirect_uris: [redirectUri],
+      grant_types: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_method: 'client_secret_post',
+    });
+    expect(put.statusCode).toBe(403);
+    expect(put.json().error).toBe('access_denied');
+    expect(put.body).not.toContain('latchkey.yaml');
+    const del = await manage('DELETE', client.client_id!, client.registration_access_token);
+    expect(del.statusCode).toBe(403);
+    expect(await t.store.findClient(client.client_id!)).toMatchObject({ name: 'Web' });
+    expect((await manage('GET', client.client_id!, client.registration_access_token)).statusCode).toBe(200);
+  });
+
   it('POST at the registration_client_uri → 405', async () => {
     const res = await t.app.inject({
       method: 'POST',

@@ -1,3 +1,4 @@
+import { refuseManaged } from '../../directory/managed.js';
 import { CommandError, defineCommand } from '../command.js';
 
 export const apisRemoveCommand = defineCommand({
@@ -7,6 +8,7 @@ export const apisRemoveCommand = defineCommand({
   async run(context) {
     const identifier = context.positionals[0] ?? '';
     const store = await context.store();
+    refuseManaged('api', identifier, await store.findApi(identifier));
     if (!(await store.removeApi(identifier))) throw new CommandError(`no API "${identifier}"`);
     context.stderr.write(`Removed API ${identifier}\n`);
     return 0;

@@ -1,3 +1,4 @@
+import { refuseManaged } from '../../directory/managed.js';
 import { validApiIdentifier, validName } from '../../directory/validation.js';
 import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
@@ -37,6 +38,7 @@ export const apisUpdateCommand = defineCommand({
     const store = await context.store();
     const api = await store.findApi(identifier);
     if (!api) throw new CommandError(`no API "${identifier}"`);
+    refuseManaged('api', identifier, api);
     const updated = {
       ...api,
       name: validName(context.values.name) ?? api.name,

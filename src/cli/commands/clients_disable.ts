@@ -1,3 +1,4 @@
+import { refuseManaged } from '../../directory/managed.js';
 import { builtinCliClientId } from '../../bootstrap.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, defineCommand, type Command } from '../command.js';
@@ -11,6 +12,7 @@ function toggle(disabled: boolean): Command {
       const clientId = context.positionals[0] ?? '';
       if (disabled && clientId === builtinCliClientId) throw new CommandError(`${builtinCliClientId} is built in and cannot be disabled`);
       const store = await context.store();
+      refuseManaged('client', clientId, await store.findClient(clientId));
       if (!(await store.setClientDisabled(clientId, disabled))) throw new CommandError(`no client "${clientId}"`);
       await cliAudit(context, disabled ? 'client.disabled' : 'client.enabled', { clientId });
       context.stderr.write(`${disabled ? 'Disabled' : 'Enabled'} client ${clientId}\n`);

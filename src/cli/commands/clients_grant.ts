@@ -1,3 +1,4 @@
+import { refuseManaged } from '../../directory/managed.js';
 import { epochSeconds, systemClock } from '../../clock.js';
 import { validApiIdentifier } from '../../directory/validation.js';
 import { validScopeName } from '../../directory/roles.js';
@@ -19,6 +20,7 @@ export const clientsGrantCommand = defineCommand({
     const identifier = validApiIdentifier(context.positionals[1] ?? '');
     const given = context.values.scope ?? [];
     const store = await context.store();
+    refuseManaged('client', clientId, await store.findClient(clientId));
     if (context.values.remove === true) {
       if (given.length > 0) throw new CommandError('--scope and --remove cannot be combined');
       if (!(await store.removeClientGrant(clientId, identifier))) throw new CommandError(`client "${clientId}" has no grant for ${identifier}`);

@@ -1,3 +1,4 @@
+import { refuseManaged } from '../../directory/managed.js';
 import { revocationTime } from '../revocation_time.js';
 import { builtinCliClientId } from '../../bootstrap.js';
 import { cliAudit } from '../audit_log.js';
@@ -11,6 +12,7 @@ export const clientsRemoveCommand = defineCommand({
     const clientId = context.positionals[0] ?? '';
     if (clientId === builtinCliClientId) throw new CommandError(`${builtinCliClientId} is built in and cannot be removed`);
     const store = await context.store();
+    refuseManaged('client', clientId, await store.findClient(clientId));
     if (!(await store.removeClient(clientId, await revocationTime(store)))) throw new CommandError(`no client "${clientId}"`);
     await cliAudit(context, 'client.removed', { clientId });
     context.stderr.write(`Removed client ${clientId}\n`);

@@ -1,3 +1,4 @@
+import { refuseManaged } from '../../directory/managed.js';
 import { epochSeconds, systemClock } from '../../clock.js';
 import { newClientSecret, validSecretOverlap } from '../../directory/clients.js';
 import { cliAudit } from '../audit_log.js';
@@ -22,6 +23,7 @@ export const clientsRotateSecretCommand = defineCommand({
     const store = await context.store();
     const client = await store.findClient(clientId);
     if (!client) throw new CommandError(`no client "${clientId}"`);
+    refuseManaged('client', clientId, client);
     if (client.secretHash === undefined) {
       throw new CommandError(
         `client "${clientId}" has no secret to rotate (${client.jwksUri !== undefined || client.jwks !== undefined ? 'it authenticates with its keys' : 'it is public'})`,

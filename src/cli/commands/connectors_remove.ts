@@ -2,6 +2,7 @@
  * `latchkey connectors remove`: the connector and the identities bound to it go; the users it
  * created stay, signed out (see connectors/removal.ts).
  */
+import { refuseManaged } from '../../directory/managed.js';
 import { removeConnector } from '../../connectors/removal.js';
 import { revocationTime } from '../revocation_time.js';
 import { cliAudit } from '../audit_log.js';
@@ -14,6 +15,7 @@ export const connectorsRemoveCommand = defineCommand({
   async run(context) {
     const id = context.positionals[0] ?? '';
     const store = await context.store();
+    refuseManaged('connector', id, await store.findConnector(id));
     const removal = await removeConnector(store, id, await revocationTime(store));
     if (!removal.removed) throw new CommandError(`no connector "${id}"`);
     const { signedOut, notSignedOut } = removal;

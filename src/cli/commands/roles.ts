@@ -1,6 +1,7 @@
 /** `latchkey roles add|update|list|remove`: named bundles of API permissions given to people. */
+import { refuseManaged } from '../../directory/managed.js';
 import { epochSeconds, systemClock } from '../../clock.js';
-import { adminRole, permissionText, resolvePermissions, validRoleDescription, validRoleName } from '../../directory/roles.js';
+import { adminRole, permissionText, resolvePermissions, validGroupNames, validRoleDescription, validRoleName } from '../../directory/roles.js';
 import { DuplicateError } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, defineCommand } from '../command.js';
@@ -11,50 +12,70 @@ const permissionHelp = [
   '  --permission <api>:<scope>  a scope an API declares (apis add --scope), e.g. https://api.example.com:read:reports;',
   '                              repeatable',
   '  --description <text>        what the role is for',
+  '  --group <name>              an upstream group (OIDC, GitHub org:team, LDAP cn) whose members hold the role;',
+  '                              exact name, repeatable',
   '',
 ].join('\n');
 
 export const rolesAddCommand = defineCommand({
-  usage: 'latchkey roles add <role> [--permission <api>:<scope>]... [--description <text>]',
+  usage: 'latchkey roles add <role> [--permission <api>:<scope>]... [--group <name>]... [--description <text>]',
   help: permissionHelp,
   positionals: { min: 1, max: 1 },
-  options: { permission: { type: 'string', multiple: true }, description: { type: 'string' } },
+  options: { permission: { type: 'string', multiple: true }, group: { type: 'string', multiple: true }, description: { type: 'string' } },
   async run(context) {
     const name = validRoleName(context.positionals[0] ?? '');
     const description = validRoleDescription(context.values.description);
     const store = await context.store();
     const permissions = await resolvePermissions(store, context.values.permission ?? []);
+    const groups = validGroupNames(context.values.group ?? []);
     try {
-      await store.createRole({ name, description, permissions, createdAt: epochSeconds(systemClock) });
+      await store.createRole({ name, description, permissions, groups, createdAt: epochSeconds(systemClock) });
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`role "${name}" already exists (roles update changes it)`);
       throw err;
     }
-    await cliAudit(context, 'role.created', { role: name, permissions: permissions.map(permissionText) });
+    await cliAudit(context, 'role.created', { role: name, permissions: permissions.map(permissionText), groups });
     context.stderr.write(`Created role ${name}${permissions.length === 0 ? ' (no permissions yet)' : ` with ${permissions.map(permissionText).join(', ')}`}\n`);
     return 0;
   },
 });
 
 export const rolesUpdateCommand = defineCommand({
-  usage: 'latchkey roles update <role> [--permission <api>:<scope>]... [--no-permissions] [--description <text>]',
+  usage: 'latchkey roles update <role> [--permission <api>:<scope>]... [--no-permissions] [--group <name>]... [--no-groups] [--description <text>]',
   help: permissionHelp,
   positionals: { min: 1, max: 1 },
-  options: { permission: { type: 'string', multiple: true }, 'no-permissions': { type: 'boolean' }, description: { type: 'string' } },
+  options: {
+    permission: { type: 'string', multiple: true },
+    'no-permissions': { type: 'boolean' },
+    group: { type: 'string', multiple: true },
+    'no-groups': { type: 'boolean' },
+    description: { type: 'string' },
+  },
   async run(context) {
     const name = context.positionals[0] ?? '';
     const given = context.values.permission;
     const clear = context.values['no-permissions'] === true;
     if (given !== undefined && clear) throw new CommandError('--permission and --no-permissions cannot be combined');
+    const givenGroups = context.values.group;
+    const noGroups = context.values['no-groups'] === true;
+    if (givenGroups !== undefined && noGroups) throw new CommandError('--group and --no-groups cannot be combined');
+    const groups = noGroups ? [] : givenGroups === undefined ? undefined : validGroupNames(givenGroups);
     const store = await context.store();
+    refuseManaged('role', name, await store.findRole(name));
     const permissions = clear ? [] : given === undefined ? undefined : await resolvePermissions(store, given);
     const changes = {
       ...(permissions === undefined ? {} : { permissions }),
+      ...(groups === undefined ? {} : { groups }),
       ...(context.values.description === undefined ? {} : { description: validRoleDescription(context.values.description) }),
     };
-    if (Object.keys(changes).length === 0) throw new CommandError('nothing to change: give --permission, --no-permissions or --description');
+    if (Object.keys(changes).length === 0)
+      throw new CommandError('nothing to change: give --permission, --no-permissions, --group, --no-groups or --description');
     if (!(await store.updateRole(name, changes))) throw new CommandError(`no role "${name}"`);
-    await cliAudit(context, 'role.updated', { role: name, ...(permissions === undefined ? {} : { permissions: permissions.map(permissionText) }) });
+    await cliAudit(context, 'role.updated', {
+      role: name,
+      ...(permissions === undefined ? {} : { permissions: permissions.map(permissionText) }),
+      ...(groups === undefined ? {} : { groups }),
+    });
     context.stderr.write(`Updated role ${name}\n`);
     return 0;
   },
@@ -73,6 +94,8 @@ export const rolesListCommand = defineCommand({
             name: r.name,
             description: r.description ?? null,
             permissions: r.permissions.map(permissionText),
+            groups: r.groups,
+            managed_by: r.managedBy ?? null,
             built_in: r.builtIn,
             members: r.members,
             created_at: isoTime(r.createdAt),
@@ -87,8 +110,9 @@ export const rolesListCommand = defineCommand({
             String(r.members),
             r.builtIn ? 'built-in' : '',
             r.permissions.map(permissionText).join(' ') || (r.name === adminRole ? '(the admin console)' : '-'),
+            r.groups.join(' ') || '-',
           ]),
-          ['ROLE', 'MEMBERS', '', 'PERMISSIONS'],
+          ['ROLE', 'MEMBERS', '', 'PERMISSIONS', 'GROUPS'],
         ),
       );
     }
@@ -104,6 +128,7 @@ export const rolesRemoveCommand = defineCommand({
     const name = context.positionals[0] ?? '';
     if (name === adminRole) throw new CommandError(`${adminRole} is built in and cannot be removed`);
     const store = await context.store();
+    refuseManaged('role', name, await store.findRole(name));
     if (!(await store.removeRole(name))) throw new CommandError(`no role "${name}"`);
     await cliAudit(context, 'role.removed', { role: name });
     context.stderr.write(`Removed role ${name}\n`);

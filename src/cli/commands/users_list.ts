@@ -12,9 +12,11 @@ export const usersListCommand = defineCommand({
     const linked = new Map<string, Array<{ connector: string; subject: string }>>();
     for (const i of identities) linked.set(i.userId, [...(linked.get(i.userId) ?? []), { connector: i.connectorId, subject: i.subject }]);
     if (context.values.json) {
+      // How each role is held: by hand (`users grant`) or through an upstream group (until a sign-in without it).
+      const sources = await Promise.all(users.map((u) => store.listUserRoleSources(u.id)));
       context.stdout.write(
         json(
-          users.map((u) => ({
+          users.map((u, i) => ({
             id: u.id,
             username: u.username,
             email: u.email,
@@ -23,6 +25,8 @@ export const usersListCommand = defineCommand({
             source: u.source,
             groups: u.groups,
             roles: u.roles,
+            direct_roles: sources[i]?.direct ?? [],
+            group_roles: sources[i]?.group ?? [],
             identities: linked.get(u.id) ?? [],
             profile: u.profile,
             created_at: isoTime(u.createdAt),

@@ -4,6 +4,7 @@
  * and machine grants go with it). API identifiers are usually URLs, so one API's page is addressed
  * by a query field (`/admin/apis/edit?identifier=…`), not a path segment.
  */
+import { managedNotice } from '../../console/console_page.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { validScopeNames } from '../../directory/roles.js';
@@ -106,7 +107,14 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
       'apis',
       {
         title: `API ${api.name}`,
-        api: { identifier: api.identifier, name: api.name, scopes: api.scopes, introspectionClients: api.introspectionClients, created: when(api.createdAt) },
+        api: {
+          identifier: api.identifier,
+          name: api.name,
+          scopes: api.scopes,
+          introspectionClients: api.introspectionClients,
+          created: when(api.createdAt),
+          managedBy: api.managedBy,
+        },
         values: values ?? { identifier: api.identifier, name: api.name, scopes: api.scopes.join('\n') },
         notice,
       },
@@ -159,6 +167,7 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
     const { admin, form } = gate;
     const api = form.identifier === '' ? undefined : await store.findApi(form.identifier);
     if (!api) return notFound(request, reply, services, 'API', backToApis);
+    if (api.managedBy !== undefined) return showApi(request, reply, api, managedNotice('api', api.identifier, api.managedBy), undefined, 409);
     const values = { identifier: api.identifier, name: form.name, scopes: form.scopes };
     const valid = checked(() => ({ name: validName(printable(values.name, 'The name')) ?? api.identifier, scopes: scopesOf(values.scopes) }), 'edit');
     if (!valid.ok) return showApi(request, reply, api, valid.notice, values, 400);
@@ -172,6 +181,8 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
     const gate = await adminForm(request, reply, services, removeForm, '/admin/apis');
     if (!gate.ok) return gate.reply;
     const { admin, form } = gate;
+    const api = form.identifier === '' ? undefined : await store.findApi(form.identifier);
+    if (api?.managedBy !== undefined) return showApi(request, reply, api, managedNotice('api', api.identifier, api.managedBy), undefined, 409);
     if (form.identifier === '' || !(await store.removeApi(form.identifier))) return notFound(request, reply, services, 'API', backToApis);
     adminAudit(request, admin, 'api.removed', { identifier: form.identifier });
     return doneRedirect(reply, '/admin/apis', 'removed');

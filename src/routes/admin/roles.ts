@@ -5,6 +5,7 @@
  * one by username, take one away), and removal. The built-in `admin` role (who may use this
  * console) cannot be removed, and an administrator cannot take it from themselves here.
  */
+import { managedNotice } from '../../console/console_page.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { adminRole, permissionText, resolvePermissions, validRoleDescription, validRoleName } from '../../directory/roles.js';
@@ -130,7 +131,14 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
       'roles',
       {
         title: `Role ${role.name}`,
-        role: { name: role.name, builtIn: role.builtIn, created: when(role.createdAt), permissions: role.permissions.map(permissionText) },
+        role: {
+          name: role.name,
+          builtIn: role.builtIn,
+          created: when(role.createdAt),
+          permissions: role.permissions.map(permissionText),
+          groups: role.groups,
+          managedBy: role.managedBy,
+        },
         path: rolePath(role.name),
         description: values?.description ?? role.description ?? '',
         choices: await permissionChoices(services, held),
@@ -209,6 +217,7 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
     const got = await roleForm(request, reply, updateForm);
     if (!got.ok) return got.reply;
     const { admin, role, form } = got;
+    if (role.managedBy !== undefined) return showRole(request, reply, admin, role, managedNotice('role', role.name, role.managedBy), undefined, 409);
     const values = { description: form.description, permissions: checkedValues(form, 'permission', 1000) };
     const description = checked(() => validRoleDescription(printable(values.description, 'The description')), 'edit');
     if (!description.ok) return showRole(request, reply, admin, role, description.notice, values, 400);
@@ -238,6 +247,7 @@ export async function adminRoleRoutes(app: FastifyInstance): Promise<void> {
     const got = await roleForm(request, reply, plainForm);
     if (!got.ok) return got.reply;
     const { admin, role } = got;
+    if (role.managedBy !== undefined) return showRole(request, reply, admin, role, managedNotice('role', role.name, role.managedBy), undefined, 409);
     if (role.builtIn || role.name === adminRole) {
       return showRole(
         request,

@@ -2088,7 +2088,7 @@ function* setGroupRolesSteps(userId: string, roles: string[], now: number): Verb
   return { gained, lost };
 }
 
-/** The table and key column of each kind of object a configuration file declares (setManagedBy). */
+/** setManagedBy, and an apply's record of the file on the objects it updates. */
 function* setManagedBySteps(kind: ManagedKind, id: string, managedBy: string | undefined): Verb<boolean> {
   if (!storable(id)) return false;
   return (yield* run(setManagedByStatements[kind], managedBy ?? null, id)) === 1;

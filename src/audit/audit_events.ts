@@ -37,6 +37,7 @@ export type AuditEvent =
   | 'user.identity_allowed_again'
   | 'connector.created'
   | 'connector.removed'
+  | 'connector.updated'
   | 'signout'
   | 'consent.granted'
   | 'authorization.code_issued'

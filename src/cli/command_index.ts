@@ -249,6 +249,24 @@ export const commandIndex: readonly CommandEntry[] = [
   { path: ['apis', 'list'], summary: 'List APIs', client: false, load: async () => (await import('./commands/apis_list.js')).apisListCommand },
   { path: ['apis', 'remove'], summary: 'Remove an API', client: false, load: async () => (await import('./commands/apis_remove.js')).apisRemoveCommand },
   {
+    path: ['config', 'apply'],
+    summary: 'Make the database hold what a configuration file declares (prints the plan; --dry-run, --prune)',
+    client: false,
+    load: async () => (await import('./commands/config_apply.js')).configApplyCommand,
+  },
+  {
+    path: ['config', 'export'],
+    summary: 'Print the APIs, roles, clients and connectors as a configuration file (secrets as references)',
+    client: false,
+    load: async () => (await import('./commands/config_export.js')).configExportCommand,
+  },
+  {
+    path: ['config', 'schema'],
+    summary: 'Print the JSON Schema of the configuration file',
+    client: false,
+    load: async () => (await import('./commands/config_schema.js')).configSchemaCommand,
+  },
+  {
     path: ['keys', 'list'],
     summary: 'List signing keys: the active one, and retired ones still published for verification',
     client: false,

@@ -743,6 +743,28 @@ export type PurgeCounts = Record<
   number
 >;
 
+/**
+ * One step of `latchkey config apply`: an API, role, client or connector the configuration file
+ * creates, replaces (update: the record as the file declares it, the fields the file does not
+ * govern carried over from the stored one) or deletes (prune). applyConfiguration runs a list of
+ * them in one transaction: all of them or none.
+ */
+export type ConfigurationChange =
+  | { kind: 'create'; object: 'api'; record: ApiRecord }
+  | { kind: 'update'; object: 'api'; record: ApiRecord }
+  | { kind: 'delete'; object: 'api'; id: string }
+  | { kind: 'create'; object: 'role'; record: Omit<RoleRecord, 'members' | 'builtIn'> }
+  | { kind: 'update'; object: 'role'; record: Omit<RoleRecord, 'members' | 'builtIn' | 'createdAt'> }
+  | { kind: 'delete'; object: 'role'; id: string }
+  /** `grants`: the client's whole set of client_credentials grants (client_grants), replacing what it had. */
+  | { kind: 'create'; object: 'client'; record: ClientRecord; grants: ClientGrantRecord[] }
+  | { kind: 'update'; object: 'client'; record: ClientRecord; grants: ClientGrantRecord[] }
+  /** `now`: when the removal is remembered (removeClient): tokens of a later client of the same id are refused. */
+  | { kind: 'delete'; object: 'client'; id: string; now: number }
+  | { kind: 'create'; object: 'connector'; record: Omit<ConnectorRecord, 'position'> }
+  | { kind: 'update'; object: 'connector'; record: Omit<ConnectorRecord, 'position' | 'createdAt'> }
+  | { kind: 'delete'; object: 'connector'; id: string };
+
 export interface Store {
   /**
    * Whether several server instances share this store (PostgreSQL): rate-limit counters then live
@@ -1224,6 +1246,11 @@ export interface Store {
   rotateClientSecret(clientId: string, secret: { hash: string; sealed: string | undefined }, keepOldUntil: number | undefined): Promise<boolean>;
   /** False when there is no such client. */
   setClientDisabled(clientId: string, disabled: boolean): Promise<boolean>;
+  /**
+   * Runs the changes in order in one transaction: every one or none (a duplicate, a missing
+   * reference or any failure part-way leaves the database as it was, and the error is thrown).
+   */
+  applyConfiguration(changes: readonly ConfigurationChange[]): Promise<void>;
 
   /**
    * Remembers `key` under `purpose` until `expiresAt` (epoch seconds): true the first time, false

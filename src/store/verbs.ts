@@ -151,6 +151,7 @@ export const verbTraits: { readonly [K in VerbName]: VerbTraits } = {
   updateClient: { kind: 'write', directory: true },
   rotateClientSecret: { kind: 'write', directory: true },
   setClientDisabled: { kind: 'write', directory: true },
+  applyConfiguration: { kind: 'write', directory: true },
   useOnce: { kind: 'write' },
   appendAuditEvents: { kind: 'write' },
   listAuditEvents: { kind: 'read' },

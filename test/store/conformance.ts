@@ -15,6 +15,7 @@ import {
   type ClientChanges,
   type ClientGrantRecord,
   type ClientRecord,
+  type ConfigurationChange,
   type ConnectorRecord,
   type DeviceGrantRecord,
   type Permission,
@@ -3971,6 +3972,111 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             ['built-in', false],
             ['par-only', true],
           ]);
+        });
+      });
+    });
+
+    describe('configuration apply', () => {
+      const managedBy = '/etc/latchkey/latchkey.yaml';
+      const reports = { ...api({ identifier: 'https://reports.example.com', scopes: ['read', 'write'] }), managedBy };
+      const machine = { ...client({ clientId: 'machine', secretHash: 'hash-1', grantTypes: ['client_credentials'], requirePkce: false }), managedBy };
+      const grant = { clientId: 'machine', api: reports.identifier, scopes: ['read'], createdAt: t0 };
+      const sso = {
+        id: 'sso',
+        type: 'oidc' as const,
+        name: 'SSO',
+        config: { issuer: 'https://idp.example.com', clientId: 'latchkey' },
+        secret: 'sealed-1',
+        createdAt: t0,
+        managedBy,
+      };
+      const analyst = {
+        name: 'analyst',
+        description: undefined,
+        permissions: [{ api: reports.identifier, scope: 'read' }],
+        groups: ['data'],
+        createdAt: t0,
+        managedBy,
+      };
+
+      /** What a configuration governs, as the store reads it back. */
+      async function contents(store: Store) {
+        return {
+          apis: await store.listApis(),
+          roles: (await store.listRoles()).filter((r) => !r.builtIn),
+          clients: await store.listClients(),
+          grants: await store.listClientGrants(undefined),
+          connectors: await store.listConnectors(),
+        };
+      }
+
+      it('applyConfiguration creates, replaces and deletes APIs, roles, clients with their grants and connectors, each with its managedBy', async () => {
+        await withStore(async (store) => {
+          await store.applyConfiguration([
+            { kind: 'create', object: 'api', record: reports },
+            { kind: 'create', object: 'role', record: analyst },
+            { kind: 'create', object: 'client', record: machine, grants: [grant] },
+            { kind: 'create', object: 'connector', record: sso },
+          ]);
+          expect(await store.findApi(reports.identifier)).toEqual(reports);
+          expect(await store.findRole('analyst')).toEqual({ ...analyst, builtIn: false, members: 0 });
+          expect(await store.findClient('machine')).toEqual(machine);
+          expect(await store.listClientGrants('machine')).toEqual([grant]);
+          expect(await store.findConnector('sso')).toEqual({ ...sso, position: 1 });
+
+          await store.applyConfiguration([
+            { kind: 'update', object: 'api', record: { ...reports, name: 'Reports', scopes: ['read'] } },
+            { kind: 'update', object: 'role', record: { ...analyst, description: 'Reads reports', groups: ['analytics'] } },
+            { kind: 'update', object: 'client', record: { ...machine, name: 'Machine', secretHash: 'hash-2', managedBy: '/srv/other.yaml' }, grants: [] },
+            { kind: 'update', object: 'connector', record: { ...sso, name: 'Corporate SSO', secret: 'sealed-2' } },
+          ]);
+          expect(await store.findApi(reports.identifier)).toMatchObject({ name: 'Reports', scopes: ['read'], managedBy });
+          expect(await store.findRole('analyst')).toMatchObject({ description: 'Reads reports', groups: ['analytics'], permissions: analyst.permissions });
+          expect(await store.findClient('machine')).toMatchObject({ name: 'Machine', secretHash: 'hash-2', managedBy: '/srv/other.yaml' });
+          expect(await store.listClientGrants('machine')).toEqual([]);
+          expect(await store.findConnector('sso')).toMatchObject({ name: 'Corporate SSO', secret: 'sealed-2', position: 1 });
+
+          await store.applyConfiguration([
+            { kind: 'delete', object: 'client', id: 'machine', now: t0 + 5 },
+            { kind: 'delete', object: 'role', id: 'analyst' },
+            { kind: 'delete', object: 'connector', id: 'sso' },
+            { kind: 'delete', object: 'api', id: reports.identifier },
+          ]);
+          expect(await contents(store)).toEqual({ apis: [], roles: [], clients: [], grants: [], connectors: [] });
+          // The client's removal is remembered as removeClient remembers it: a client made again inherits no token.
+          await store.createClient(client({ clientId: 'machine' }));
+          expect((await store.findClient('machine'))?.tokensRevokedAt).toBe(t0 + 5);
+        });
+      });
+
+      it('applyConfiguration is all or nothing: a change failing in the middle leaves none of them applied', async () => {
+        await withStore(async (store) => {
+          await store.applyConfiguration([{ kind: 'create', object: 'client', record: machine, grants: [] }]);
+          const before = await contents(store);
+          const failing: ConfigurationChange[] = [
+            { kind: 'create', object: 'api', record: reports },
+            { kind: 'create', object: 'role', record: analyst },
+            { kind: 'update', object: 'client', record: { ...machine, name: 'Renamed' }, grants: [grant] },
+            // Taken already: the transaction fails here.
+            { kind: 'create', object: 'client', record: machine, grants: [] },
+            { kind: 'create', object: 'connector', record: sso },
+          ];
+          await expect(store.applyConfiguration(failing)).rejects.toBeInstanceOf(DuplicateError);
+          expect(await contents(store)).toEqual(before);
+          // An update or deletion of something that is not there fails the same way.
+          await expect(
+            store.applyConfiguration([
+              { kind: 'create', object: 'api', record: reports },
+              { kind: 'delete', object: 'role', id: 'ghost' },
+            ]),
+          ).rejects.toBeInstanceOf(MissingReferenceError);
+          await expect(
+            store.applyConfiguration([
+              { kind: 'create', object: 'api', record: reports },
+              { kind: 'update', object: 'connector', record: sso },
+            ]),
+          ).rejects.toBeInstanceOf(MissingReferenceError);
+          expect(await contents(store)).toEqual(before);
         });
       });
     });

@@ -1,6 +1,7 @@
 import { isClusterWorker, startCluster } from '../../cluster.js';
 import { startServer } from '../../server.js';
-import { CommandError, defineCommand, type CommandContext } from '../command.js';
+import { applyConfigurationAtStart, configurationFileAtStart } from '../../config_file/start.js';
+import { CommandError, defineCommand, exitCodes, type CommandContext } from '../command.js';
 import type { Config } from '../../config.js';
 
 /** LATCHKEY_WORKERS > 1: this process is the cluster's primary until a signal, or until a worker cannot start. */
@@ -73,6 +74,10 @@ export const serveCommand = defineCommand({
     // LATCHKEY_WORKERS > 1: this process becomes the cluster's primary, and each forked worker
     // runs this same command again as a worker.
     const worker = isClusterWorker();
+
+    // The file's APIs, roles, clients and connectors, applied once (by the primary) before anything is served.
+    const configFile = worker ? undefined : configurationFileAtStart(context.values.config, context.env);
+    if (configFile !== undefined && (await applyConfigurationAtStart(context, configFile)) === 'refused') return exitCodes.config;
     if (config.workers > 1 && !worker)
       return runPrimary(
         context,

@@ -30,6 +30,7 @@ import {
   type ClientChanges,
   type ClientGrantRecord,
   type ClientRecord,
+  type ConfigurationChange,
   type ConnectorRecord,
   type ConsentRecord,
   type DeviceGrantRecord,
@@ -565,22 +566,7 @@ export abstract class SqlStore implements Store {
   }
 
   async createConnector(c: NewRecord<Omit<ConnectorRecord, 'position'>>): Promise<void> {
-    await this.execute('atomic', function* () {
-      // One at a time, so that two new connectors never take the same position.
-      yield* lock('connectors', '');
-      yield* insert(
-        `connector ${c.id}`,
-        `INSERT INTO connectors (id, type, name, config, secret, position, created_at, managed_by)
-         VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(position), 0) + 1 FROM connectors), $6, $7)`,
-        c.id,
-        c.type,
-        c.name,
-        JSON.stringify(c.config),
-        c.secret ?? null,
-        c.createdAt,
-        c.managedBy ?? null,
-      );
-    });
+    return this.steps('atomic', createConnectorSteps, c);
   }
 
   async findConnector(id: string): Promise<ConnectorRecord | undefined> {
@@ -593,8 +579,7 @@ export abstract class SqlStore implements Store {
   }
 
   async removeConnector(id: string): Promise<boolean> {
-    if (!storable(id)) return false;
-    return this.changedOne('DELETE FROM connectors WHERE id = $1', id);
+    return this.steps('plain', removeConnectorSteps, id);
   }
 
   async findIdentity(connectorId: string, subject: string): Promise<UserIdentityRecord | undefined> {
@@ -738,7 +723,11 @@ export abstract class SqlStore implements Store {
     await this.execute('plain', () => insertClient(c));
   }
 
-  async ensureClient(c: NewRecord<ClientRecord>): Promise<void> {
+  async applyConfiguration(changes: readonly ConfigurationChange[]): Promise<void> {
+    return this.steps('bulk', applyConfigurationSteps, changes);
+  }
+
+  async ensureClient(c: ClientRecord): Promise<void> {
     await this.execute('plain', () => insertClient(c, true));
   }
 
@@ -760,45 +749,15 @@ export abstract class SqlStore implements Store {
 
   /** Its grants (client_grants) go with it by the foreign key's cascade. */
   async removeClient(clientId: string, now: number): Promise<boolean> {
-    if (!storable(clientId)) return false;
-    return this.execute('atomic', function* () {
-      const removed = (yield* run('DELETE FROM clients WHERE client_id = $1', clientId)) === 1;
-      if (removed) {
-        yield* run(
-          `INSERT INTO removed_clients (client_id, removed_at) VALUES ($1, $2)
-           ON CONFLICT (client_id) DO UPDATE SET removed_at = greatest(removed_clients.removed_at, EXCLUDED.removed_at)`,
-          clientId,
-          now,
-        );
-        // A client registered later under this id must not inherit the right to introspect.
-        yield* run(
-          either({
-            sqlite: `UPDATE apis SET introspection_clients = (SELECT json_group_array(value) FROM json_each(apis.introspection_clients) WHERE value <> $1)
-              WHERE EXISTS (SELECT 1 FROM json_each(apis.introspection_clients) WHERE value = $1)`,
-            postgres: `UPDATE apis SET introspection_clients = (
-                SELECT coalesce(json_agg(v), '[]'::json)::text FROM json_array_elements_text(introspection_clients::json) AS v WHERE v <> $1)
-              WHERE introspection_clients::jsonb ? $1`,
-          }),
-          clientId,
-        );
-      }
-      return removed;
-    });
+    return this.steps('atomic', removeClientSteps, clientId, now);
   }
 
   async createApi(a: NewRecord<ApiRecord>): Promise<void> {
     return this.steps('plain', createApiSteps, a);
   }
 
-  async updateApi(a: NewRecord<ApiRecord>): Promise<boolean> {
-    if (!storable(a.identifier)) return false;
-    return this.changedOne(
-      'UPDATE apis SET name = $1, introspection_clients = $2, scopes = $3 WHERE identifier = $4',
-      a.name,
-      JSON.stringify(a.introspectionClients),
-      JSON.stringify(a.scopes),
-      a.identifier,
-    );
+  async updateApi(a: ApiRecord): Promise<boolean> {
+    return this.steps('plain', updateApiSteps, a);
   }
 
   async findApi(identifier: string): Promise<ApiRecord | undefined> {
@@ -1384,26 +1343,7 @@ export abstract class SqlStore implements Store {
   }
 
   async updateRole(name: string, changes: RoleChanges): Promise<boolean> {
-    if (!storable(name)) return false;
-    return this.execute('atomic', function* () {
-      // The role's row lock makes simultaneous updates take turns, so the permissions left are one
-      // caller's whole list. NO KEY: grants of the role (their foreign-key checks) need not wait.
-      // A description given as undefined clears it; one not given at all stays.
-      const found =
-        'description' in changes
-          ? yield* one('UPDATE roles SET description = $2 WHERE name = $1 RETURNING name', name, changes.description ?? null)
-          : yield* one('SELECT name FROM roles WHERE name = $1 FOR NO KEY UPDATE', name);
-      if (!found) return false;
-      if (changes.permissions !== undefined) {
-        yield* run('DELETE FROM role_permissions WHERE role = $1', name);
-        yield* insertPermissions(name, changes.permissions);
-      }
-      if (changes.groups !== undefined) {
-        yield* run('DELETE FROM role_groups WHERE role_name = $1', name);
-        yield* insertRoleGroups(name, changes.groups);
-      }
-      return true;
-    });
+    return this.steps('atomic', updateRoleSteps, name, changes);
   }
 
   async removeRole(name: string): Promise<boolean> {
@@ -1433,13 +1373,7 @@ export abstract class SqlStore implements Store {
 
   async setManagedBy(kind: ManagedKind, id: string, managedBy: string | undefined): Promise<boolean> {
     if (!storable(id)) return false;
-    const statements: Record<ManagedKind, string> = {
-      client: 'UPDATE clients SET managed_by = $1 WHERE client_id = $2',
-      api: 'UPDATE apis SET managed_by = $1 WHERE identifier = $2',
-      role: 'UPDATE roles SET managed_by = $1 WHERE name = $2',
-      connector: 'UPDATE connectors SET managed_by = $1 WHERE id = $2',
-    };
-    return this.changedOne(statements[kind], managedBy ?? null, id);
+    return this.steps('plain', setManagedBySteps, kind, id, managedBy);
   }
 
   async listRoleMembers(role: string): Promise<UserRecord[]> {
@@ -1456,17 +1390,7 @@ export abstract class SqlStore implements Store {
   }
 
   async saveClientGrant(g: ClientGrantRecord): Promise<void> {
-    await this.execute('plain', () =>
-      referring(
-        `grant of ${g.clientId}`,
-        `INSERT INTO client_grants (client_id, api, scopes, created_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (client_id, api) DO UPDATE SET scopes = EXCLUDED.scopes, created_at = EXCLUDED.created_at`,
-        g.clientId,
-        g.api,
-        JSON.stringify(g.scopes),
-        g.createdAt,
-      ),
-    );
+    await this.execute('plain', () => saveClientGrantStep(g));
   }
 
   async findClientGrant(clientId: string, api: string): Promise<ClientGrantRecord | undefined> {
@@ -1651,6 +1575,19 @@ function* createApiSteps(a: NewRecord<ApiRecord>): Verb<void> {
     JSON.stringify(a.introspectionClients),
     JSON.stringify(a.scopes),
     a.managedBy ?? null,
+  );
+}
+
+function* updateApiSteps(a: NewRecord<ApiRecord>): Verb<boolean> {
+  if (!storable(a.identifier)) return false;
+  return (
+    (yield* run(
+      'UPDATE apis SET name = $1, introspection_clients = $2, scopes = $3 WHERE identifier = $4',
+      a.name,
+      JSON.stringify(a.introspectionClients),
+      JSON.stringify(a.scopes),
+      a.identifier,
+    )) === 1
   );
 }
 
@@ -2151,6 +2088,20 @@ function* setGroupRolesSteps(userId: string, roles: string[], now: number): Verb
   return { gained, lost };
 }
 
+/** setManagedBy, and an apply's record of the file on the objects it updates. */
+function* setManagedBySteps(kind: ManagedKind, id: string, managedBy: string | undefined): Verb<boolean> {
+  if (!storable(id)) return false;
+  return (yield* run(setManagedByStatements[kind], managedBy ?? null, id)) === 1;
+}
+
+/** One statement per kind, written out: what a verb writes stays readable (and checkable) in its text. */
+const setManagedByStatements: Record<ManagedKind, string> = {
+  client: 'UPDATE clients SET managed_by = $1 WHERE client_id = $2',
+  api: 'UPDATE apis SET managed_by = $1 WHERE identifier = $2',
+  role: 'UPDATE roles SET managed_by = $1 WHERE name = $2',
+  connector: 'UPDATE connectors SET managed_by = $1 WHERE id = $2',
+};
+
 function* removeRoleSteps(name: string): Verb<boolean> {
   if (!storable(name)) return false;
   // Its permissions and every grant of it go by the foreign keys' cascades.
@@ -2295,4 +2246,176 @@ function* createPushedRequestSteps(r: PushedRequestRecord): Verb<void> {
     r.expiresAt,
     r.usedAt ?? null,
   );
+}
+
+function* removeClientSteps(clientId: string, now: number): Verb<boolean> {
+  if (!storable(clientId)) return false;
+  const removed = (yield* run('DELETE FROM clients WHERE client_id = $1', clientId)) === 1;
+  if (removed) {
+    yield* run(
+      `INSERT INTO removed_clients (client_id, removed_at) VALUES ($1, $2)
+       ON CONFLICT (client_id) DO UPDATE SET removed_at = greatest(removed_clients.removed_at, EXCLUDED.removed_at)`,
+      clientId,
+      now,
+    );
+    // A client registered later under this id must not inherit the right to introspect.
+    yield* run(
+      either({
+        sqlite: `UPDATE apis SET introspection_clients = (SELECT json_group_array(value) FROM json_each(apis.introspection_clients) WHERE value <> $1)
+          WHERE EXISTS (SELECT 1 FROM json_each(apis.introspection_clients) WHERE value = $1)`,
+        postgres: `UPDATE apis SET introspection_clients = (
+            SELECT coalesce(json_agg(v), '[]'::json)::text FROM json_array_elements_text(introspection_clients::json) AS v WHERE v <> $1)
+          WHERE introspection_clients::jsonb ? $1`,
+      }),
+      clientId,
+    );
+  }
+  return removed;
+}
+
+function* updateRoleSteps(name: string, changes: RoleChanges): Verb<boolean> {
+  if (!storable(name)) return false;
+  // The role's row lock makes simultaneous updates take turns, so the permissions left are one
+  // caller's whole list. NO KEY: grants of the role (their foreign-key checks) need not wait.
+  // A description given as undefined clears it; one not given at all stays.
+  const found =
+    'description' in changes
+      ? yield* one('UPDATE roles SET description = $2 WHERE name = $1 RETURNING name', name, changes.description ?? null)
+      : yield* one('SELECT name FROM roles WHERE name = $1 FOR NO KEY UPDATE', name);
+  if (!found) return false;
+  if (changes.permissions !== undefined) {
+    yield* run('DELETE FROM role_permissions WHERE role = $1', name);
+    yield* insertPermissions(name, changes.permissions);
+  }
+  if (changes.groups !== undefined) {
+    yield* run('DELETE FROM role_groups WHERE role_name = $1', name);
+    yield* insertRoleGroups(name, changes.groups);
+  }
+  return true;
+}
+
+function* createConnectorSteps(c: NewRecord<Omit<ConnectorRecord, 'position'>>): Verb<void> {
+  // One at a time, so that two new connectors never take the same position.
+  yield* lock('connectors', '');
+  yield* insert(
+    `connector ${c.id}`,
+    `INSERT INTO connectors (id, type, name, config, secret, position, created_at, managed_by)
+     VALUES ($1, $2, $3, $4, $5, (SELECT coalesce(max(position), 0) + 1 FROM connectors), $6, $7)`,
+    c.id,
+    c.type,
+    c.name,
+    JSON.stringify(c.config),
+    c.secret ?? null,
+    c.createdAt,
+    c.managedBy ?? null,
+  );
+}
+
+function* removeConnectorSteps(id: string): Verb<boolean> {
+  if (!storable(id)) return false;
+  return (yield* run('DELETE FROM connectors WHERE id = $1', id)) === 1;
+}
+
+function* saveClientGrantStep(g: ClientGrantRecord): Verb<number> {
+  return yield* referring(
+    `grant of ${g.clientId}`,
+    `INSERT INTO client_grants (client_id, api, scopes, created_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (client_id, api) DO UPDATE SET scopes = EXCLUDED.scopes, created_at = EXCLUDED.created_at`,
+    g.clientId,
+    g.api,
+    JSON.stringify(g.scopes),
+    g.createdAt,
+  );
+}
+
+/** A client's declared settings replaced as a whole; its secret too (a rotation's previous secret is dropped when it changes). */
+function* replaceClientSteps(c: ClientRecord, grants: readonly ClientGrantRecord[]): Verb<void> {
+  if (!storable(c.clientId)) throw new MissingReferenceError(`client ${c.clientId.slice(0, 80)}`);
+  const updated = yield* run(
+    `UPDATE clients SET name = $2, redirect_uris = $3, grant_types = $4, require_pkce = $5, first_party = $6, post_logout_redirect_uris = $7,
+       backchannel_logout_uri = $8, jwks_uri = $9, jwks = $10, require_par = $11, web_origins = $12,
+       previous_secret_hash = CASE WHEN secret_hash IS NOT DISTINCT FROM $13 THEN previous_secret_hash END,
+       previous_secret_sealed = CASE WHEN secret_hash IS NOT DISTINCT FROM $13 THEN previous_secret_sealed END,
+       previous_secret_expires_at = CASE WHEN secret_hash IS NOT DISTINCT FROM $13 THEN previous_secret_expires_at END,
+       secret_sealed = CASE WHEN secret_hash IS NOT DISTINCT FROM $13 THEN secret_sealed ELSE $14 END,
+       secret_hash = $13, managed_by = $15
+     WHERE client_id = $1`,
+    c.clientId,
+    c.name,
+    JSON.stringify(c.redirectUris),
+    JSON.stringify(c.grantTypes),
+    c.requirePkce,
+    c.firstParty,
+    JSON.stringify(c.postLogoutRedirectUris),
+    c.backchannelLogoutUri ?? null,
+    c.jwksUri ?? null,
+    c.jwks === undefined ? null : JSON.stringify(c.jwks),
+    c.requirePar,
+    JSON.stringify(c.webOrigins),
+    c.secretHash ?? null,
+    c.secretSealed ?? null,
+    c.managedBy ?? null,
+  );
+  if (updated !== 1) throw new MissingReferenceError(`client ${c.clientId}`);
+  yield* replaceClientGrants(c.clientId, grants);
+}
+
+function* replaceClientGrants(clientId: string, grants: readonly ClientGrantRecord[]): Verb<void> {
+  yield* run('DELETE FROM client_grants WHERE client_id = $1', clientId);
+  for (const grant of grants) yield* saveClientGrantStep(grant);
+}
+
+/** The connector's name, settings and secret replaced; its place in the order and its identities stay. */
+function* replaceConnectorSteps(c: Omit<ConnectorRecord, 'position' | 'createdAt'>): Verb<void> {
+  const updated = storable(c.id)
+    ? yield* run(
+        'UPDATE connectors SET type = $2, name = $3, config = $4, secret = $5, managed_by = $6 WHERE id = $1',
+        c.id,
+        c.type,
+        c.name,
+        JSON.stringify(c.config),
+        c.secret ?? null,
+        c.managedBy ?? null,
+      )
+    : 0;
+  if (updated !== 1) throw new MissingReferenceError(`connector ${c.id.slice(0, 80)}`);
+}
+
+/**
+ * The steps of a whole configuration apply, in the order given, in the caller's one transaction:
+ * a step that fails (a duplicate, a missing reference, a changed row) throws, and with it every
+ * step before it is rolled back.
+ */
+function* applyConfigurationSteps(changes: readonly ConfigurationChange[]): Verb<void> {
+  for (const change of changes) {
+    switch (change.object) {
+      case 'api':
+        if (change.kind === 'create') yield* createApiSteps(change.record);
+        else if (change.kind === 'update') {
+          if (!(yield* updateApiSteps(change.record))) throw new MissingReferenceError(`API ${change.record.identifier.slice(0, 80)}`);
+          yield* setManagedBySteps('api', change.record.identifier, change.record.managedBy);
+        } else if (!(yield* removeApiSteps(change.id))) throw new MissingReferenceError(`API ${change.id.slice(0, 80)}`);
+        break;
+      case 'role':
+        if (change.kind === 'create') yield* createRoleSteps(change.record);
+        else if (change.kind === 'update') {
+          const { name, description, permissions, groups, managedBy } = change.record;
+          if (!(yield* updateRoleSteps(name, { description, permissions, groups }))) throw new MissingReferenceError(`role ${name.slice(0, 80)}`);
+          yield* setManagedBySteps('role', name, managedBy);
+        } else if (!(yield* removeRoleSteps(change.id))) throw new MissingReferenceError(`role ${change.id.slice(0, 80)}`);
+        break;
+      case 'client':
+        if (change.kind === 'create') {
+          yield* insertClient(change.record);
+          yield* replaceClientGrants(change.record.clientId, change.grants);
+        } else if (change.kind === 'update') yield* replaceClientSteps(change.record, change.grants);
+        else if (!(yield* removeClientSteps(change.id, change.now))) throw new MissingReferenceError(`client ${change.id.slice(0, 80)}`);
+        break;
+      case 'connector':
+        if (change.kind === 'create') yield* createConnectorSteps(change.record);
+        else if (change.kind === 'update') yield* replaceConnectorSteps(change.record);
+        else if (!(yield* removeConnectorSteps(change.id))) throw new MissingReferenceError(`connector ${change.id.slice(0, 80)}`);
+        break;
+    }
+  }
 }

@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { githubConfigSchema, ldapConfigSchema, oidcConfigSchema, connectorIdPattern, reservedConnectorIds } from '../connectors/connector_config.js';
 import { validJwksUri } from '../directory/clients.js';
+import { serverSettingsSchema } from './server_settings.js';
 import { validRoleDescription, validRoleName, validScopeNames } from '../directory/roles.js';
 import {
   AdminInputError,
@@ -176,8 +177,8 @@ export const connectorSchema = z.discriminatedUnion('type', [oidcConnectorSchema
 });
 
 export const configurationFileSchema = z.strictObject({
-  /** Server settings (LATCHKEY_* by name, without the prefix, in lower case): read by the server's configuration, not here. */
-  server: z.record(z.string(), z.unknown()).optional(),
+  /** Server settings (LATCHKEY_* by name, without the prefix, in lower case): checked here, read by the server's configuration. */
+  server: serverSettingsSchema.optional(),
   apis: z.array(apiSchema).default([]),
   roles: z.array(roleSchema).default([]),
   clients: z.array(clientSchema).default([]),

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { parseConfigurationText } from '../../src/config_file/load.js';
 import { serverSettings, serverSettingsSchema } from '../../src/config_file/server_settings.js';
 
 const examplePath = 'docs/examples/latchkey.yaml';
@@ -35,6 +36,11 @@ describe(examplePath, () => {
   it('has a server section the server accepts', () => {
     const parsed = serverSettingsSchema.safeParse(example.server);
     expect(parsed.error?.issues ?? []).toEqual([]);
+  });
+
+  it('is accepted whole by the schema config apply validates it with', () => {
+    const parsed = parseConfigurationText(readFileSync(new URL(`../../${examplePath}`, import.meta.url), 'utf8'), examplePath);
+    expect(parsed.ok ? [] : parsed.problems).toEqual([]);
   });
 
   it('declares two APIs, a role granted by an upstream group, a web, a CLI and a machine client, and an OIDC connector', () => {

@@ -42,6 +42,7 @@ import { introspectionRoutes } from './routes/introspection.js';
 import { revocationRoutes } from './routes/revocation.js';
 import { registrationRoutes } from './routes/registration.js';
 import { userinfoRoutes } from './routes/userinfo.js';
+import { managementUserRoutes } from './routes/management/users.js';
 import { loginRoutes } from './routes/login.js';
 import { connectorRoutes } from './routes/connectors.js';
 import { secondFactorRoutes } from './routes/second_factor.js';
@@ -228,6 +229,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(logoutRoutes);
   await app.register(deviceVerificationRoutes);
   await app.register(authorizeRoutes);
+  await app.register(managementUserRoutes, { prefix: '/api/v1' });
   return app;
 }
 

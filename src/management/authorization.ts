@@ -9,6 +9,8 @@
  * other-audience token → 401 `invalid_token`; a good token without the scope → 403
  * `insufficient_scope` naming the scope needed (§3.1). Each refusal carries WWW-Authenticate.
  *
+ * Calls are counted per caller (LATCHKEY_RATE_LIMIT_MANAGEMENT); past the limit → 429 with Retry-After.
+ *
  * A person's scopes are narrowed to what their roles allow now, and a machine's to what its grant
  * allows now: taking a role or a grant away ends management access at once, not at the token's expiry.
  */
@@ -32,7 +34,7 @@ type Scheme = 'Bearer' | 'DPoP';
 type RefusalCode = 'invalid_request' | 'invalid_token' | 'insufficient_scope';
 
 /** RFC 6750 §3 and RFC 9449 §7.1: both schemes are offered; an error names the scheme that was used. */
-function challenge(scheme: Scheme | undefined, error?: RefusalCode | string, description?: string, scope?: string): string {
+function challenge(scheme: Scheme | undefined, error?: string, description?: string, scope?: string): string {
   const bearer = ['Bearer realm="latchkey"'];
   const dpop = [`DPoP algs="${dpopAlgorithms.join(' ')}"`];
   const parts = scheme === 'DPoP' ? dpop : bearer;
@@ -56,7 +58,7 @@ function audiences(claims: JWTPayload): string[] {
  * The caller of a management call when its token holds `scope`; otherwise throws an OAuthError
  * (status 400/401/403 with WWW-Authenticate) that the API's error handler renders as a problem.
  */
-export async function authorizeManagementCall(request: FastifyRequest, scope: ManagementScope): Promise<AuthorizedManagementCall> {
+export async function authorizeManagementCall(request: FastifyRequest, scope: ManagementScope | (string & {})): Promise<AuthorizedManagementCall> {
   const services = request.server.services;
   const { config, signer, store } = services;
   const header = request.headers.authorization;
@@ -68,9 +70,10 @@ export async function authorizeManagementCall(request: FastifyRequest, scope: Ma
       headers: { 'www-authenticate': challenge(undefined) },
     });
   }
-  if (!match) throw refuse('invalid_request', 'Send the access token as "Authorization: Bearer <token>" or "DPoP <token>".', 'Bearer');
-  const scheme: Scheme = match[1]!.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer';
-  const token = match[2]!;
+  const [, schemeName, token] = match ?? [];
+  if (schemeName === undefined || token === undefined)
+    throw refuse('invalid_request', 'Send the access token as "Authorization: Bearer <token>" or "DPoP <token>".', 'Bearer');
+  const scheme: Scheme = schemeName.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer';
   const claims = await signer.verifyAccessToken(token);
   if (!claims) throw refuse('invalid_token', 'The access token is invalid or expired.', scheme);
   const audience = managementAudience(config.issuer);
@@ -121,6 +124,13 @@ export async function authorizeManagementCall(request: FastifyRequest, scope: Ma
     caller = { kind: 'person', userId: user.id, username: user.username };
     allowedNow = await store.permittedScopes(user.id, audience);
   }
+  // Counted per caller, not per address: automation runs from many places (CI runners, pods).
+  const counted = await services.rateLimits.managementCaller.hit(caller.kind === 'person' ? `person:${caller.userId}` : `client:${caller.clientId}`);
+  if (counted.limited)
+    throw new OAuthError('temporarily_unavailable', 'Too many management calls: wait and try again.', {
+      status: 429,
+      headers: { 'retry-after': String(Math.max(1, counted.retryAfter)) },
+    });
   const declared = (await store.findApi(audience))?.scopes ?? [];
   const scopes = tokenScopes.filter((s) => allowedNow.includes(s) && declared.includes(s));
   if (!scopes.includes(scope)) throw refuse('insufficient_scope', `This call needs the ${scope} scope.`, scheme, scope);

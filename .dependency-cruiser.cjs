@@ -8,7 +8,7 @@
  * folders → oauth → crypto, limits, audit, net, i18n → store → the root leaves (clock, config,
  * errors, paths, version, deep_freeze).
  */
-const domainFolders = '(account|audit|connectors|console|crypto|directory|grants|http|i18n|limits|mail|mfa|net|oauth|store)';
+const domainFolders = '(account|audit|connectors|console|crypto|directory|grants|http|i18n|limits|mail|management|mfa|net|oauth|store)';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {

@@ -53,6 +53,10 @@ import { tokenRoutes } from './routes/token.js';
 import { parRoutes } from './routes/par.js';
 import { passwordResetRoutes } from './routes/password_reset.js';
 import { adminRoutes } from './routes/admin/index.js';
+import { prepareManagementScope } from './management/api_scope.js';
+import { managementClientRoutes } from './routes/management/clients.js';
+import { managementApiRoutes } from './routes/management/apis.js';
+import { managementOpenApiRoutes } from './routes/management/openapi.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { AuditTrail } from './audit/audit_trail.js';
 import { devicePollsFor, type DevicePolls } from './oauth/device_polls.js';
@@ -225,11 +229,21 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(accountSecurityRoutes);
   await app.register(accountRoutes);
   await app.register(adminRoutes);
+  // The management API (JSON, problem details, tokens for {issuer}/api/v1): one scope, its resources inside.
+  await app.register(
+    async (api) => {
+      prepareManagementScope(api);
+      await api.register(managementClientRoutes);
+      await api.register(managementApiRoutes);
+      await api.register(managementUserRoutes);
+      await api.register(managementOpenApiRoutes);
+    },
+    { prefix: '/api/v1' },
+  );
   await app.register(passwordResetRoutes);
   await app.register(logoutRoutes);
   await app.register(deviceVerificationRoutes);
   await app.register(authorizeRoutes);
-  await app.register(managementUserRoutes, { prefix: '/api/v1' });
   return app;
 }
 

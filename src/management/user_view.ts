@@ -4,6 +4,7 @@
  * command run through the API (`--server`) print the same thing. Field names are the
  * configuration file's (snake_case); times are ISO 8601 UTC to the second.
  */
+import { z } from 'zod';
 import type { Store, UserIdentityRecord, UserRecord } from '../store/store.js';
 
 export interface UserView {
@@ -25,6 +26,24 @@ export interface UserView {
   created_at: string;
   updated_at: string;
 }
+
+/** The view's schema, for the OpenAPI document. */
+export const userViewSchema = z.object({
+  id: z.string(),
+  username: z.string(),
+  email: z.string(),
+  name: z.string().nullable(),
+  disabled: z.boolean(),
+  source: z.string(),
+  groups: z.array(z.string()),
+  roles: z.array(z.string()),
+  direct_roles: z.array(z.string()),
+  group_roles: z.array(z.string()),
+  identities: z.array(z.object({ connector: z.string(), subject: z.string() })),
+  profile: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
 
 export function isoSeconds(epochSeconds: number): string {
   return new Date(epochSeconds * 1000).toISOString().replace('.000Z', 'Z');

@@ -1,0 +1,140 @@
+/**
+ * The `clients` resource: its bodies use the configuration file's field names and rules
+ * (config_file/schema.ts), so the API, the file and `clients add` accept the same values. The
+ * secret is never part of a body sent in: the server makes it and answers it once (create, rotate).
+ */
+import { z } from 'zod';
+import { isConfidential } from '../oauth/client_type.js';
+import { clientGrantSchema, clientSchema } from '../config_file/schema.js';
+import { validScopeName } from '../directory/roles.js';
+import type { ClientGrantRecord, ClientRecord, Store } from '../store/store.js';
+import { Problem } from './problem.js';
+
+const fields = clientSchema.shape;
+
+/** A field without its default, for a partial update: an absent field is left as it is. */
+function unset<T extends z.ZodType>(field: z.ZodDefault<T>) {
+  return field.unwrap().optional();
+}
+
+export const clientCreateSchema = z
+  .strictObject({
+    client_id: fields.client_id,
+    name: fields.name,
+    redirect_uris: fields.redirect_uris,
+    grant_types: fields.grant_types,
+    /** A confidential client gets a secret, answered once, unless it authenticates with keys at jwks_uri. */
+    confidential: fields.confidential,
+    first_party: fields.first_party,
+    pkce: fields.pkce,
+    require_par: fields.require_par,
+    web_origins: fields.web_origins,
+    post_logout_redirect_uris: fields.post_logout_redirect_uris,
+    backchannel_logout_uri: fields.backchannel_logout_uri,
+    jwks_uri: fields.jwks_uri,
+    grants: fields.grants,
+  })
+  .superRefine((client, ctx) => {
+    // The combinations `clients add` refuses.
+    if (!client.confidential && client.jwks_uri !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['jwks_uri'], message: 'a client that authenticates with its keys is confidential: add confidential: true' });
+    if (client.grant_types.includes('client_credentials') && !client.confidential)
+      ctx.addIssue({ code: 'custom', path: ['grant_types'], message: 'client_credentials is for confidential clients: add confidential: true' });
+  });
+
+export const clientPatchSchema = z.strictObject({
+  name: fields.name,
+  redirect_uris: unset(fields.redirect_uris),
+  grant_types: unset(fields.grant_types),
+  first_party: unset(fields.first_party),
+  pkce: fields.pkce,
+  web_origins: unset(fields.web_origins),
+  post_logout_redirect_uris: unset(fields.post_logout_redirect_uris),
+  /** null removes it. */
+  backchannel_logout_uri: fields.backchannel_logout_uri.unwrap().nullable().optional(),
+  /** Replaces the client's grants as a whole. */
+  grants: unset(fields.grants),
+});
+
+export const clientIdParamsSchema = z.strictObject({ client_id: z.string().min(1).max(256) });
+
+export const clientViewSchema = z.object({
+  client_id: z.string(),
+  name: z.string(),
+  redirect_uris: z.array(z.string()),
+  grant_types: z.array(z.string()),
+  confidential: z.boolean(),
+  first_party: z.boolean(),
+  pkce: z.boolean(),
+  require_par: z.boolean(),
+  web_origins: z.array(z.string()),
+  post_logout_redirect_uris: z.array(z.string()),
+  backchannel_logout_uri: z.string().optional(),
+  jwks_uri: z.string().optional(),
+  grants: z.array(z.object({ api: z.string(), scopes: z.array(z.string()) })),
+  disabled: z.boolean(),
+  built_in: z.boolean(),
+  /** The configuration file that declares the client; changes through the API are refused then. */
+  managed_by: z.string().optional(),
+});
+export type ClientView = z.infer<typeof clientViewSchema>;
+
+/** A created confidential client, or one whose secret was rotated: the one answer that carries the secret. */
+export const clientWithSecretSchema = clientViewSchema.extend({ client_secret: z.string().optional() });
+
+export function clientView(client: ClientRecord, grants: readonly ClientGrantRecord[]): ClientView {
+  return {
+    client_id: client.clientId,
+    name: client.name,
+    redirect_uris: client.redirectUris,
+    grant_types: client.grantTypes,
+    confidential: isConfidential(client),
+    first_party: client.firstParty,
+    pkce: client.requirePkce,
+    require_par: client.requirePar,
+    web_origins: client.webOrigins,
+    post_logout_redirect_uris: client.postLogoutRedirectUris,
+    ...(client.backchannelLogoutUri === undefined ? {} : { backchannel_logout_uri: client.backchannelLogoutUri }),
+    ...(client.jwksUri === undefined ? {} : { jwks_uri: client.jwksUri }),
+    grants: grants.filter((g) => g.clientId === client.clientId).map((g) => ({ api: g.api, scopes: g.scopes })),
+    disabled: client.disabled,
+    built_in: client.builtIn,
+    ...(client.managedBy === undefined ? {} : { managed_by: client.managedBy }),
+  };
+}
+
+/**
+ * The grants as `clients grant` checks them: each API exists and declares every scope named. The
+ * issue path points at the offending grant, as a zod issue would.
+ */
+export async function checkedGrants(
+  store: Store,
+  grants: readonly z.infer<typeof clientGrantSchema>[],
+  field = 'grants',
+): Promise<{ api: string; scopes: string[] }[]> {
+  const errors: { path: string; message: string }[] = [];
+  const checked: { api: string; scopes: string[] }[] = [];
+  const seen = new Set<string>();
+  for (const [index, grant] of grants.entries()) {
+    const api = await store.findApi(grant.api);
+    if (!api) {
+      errors.push({ path: `/${field}/${index}/api`, message: `no API "${grant.api}"` });
+      continue;
+    }
+    if (seen.has(api.identifier)) errors.push({ path: `/${field}/${index}/api`, message: `API ${api.identifier} is granted twice` });
+    seen.add(api.identifier);
+    const scopes = [...new Set(grant.scopes)];
+    for (const [at, scope] of scopes.entries()) {
+      try {
+        validScopeName(scope);
+      } catch (err) {
+        errors.push({ path: `/${field}/${index}/scopes/${at}`, message: (err as Error).message });
+        continue;
+      }
+      if (!api.scopes.includes(scope)) errors.push({ path: `/${field}/${index}/scopes/${at}`, message: `API ${api.identifier} declares no scope ${scope}` });
+    }
+    checked.push({ api: api.identifier, scopes });
+  }
+  if (errors.length > 0) throw new Problem(400, 'invalid-input', 'The request body is not valid: see errors.', errors);
+  return checked;
+}

@@ -1,0 +1,100 @@
+/**
+ * One place describes each operation of the management API: its method and path, the scope it
+ * needs, and the zod schemas of its parameters, body and answers. The same description registers
+ * the Fastify route (which validates with those schemas) and becomes the operation in the OpenAPI
+ * document (openapi_document.ts), so the document cannot drift from what the server does.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { audit, type AuditEvent } from '../audit/audit_events.js';
+import { authorizeManagementCall, type ManagementCaller } from './authorization.js';
+import { Problem, problemSchema } from './problem.js';
+
+export interface OperationAnswer {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface OperationContext<P, Q, B> {
+  request: FastifyRequest;
+  params: P;
+  query: Q;
+  body: B;
+  /** Undefined only on public operations (the OpenAPI document). */
+  caller: ManagementCaller | undefined;
+  /** Records the event in the audit log with the caller and its address. */
+  audit: (event: AuditEvent, fields: Record<string, unknown>) => void;
+}
+
+export interface OperationSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType> {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** OpenAPI style, relative to /api/v1: /clients/{client_id}. */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  /** The scope the caller's token must carry; undefined: public. */
+  scope: string | undefined;
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Sends and honours If-Match / ETag. */
+  etag?: boolean;
+  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  handler(context: OperationContext<z.output<P>, z.output<Q>, z.output<B>>): Promise<OperationAnswer>;
+}
+
+/** What the document needs of an operation (the handler stays with the route). */
+export type DescribedOperation = Omit<OperationSpec<z.ZodType, z.ZodType, z.ZodType>, 'handler'>;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The operations registered under /api/v1, in order, for the OpenAPI document. */
+    managementOperations: DescribedOperation[];
+  }
+}
+
+/** The refusals every authorised operation can answer besides its own. */
+const commonResponses = {
+  400: { description: 'Invalid input', schema: problemSchema },
+  401: { description: 'No valid access token for this API', schema: problemSchema },
+  403: { description: 'The token lacks the scope this operation needs', schema: problemSchema },
+  429: { description: 'Too many calls by this caller: wait as many seconds as Retry-After says', schema: problemSchema },
+};
+
+function callerFields(caller: ManagementCaller | undefined): Record<string, unknown> {
+  if (caller === undefined) return {};
+  return caller.kind === 'client'
+    ? { via: 'api', callerClientId: caller.clientId }
+    : { via: 'api', callerUserId: caller.userId, callerUsername: caller.username };
+}
+
+export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(app: FastifyInstance, spec: OperationSpec<P, Q, B>): void {
+  const responses = spec.scope === undefined ? spec.responses : { ...commonResponses, ...spec.responses };
+  app.managementOperations.push({ ...spec, responses });
+  app.route({
+    method: spec.method,
+    url: spec.path.replace(/\{([^}]+)\}/g, ':$1'),
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const caller = spec.scope === undefined ? undefined : (await authorizeManagementCall(request, spec.scope)).caller;
+      const params = spec.params === undefined ? {} : spec.params.parse(request.params);
+      const query = spec.query === undefined ? {} : spec.query.parse(request.query);
+      if (spec.body === undefined && request.body !== undefined && request.body !== null) {
+        // A body where none is defined is a client's mistake worth telling, not something to ignore.
+        throw new Problem(400, 'invalid-input', 'This operation takes no request body.');
+      }
+      const body = spec.body === undefined ? undefined : spec.body.parse(request.body ?? undefined);
+      const answer = await spec.handler({
+        request,
+        params: params as z.output<P>,
+        query: query as z.output<Q>,
+        body: body as z.output<B>,
+        caller,
+        audit: (event, fields) => audit(request, event, { ...fields, ...callerFields(caller) }),
+      });
+      reply.code(answer.status).headers(answer.headers ?? {});
+      return answer.body === undefined ? reply.send() : reply.send(answer.body);
+    },
+  });
+}

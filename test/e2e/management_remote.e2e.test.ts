@@ -66,7 +66,10 @@ describe('latchkey --server URL', () => {
     expect(remote.code, remote.stderr).toBe(0);
     const local = await runCli(['clients', 'add', 'local-app', '--confidential', '--grant-type', 'client_credentials', '--name', 'Preview'], serverEnv);
     expect(local.code, local.stderr).toBe(0);
-    expect(remote.stderr.replace('preview-app', 'local-app')).toBe(local.stderr);
+    // The database command also logs its audit line on stderr; the server logs the remote one itself.
+    const registered = (stderr: string) => stderr.split('\n').filter((line) => line.startsWith('Registered client'));
+    expect(registered(remote.stderr.replace('preview-app', 'local-app'))).toEqual(registered(local.stderr));
+    expect(registered(local.stderr)).toEqual(['Registered client local-app (confidential; grants: client_credentials)']);
     expect(remote.stdout).toMatch(/^client_secret \(shown only once\): \S+\n$/);
     expect(local.stdout).toMatch(/^client_secret \(shown only once\): \S+\n$/);
     const listed = await runCli(['clients', 'list', '--json'], serverEnv);

@@ -219,6 +219,7 @@ describe('management API: OpenAPI document', () => {
       '/clients/{client_id}',
       '/clients/{client_id}/rotate-secret',
       '/openapi.json',
+      '/users',
     ]);
     expect(doc.paths['/clients']!.post!.security).toEqual([{ accessToken: ['write:clients'] }]);
     const missing = await t.app.inject({ method: 'GET', url: '/api/v1/nothing-here', headers: { authorization: `Bearer ${token}` } });

@@ -25,6 +25,7 @@ const defaultRateLimits = {
   signInAccountTotal: { limit: 20, windowSeconds: 3600 },
   secondFactor: { limit: 10, windowSeconds: 60 },
   passwordReset: { limit: 5, windowSeconds: 900 },
+  management: { limit: 600, windowSeconds: 60 },
 };
 
 describe('loadConfig defaults', () => {
@@ -322,6 +323,12 @@ describe('mail: LATCHKEY_SMTP_URL, LATCHKEY_MAIL_FROM, LATCHKEY_RATE_LIMIT_PASSW
       expect(problems).toEqual(['LATCHKEY_MAIL_FROM must be an address such as no-reply@example.com or Name <no-reply@example.com>']);
     });
   }
+
+  it('LATCHKEY_RATE_LIMIT_MANAGEMENT is 600/60 by default, or COUNT/SECONDS, or off', () => {
+    expect(loadConfig({}).rateLimits.management).toEqual({ limit: 600, windowSeconds: 60 });
+    expect(loadConfig({ LATCHKEY_RATE_LIMIT_MANAGEMENT: '2/60' }).rateLimits.management).toEqual({ limit: 2, windowSeconds: 60 });
+    expect(loadConfig({ LATCHKEY_RATE_LIMIT_MANAGEMENT: 'off' }).rateLimits.management).toBeUndefined();
+  });
 
   it('LATCHKEY_RATE_LIMIT_PASSWORD_RESET is 5/900 by default, or COUNT/SECONDS, or off', () => {
     expect(loadConfig({}).rateLimits.passwordReset).toEqual({ limit: 5, windowSeconds: 900 });

@@ -75,7 +75,13 @@ export async function isManagementApi(store: Store, identifier: string): Promise
  * the `admin` role depend on them.
  */
 export async function builtInApiRefusal(store: Store, identifier: string, scopes: readonly string[] | undefined): Promise<string | undefined> {
-  if (!(await isManagementApi(store, identifier))) return undefined;
+  const recorded = await store.recordedIssuer();
+  return recorded === undefined ? undefined : builtInApiChangeRefusal(managementAudience(recorded.issuer), identifier, scopes);
+}
+
+/** The same rule where the issuer is known (the server itself): `builtIn` is `{issuer}/api/v1`. */
+export function builtInApiChangeRefusal(builtIn: string, identifier: string, scopes: readonly string[] | undefined): string | undefined {
+  if (identifier !== builtIn) return undefined;
   if (scopes === undefined) return `API "${identifier}" is built in (the management API): it cannot be removed`;
   const lost = managementScopes.filter((s) => !scopes.includes(s));
   if (lost.length === 0) return undefined;

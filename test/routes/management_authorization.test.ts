@@ -49,6 +49,19 @@ describe('the built-in API', () => {
     expect(await t.store.permittedScopes(alice.id, managementApi)).toEqual([...managementScopes].sort());
   });
 
+  it('keeps its scopes through the API too: PATCH without them or DELETE is a 409 problem, and nothing changes', async () => {
+    const token = await adminToken();
+    const url = `/api/v1/apis/${encodeURIComponent(managementApi)}`;
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const narrowed = await t.app.inject({ method: 'PATCH', url, headers, payload: JSON.stringify({ scopes: ['read:users'] }) });
+    expect(narrowed.statusCode).toBe(409);
+    expect(narrowed.json().detail).toContain('write:users');
+    expect((await t.app.inject({ method: 'DELETE', url, headers: { authorization: `Bearer ${token}` } })).statusCode).toBe(409);
+    const added = await t.app.inject({ method: 'PATCH', url, headers, payload: JSON.stringify({ scopes: [...managementScopes, 'read:reports'] }) });
+    expect(added.statusCode).toBe(200);
+    expect((await t.store.findApi(managementApi))?.scopes).toEqual([...managementScopes, 'read:reports']);
+  });
+
   it('a person with the admin role signing in for it gets every management scope', async () => {
     const claims = decodeJwt(await adminToken());
     expect(claims.aud).toBe(managementApi);

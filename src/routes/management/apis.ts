@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { epochSeconds } from '../../clock.js';
 import { refuseManaged } from '../../directory/managed.js';
+import { builtInApiChangeRefusal, managementAudience } from '../../management/management_api.js';
 import { validName } from '../../directory/validation.js';
 import {
   apiCreateSchema,
@@ -113,7 +114,7 @@ export async function managementApiRoutes(app: FastifyInstance): Promise<void> {
     responses: {
       200: { description: 'The API as changed', schema: apiViewSchema },
       404: { description: 'No such API', schema: problemSchema },
-      409: { description: 'The API is managed by a configuration file', schema: problemSchema },
+      409: { description: 'The API is managed by a configuration file, or is the built-in management API', schema: problemSchema },
       412: { description: 'The API changed since the ETag given', schema: problemSchema },
     },
     async handler({ request, params, body, audit }) {
@@ -128,6 +129,8 @@ export async function managementApiRoutes(app: FastifyInstance): Promise<void> {
           introspectionClients:
             body.introspection_clients === undefined ? api.introspectionClients : await checkedIntrospectionClients(store, body.introspection_clients),
         };
+        const builtIn = builtInApiChangeRefusal(managementAudience(app.services.config.issuer), api.identifier, updated.scopes);
+        if (builtIn !== undefined) throw new Problem(409, 'built-in', builtIn);
         if (!(await store.updateApi(updated))) throw notFound(`API "${api.identifier}"`);
         audit('api.updated', { identifier: api.identifier, scopes: updated.scopes, introspectionClients: updated.introspectionClients });
         return answer(api.identifier, 200);
@@ -147,7 +150,7 @@ export async function managementApiRoutes(app: FastifyInstance): Promise<void> {
     responses: {
       204: { description: 'Removed' },
       404: { description: 'No such API', schema: problemSchema },
-      409: { description: 'The API is managed by a configuration file', schema: problemSchema },
+      409: { description: 'The API is managed by a configuration file, or is the built-in management API', schema: problemSchema },
       412: { description: 'The API changed since the ETag given', schema: problemSchema },
     },
     async handler({ request, params, audit }) {
@@ -155,6 +158,8 @@ export async function managementApiRoutes(app: FastifyInstance): Promise<void> {
         const { api, etag } = await current(params.identifier);
         refuseManaged('api', api.identifier, api);
         checkIfMatch(request, etag);
+        const builtIn = builtInApiChangeRefusal(managementAudience(app.services.config.issuer), api.identifier, undefined);
+        if (builtIn !== undefined) throw new Problem(409, 'built-in', builtIn);
         if (!(await store.removeApi(api.identifier))) throw notFound(`API "${api.identifier}"`);
         audit('api.removed', { identifier: api.identifier });
         return { status: 204 };

@@ -42,6 +42,7 @@ import { introspectionRoutes } from './routes/introspection.js';
 import { revocationRoutes } from './routes/revocation.js';
 import { registrationRoutes } from './routes/registration.js';
 import { userinfoRoutes } from './routes/userinfo.js';
+import { managementUserRoutes } from './routes/management/users.js';
 import { loginRoutes } from './routes/login.js';
 import { connectorRoutes } from './routes/connectors.js';
 import { secondFactorRoutes } from './routes/second_factor.js';
@@ -234,6 +235,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       prepareManagementScope(api);
       await api.register(managementClientRoutes);
       await api.register(managementApiRoutes);
+      await api.register(managementUserRoutes);
       await api.register(managementOpenApiRoutes);
     },
     { prefix: '/api/v1' },

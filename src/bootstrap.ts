@@ -1,5 +1,6 @@
 /**
- * What the server makes sure of at start: the built-in `latchkey-cli` client, and on a database
+ * What the server makes sure of at start: the built-in `latchkey-cli` client, the built-in API
+ * `{issuer}/api/v1` of the management API (its scopes held by the `admin` role), and on a database
  * with no users, a first user (LATCHKEY_BOOTSTRAP_USER, or `admin` with a random password) holding
  * the `admin` role, so that someone can open the console.
  *
@@ -21,6 +22,7 @@ import { openSecretBox } from './crypto/secret_key_file.js';
 import { DuplicateError, type ClientRecord, type Store } from './store/store.js';
 import { plainClientFields } from './directory/clients.js';
 import { adminRole } from './directory/roles.js';
+import { ensureManagementApi } from './management/management_api.js';
 
 export const builtinCliClientId = 'latchkey-cli';
 
@@ -103,6 +105,7 @@ export async function bootstrap(
 ): Promise<BootstrapResult> {
   const now = epochSeconds(clock);
   await store.ensureClient(builtinCliClient(now));
+  await ensureManagementApi(store, config.issuer, now);
   const users = await store.countUsers();
   // An operator's own password (LATCHKEY_BOOTSTRAP_PASSWORD) is theirs to remember: nothing is kept.
   if (users === 0 && config.bootstrapPassword !== undefined) {

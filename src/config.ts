@@ -429,6 +429,11 @@ export const environmentSchema = z.object({
     description:
       '"Forgot your password?" requests per address, whatever address was typed and whether or not an account uses it. Each account also gets at most 3 unused links an hour.',
   }),
+  LATCHKEY_RATE_LIMIT_MANAGEMENT: rateLimit('LATCHKEY_RATE_LIMIT_MANAGEMENT', '600/60', {
+    group: 'rate-limits',
+    description:
+      'Management API calls (`/api/v1/`) per caller: per person, or per machine client, whatever address the calls come from. Past COUNT in SECONDS a caller gets 429 with Retry-After until the window ends, so one runaway script cannot starve the server or other automation.',
+  }),
   // Never repeated in a message: it may hold the mail server's password.
   LATCHKEY_SMTP_URL: optionalText
     .pipe(
@@ -597,6 +602,8 @@ export interface Config {
     readonly secondFactor: RateLimitSetting | undefined;
     /** "Forgot your password?" requests per address (every request counts, whether or not an account uses the address typed). */
     readonly passwordReset: RateLimitSetting | undefined;
+    /** Management API calls per caller (person or machine client). */
+    readonly management: RateLimitSetting | undefined;
   };
 }
 
@@ -709,6 +716,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, file?: FileSett
       signInAccountTotal: e.LATCHKEY_RATE_LIMIT_SIGNIN_ACCOUNT_TOTAL,
       secondFactor: e.LATCHKEY_RATE_LIMIT_SECOND_FACTOR,
       passwordReset: e.LATCHKEY_RATE_LIMIT_PASSWORD_RESET,
+      management: e.LATCHKEY_RATE_LIMIT_MANAGEMENT,
     }),
   });
 }

@@ -57,6 +57,11 @@ export interface CommandDefinition<O extends CommandOptions> {
   /** How many positional arguments it takes. */
   positionals: { min: number; max: number };
   options: O;
+  /**
+   * Works through the management API when a server is given (`--server URL` or LATCHKEY_SERVER,
+   * see management_client.ts); an admin command without it is refused then.
+   */
+  remote?: boolean;
   /** Returns the exit code. */
   run(context: CommandContext<OptionValues<O>>): Promise<number>;
 }
@@ -76,6 +81,8 @@ export interface Command {
   positionals: { min: number; max: number };
   /** Its options, as parseArgs reads them (also what shell completion offers). */
   options: CommandOptions;
+  /** Works through the management API when a server is given. */
+  remote: boolean;
   /** Reads `args` (the words after the command's name); throws parseArgs' error on an unknown option or a missing value. */
   parse(args: string[]): ParsedCommand;
 }
@@ -86,6 +93,7 @@ export function defineCommand<const O extends CommandOptions>(definition: Comman
     help: definition.help,
     positionals: definition.positionals,
     options: definition.options,
+    remote: definition.remote === true,
     parse(args) {
       const parsed: Parsed<O> = parseArgs<ParseConfig<O>>({ args, options: definition.options, allowPositionals: true, strict: true });
       const { config } = parsed.values as { config?: unknown };
@@ -122,6 +130,9 @@ export const exitCodes = {
   /** Stopped with Ctrl-C. */
   interrupted: 130,
 } as const;
+
+/** Where the server of the admin commands' remote mode is named (`--server URL` is read into it). */
+export const serverVariable = 'LATCHKEY_SERVER';
 
 export class CommandError extends Error {
   constructor(

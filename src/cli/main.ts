@@ -10,7 +10,7 @@ import type { Config } from '../config.js';
 import { errorMessage } from '../errors.js';
 import type { SecretBox } from '../crypto/secret_box.js';
 import type { Store } from '../store/store.js';
-import { CommandError, exitCodes, type CommandIo, type ParsedCommand } from './command.js';
+import { CommandError, exitCodes, serverVariable, type CommandIo, type ParsedCommand } from './command.js';
 import { commandIndex, type CommandEntry } from './command_index.js';
 import { suggestCommands } from './suggest.js';
 import { visible } from './terminal_text.js';
@@ -38,7 +38,32 @@ function unknownCommand(words: string[]): string {
   return `latchkey: unknown command "${visible(typed)}".${meant}\n\n${group ? groupUsage(group) : globalUsage()}`;
 }
 
-export async function main(args: string[], io: CommandIo): Promise<number> {
+/**
+ * `--server URL` (or `--server=URL`), anywhere on the line: taken out of the arguments and put
+ * in LATCHKEY_SERVER for the command (management_client.ts). Undefined when it has no value.
+ */
+function takeServerOption(args: string[], io: CommandIo): { args: string[]; io: CommandIo } | undefined {
+  const rest: string[] = [];
+  let server: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    if (arg === '--server') {
+      server = args[i + 1];
+      if (server === undefined || server.startsWith('-')) return undefined;
+      i++;
+    } else if (arg.startsWith('--server=')) server = arg.slice('--server='.length);
+    else rest.push(arg);
+  }
+  return server === undefined ? { args, io } : { args: rest, io: { ...io, env: { ...io.env, [serverVariable]: server } } };
+}
+
+export async function main(commandLine: string[], given: CommandIo): Promise<number> {
+  const withServer = takeServerOption(commandLine, given);
+  if (!withServer) {
+    given.stderr.write("latchkey: --server needs the server's URL, e.g. --server https://login.example.com\n");
+    return exitCodes.usage;
+  }
+  const { args, io } = withServer;
   if (args[0] === '--version' || args[0] === '-V') {
     io.stdout.write(`latchkey ${latchkeyVersion}\n`);
     return exitCodes.ok;
@@ -68,6 +93,14 @@ export async function main(args: string[], io: CommandIo): Promise<number> {
   if (wantsHelp) {
     io.stdout.write(commandUsage(entry, command));
     return exitCodes.ok;
+  }
+  // An admin command that cannot work through the API must not quietly open a local database instead.
+  const server = io.env[serverVariable]?.trim();
+  if (server && !entry.client && !command.remote) {
+    io.stderr.write(
+      `latchkey: "latchkey ${entry.path.join(' ')}" does not work with --server (or ${serverVariable}) yet: run it where the database is (LATCHKEY_DB)\n`,
+    );
+    return exitCodes.usage;
   }
 
   let parsed: ParsedCommand;

@@ -28,6 +28,8 @@ export interface RateLimiters {
   secondFactor: FailureLimiter;
   /** "Forgot your password?" requests per source address, whatever address was typed. */
   passwordResetAddress: WindowLimiter;
+  /** Management API calls per caller (`person:<user id>` or `client:<client_id>`), from any address. */
+  managementCaller: WindowLimiter;
 }
 
 /**
@@ -64,6 +66,7 @@ export function defaultRateLimits(config: Config, clock: Clock, store?: Store): 
       signInAccountTotal: new SharedWindowLimiter(store, 'signin_account_total', limits.signInAccountTotal, clock),
       secondFactor: new SharedBackoffLimiter(store, 'second_factor', limits.secondFactor, clock),
       passwordResetAddress: new SharedWindowLimiter(store, 'password_reset_address', limits.passwordReset, clock),
+      managementCaller: new SharedWindowLimiter(store, 'management_caller', limits.management, clock),
     };
   }
   const share = (setting: RateLimitSetting | undefined) => perWorker(setting, config.workers);
@@ -76,5 +79,6 @@ export function defaultRateLimits(config: Config, clock: Clock, store?: Store): 
     signInAccountTotal: new RateLimiter(share(limits.signInAccountTotal), clock),
     secondFactor: new BackoffLimiter(share(limits.secondFactor), clock),
     passwordResetAddress: new RateLimiter(share(limits.passwordReset), clock),
+    managementCaller: new RateLimiter(share(limits.management), clock),
   };
 }

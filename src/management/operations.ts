@@ -60,6 +60,7 @@ const commonResponses = {
   400: { description: 'Invalid input', schema: problemSchema },
   401: { description: 'No valid access token for this API', schema: problemSchema },
   403: { description: 'The token lacks the scope this operation needs', schema: problemSchema },
+  429: { description: 'Too many calls by this caller: wait as many seconds as Retry-After says', schema: problemSchema },
 };
 
 function callerFields(caller: ManagementCaller | undefined): Record<string, unknown> {

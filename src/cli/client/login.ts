@@ -6,6 +6,7 @@
  * request or anything else that would let another account start or finish the sign-in
  * (sign_in_page.ts, loopback.ts).
  */
+import { managementAudience, managementScopes } from '../../management/management_api.js';
 import { homedir } from 'node:os';
 import QRCode from 'qrcode';
 import { epochSeconds, systemClock } from '../../clock.js';
@@ -231,7 +232,8 @@ export const loginCommand = defineCommand({
       '                    LATCHKEY_ISSUER, else http://localhost:3000)',
       "  --client-id ID    the client to sign in as (default: the profile's, else latchkey-cli)",
       "  --audience A      an API to get the access token for (default: the profile's, else the provider's default)",
-      '  --scope S         scopes to ask for (default: the profile\'s, else "openid email profile offline_access")',
+      '  --scope S         scopes to ask for (default: the profile\'s, else "openid email profile offline_access";',
+      '                    for the audience {issuer}/api/v1, the management API, every scope of it too)',
       '                    A profile signed in before is signed in again at its issuer, with its client,',
       '                    audience, scope and DPoP; --issuer naming another server starts afresh.',
       '  --device          the Device Code flow: a code to approve on any other device',
@@ -269,11 +271,15 @@ export const loginCommand = defineCommand({
     const again = stored !== undefined && stored.issuer === issuer ? stored : undefined;
     const dpop = context.values.dpop === true || again?.dpop_jwk !== undefined;
     const clientId = context.values['client-id'] || again?.client_id || 'latchkey-cli';
+    const audience = context.values.audience || again?.audience || undefined;
+    // For the server's management API, every management scope is asked for: the server keeps
+    // those the person's roles allow (all of them for the admin role), so no list is to be typed.
+    const forManagement = audience !== undefined && audience === managementAudience(issuer);
     const options: Omit<LoginOptions, 'signal'> = {
       issuer,
       clientId,
-      scope: context.values.scope || again?.scope || defaultScope,
-      audience: context.values.audience || again?.audience || undefined,
+      scope: context.values.scope || (forManagement ? `${defaultScope} ${managementScopes.join(' ')}` : again?.scope || defaultScope),
+      audience,
       dpopJwk: dpop ? await newDpopKey() : undefined,
       again: loginCommandLine({ profile: profileName, issuer, defaultIssuer: client.issuer }, [
         ...(context.values.device === true ? ['--device'] : []),

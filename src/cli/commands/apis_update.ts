@@ -4,6 +4,7 @@ import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
 import { validIntrospectionClients } from './api_introspection_clients.js';
 import { validScopeNames } from '../../directory/roles.js';
+import { builtInApiRefusal } from '../../management/management_api.js';
 
 export const apisUpdateCommand = defineCommand({
   usage:
@@ -45,6 +46,8 @@ export const apisUpdateCommand = defineCommand({
       scopes: noScopes ? [] : (scopes ?? api.scopes),
       introspectionClients: clear ? [] : given === undefined ? api.introspectionClients : await validIntrospectionClients(store, given),
     };
+    const builtIn = await builtInApiRefusal(store, identifier, updated.scopes);
+    if (builtIn !== undefined) throw new CommandError(builtIn);
     if (!(await store.updateApi(updated))) throw new CommandError(`no API "${identifier}"`);
     await cliAudit(context, 'api.updated', { identifier, scopes: updated.scopes, introspectionClients: updated.introspectionClients });
     context.stderr.write(`Updated API ${identifier}\n`);

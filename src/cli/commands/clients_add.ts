@@ -4,6 +4,7 @@ import { validBackchannelLogoutUri, validClientId, validGrantTypes, validName, v
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
+import { managementClient } from '../management_client.js';
 
 export const clientsAddCommand = defineCommand({
   usage:
@@ -40,6 +41,7 @@ export const clientsAddCommand = defineCommand({
     'require-par': { type: 'boolean' },
     'web-origin': { type: 'string', multiple: true },
   },
+  remote: true,
   async run(context) {
     const clientId = validClientId(context.positionals[0] ?? '');
     const checks = (context.values['redirect-uri'] ?? []).map(validRedirectUri);
@@ -75,6 +77,31 @@ export const clientsAddCommand = defineCommand({
     }
     if (context.values['client-secret-jwt'] === true && context.values.confidential !== true)
       throw new CommandError('--client-secret-jwt needs --confidential');
+    const summary = (secret: string | undefined) =>
+      `Registered client ${clientId} (${withKeys ? 'confidential, private_key_jwt' : secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')}${requirePar ? '; pushed authorization requests required' : ''}${webOrigins.length > 0 ? `; web origins: ${webOrigins.join(' ')}` : ''})\n`;
+    const remote = managementClient(context);
+    if (remote) {
+      // The same client through POST /api/v1/clients (field names of the configuration file); the server audits it.
+      if (jwksFile !== undefined) throw new CommandError('--jwks-file does not work with --server yet: publish the keys and use --jwks-uri');
+      if (context.values['client-secret-jwt'] === true) throw new CommandError('--client-secret-jwt does not work with --server yet');
+      const created = await remote.call<{ client_secret?: string }>('POST', '/clients', {
+        client_id: clientId,
+        name: validName(context.values.name) ?? clientId,
+        redirect_uris: redirectUris,
+        grant_types: grantTypes,
+        confidential: context.values.confidential === true || withKeys,
+        first_party: context.values['first-party'] === true,
+        pkce: context.values.confidential !== true && !withKeys && context.values['no-pkce'] !== true,
+        require_par: requirePar,
+        web_origins: webOrigins,
+        post_logout_redirect_uris: postLogoutRedirectUris,
+        ...(backchannelLogoutUri === undefined ? {} : { backchannel_logout_uri: backchannelLogoutUri }),
+        ...(jwksUri === undefined ? {} : { jwks_uri: jwksUri }),
+      });
+      context.stderr.write(summary(created.client_secret));
+      if (created.client_secret) context.stdout.write(`client_secret (shown only once): ${created.client_secret}\n`);
+      return 0;
+    }
     const fresh =
       context.values.confidential === true ? newClientSecret(await context.secretBox(), clientId, context.values['client-secret-jwt'] === true) : undefined;
     const secret = fresh?.secret;
@@ -119,9 +146,7 @@ export const clientsAddCommand = defineCommand({
       ...(requirePar ? { requirePar } : {}),
       ...(webOrigins.length > 0 ? { webOrigins } : {}),
     });
-    context.stderr.write(
-      `Registered client ${clientId} (${withKeys ? 'confidential, private_key_jwt' : secret ? 'confidential' : 'public'}; grants: ${grantTypes.join(', ')}${requirePar ? '; pushed authorization requests required' : ''}${webOrigins.length > 0 ? `; web origins: ${webOrigins.join(' ')}` : ''})\n`,
-    );
+    context.stderr.write(summary(secret));
     if (secret) context.stdout.write(`client_secret (shown only once): ${secret}\n`);
     return 0;
   },

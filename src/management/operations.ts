@@ -65,9 +65,10 @@ const commonResponses = {
 
 function callerFields(caller: ManagementCaller | undefined): Record<string, unknown> {
   if (caller === undefined) return {};
+  // The actor column says who acted (as the console's admin username does); the details say how.
   return caller.kind === 'client'
-    ? { via: 'api', callerClientId: caller.clientId }
-    : { via: 'api', callerUserId: caller.userId, callerUsername: caller.username };
+    ? { actor: caller.clientId, via: 'api', callerClientId: caller.clientId }
+    : { actor: caller.username, via: 'api', callerUserId: caller.userId, callerUsername: caller.username };
 }
 
 export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(app: FastifyInstance, spec: OperationSpec<P, Q, B>): void {

@@ -38,7 +38,7 @@ async function call(method: string, path: string, accessToken: string, body?: un
   return { status: res.status, json: text === '' ? undefined : (JSON.parse(text) as Record<string, unknown>) };
 }
 
-it('a machine client with write:clients registers a client, rotates its secret and removes it; one without the scope gets 403', async () => {
+it('a machine client with write:clients registers a client (audited as the actor), rotates its secret and removes it; one without the scope gets 403', async () => {
   const provisionerSecret = await addManagementClient(t.store, t.config.issuer, 'provisioner', ['write:clients']);
   const granted = await token('provisioner', provisionerSecret, ['write:clients']);
   expect(granted.status).toBe(200);
@@ -47,6 +47,11 @@ it('a machine client with write:clients registers a client, rotates its secret a
   const created = await call('POST', '/api/v1/clients', writer, { client_id: 'preview-42', confidential: true, grant_types: ['client_credentials'] });
   expect(created.status).toBe(201);
   const firstSecret = created.json!.client_secret as string;
+  // The change is in the audit log with who made it (the machine client) and from where, never with the secret.
+  await t.app.services.auditTrail.flush();
+  const [event] = await t.store.listAuditEvents({ event: 'client.created', clientId: 'preview-42', limit: 10 });
+  expect(event).toMatchObject({ actor: 'provisioner', ip: '127.0.0.1', details: { via: 'api', callerClientId: 'provisioner' } });
+  expect(JSON.stringify(event)).not.toContain(firstSecret);
 
   const rotated = await call('POST', '/api/v1/clients/preview-42/rotate-secret', writer);
   expect(rotated.status).toBe(200);

@@ -52,7 +52,10 @@ describe('management API: clients', () => {
     expect(body).toMatchObject({ client_id: 'nightly', name: 'Nightly job', confidential: true, pkce: false, grants: [] });
     expect(body.client_secret).toMatch(/.{20,}/);
     expect(created.headers.location).toBe('/api/v1/clients/nightly');
-    expect(created.headers['access-control-allow-origin']).toBeUndefined();
+    // Not for browsers: a cross-origin caller gets no CORS header, so its page cannot read the answer.
+    const fromPage = await call('GET', '/api/v1/clients/nightly', { headers: { origin: 'https://app.example.com' } });
+    expect(fromPage.statusCode).toBe(200);
+    expect(fromPage.headers['access-control-allow-origin']).toBeUndefined();
     // Stored as a digest, never in the clear.
     expect((await t.store.findClient('nightly'))?.secretHash).toBe(sha256(body.client_secret));
 

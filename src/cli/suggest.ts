@@ -3,20 +3,10 @@
  * was typed, by edit distance, so `latchkey user list` points at `latchkey users list` and
  * `latchkey logn` at `latchkey login`.
  */
+import { editDistance } from '../edit_distance.js';
 import type { CommandEntry } from './command.js';
 
-/** Levenshtein distance: insertions, deletions and substitutions, one each. */
-export function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
-}
+export { editDistance };
 
 /** Close enough to be a typo: a third of the longer one, at least one and at most three edits. */
 const closeEnough = (distance: number, typed: string, known: string) =>

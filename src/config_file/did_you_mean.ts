@@ -2,19 +2,7 @@
  * "Did you mean …?" for a mistyped name in a configuration file: the known name closest to what was
  * written, by edit distance, when it is close enough to be a typo.
  */
-
-/** Levenshtein distance: insertions, deletions and substitutions, one each. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
-}
+import { editDistance } from '../edit_distance.js';
 
 /**
  * The known name `typed` most likely meant, or undefined. A typo is at most a third of the longer

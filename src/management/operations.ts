@@ -28,7 +28,7 @@ export interface OperationContext<P, Q, B> {
 }
 
 export interface OperationSpec<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType> {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** OpenAPI style, relative to /api/v1: /clients/{client_id}. */
   path: string;
   operationId: string;

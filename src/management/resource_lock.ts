@@ -4,9 +4,15 @@
  * resource run one after the other in this process; the lock covers one server process, not several
  * behind a load balancer (the store has no conditional write yet).
  */
-const queues = new Map<string, Promise<unknown>>();
+import type { Store } from '../store/store.js';
 
-export async function withResourceLock<T>(key: string, work: () => Promise<T>): Promise<T> {
+/** Per database: two test servers in one process do not share locks. */
+const queuesByStore = new WeakMap<Store, Map<string, Promise<unknown>>>();
+
+/** Runs `work` alone for `key` (e.g. `client:web`); `store` is the database the resource lives in. */
+export async function withResourceLock<T>(store: Store, key: string, work: () => Promise<T>): Promise<T> {
+  let queues = queuesByStore.get(store);
+  if (!queues) queuesByStore.set(store, (queues = new Map<string, Promise<unknown>>()));
   const before = queues.get(key) ?? Promise.resolve();
   const run = before.then(work, work);
   const settled = run.then(

@@ -4,7 +4,7 @@
  * add --confidential --grant-type client_credentials`, `clients grant`), then asked of /oauth/token.
  */
 import type { Store } from '../../src/store/store.js';
-import { addClient } from './app.js';
+import { addClient, type TestApp } from './app.js';
 
 export const managementScopes = ['read:clients', 'write:clients', 'read:apis', 'write:apis'];
 
@@ -45,4 +45,42 @@ export function managementTokenRequest(issuer: string, clientId: string, secret:
       authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`,
     },
   };
+}
+
+/** Every scope of the built-in API, read then write, for tests that need them all. */
+export const allManagementScopes = ['users', 'clients', 'apis', 'roles', 'connectors', 'sessions', 'keys', 'audit-events'].flatMap((r) => [
+  `read:${r}`,
+  `write:${r}`,
+]);
+
+/**
+ * A caller of the management API through app.inject whose every answer is checked against the
+ * OpenAPI document the server serves (helpers/openapi_answers.ts). the harness makes a machine client
+ * granted `scopes` and fetches the document; `call` sends as that client unless `as` names another
+ * token; `tokenFor` makes another client with other scopes.
+ */
+export async function managementHarness(t: TestApp, scopes: string[] = allManagementScopes, clientId = 'robot') {
+  const { OpenApiAnswers } = await import('./openapi_answers.js');
+  async function tokenFor(id: string, wanted: string[]): Promise<string> {
+    const secret = await addManagementClient(t.store, t.config.issuer, id, wanted);
+    const res = await t.app.inject({ method: 'POST', url: '/oauth/token', ...managementTokenRequest(t.config.issuer, id, secret, wanted) });
+    if (res.statusCode !== 200) throw new Error(`token for ${id}: ${res.statusCode} ${res.body}`);
+    return res.json<{ access_token: string }>().access_token;
+  }
+  const token = await tokenFor(clientId, scopes);
+  const doc = await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+  if (doc.statusCode !== 200) throw new Error(`openapi.json: ${doc.statusCode}`);
+  const answers = new OpenApiAnswers(doc.json());
+  async function call(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    options: { body?: unknown; headers?: Record<string, string>; as?: string } = {},
+  ) {
+    const headers: Record<string, string> = { authorization: `Bearer ${options.as ?? token}`, ...options.headers };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await t.app.inject({ method, url, headers, ...(options.body === undefined ? {} : { payload: JSON.stringify(options.body) }) });
+    answers.check({ method, url, statusCode: res.statusCode, headers: res.headers, body: res.body });
+    return res;
+  }
+  return { token, tokenFor, call, answers };
 }

@@ -118,7 +118,7 @@ export async function managementApiRoutes(app: FastifyInstance): Promise<void> {
       412: { description: 'The API changed since the ETag given', schema: problemSchema },
     },
     async handler({ request, params, body, audit }) {
-      return withResourceLock(`api:${params.identifier}`, async () => {
+      return withResourceLock(store, `api:${params.identifier}`, async () => {
         const { api, etag } = await current(params.identifier);
         refuseManaged('api', api.identifier, api);
         checkIfMatch(request, etag);
@@ -154,7 +154,7 @@ export async function managementApiRoutes(app: FastifyInstance): Promise<void> {
       412: { description: 'The API changed since the ETag given', schema: problemSchema },
     },
     async handler({ request, params, audit }) {
-      return withResourceLock(`api:${params.identifier}`, async () => {
+      return withResourceLock(store, `api:${params.identifier}`, async () => {
         const { api, etag } = await current(params.identifier);
         refuseManaged('api', api.identifier, api);
         checkIfMatch(request, etag);

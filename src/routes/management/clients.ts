@@ -161,7 +161,7 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
       412: { description: 'The client changed since the ETag given', schema: problemSchema },
     },
     async handler({ request, params, body, audit }) {
-      return withResourceLock(`client:${params.client_id}`, async () => {
+      return withResourceLock(store, `client:${params.client_id}`, async () => {
         const { client, etag } = await current(params.client_id);
         refuseManaged('client', client.clientId, client);
         checkIfMatch(request, etag);
@@ -205,7 +205,7 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
       412: { description: 'The client changed since the ETag given', schema: problemSchema },
     },
     async handler({ request, params, audit }) {
-      return withResourceLock(`client:${params.client_id}`, async () => {
+      return withResourceLock(store, `client:${params.client_id}`, async () => {
         const { client, etag } = await current(params.client_id);
         if (client.builtIn) throw new Problem(409, 'built-in', `Client "${client.clientId}" is built in and cannot be removed.`);
         refuseManaged('client', client.clientId, client);
@@ -235,7 +235,7 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
       409: { description: 'The client has no secret, or is managed by a configuration file', schema: problemSchema },
     },
     async handler({ params, body, audit }) {
-      return withResourceLock(`client:${params.client_id}`, async () => {
+      return withResourceLock(store, `client:${params.client_id}`, async () => {
         const { client } = await current(params.client_id);
         refuseManaged('client', client.clientId, client);
         if (client.secretHash === undefined)

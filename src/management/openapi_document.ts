@@ -34,8 +34,9 @@ function operationObject(operation: DescribedOperation): JsonSchema {
       ...(answer.schema === undefined ? {} : { content: { [type]: { schema: jsonSchema(answer.schema, 'output') } } }),
     };
   }
+  // If-Match is honoured where a stale one is refused: the operations that list a 412 answer.
   const ifMatch =
-    operation.etag === true && operation.method === 'PATCH' ? [{ name: 'If-Match', in: 'header', required: false, schema: { type: 'string' } }] : [];
+    operation.etag === true && 412 in operation.responses ? [{ name: 'If-Match', in: 'header', required: false, schema: { type: 'string' } }] : [];
   return {
     operationId: operation.operationId,
     summary: operation.summary,

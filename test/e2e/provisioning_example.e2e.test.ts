@@ -6,12 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { runCli, startServerProcess, type CliResult, type ServerProcess } from '../helpers/process.js';
+import { executable, runCli, startServerProcess, type CliResult, type ServerProcess } from '../helpers/process.js';
 
 const script = fileURLToPath(new URL('../../docs/examples/provision.sh', import.meta.url));
 const reports = 'https://reports.example.com';
@@ -79,7 +79,19 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'shim'));
   const log = join(dir, 'curl-arguments');
   writeFileSync(log, '');
-  writeFileSync(join(dir, 'shim', 'curl'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nPATH=$(printf '%s' "$PATH" | sed 's|^[^:]*:||') exec curl "$@"\n`);
+  // The shim records each command line, and runs once, just before a PATCH goes out, whatever
+  // command a test left in `before-patch` (another writer changing the client in between).
+  const beforePatch = join(dir, 'before-patch');
+  writeFileSync(
+    join(dir, 'shim', 'curl'),
+    [
+      '#!/bin/sh',
+      `printf '%s\\n' "$*" >> '${log}'`,
+      `case "$*" in *'-X PATCH'*) if [ -f '${beforePatch}' ]; then sh '${beforePatch}' >&2; rm '${beforePatch}'; fi ;; esac`,
+      `PATH=$(printf '%s' "$PATH" | sed 's|^[^:]*:||') exec curl "$@"`,
+      '',
+    ].join('\n'),
+  );
   chmodSync(join(dir, 'shim', 'curl'), 0o755);
   serverEnv = { LATCHKEY_DB: join(dir, 'server.db') };
   server = await startServerProcess(serverEnv);
@@ -133,6 +145,28 @@ describe('docs/examples/provision.sh', () => {
     expect(curlArguments).not.toContain(provisionerSecret);
     expect(curlArguments).not.toContain(secret!);
     expect(curlArguments).not.toMatch(/Bearer|Basic|eyJ/);
+  });
+
+  it('on a re-run that meets a change made since its read (412), reads the client again and applies its update', async () => {
+    const up = await provision(['up', 'preview-45', 'https://pr-45.preview.example.com/callback']);
+    expect(up.code, up.stderr).toBe(0);
+    const grant = [process.execPath, executable, 'clients', 'grant', 'preview-45', reports, '--scope', 'write:reports'].map((a) => `'${a}'`).join(' ');
+    writeFileSync(join(dir, 'before-patch'), `LATCHKEY_DB='${serverEnv.LATCHKEY_DB!}' ${grant}\n`);
+    const patchesSent = () =>
+      readFileSync(join(dir, 'curl-arguments'), 'utf8')
+        .split('\n')
+        .filter((line) => line.includes('-X PATCH')).length;
+    const before = patchesSent();
+    const again = await provision(['up', 'preview-45', 'https://pr-45b.preview.example.com/callback']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toBe('client_id=preview-45\n');
+    expect(existsSync(join(dir, 'before-patch'))).toBe(false);
+    // The first PATCH was refused (412) and a second, with the fresh ETag, applied the job's values.
+    expect(patchesSent() - before).toBe(2);
+    expect(await registered('preview-45')).toMatchObject({
+      redirect_uris: ['https://pr-45b.preview.example.com/callback'],
+      api_grants: [{ api: reports, scopes: ['read:reports'] }],
+    });
   });
 
   it('stops with the server’s refusal, changing nothing, when the job’s client lacks write:clients or the grant names an unknown API', async () => {

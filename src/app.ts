@@ -56,6 +56,7 @@ import { adminRoutes } from './routes/admin/index.js';
 import { prepareManagementScope } from './management/api_scope.js';
 import { managementClientRoutes } from './routes/management/clients.js';
 import { managementApiRoutes } from './routes/management/apis.js';
+import { managementKeyRoutes } from './routes/management/keys.js';
 import { managementOpenApiRoutes } from './routes/management/openapi.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { AuditTrail } from './audit/audit_trail.js';
@@ -236,6 +237,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await api.register(managementClientRoutes);
       await api.register(managementApiRoutes);
       await api.register(managementUserRoutes);
+      await api.register(managementKeyRoutes);
       await api.register(managementOpenApiRoutes);
     },
     { prefix: '/api/v1' },

@@ -51,7 +51,11 @@ export function keyViews(keys: readonly SigningKeyRecord[], retention: number, n
  * new tokens are signed with. That is the server's non-RS256 key if it has one (RS256 then signs
  * only id_tokens), whatever LATCHKEY_SIGNING_ALG says.
  */
-export function accessKeyFirst<T extends { alg: SigningAlgorithm }>(keys: readonly T[], previouslyActive: readonly SigningAlgorithm[], signingAlg: SigningAlgorithm): T[] {
+export function accessKeyFirst<T extends { alg: SigningAlgorithm }>(
+  keys: readonly T[],
+  previouslyActive: readonly SigningAlgorithm[],
+  signingAlg: SigningAlgorithm,
+): T[] {
   const accessAlg = previouslyActive.find((alg) => alg !== 'RS256') ?? signingAlg;
   return [...keys].sort((a, b) => Number(b.alg === accessAlg) - Number(a.alg === accessAlg));
 }

@@ -47,7 +47,12 @@ describe('management API: keys', () => {
     expect(old.headers.etag).toMatch(/^W\/"/);
     // The newest keys come first in the list.
     const listed = (await api.call('GET', '/api/v1/keys')).json<{ data: Array<{ kid: string }> }>().data;
-    expect(listed.slice(0, keys.length).map((k) => k.kid).sort()).toEqual(keys.map((k) => k.kid).sort());
+    expect(
+      listed
+        .slice(0, keys.length)
+        .map((k) => k.kid)
+        .sort(),
+    ).toEqual(keys.map((k) => k.kid).sort());
     await t.app.services.auditTrail.flush();
     const events = await t.store.listAuditEvents({ event: 'key.rotated', limit: 10 });
     expect(events.map((e) => e.details.kid).sort()).toEqual(keys.map((k) => k.kid).sort());

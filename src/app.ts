@@ -57,6 +57,7 @@ import { prepareManagementScope } from './management/api_scope.js';
 import { managementClientRoutes } from './routes/management/clients.js';
 import { managementApiRoutes } from './routes/management/apis.js';
 import { managementKeyRoutes } from './routes/management/keys.js';
+import { managementAuditEventRoutes } from './routes/management/audit_events.js';
 import { managementSessionRoutes } from './routes/management/sessions.js';
 import { managementOpenApiRoutes } from './routes/management/openapi.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
@@ -240,6 +241,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await api.register(managementUserRoutes);
       await api.register(managementKeyRoutes);
       await api.register(managementSessionRoutes);
+      await api.register(managementAuditEventRoutes);
       await api.register(managementOpenApiRoutes);
     },
     { prefix: '/api/v1' },

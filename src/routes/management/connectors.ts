@@ -42,7 +42,7 @@ function checkFailed(id: string, result: ConnectorCheck, what: string): Problem 
     422,
     'check-failed',
     `connector ${id} not ${what}: ${result.cause ?? 'a check failed'} (fix it and try again, or send "check": false to skip the check)`,
-    result.checks.filter((step) => step.outcome === 'failed').map((step) => ({ path: '', message: `${step.name}: ${step.detail}` })),
+    result.checks.filter((step) => step.outcome === 'failed').map((step) => ({ path: '/check', message: `${step.name}: ${step.detail}` })),
   );
 }
 

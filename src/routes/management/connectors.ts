@@ -163,7 +163,7 @@ export async function managementConnectorRoutes(app: FastifyInstance): Promise<v
         refuseManaged('connector', connector.id, connector);
         checkIfMatch(request, etag);
         const { check: wanted, name, ...fields } = body;
-        const given = Object.entries(fields).filter(([, value]) => value !== undefined);
+        const given = Object.entries(fields as Record<string, unknown>).filter(([, value]) => value !== undefined);
         const foreign = given.filter(([field]) => !connectorFields[connector.type].includes(field));
         if (foreign.length > 0)
           throw new Problem(

@@ -3,9 +3,12 @@
  * as `sessions list` shows them, filtered by person and client, read one, and ended as `sessions
  * revoke` ends them; every answer checked against the served document.
  */
+import { createServer } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { epochSeconds } from '../../src/clock.js';
-import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
+import { addClient, addUser, pkcePair, testApp, type TestApp } from '../helpers/app.js';
+import { Browser, injectTransport, signIn } from '../helpers/browser.js';
+import { waitFor } from '../helpers/wait.js';
 import { managementHarness } from '../helpers/management.js';
 import { refreshToken, session } from '../helpers/records.js';
 
@@ -125,5 +128,50 @@ describe('management API: sessions', () => {
     expect((await api.call('DELETE', '/api/v1/sessions/sid-erin', { as: reader })).statusCode).toBe(403);
     const other = await api.tokenFor('other', ['read:keys']);
     expect((await api.call('GET', '/api/v1/sessions', { as: other })).statusCode).toBe(403);
+  });
+
+  it('ending a browser session tells the clients registered for Back-Channel Logout, as the console does', async () => {
+    const received: string[] = [];
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        received.push(body);
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      await addUser(t.store, 'gail', 'gail-password');
+      await addClient(t.store, 'web', {
+        redirectUris: ['https://app.example.com/cb'],
+        grantTypes: ['authorization_code'],
+        firstParty: true,
+        backchannelLogoutUri: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/backchannel`,
+      });
+      // Gail signs in to the client in a browser: the session the client is told about.
+      const browser = new Browser(injectTransport(t.app));
+      const { challenge } = pkcePair();
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: 'web',
+        redirect_uri: 'https://app.example.com/cb',
+        scope: 'openid',
+        state: 's',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      });
+      let res = await browser.get(`/authorize?${query}`);
+      if (res.location?.startsWith('/login')) res = await signIn(browser, await browser.get(res.location), 'gail', 'gail-password');
+      while (res.location && !res.location.startsWith('https://')) res = await browser.get(res.location);
+      expect(new URL(res.location!).searchParams.get('code')).toBeTruthy();
+      const rows = (await api.call('GET', '/api/v1/sessions?user=gail')).json<{ data: Row[] }>().data;
+      const sessionId = rows.find((r) => r.kind === 'browser')!.id;
+      expect((await api.call('DELETE', `/api/v1/sessions/${sessionId}`)).statusCode).toBe(204);
+      await waitFor(() => received.length > 0, { what: 'a back-channel logout request' });
+      expect(received[0]).toContain('logout_token=');
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
   });
 });

@@ -56,6 +56,10 @@ import { adminRoutes } from './routes/admin/index.js';
 import { prepareManagementScope } from './management/api_scope.js';
 import { managementClientRoutes } from './routes/management/clients.js';
 import { managementApiRoutes } from './routes/management/apis.js';
+import { managementKeyRoutes } from './routes/management/keys.js';
+import { managementConnectorRoutes } from './routes/management/connectors.js';
+import { managementAuditEventRoutes } from './routes/management/audit_events.js';
+import { managementSessionRoutes } from './routes/management/sessions.js';
 import { managementOpenApiRoutes } from './routes/management/openapi.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { AuditTrail } from './audit/audit_trail.js';
@@ -236,6 +240,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await api.register(managementClientRoutes);
       await api.register(managementApiRoutes);
       await api.register(managementUserRoutes);
+      await api.register(managementConnectorRoutes);
+      await api.register(managementKeyRoutes);
+      await api.register(managementSessionRoutes);
+      await api.register(managementAuditEventRoutes);
       await api.register(managementOpenApiRoutes);
     },
     { prefix: '/api/v1' },

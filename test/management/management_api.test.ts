@@ -218,10 +218,20 @@ describe('management API: OpenAPI document', () => {
     expect(Object.keys(doc.paths).sort()).toEqual([
       '/apis',
       '/apis/{identifier}',
+      '/audit-events',
+      '/audit-events/{id}',
       '/clients',
       '/clients/{client_id}',
       '/clients/{client_id}/rotate-secret',
+      '/connectors',
+      '/connectors/{id}',
+      '/connectors/{id}/test',
+      '/keys',
+      '/keys/rotate',
+      '/keys/{kid}',
       '/openapi.json',
+      '/sessions',
+      '/sessions/{id}',
       '/users',
     ]);
     expect(doc.paths['/clients']!.post!.security).toEqual([{ accessToken: ['write:clients'] }]);

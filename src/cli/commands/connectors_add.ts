@@ -16,7 +16,8 @@ import {
   oidcConfigSchema,
   reservedConnectorIds,
 } from '../../connectors/connector_config.js';
-import { connectorSecretContext } from '../../connectors/runtime.js';
+import { connectorWarnings, defaultConnectorName, newConnectorRecord } from '../../connectors/connector_setup.js';
+import type { ConnectorCheck } from '../../connectors/connector_check.js';
 import { validName } from '../../directory/validation.js';
 import { DuplicateError, type ConnectorType } from '../../store/store.js';
 import { cliAudit } from '../audit_log.js';
@@ -24,6 +25,7 @@ import { CommandError, exitCodes, defineCommand, type CommandContext } from '../
 import { readAll } from '../password_input.js';
 import { issuerForAddresses } from '../server_address.js';
 import { writeCheck } from './connectors_test.js';
+import { managementClient } from '../management_client.js';
 import type { z } from 'zod';
 
 const usage = [
@@ -61,16 +63,6 @@ const optionTypes = [
   ['group-base', 'ldap'],
   ['start-tls', 'ldap'],
 ] as const satisfies readonly (readonly [string, ConnectorType])[];
-
-/**
- * Issuers where anyone can have an account: without restricting who may sign in at the provider
- * (or disabling the users it creates), every account holder there could sign in here.
- */
-function openToEveryone(issuer: string): boolean {
-  const url = new URL(issuer);
-  if (url.host === 'accounts.google.com') return true;
-  return url.host === 'login.microsoftonline.com' && /^\/(common|organizations|consumers)(\/|$)/.test(url.pathname);
-}
 
 async function secretFromStdin(context: CommandContext, what: string): Promise<string> {
   const secret = (await readAll(context.stdin)).replace(/\r?\n$/, '');
@@ -115,6 +107,7 @@ export const connectorsAddCommand = defineCommand({
     'start-tls': { type: 'boolean' },
     'no-check': { type: 'boolean' },
   },
+  remote: true,
   async run(context) {
     const id = context.positionals[0] ?? '';
     if (!connectorIdPattern.test(id))
@@ -129,12 +122,8 @@ export const connectorsAddCommand = defineCommand({
     if (v['client-secret-stdin'] !== undefined && type === 'ldap')
       throw new CommandError('--client-secret-stdin is for --type oidc and github (an ldap connector takes --bind-password-stdin)', exitCodes.usage);
     if (v['client-id'] !== undefined && type === 'ldap') throw new CommandError('--client-id is for --type oidc and github only', exitCodes.usage);
-    let config: Record<string, unknown>;
     let secret: string | undefined;
-    let defaultName: string;
     let checkable: CheckableConnector;
-    // Said once the connector is added.
-    const warnings: string[] = [];
     switch (type) {
       case 'oidc': {
         if (v.issuer === undefined || v['client-id'] === undefined) throw new CommandError('--type oidc needs --issuer and --client-id', exitCodes.usage);
@@ -145,24 +134,16 @@ export const connectorsAddCommand = defineCommand({
           groupsClaim: v['groups-claim'],
           trustEmail: v['trust-email'] === true,
         });
-        config = oidc;
         if (v['client-secret-stdin'] === true) secret = await secretFromStdin(context, 'the client secret');
         checkable = { type, config: oidc, secret };
-        defaultName = new URL(oidc.issuer).host;
-        if (oidc.issuer.startsWith('http:')) warnings.push('the issuer is plain http: use https outside a test setup');
-        if (openToEveryone(oidc.issuer))
-          warnings.push('anyone with an account at this issuer can sign in: restrict the application to your organization at the provider');
         break;
       }
       case 'github': {
         if (v['client-id'] === undefined || v['client-secret-stdin'] !== true)
           throw new CommandError('--type github needs --client-id and --client-secret-stdin', exitCodes.usage);
         const github = settings(githubConfigSchema, { clientId: v['client-id'], orgs: v.org, apiUrl: v['api-url'] });
-        config = github;
         secret = await secretFromStdin(context, 'the client secret');
         checkable = { type, config: github, secret };
-        defaultName = 'GitHub';
-        if (github.orgs.length === 0) warnings.push('without --org, anyone with a GitHub account can sign in');
         break;
       }
       case 'ldap': {
@@ -177,17 +158,18 @@ export const connectorsAddCommand = defineCommand({
           groupBase: v['group-base'],
           startTls: v['start-tls'] === true,
         });
-        config = ldap;
         secret = await secretFromStdin(context, 'the bind password');
         checkable = { type, config: ldap, secret };
-        defaultName = new URL(ldap.url.replace(/^ldaps?:/, 'http:')).host;
-        if (ldap.url.startsWith('ldap:') && !ldap.startTls) warnings.push('passwords would cross the network in the clear: use ldaps:// or --start-tls');
         break;
       }
       default:
         throw new CommandError('--type must be oidc, github or ldap', exitCodes.usage);
     }
-    const name = validName(v.name) ?? defaultName;
+    // Said once the connector is added.
+    const warnings = connectorWarnings(checkable);
+    const name = validName(v.name) ?? defaultConnectorName(checkable);
+    const remote = managementClient(context);
+    if (remote) return addThroughServer(context, remote, id, checkable, name, v['no-check'] !== true);
     const store = await context.store();
     const box = await context.secretBox();
     if (await store.findConnector(id)) throw new CommandError(`connector "${id}" already exists`);
@@ -207,14 +189,7 @@ export const connectorsAddCommand = defineCommand({
       }
     }
     try {
-      await store.createConnector({
-        id,
-        type,
-        name,
-        config,
-        secret: secret === undefined ? undefined : box.seal(connectorSecretContext(id), secret),
-        createdAt: epochSeconds(systemClock),
-      });
+      await store.createConnector(newConnectorRecord(box, { ...checkable, id, name }, epochSeconds(systemClock)));
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`connector "${id}" already exists`);
       throw err;
@@ -226,3 +201,38 @@ export const connectorsAddCommand = defineCommand({
     return 0;
   },
 });
+
+/** The API's fields (the configuration file's, snake_case) of these settings. */
+function apiFields(connector: CheckableConnector): Record<string, unknown> {
+  const fields = Object.fromEntries(Object.entries(connector.config).map(([name, value]) => [name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), value]));
+  const secretField = connector.type === 'ldap' ? 'bind_password' : 'client_secret';
+  return { ...fields, ...(connector.secret === undefined ? {} : { [secretField]: connector.secret }) };
+}
+
+/**
+ * `POST /api/v1/connectors`: the server checks the upstream (from where it will sign people in),
+ * saves and audits it; the same lines are printed as on the database.
+ */
+async function addThroughServer(
+  context: CommandContext,
+  remote: NonNullable<ReturnType<typeof managementClient>>,
+  id: string,
+  checkable: CheckableConnector,
+  name: string,
+  check: boolean,
+): Promise<number> {
+  // Said before the request goes out: an upstream that does not answer takes the whole deadline.
+  if (check) context.stderr.write(`Checking connector ${id} (${checkable.type}: ${name})\n`);
+  const added = await remote.call<{ name: string; redirect_uri?: string; warnings: string[]; check: ConnectorCheck | null }>('POST', '/connectors', {
+    id,
+    type: checkable.type,
+    name,
+    ...apiFields(checkable),
+    check,
+  });
+  if (added.check) writeCheck(context.stderr, added.check);
+  context.stderr.write(`Added connector ${id} (${checkable.type}: ${added.name})\n`);
+  for (const warning of added.warnings) context.stderr.write(`warning: ${warning}\n`);
+  if (added.redirect_uri !== undefined) context.stdout.write(`redirect_uri: ${added.redirect_uri}\n`);
+  return 0;
+}

@@ -1,39 +1,36 @@
-import { connectorRedirectUri } from '../../connectors/connector_config.js';
+import { connectorView, type ConnectorView } from '../../management/connector_resource.js';
 import { defineCommand } from '../command.js';
-import { isoTime, json, table } from '../output.js';
+import { managementClient } from '../management_client.js';
+import { json, table } from '../output.js';
 import { issuerForAddresses } from '../server_address.js';
 
 /** What a listing shows of a connector's settings: where it points (never its secret). */
-function target(config: Record<string, unknown>): string {
-  return [config.issuer, config.apiUrl, config.url].find((v) => typeof v === 'string') ?? '';
+function target(connector: ConnectorView): string {
+  return [connector.issuer, connector.api_url, connector.url].find((v) => typeof v === 'string') ?? '';
 }
 
 export const connectorsListCommand = defineCommand({
   usage: 'latchkey connectors list [--json]',
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
+  remote: true,
   async run(context) {
-    const store = await context.store();
-    const connectors = await store.listConnectors();
-    const issuer = await issuerForAddresses(context);
+    // The same views from either side (management/connector_resource.ts), so the output is the same too.
+    const remote = managementClient(context);
+    let connectors: ConnectorView[];
+    if (remote) {
+      connectors = await remote.listAll<ConnectorView>('/connectors');
+    } else {
+      const store = await context.store();
+      const issuer = await issuerForAddresses(context);
+      connectors = (await store.listConnectors()).map((c) => connectorView(c, issuer));
+    }
     if (context.values.json) {
-      context.stdout.write(
-        json(
-          connectors.map((c) => ({
-            id: c.id,
-            type: c.type,
-            name: c.name,
-            ...c.config,
-            has_secret: c.secret !== undefined,
-            ...(c.type === 'ldap' ? {} : { redirect_uri: connectorRedirectUri(issuer, c.id) }),
-            created_at: isoTime(c.createdAt),
-          })),
-        ),
-      );
+      context.stdout.write(json(connectors));
     } else {
       context.stdout.write(
         table(
-          connectors.map((c) => [c.id, c.type, c.name, target(c.config), isoTime(c.createdAt)]),
+          connectors.map((c) => [c.id, c.type, c.name, target(c), c.created_at]),
           ['ID', 'TYPE', 'NAME', 'UPSTREAM', 'CREATED'],
         ),
       );

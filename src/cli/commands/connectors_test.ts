@@ -9,12 +9,13 @@ import { checkConnector } from '../../connectors/connector_check.js';
 import { connectorRedirectUri, typedConnector } from '../../connectors/connector_config.js';
 import { connectorSecretContext } from '../../connectors/runtime.js';
 import { CommandError, defineCommand, type CommandIo } from '../command.js';
+import { managementClient } from '../management_client.js';
 import { visible } from '../terminal_text.js';
 
 const outcomeLabels = { passed: 'ok         ', failed: 'FAILED     ', not_checked: 'not checked' } as const;
 
 /** The steps, one a line: what was checked and what was found. */
-export function writeCheck(out: CommandIo['stdout'], result: ConnectorCheck): void {
+export function writeCheck(out: CommandIo['stdout'], result: Pick<ConnectorCheck, 'checks'>): void {
   for (const step of result.checks) out.write(`  ${outcomeLabels[step.outcome]}  ${visible(step.name)}: ${visible(step.detail)}\n`);
 }
 
@@ -30,8 +31,17 @@ export const connectorsTestCommand = defineCommand({
   ].join('\n'),
   positionals: { min: 1, max: 1 },
   options: {},
+  remote: true,
   async run(context) {
     const id = context.positionals[0] ?? '';
+    const remote = managementClient(context);
+    if (remote) {
+      // POST /api/v1/connectors/{id}/test: the server checks it from where it signs people in.
+      const path = `/connectors/${encodeURIComponent(id)}`;
+      const connector = await remote.call<{ type: string; name: string }>('GET', path);
+      const result = await remote.call<ConnectorCheck>('POST', `${path}/test`);
+      return report(context, id, connector, result);
+    }
     const store = await context.store();
     const record = await store.findConnector(id);
     if (!record) throw new CommandError(`no connector "${id}"`);
@@ -45,10 +55,14 @@ export const connectorsTestCommand = defineCommand({
     }
     const config = context.config();
     const result = await checkConnector({ ...typed, secret }, { timeoutSeconds: config.upstreamTimeout, redirectUri: connectorRedirectUri(config.issuer, id) });
-    context.stdout.write(`Connector ${id} (${typed.type}: ${visible(record.name)})\n`);
-    writeCheck(context.stdout, result);
-    if (!result.ok) throw new CommandError(`connector ${id} does not work: ${result.cause ?? 'a check failed'}`);
-    context.stdout.write(`Connector ${id} works, as far as can be checked without a person signing in.\n`);
-    return 0;
+    return report(context, id, { type: typed.type, name: record.name }, result);
   },
 });
+
+function report(context: CommandIo, id: string, connector: { type: string; name: string }, result: Pick<ConnectorCheck, 'ok' | 'cause' | 'checks'>): number {
+  context.stdout.write(`Connector ${id} (${connector.type}: ${visible(connector.name)})\n`);
+  writeCheck(context.stdout, result);
+  if (!result.ok) throw new CommandError(`connector ${id} does not work: ${result.cause ?? 'a check failed'}`);
+  context.stdout.write(`Connector ${id} works, as far as can be checked without a person signing in.\n`);
+  return 0;
+}

@@ -4,49 +4,30 @@
  * made and last used, so an operator can find and end one (`sessions revoke <id>`). The device is
  * named as the pages name it ("Chrome on macOS"); the JSON keeps the raw User-Agent as `software`.
  */
-import { deviceName } from '../../http/device_description.js';
+import { sessionOrder, sessionViews, type SessionView } from '../../management/session_resource.js';
 import { revocationTime } from '../revocation_time.js';
 import { CommandError, defineCommand } from '../command.js';
-import { isoTime, json, table } from '../output.js';
+import { managementClient } from '../management_client.js';
+import { json, table } from '../output.js';
 
 export const sessionsListCommand = defineCommand({
   usage: 'latchkey sessions list [--user <username>] [--json]',
   positionals: { min: 0, max: 0 },
   options: { user: { type: 'string' }, json: { type: 'boolean' } },
+  remote: true,
   async run(context) {
-    const store = await context.store();
     const username = context.values.user;
-    const user = username === undefined ? undefined : await store.findUserByUsername(username);
-    if (username !== undefined && !user) throw new CommandError(`no user "${username}"`);
-    const now = await revocationTime(store);
-    const [sessions, families, users] = await Promise.all([store.listSessions(user?.id, now), store.listRefreshFamilies(user?.id, now), store.listUsers()]);
-    const usernameOf = new Map(users.map((u) => [u.id, u.username]));
-    const rows = [
-      ...sessions.map((s) => ({
-        id: s.id,
-        kind: 'browser' as const,
-        user: usernameOf.get(s.userId) ?? s.userId,
-        client_id: null,
-        from: s.ip ?? null,
-        device: deviceName(s.userAgent),
-        software: s.userAgent ?? null,
-        created_at: isoTime(s.createdAt),
-        last_used_at: isoTime(s.lastSeenAt ?? s.createdAt),
-        expires_at: isoTime(s.expiresAt),
-      })),
-      ...families.map((f) => ({
-        id: f.familyId,
-        kind: 'app' as const,
-        user: usernameOf.get(f.userId) ?? f.userId,
-        client_id: f.clientId,
-        from: f.approvedIp ?? null,
-        device: deviceName(f.approvedUserAgent),
-        software: f.approvedUserAgent ?? null,
-        created_at: isoTime(f.createdAt),
-        last_used_at: isoTime(f.lastUsedAt),
-        expires_at: isoTime(f.expiresAt),
-      })),
-    ].sort((a, b) => (a.last_used_at < b.last_used_at ? 1 : a.last_used_at > b.last_used_at ? -1 : 0));
+    // The same views from either side (management/session_resource.ts), so the output is the same too.
+    const remote = managementClient(context);
+    let rows: SessionView[];
+    if (remote) {
+      rows = (await remote.listAll<SessionView>(`/sessions${username === undefined ? '' : `?user=${encodeURIComponent(username)}`}`)).sort(sessionOrder);
+    } else {
+      const store = await context.store();
+      const user = username === undefined ? undefined : await store.findUserByUsername(username);
+      if (username !== undefined && !user) throw new CommandError(`no user "${username}"`);
+      rows = await sessionViews(store, { userId: user?.id }, await revocationTime(store));
+    }
     if (context.values.json) {
       context.stdout.write(json(rows));
     } else {

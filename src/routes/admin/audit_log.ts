@@ -7,6 +7,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { auditQueryOf } from '../../audit/audit_query.js';
 import { AdminInputError } from '../../directory/validation.js';
 import { parseFields } from '../../http/form.js';
 import type { AuditEventQuery, AuditEventRecord } from '../../store/store.js';
@@ -29,43 +30,12 @@ type Filters = z.infer<typeof filterQuery>;
 /** Event families offered as suggestions in the event field. */
 const eventPrefixes = ['admin.', 'api.', 'client.', 'connector.', 'consent.', 'key.', 'role.', 'second_factor.', 'session.', 'signin.', 'token.', 'user.'];
 
-/** A datetime-local value (read as UTC), a date, or ISO 8601 with a zone → epoch milliseconds. */
-export function timeFilter(text: string, what: string): number | undefined {
-  const value = text.trim();
-  if (value === '') return undefined;
-  const match = /^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?))?(Z|[+-]\d{2}:\d{2})?$/.exec(value);
-  const at = match ? Date.parse(`${match[1]}T${match[2] ?? '00:00'}${match[3] ?? 'Z'}`) : Number.NaN;
-  // Date.parse rolls 2026-02-30 over to March: a day that does not exist is refused instead.
-  const realDay = Number.isFinite(at) && match !== null && new Date(Date.parse(`${match[1]}T00:00Z`)).toISOString().slice(0, 10) === match[1];
-  if (!realDay) throw new AdminInputError(`${what} must be a date and time such as 2026-11-23T17:30 (UTC) or 2026-11-23T17:30:00+01:00.`);
-  return at;
-}
-
-/** The store's query for these filters (a username is looked up to its user id). */
+/** The store's query for these filters and page (audit/audit_query.ts, as the management API's). */
 async function queryOf(app: FastifyInstance, filters: Filters): Promise<AuditEventQuery> {
-  const since = timeFilter(filters.since, 'Since');
-  const until = timeFilter(filters.until, 'Until');
-  if (since !== undefined && until !== undefined && until <= since) throw new AdminInputError('Until must be later than since.');
-  const event = filters.event.trim();
-  if (event !== '' && !/^[a-z0-9_]+(\.[a-z0-9_]+)*\.?$/.test(event))
-    throw new AdminInputError('The event must be an event name such as user.created, or a prefix such as user.');
+  const query = await auditQueryOf(app.services.store, filters);
   const cursor = filters.before.trim();
   if (cursor !== '' && !/^\d{1,15}$/.test(cursor)) throw new AdminInputError('The page cursor is not valid.');
-  const before = cursor === '' ? undefined : Number(cursor);
-  const user = filters.user.trim();
-  const userId = user === '' ? undefined : ((await app.services.store.findUserByUsername(user))?.id ?? user);
-  const client = filters.client.trim();
-  const actor = filters.actor.trim();
-  return {
-    ...(actor === '' ? {} : { actor }),
-    ...(since === undefined ? {} : { since }),
-    ...(until === undefined ? {} : { until }),
-    ...(userId === undefined ? {} : { userId }),
-    ...(client === '' ? {} : { clientId: client }),
-    ...(event === '' ? {} : { event }),
-    ...(before === undefined ? {} : { beforeId: before }),
-    limit: pageSize + 1,
-  };
+  return { ...query, ...(cursor === '' ? {} : { beforeId: Number(cursor) }), limit: pageSize + 1 };
 }
 
 /** The event's own details as short `name: value` lines. */

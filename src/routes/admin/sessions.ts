@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { endSignIn } from '../../account/end_sign_in.js';
 import { epochSeconds } from '../../clock.js';
 import { deviceName } from '../../http/device_description.js';
 import { parseFields } from '../../http/form.js';
@@ -141,14 +142,15 @@ export async function adminSessionRoutes(app: FastifyInstance): Promise<void> {
     if (!gate.ok) return gate.reply;
     const { admin, form } = gate;
     const now = epochSeconds(clock);
-    const session = form.sign_in === '' ? undefined : await store.endSessionById(form.sign_in, undefined);
-    const family = session || form.sign_in === '' ? undefined : await store.revokeRefreshFamilyOf(form.sign_in, undefined, now);
-    if (session) {
+    const ended = form.sign_in === '' ? undefined : await endSignIn(store, form.sign_in, now);
+    if (ended?.kind === 'browser') {
+      const { session } = ended;
       notifyBackchannelLogoutLater(services, [session], request);
       adminAudit(request, admin, 'session.ended_by_admin', { userId: session.userId, kind: 'browser', sessionId: session.id });
-    }
-    if (family)
+    } else if (ended?.kind === 'app') {
+      const { family } = ended;
       adminAudit(request, admin, 'session.ended_by_admin', { userId: family.userId, kind: 'app', clientId: family.clientId, familyId: family.familyId });
-    return doneRedirect(reply, listPath(form.user.trim(), pageNumber(form.page)), session || family ? 'ended' : 'ended_none');
+    }
+    return doneRedirect(reply, listPath(form.user.trim(), pageNumber(form.page)), ended ? 'ended' : 'ended_none');
   });
 }

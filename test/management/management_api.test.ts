@@ -222,7 +222,16 @@ describe('management API: OpenAPI document', () => {
       '/clients/{client_id}',
       '/clients/{client_id}/rotate-secret',
       '/openapi.json',
+      '/roles',
+      '/roles/{name}',
+      '/roles/{name}/members',
       '/users',
+      '/users/{username}',
+      '/users/{username}/identities/{connector}',
+      '/users/{username}/mfa-enrollment',
+      '/users/{username}/mfa-reset',
+      '/users/{username}/revoke-tokens',
+      '/users/{username}/roles/{role}',
     ]);
     expect(doc.paths['/clients']!.post!.security).toEqual([{ accessToken: ['write:clients'] }]);
     const missing = await t.app.inject({ method: 'GET', url: '/api/v1/nothing-here', headers: { authorization: `Bearer ${token}` } });

@@ -43,6 +43,7 @@ import { revocationRoutes } from './routes/revocation.js';
 import { registrationRoutes } from './routes/registration.js';
 import { userinfoRoutes } from './routes/userinfo.js';
 import { managementUserRoutes } from './routes/management/users.js';
+import { managementRoleRoutes } from './routes/management/roles.js';
 import { loginRoutes } from './routes/login.js';
 import { connectorRoutes } from './routes/connectors.js';
 import { secondFactorRoutes } from './routes/second_factor.js';
@@ -236,6 +237,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await api.register(managementClientRoutes);
       await api.register(managementApiRoutes);
       await api.register(managementUserRoutes);
+      await api.register(managementRoleRoutes);
       await api.register(managementOpenApiRoutes);
     },
     { prefix: '/api/v1' },

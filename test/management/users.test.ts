@@ -5,8 +5,9 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { verifyPassword } from '../../src/crypto/password.js';
-import { addUser, testApp, type TestApp } from '../helpers/app.js';
-import { managementHarness } from '../helpers/management.js';
+import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
+import { tokensFor } from '../helpers/flows.js';
+import { allManagementScopes, managementHarness } from '../helpers/management.js';
 import { session } from '../helpers/records.js';
 
 let t: TestApp;
@@ -249,6 +250,23 @@ describe('management API: users', () => {
     expect((await h.call('DELETE', '/api/v1/users/alice')).statusCode).toBe(404);
     const [event] = await events('user.removed');
     expect(event?.details).toMatchObject({ username: 'alice', via: 'api' });
+  });
+
+  it('a person removed through the API can no longer call it with their token; nobody removes themselves (409)', async () => {
+    await addClient(t.store, 'cli', { grantTypes: ['device_code', 'refresh_token'] });
+    const scope = `openid offline_access ${allManagementScopes.join(' ')}`;
+    const tokenOf = async (username: string) => {
+      const person = await addUser(t.store, username, undefined, { roles: ['admin'] });
+      const stored = await t.store.findUserById(person.id);
+      return (await tokensFor(t, stored!, 'cli', { scope, audience: `${t.config.issuer}/api/v1` })).access_token;
+    };
+    const [alice, bob] = [await tokenOf('alice'), await tokenOf('bob')];
+    const self = await h.call('DELETE', '/api/v1/users/alice', { as: alice });
+    expect(self.statusCode).toBe(409);
+    expect(self.json().type).toMatch(/#self$/);
+    expect((await h.call('DELETE', '/api/v1/users/alice', { as: bob })).statusCode).toBe(204);
+    expect((await h.call('GET', '/api/v1/users', { as: alice })).statusCode).toBe(401);
+    expect((await h.call('GET', '/api/v1/users', { as: bob })).statusCode).toBe(200);
   });
 
   it('a caller without write:users may read but not change (403), and one without read:users may not list', async () => {

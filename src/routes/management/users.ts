@@ -13,6 +13,7 @@ import { hashPassword } from '../../crypto/password.js';
 import { randomUuid } from '../../crypto/secrets.js';
 import { generatedPassword } from '../../directory/generated_password.js';
 import { changedProfileClaims } from '../../directory/profile_claims.js';
+import { removePerson } from '../../directory/user_removal.js';
 import { validEmail, validName, validPassword, validUsername } from '../../directory/validation.js';
 import { sendSecurityNoticesLater } from '../../mail/security_notice_sender.js';
 import { checkIfMatch, etagOf } from '../../management/etag.js';
@@ -285,10 +286,9 @@ export async function managementUserRoutes(app: FastifyInstance): Promise<void> 
         // A person removing themselves would lose the very sign-in making the call; another administrator can.
         if (caller?.kind === 'person' && caller.userId === user.id)
           throw new Problem(409, 'self', 'You cannot remove your own account: another administrator can.');
-        const now = await revocationNow();
-        const sessions = await store.listSessions(user.id, now);
-        if (!(await store.removeUser(user.username, now))) throw notFound(`user "${user.username}"`);
-        notifyBackchannelLogoutLater(app.services, sessions, request);
+        const removed = await removePerson(store, user.username, await revocationNow());
+        if (!removed) throw notFound(`user "${user.username}"`);
+        notifyBackchannelLogoutLater(app.services, removed.endedSessions, request);
         audit('user.removed', { username: user.username, userId: user.id });
         return { status: 204 };
       });

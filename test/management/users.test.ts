@@ -234,7 +234,7 @@ describe('management API: users', () => {
     expect(unlinked.json()).toEqual({ identities: [{ connector: 'sso', subject: 'up-1' }], can_sign_in: true });
     expect(await t.store.findSession('s1', Math.floor(t.clock()))).toBeUndefined();
     expect((await h.call('DELETE', '/api/v1/users/alice/identities/sso')).json().detail).toBe('alice has no identity linked at "sso".');
-    expect((await h.call('DELETE', '/api/v1/users/alice/identities/nowhere')).json().detail).toBe('There is no connector "nowhere".');
+    expect((await h.call('DELETE', '/api/v1/users/alice/identities/nowhere')).json().detail).toBe('no connector "nowhere".');
   });
 
   it('DELETE removes a person and ends their sign-ins; 404 after; a stale If-Match is 412', async () => {

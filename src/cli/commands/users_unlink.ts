@@ -6,7 +6,7 @@
  * everything the person holds ends, as `users revoke-tokens` does. Audited. Unlike the person on
  * /account, an operator may take the last way in; the command says so.
  */
-import { hasUsablePassword } from '../../connectors/linked_identities.js';
+import { unlinkConnector } from '../../connectors/identity_unlinking.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, defineCommand } from '../command.js';
 import { revocationTime } from '../revocation_time.js';
@@ -47,24 +47,17 @@ export const usersUnlinkCommand = defineCommand({
     const store = await context.store();
     const user = await store.findUserByUsername(username);
     if (!user) throw new CommandError(`no user "${username}"`);
-    const removed = await store.unlinkIdentity(user.id, connectorId, await revocationTime(store));
-    if (removed === 'last_way_in' || removed.length === 0) {
-      if (!(await store.findConnector(connectorId))) throw new CommandError(`no connector "${connectorId}"`);
-      const linked = [...new Set((await store.listIdentities(user.id)).map((i) => i.connectorId))];
-      throw new CommandError(`${user.username} has no identity linked at "${connectorId}"${linked.length > 0 ? ` (linked: ${linked.join(', ')})` : ''}`);
-    }
+    const outcome = await unlinkConnector(store, user, connectorId, await revocationTime(store));
+    if (!outcome.ok) throw new CommandError(outcome.refusal);
     await cliAudit(context, 'user.identity_unlinked', {
       username: user.username,
       userId: user.id,
       connectorId,
-      subjects: removed.map((i) => i.subject),
+      subjects: outcome.removed.map((i) => i.subject),
       source: 'cli',
     });
     unlinked(user.username);
-    const [remaining, passkeys] = await Promise.all([store.listIdentities(user.id), store.listPasskeys(user.id)]);
-    if (!hasUsablePassword(user) && remaining.length === 0 && passkeys.length === 0) {
-      noWayIn(user.username);
-    }
+    if (!outcome.canSignIn) noWayIn(user.username);
     return 0;
   },
 });

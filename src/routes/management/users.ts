@@ -8,11 +8,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../../clock.js';
-import { hasUsablePassword } from '../../connectors/linked_identities.js';
+import { unlinkConnector } from '../../connectors/identity_unlinking.js';
 import { hashPassword } from '../../crypto/password.js';
 import { randomUuid } from '../../crypto/secrets.js';
 import { generatedPassword } from '../../directory/generated_password.js';
-import { changedProfileClaims } from '../../directory/profile_claims.js';
+import { userChangeTo } from '../../directory/profile_claims.js';
 import { removePerson } from '../../directory/user_removal.js';
 import { validEmail, validName, validPassword, validUsername } from '../../directory/validation.js';
 import { sendSecurityNoticesLater } from '../../mail/security_notice_sender.js';
@@ -223,21 +223,7 @@ export async function managementUserRoutes(app: FastifyInstance): Promise<void> 
         if (body.password !== undefined) checks.check('/password', () => validPassword(body.password ?? ''));
         checks.done();
         // What `users update` changes: only what differs, and the claims named in the audit event.
-        const change: { email?: string; name?: string | null; profile?: UserRecord['profile'] } = {};
-        const changedClaims: string[] = [];
-        if (email !== undefined && email !== user.email) {
-          change.email = email;
-          changedClaims.push('email');
-        }
-        if (name !== undefined && (name ?? undefined) !== user.name) {
-          change.name = name;
-          changedClaims.push('name');
-        }
-        const profileChanges = profile === undefined ? [] : changedProfileClaims(user.profile, profile);
-        if (profileChanges.length > 0) {
-          change.profile = profile;
-          changedClaims.push(...profileChanges);
-        }
+        const { change, changedClaims } = userChangeTo(user, { email, name, profile });
         if (changedClaims.length > 0) {
           if (!(await store.updateUser(user.username, change, now))) throw notFound(`user "${user.username}"`);
           audit('user.updated', { username: user.username, claims: changedClaims });
@@ -461,17 +447,9 @@ export async function managementUserRoutes(app: FastifyInstance): Promise<void> 
       return changing(request, params.username, async (user) => {
         const now = await revocationNow();
         const sessions = await store.listSessions(user.id, now);
-        // No guard: an operator may take the last way in (to give a password after, or to keep them out).
-        const removed = await store.unlinkIdentity(user.id, params.connector, now);
-        if (removed === 'last_way_in' || removed.length === 0) {
-          if (!(await store.findConnector(params.connector))) throw notFound(`connector "${params.connector}"`);
-          const linked = [...new Set((await store.listIdentities(user.id)).map((i) => i.connectorId))];
-          throw new Problem(
-            404,
-            'not-found',
-            `${user.username} has no identity linked at "${params.connector}"${linked.length > 0 ? ` (linked: ${linked.join(', ')})` : ''}.`,
-          );
-        }
+        const outcome = await unlinkConnector(store, user, params.connector, now);
+        if (!outcome.ok) throw new Problem(404, 'not-found', `${outcome.refusal}.`);
+        const removed = outcome.removed;
         notifyBackchannelLogoutLater(app.services, sessions, request);
         audit('user.identity_unlinked', {
           username: user.username,
@@ -480,12 +458,11 @@ export async function managementUserRoutes(app: FastifyInstance): Promise<void> 
           subjects: removed.map((i) => i.subject),
           source: 'api',
         });
-        const [remaining, passkeys] = await Promise.all([store.listIdentities(user.id), store.listPasskeys(user.id)]);
         return {
           status: 200,
           body: {
             identities: removed.map((i) => ({ connector: i.connectorId, subject: i.subject })),
-            can_sign_in: hasUsablePassword(user) || remaining.length > 0 || passkeys.length > 0,
+            can_sign_in: outcome.canSignIn,
           },
         };
       });

@@ -43,6 +43,7 @@ import { revocationRoutes } from './routes/revocation.js';
 import { registrationRoutes } from './routes/registration.js';
 import { userinfoRoutes } from './routes/userinfo.js';
 import { managementUserRoutes } from './routes/management/users.js';
+import { managementRoleRoutes } from './routes/management/roles.js';
 import { loginRoutes } from './routes/login.js';
 import { connectorRoutes } from './routes/connectors.js';
 import { secondFactorRoutes } from './routes/second_factor.js';
@@ -244,6 +245,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       await api.register(managementKeyRoutes);
       await api.register(managementSessionRoutes);
       await api.register(managementAuditEventRoutes);
+      await api.register(managementRoleRoutes);
       await api.register(managementOpenApiRoutes);
     },
     { prefix: '/api/v1' },

@@ -63,6 +63,7 @@ export type AuditEvent =
   | 'user.updated'
   | 'user.disabled'
   | 'user.enabled'
+  | 'user.removed'
   | 'user.password_changed'
   | 'user.password_rehashed'
   | 'user.tokens_revoked'

@@ -4,9 +4,7 @@
  */
 import type { CommandIo } from './command.js';
 import { CommandError } from './command.js';
-import { randomString } from '../crypto/secrets.js';
-
-const generatedAlphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789';
+import { generatedPassword } from '../directory/generated_password.js';
 
 export async function readAll(stdin: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
@@ -63,5 +61,5 @@ export async function obtainPassword(io: CommandIo, fromStdin: boolean): Promise
     if (first !== second) throw new CommandError('the passwords did not match');
     return { password: first, generated: false };
   }
-  return { password: randomString(generatedAlphabet, 20), generated: true };
+  return { password: generatedPassword(), generated: true };
 }

@@ -413,20 +413,32 @@ export function userChangeFrom(
   if (email === undefined && name === undefined && !anyProfileOption) {
     throw new AdminInputError('nothing to change: give --email, --name, a profile option or --clear <claim>');
   }
-  const profile = anyProfileOption ? mergeProfile(stored.profile, options, clears) : stored.profile;
+  const profile = anyProfileOption ? mergeProfile(stored.profile, options, clears) : undefined;
+  return userChangeTo(stored, { email, name, profile });
+}
+
+/**
+ * The change from a stored user to the values wanted (each checked already; undefined: left as it
+ * is, a null name: removed): only what differs, and the names of the changed claims, in the order
+ * `users update` reports them. Shared by the command and PATCH /api/v1/users/{username}.
+ */
+export function userChangeTo(
+  stored: { email: string; name: string | undefined; profile: UserProfileClaims },
+  wanted: { email?: string | undefined; name?: string | null | undefined; profile?: UserProfileClaims | undefined },
+): UserChange {
   const change: UserChange['change'] = {};
   const changedClaims: string[] = [];
-  if (email !== undefined && email !== stored.email) {
-    change.email = email;
+  if (wanted.email !== undefined && wanted.email !== stored.email) {
+    change.email = wanted.email;
     changedClaims.push('email');
   }
-  if (name !== undefined && (name ?? undefined) !== stored.name) {
-    change.name = name;
+  if (wanted.name !== undefined && (wanted.name ?? undefined) !== stored.name) {
+    change.name = wanted.name;
     changedClaims.push('name');
   }
-  const profileChanges = changedProfileClaims(stored.profile, profile);
+  const profileChanges = wanted.profile === undefined ? [] : changedProfileClaims(stored.profile, wanted.profile);
   if (profileChanges.length > 0) {
-    change.profile = profile;
+    change.profile = wanted.profile;
     changedClaims.push(...profileChanges);
   }
   return { change, changedClaims };

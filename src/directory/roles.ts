@@ -50,8 +50,11 @@ export function validRoleDescription(value: string | undefined): string | undefi
   return trimmed === '' ? undefined : trimmed;
 }
 
+/** What resolving a permission needs of an API (a stored one, or one the management API answered). */
+export type DeclaringApi = Pick<ApiRecord, 'identifier' | 'scopes'>;
+
 /** The permission `text` names among these APIs, or an AdminInputError saying what is wrong. */
-export function resolvePermission(apis: readonly ApiRecord[], text: string): Permission {
+export function resolvePermission(apis: readonly DeclaringApi[], text: string): Permission {
   const candidates = apis.filter((api) => text.startsWith(`${api.identifier}:`)).sort((a, b) => b.identifier.length - a.identifier.length);
   const [longest] = candidates;
   if (longest === undefined) throw new AdminInputError(`permission "${text.slice(0, 200)}" does not start with a registered API identifier followed by ":"`);
@@ -69,7 +72,11 @@ export function resolvePermission(apis: readonly ApiRecord[], text: string): Per
 /** Resolves every `<api>:<scope>` against the registered APIs; distinct, sorted by api then scope. */
 export async function resolvePermissions(store: Store, texts: readonly string[]): Promise<Permission[]> {
   if (texts.length === 0) return [];
-  const apis = await store.listApis();
+  return resolvePermissionsAmong(await store.listApis(), texts);
+}
+
+/** The same among these APIs (the admin commands through the management API list them from there). */
+export function resolvePermissionsAmong(apis: readonly DeclaringApi[], texts: readonly string[]): Permission[] {
   const seen = new Map<string, Permission>();
   for (const text of texts) {
     const permission = resolvePermission(apis, text);

@@ -816,6 +816,12 @@ export interface Store {
    * approvals issued at or before `now` (tokensRevokedAt). Returns false when there is no such user.
    */
   revokeUserTokens(username: string, now: number): Promise<boolean>;
+  /**
+   * Removes the user (username compared as findUserByUsername does): everything they hold ends
+   * first, as revokeUserTokens does, then the record goes with their sessions, refresh tokens,
+   * identities, second factors and role grants. The user as it was, or undefined when there is none.
+   */
+  removeUser(username: string, now: number): Promise<UserRecord | undefined>;
 
   /** Throws DuplicateError when the client_id is taken. */
   createClient(client: NewRecord<ClientRecord>): Promise<void>;

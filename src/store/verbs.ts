@@ -31,6 +31,7 @@ export const verbTraits: { readonly [K in VerbName]: VerbTraits } = {
   setUserDisabled: { kind: 'write', directory: true },
   setUserPassword: { kind: 'write', directory: true },
   revokeUserTokens: { kind: 'write', directory: true },
+  removeUser: { kind: 'write', directory: true },
   createClient: { kind: 'write', directory: true },
   ensureClient: { kind: 'write', directory: true },
   findClient: { kind: 'read' },

@@ -102,7 +102,7 @@ describe('latchkey --server URL', () => {
     const nobody = await runCli(['--server', server.base, 'users', 'list'], laptop('nobody'));
     expect(nobody.code).toBe(6);
     expect(nobody.stderr).toContain(`latchkey login --issuer ${server.base} --audience ${server.base}/api/v1`);
-    const notYet = await runCli(['--server', server.base, 'users', 'add', 'gina'], laptop('erin'));
+    const notYet = await runCli(['--server', server.base, 'secret-key', 'rotate'], laptop('erin'));
     expect(notYet.code).toBe(2);
     expect(notYet.stderr).toContain('does not work with --server');
     const plainHttp = await runCli(['--server', 'http://login.example.com', 'users', 'list'], laptop('erin'));

@@ -230,9 +230,18 @@ describe('management API: OpenAPI document', () => {
       '/keys/rotate',
       '/keys/{kid}',
       '/openapi.json',
+      '/roles',
+      '/roles/{name}',
+      '/roles/{name}/members',
       '/sessions',
       '/sessions/{id}',
       '/users',
+      '/users/{username}',
+      '/users/{username}/identities/{connector}',
+      '/users/{username}/mfa-enrollment',
+      '/users/{username}/mfa-reset',
+      '/users/{username}/revoke-tokens',
+      '/users/{username}/roles/{role}',
     ]);
     expect(doc.paths['/clients']!.post!.security).toEqual([{ accessToken: ['write:clients'] }]);
     const missing = await t.app.inject({ method: 'GET', url: '/api/v1/nothing-here', headers: { authorization: `Bearer ${token}` } });

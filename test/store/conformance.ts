@@ -408,6 +408,33 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
+      it('removeUser ends what the person holds and removes them with their identities, grants and sessions; others stay', async () => {
+        await withSeededStore(async (store) => {
+          await store.createConnector(connector('sso'));
+          await store.linkIdentity(identity());
+          await store.createUser(user({ username: 'bob' }));
+          await store.createRole({ name: 'editor', description: undefined, permissions: [], createdAt: t0 });
+          expect(await store.grantRole('user-alice', 'editor', t0)).toBe(true);
+          expect(await store.grantRole('user-bob', 'editor', t0)).toBe(true);
+          await store.createSession(session({ idHash: 'alice-session' }));
+          await store.createSession(session({ idHash: 'bob-session', userId: 'user-bob' }));
+          await store.createRefreshToken(refreshToken({ id: 'a1', tokenHash: 'a1', familyId: 'fam-a' }));
+          const removed = await store.removeUser('ALICE', t0 + 5);
+          expect(removed?.id).toBe('user-alice');
+          expect(removed?.roles).toEqual(['editor']);
+          expect(await store.findUserById('user-alice')).toBeUndefined();
+          expect(await store.findUserByUsername('alice')).toBeUndefined();
+          expect(await store.findIdentity('sso', 'up-1')).toBeUndefined();
+          expect(await store.findSession('alice-session', t0)).toBeUndefined();
+          expect(await store.findRefreshToken('a1')).toBeUndefined();
+          expect((await store.listRoleMembers('editor')).map((u) => u.username)).toEqual(['bob']);
+          expect(await store.findSession('bob-session', t0)).toBeDefined();
+          expect(await store.removeUser('alice', t0 + 6)).toBeUndefined();
+          expect(await store.removeUser('\u0000', t0)).toBeUndefined();
+          expect((await store.listUsers()).map((u) => u.username)).toEqual(['bob']);
+        });
+      });
+
       it('recordUpstreamSignIn refreshes the groups always and the profile only as given', async () => {
         await withSeededStore(async (store) => {
           await store.createConnector(connector('sso'));

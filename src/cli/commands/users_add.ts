@@ -6,6 +6,7 @@ import { newUserProfile, profileOptions, profileOptionsHelp } from '../../direct
 import { DuplicateError } from '../../store/store.js';
 import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
+import { managementClient } from '../management_client.js';
 import { obtainPassword } from '../password_input.js';
 
 export const usersAddCommand = defineCommand({
@@ -21,12 +22,23 @@ export const usersAddCommand = defineCommand({
   ].join('\n'),
   positionals: { min: 1, max: 1 },
   options: { email: { type: 'string' }, name: { type: 'string' }, 'password-stdin': { type: 'boolean' }, ...profileOptions },
+  remote: true,
   async run(context) {
     const now = epochSeconds(systemClock);
     const username = validUsername(context.positionals[0] ?? '');
     const email = validEmail(context.values.email);
     const name = validName(context.values.name);
     const profile = newUserProfile(context.values, now);
+    const remote = managementClient(context);
+    if (remote) {
+      // The password is read as on the database and sent in the body (--server is https but to this machine).
+      const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
+      validPassword(password);
+      await remote.call('POST', '/users', { username, email, ...(name === undefined ? {} : { name }), profile, password });
+      context.stderr.write(`Created user ${username}\n`);
+      if (generated) context.stdout.write(`Password for ${username} (shown only once): ${password}\n`);
+      return 0;
+    }
     const store = await context.store();
     if (await store.findUserByUsername(username)) throw new CommandError(`user "${username}" already exists`);
     const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);

@@ -8,12 +8,14 @@
 import { adminRole } from '../../directory/roles.js';
 import { AdminInputError } from '../../directory/validation.js';
 import { epochSeconds, systemClock } from '../../clock.js';
-import { cancelEnrolmentLinks, createEnrolmentLink, defaultEnrolmentLinkLifetime, maxEnrolmentLinkLifetime } from '../../mfa/enrolment_link.js';
+import { cancelEnrolmentLinks, createEnrolmentLink, defaultEnrolmentLinkLifetime, enrolmentPath, maxEnrolmentLinkLifetime } from '../../mfa/enrolment_link.js';
 import { hasSecondFactor, secondFactorsOf } from '../../mfa/policy.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, defineCommand } from '../command.js';
 import { isoTime } from '../output.js';
 import { issuerForAddresses } from '../server_address.js';
+import { managementClient } from '../management_client.js';
+import type { UserView } from '../../management/user_view.js';
 
 export function validEnrolmentLinkLifetime(value: string | undefined): number {
   if (value === undefined) return defaultEnrolmentLinkLifetime;
@@ -39,11 +41,44 @@ export const usersMfaEnrollCommand = defineCommand({
   ].join('\n'),
   positionals: { min: 1, max: 1 },
   options: { 'expires-in': { type: 'string' }, cancel: { type: 'boolean' } },
+  remote: true,
   async run(context) {
     const username = context.positionals[0] ?? '';
     const cancel = context.values.cancel === true;
     if (cancel && context.values['expires-in'] !== undefined) throw new AdminInputError('--cancel makes no link: it takes no --expires-in');
     const lifetime = validEnrolmentLinkLifetime(context.values['expires-in']);
+    const cancelledSaid = (who: string, cancelled: number) =>
+      context.stderr.write(cancelled > 0 ? `Cancelled the enrolment link of ${who}\n` : `${who} had no unused enrolment link\n`);
+    const linkSaid = (user: { username: string; roles: readonly string[] }, made: { link: string; expiresAt: string; replaced: number }, issuer: string) => {
+      context.stderr.write(
+        [
+          `One-time enrolment link for ${user.username} (their first second factor; works once, until ${made.expiresAt}, only while signed in as ${user.username}; shown only once):`,
+          ...(made.replaced > 0 ? ['The link made before no longer works.'] : []),
+          ...(user.roles.includes(adminRole) ? [] : [`${user.username} does not hold the admin role: they can also set up their first factor without it.`]),
+          `Give it to them yourself, not by email. If ${issuer} is not the server's public address (LATCHKEY_ISSUER), they can paste the link on /account/security instead.`,
+          '',
+        ].join('\n'),
+      );
+      context.stdout.write(`${made.link}\n`);
+    };
+    const remote = managementClient(context);
+    if (remote) {
+      // The server checks the account (enabled, no factor yet) and makes the link on its own issuer.
+      const path = `/users/${encodeURIComponent(username)}`;
+      const user = await remote.call<UserView>('GET', path);
+      if (cancel) {
+        const { cancelled } = await remote.call<{ cancelled: number }>('DELETE', `${path}/mfa-enrollment`);
+        cancelledSaid(user.username, cancelled);
+        return 0;
+      }
+      const made = await remote.call<{ link: string; expires_at: string; replaced: number }>('POST', `${path}/mfa-enrollment`, { expires_in: lifetime });
+      linkSaid(
+        user,
+        { link: made.link, expiresAt: made.expires_at, replaced: made.replaced },
+        made.link.slice(0, Math.max(0, made.link.indexOf(enrolmentPath))),
+      );
+      return 0;
+    }
     const store = await context.store();
     const user = await store.findUserByUsername(username);
     if (!user) throw new CommandError(`no user "${username}"`);
@@ -51,7 +86,7 @@ export const usersMfaEnrollCommand = defineCommand({
     if (cancel) {
       const cancelled = await cancelEnrolmentLinks(store, user.id, now);
       await cliAudit(context, 'second_factor.enrolment_links_cancelled', { username: user.username, userId: user.id, cancelled });
-      context.stderr.write(cancelled > 0 ? `Cancelled the enrolment link of ${user.username}\n` : `${user.username} had no unused enrolment link\n`);
+      cancelledSaid(user.username, cancelled);
       return 0;
     }
     if (user.disabled) throw new CommandError(`${user.username} is disabled: users enable first`);
@@ -68,16 +103,7 @@ export const usersMfaEnrollCommand = defineCommand({
       expiresAt: isoTime(made.expiresAt),
       replaced: made.replaced,
     });
-    context.stderr.write(
-      [
-        `One-time enrolment link for ${user.username} (their first second factor; works once, until ${isoTime(made.expiresAt)}, only while signed in as ${user.username}; shown only once):`,
-        ...(made.replaced > 0 ? ['The link made before no longer works.'] : []),
-        ...(user.roles.includes(adminRole) ? [] : [`${user.username} does not hold the admin role: they can also set up their first factor without it.`]),
-        `Give it to them yourself, not by email. If ${issuer} is not the server's public address (LATCHKEY_ISSUER), they can paste the link on /account/security instead.`,
-        '',
-      ].join('\n'),
-    );
-    context.stdout.write(`${made.link}\n`);
+    linkSaid(user, { link: made.link, expiresAt: isoTime(made.expiresAt), replaced: made.replaced }, issuer);
     return 0;
   },
 });

@@ -10,6 +10,8 @@ import { cliAudit } from '../audit_log.js';
 import { CommandError, defineCommand } from '../command.js';
 import { visible } from '../terminal_text.js';
 import { mailSecurityNotice } from '../security_notice.js';
+import { managementClient } from '../management_client.js';
+import type { UserView } from '../../management/user_view.js';
 
 export const usersMfaResetCommand = defineCommand({
   usage: 'latchkey users mfa-reset <username>',
@@ -22,14 +24,26 @@ export const usersMfaResetCommand = defineCommand({
   ].join('\n'),
   positionals: { min: 1, max: 1 },
   options: {},
+  remote: true,
   async run(context) {
     const username = context.positionals[0] ?? '';
+    const said = (who: string, removed: boolean) =>
+      context.stderr.write(removed ? `Removed the second factors of ${visible(who)}\n` : `${visible(who)} had no second factors\n`);
+    const remote = managementClient(context);
+    if (remote) {
+      const path = `/users/${encodeURIComponent(username)}`;
+      const user = await remote.call<UserView>('GET', path);
+      // The server mails the person, as the console does.
+      const reset = await remote.call<{ had_factors: boolean }>('POST', `${path}/mfa-reset`);
+      said(user.username, reset.had_factors);
+      return 0;
+    }
     const store = await context.store();
     const user = await store.findUserByUsername(username);
     if (!user) throw new CommandError(`no user "${username}"`);
     const removed = await store.resetSecondFactors(user.id);
     await cliAudit(context, 'user.second_factors_reset', { username, userId: user.id, hadFactors: removed });
-    context.stderr.write(removed ? `Removed the second factors of ${visible(user.username)}\n` : `${visible(user.username)} had no second factors\n`);
+    said(user.username, removed);
     if (removed) await mailSecurityNotice(context, user, { kind: 'factors_reset' });
     return 0;
   },

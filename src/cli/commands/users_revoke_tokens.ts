@@ -1,6 +1,7 @@
 import { revocationTime } from '../revocation_time.js';
 import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
+import { managementClient } from '../management_client.js';
 
 export const usersRevokeTokensCommand = defineCommand({
   usage: 'latchkey users revoke-tokens <username>',
@@ -13,8 +14,15 @@ export const usersRevokeTokensCommand = defineCommand({
   ].join('\n'),
   positionals: { min: 1, max: 1 },
   options: {},
+  remote: true,
   async run(context) {
     const username = context.positionals[0] ?? '';
+    const remote = managementClient(context);
+    if (remote) {
+      await remote.call('POST', `/users/${encodeURIComponent(username)}/revoke-tokens`);
+      context.stderr.write(`Ended every sign-in of ${username}\n`);
+      return 0;
+    }
     const store = await context.store();
     if (!(await store.revokeUserTokens(username, await revocationTime(store)))) throw new CommandError(`no user "${username}"`);
     await cliAudit(context, 'user.tokens_revoked', { username });

@@ -3,13 +3,22 @@ import { epochSeconds, systemClock } from '../../clock.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, defineCommand } from '../command.js';
 import { visible } from '../terminal_text.js';
+import { managementClient } from '../management_client.js';
+import type { UserView } from '../../management/user_view.js';
 
 export const usersGrantCommand = defineCommand({
   usage: 'latchkey users grant <username> <role>',
   positionals: { min: 2, max: 2 },
   options: {},
+  remote: true,
   async run(context) {
     const [username = '', role = ''] = context.positionals;
+    const remote = managementClient(context);
+    if (remote) {
+      const user = await remote.call<UserView>('PUT', `/users/${encodeURIComponent(username)}/roles/${encodeURIComponent(role)}`);
+      context.stderr.write(`${visible(user.username)} now holds ${role}\n`);
+      return 0;
+    }
     const store = await context.store();
     const user = await store.findUserByUsername(username);
     if (!user) throw new CommandError(`no user "${username}"`);
@@ -25,8 +34,15 @@ export const usersRevokeCommand = defineCommand({
   usage: 'latchkey users revoke <username> <role>',
   positionals: { min: 2, max: 2 },
   options: {},
+  remote: true,
   async run(context) {
     const [username = '', role = ''] = context.positionals;
+    const remote = managementClient(context);
+    if (remote) {
+      const user = await remote.call<UserView>('DELETE', `/users/${encodeURIComponent(username)}/roles/${encodeURIComponent(role)}`);
+      context.stderr.write(`${visible(user.username)} no longer holds ${role}\n`);
+      return 0;
+    }
     const store = await context.store();
     const user = await store.findUserByUsername(username);
     if (!user) throw new CommandError(`no user "${username}"`);

@@ -6,10 +6,12 @@
  * everything the person holds ends, as `users revoke-tokens` does. Audited. Unlike the person on
  * /account, an operator may take the last way in; the command says so.
  */
-import { hasUsablePassword } from '../../connectors/linked_identities.js';
+import { unlinkConnector } from '../../connectors/identity_unlinking.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, defineCommand } from '../command.js';
 import { revocationTime } from '../revocation_time.js';
+import { managementClient } from '../management_client.js';
+import type { UserView } from '../../management/user_view.js';
 
 export const usersUnlinkCommand = defineCommand({
   usage: 'latchkey users unlink <username> <connector>',
@@ -24,33 +26,38 @@ export const usersUnlinkCommand = defineCommand({
   ].join('\n'),
   positionals: { min: 2, max: 2 },
   options: {},
+  remote: true,
   async run(context) {
     const [username = '', connectorId = ''] = context.positionals;
+    const unlinked = (who: string) =>
+      context.stderr.write(`Unlinked ${connectorId} from ${who}: that upstream account can no longer sign in here, and every sign-in of theirs has ended\n`);
+    const noWayIn = (who: string) =>
+      context.stderr.write(
+        `warning: ${who} now has no way to sign in (no password, passkey or other linked identity): \`latchkey users passwd ${who}\` gives one\n`,
+      );
+    const remote = managementClient(context);
+    if (remote) {
+      const path = `/users/${encodeURIComponent(username)}`;
+      const user = await remote.call<UserView>('GET', path);
+      const answer = await remote.call<{ can_sign_in: boolean }>('DELETE', `${path}/identities/${encodeURIComponent(connectorId)}`);
+      unlinked(user.username);
+      if (!answer.can_sign_in) noWayIn(user.username);
+      return 0;
+    }
     const store = await context.store();
     const user = await store.findUserByUsername(username);
     if (!user) throw new CommandError(`no user "${username}"`);
-    const removed = await store.unlinkIdentity(user.id, connectorId, await revocationTime(store));
-    if (removed === 'last_way_in' || removed.length === 0) {
-      if (!(await store.findConnector(connectorId))) throw new CommandError(`no connector "${connectorId}"`);
-      const linked = [...new Set((await store.listIdentities(user.id)).map((i) => i.connectorId))];
-      throw new CommandError(`${user.username} has no identity linked at "${connectorId}"${linked.length > 0 ? ` (linked: ${linked.join(', ')})` : ''}`);
-    }
+    const outcome = await unlinkConnector(store, user, connectorId, await revocationTime(store));
+    if (!outcome.ok) throw new CommandError(outcome.refusal);
     await cliAudit(context, 'user.identity_unlinked', {
       username: user.username,
       userId: user.id,
       connectorId,
-      subjects: removed.map((i) => i.subject),
+      subjects: outcome.removed.map((i) => i.subject),
       source: 'cli',
     });
-    context.stderr.write(
-      `Unlinked ${connectorId} from ${user.username}: that upstream account can no longer sign in here, and every sign-in of theirs has ended\n`,
-    );
-    const [remaining, passkeys] = await Promise.all([store.listIdentities(user.id), store.listPasskeys(user.id)]);
-    if (!hasUsablePassword(user) && remaining.length === 0 && passkeys.length === 0) {
-      context.stderr.write(
-        `warning: ${user.username} now has no way to sign in (no password, passkey or other linked identity): \`latchkey users passwd ${user.username}\` gives one\n`,
-      );
-    }
+    unlinked(user.username);
+    if (!outcome.canSignIn) noWayIn(user.username);
     return 0;
   },
 });

@@ -710,6 +710,23 @@ export abstract class SqlStore implements Store {
     return this.steps('bulk', setUserPasswordSteps, username, passwordHash, now);
   }
 
+  async removeUser(username: string, now: number): Promise<UserRecord | undefined> {
+    if (!storable(username)) return undefined;
+    return this.execute('bulk', function* () {
+      const locked = yield* one(`SELECT id FROM users WHERE ${usernameIs('$1')} FOR UPDATE`, username);
+      if (!locked) return undefined;
+      const found = yield* one(`SELECT ${userWithRoles} FROM users WHERE id = $1`, String(locked.id));
+      if (!found) return undefined;
+      const user = toUser(found);
+      // Ended first, in the order every revocation takes its locks, then removed: whatever holds a
+      // reference to the person (sessions, refresh families, identities, factors, grants) goes by
+      // the foreign keys' cascades.
+      yield* endEverythingOf(user.id, now);
+      yield* run('DELETE FROM users WHERE id = $1', user.id);
+      return user;
+    });
+  }
+
   async revokeUserTokens(username: string, now: number): Promise<boolean> {
     if (!storable(username)) return false;
     return this.execute('bulk', function* () {

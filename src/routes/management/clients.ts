@@ -41,6 +41,8 @@ const rotateSecretSchema = z
   .strictObject({
     /** Seconds the old secret keeps working (as `clients rotate-secret --keep-old-for`); default 0. */
     keep_old_for: z.number().int().min(0).max(maxSecretOverlapSeconds).optional(),
+    /** Let the client use client_secret_jwt from now on (as `--client-secret-jwt`): the secret is then kept sealed too. */
+    client_secret_jwt: z.boolean().optional(),
   })
   .optional();
 
@@ -268,8 +270,8 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
             `Client "${client.clientId}" has no secret to rotate (${client.jwksUri !== undefined || client.jwks !== undefined ? 'it authenticates with its keys' : 'it is public'}).`,
           );
         const overlap = body?.keep_old_for ?? 0;
-        // client_secret_jwt stays as it was: a sealed secret stays sealed.
-        const fresh = newClientSecret(secretBox, client.clientId, client.secretSealed !== undefined);
+        // client_secret_jwt stays as it was (a sealed secret stays sealed), unless asked for now.
+        const fresh = newClientSecret(secretBox, client.clientId, client.secretSealed !== undefined || body?.client_secret_jwt === true);
         const now = epochSeconds(clock);
         if (!(await store.rotateClientSecret(client.clientId, { hash: fresh.hash, sealed: fresh.sealed }, overlap > 0 ? now + overlap : undefined)))
           throw notFound(`client "${client.clientId}"`);

@@ -169,15 +169,24 @@ export async function checkedGrants(
 
 /** The issues of `scopes` granted for `api`, as `clients grant` checks them: valid names the API declares. */
 export function scopeIssues(api: ApiRecord, scopes: readonly string[], path: string): { path: string; message: string }[] {
+  const malformed = scopeNameIssues(scopes, path);
+  const undeclared = scopes.flatMap((scope, at) =>
+    malformed.some((m) => m.path === `${path}/${at}`) || api.scopes.includes(scope)
+      ? []
+      : [{ path: `${path}/${at}`, message: `API ${api.identifier} declares no scope ${scope}` }],
+  );
+  return [...malformed, ...undeclared].sort((a, b) => a.path.localeCompare(b.path, 'en', { numeric: true }));
+}
+
+/** The scopes that are not valid scope names, each with its path. */
+export function scopeNameIssues(scopes: readonly string[], path: string): { path: string; message: string }[] {
   const issues: { path: string; message: string }[] = [];
   for (const [at, scope] of scopes.entries()) {
     try {
       validScopeName(scope);
     } catch (err) {
       issues.push({ path: `${path}/${at}`, message: (err as Error).message });
-      continue;
     }
-    if (!api.scopes.includes(scope)) issues.push({ path: `${path}/${at}`, message: `API ${api.identifier} declares no scope ${scope}` });
   }
   return issues;
 }

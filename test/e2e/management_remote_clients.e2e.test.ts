@@ -39,7 +39,7 @@ async function remote(args: string[]): Promise<CliResult> {
 }
 
 /** What a person reads: stdout and stderr without the database command's own audit lines (the server logs the remote one). */
-function said(result: CliResult, twin = ''): { code: number; stdout: string; stderr: string } {
+function said(result: CliResult, twin = ''): { code: number | null; stdout: string; stderr: string } {
   const normal = (text: string) =>
     text
       .replaceAll(twin === '' ? '\u0000' : `remote-${twin}`, `local-${twin}`)
@@ -58,7 +58,7 @@ function said(result: CliResult, twin = ''): { code: number; stdout: string; std
 }
 
 /** The same command on the database (on local-<twin>) and through --server (on remote-<twin>): the same output and exit code. */
-async function sameEitherWay(twin: string, args: (name: string) => string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function sameEitherWay(twin: string, args: (name: string) => string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const onDatabase = await local(args(`local-${twin}`));
   const throughApi = await remote(args(`remote-${twin}`));
   expect(said(throughApi, twin), throughApi.stderr).toEqual(said(onDatabase, twin));

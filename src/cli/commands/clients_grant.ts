@@ -1,4 +1,4 @@
-import { refuseManaged } from '../../directory/managed.js';
+import { GrantRefusal, grantClientScopes, removeClientGrant } from '../../directory/client_grants.js';
 import { epochSeconds, systemClock } from '../../clock.js';
 import { validApiIdentifier } from '../../directory/validation.js';
 import { validScopeName } from '../../directory/roles.js';
@@ -29,43 +29,33 @@ export const clientsGrantCommand = defineCommand({
     const remote = managementClient(context);
     // The grant as a sub-resource of the client; the API identifier is one URL-encoded path segment.
     const grantPath = `/clients/${encodeURIComponent(clientId)}/grants/${encodeURIComponent(identifier)}`;
-    if (remove) {
-      if (remote) await remote.call('DELETE', grantPath);
-      else {
-        const store = await context.store();
-        refuseManaged('client', clientId, await store.findClient(clientId));
-        if (!(await store.removeClientGrant(clientId, identifier))) throw new CommandError(`client "${clientId}" has no grant for ${identifier}`);
-        await cliAudit(context, 'client.grant_removed', { clientId, api: identifier });
+    try {
+      if (remove) {
+        if (remote) await remote.call('DELETE', grantPath);
+        else {
+          await removeClientGrant(await context.store(), clientId, identifier);
+          await cliAudit(context, 'client.grant_removed', { clientId, api: identifier });
+        }
+        context.stderr.write(`Removed the grant of ${clientId} for ${identifier}\n`);
+        return 0;
       }
-      context.stderr.write(`Removed the grant of ${clientId} for ${identifier}\n`);
+      let grantTypes: readonly string[];
+      if (remote) {
+        // The server checks as grantClientScopes does (the client and API exist, the API declares each scope) and audits it.
+        grantTypes = (await remote.call<ClientView>('GET', `/clients/${encodeURIComponent(clientId)}`)).grant_types;
+        await remote.call('PUT', grantPath, { scopes });
+      } else {
+        ({ grantTypes } = await grantClientScopes(await context.store(), clientId, identifier, scopes, epochSeconds(systemClock)));
+        await cliAudit(context, 'client.grant_saved', { clientId, api: identifier, scopes });
+      }
+      if (!grantTypes.includes('client_credentials')) {
+        context.stderr.write(`warning: ${clientId} is not registered for the client_credentials grant, so it cannot use this yet\n`);
+      }
+      context.stderr.write(`${clientId} may ask ${identifier} for: ${scopes.join(' ')}\n`);
       return 0;
+    } catch (err) {
+      if (err instanceof GrantRefusal) throw new CommandError(err.message);
+      throw err;
     }
-    let grantTypes: string[];
-    if (remote) {
-      // The server checks as below (the client and API exist, the API declares each scope) and audits it.
-      grantTypes = (await remote.call<ClientView>('GET', `/clients/${encodeURIComponent(clientId)}`)).grant_types;
-      await remote.call('PUT', grantPath, { scopes });
-    } else {
-      const store = await context.store();
-      const client = await store.findClient(clientId);
-      refuseManaged('client', clientId, client);
-      if (!client) throw new CommandError(`no client "${clientId}"`);
-      const api = await store.findApi(identifier);
-      if (!api) throw new CommandError(`no API "${identifier}"`);
-      const undeclared = scopes.filter((s) => !api.scopes.includes(s));
-      if (undeclared.length > 0) {
-        throw new CommandError(
-          `API ${identifier} declares no scope ${undeclared.join(', ')}${api.scopes.length === 0 ? ' (it declares none: apis update --scope)' : ` (it declares: ${api.scopes.join(', ')})`}`,
-        );
-      }
-      await store.saveClientGrant({ clientId, api: identifier, scopes, createdAt: epochSeconds(systemClock) });
-      await cliAudit(context, 'client.grant_saved', { clientId, api: identifier, scopes });
-      grantTypes = client.grantTypes;
-    }
-    if (!grantTypes.includes('client_credentials')) {
-      context.stderr.write(`warning: ${clientId} is not registered for the client_credentials grant, so it cannot use this yet\n`);
-    }
-    context.stderr.write(`${clientId} may ask ${identifier} for: ${scopes.join(' ')}\n`);
-    return 0;
   },
 });

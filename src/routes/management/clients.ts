@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../../clock.js';
 import { newClientSecret, maxSecretOverlapSeconds, plainClientFields } from '../../directory/clients.js';
+import { GrantRefusal, grantClientScopes, removeClientGrant } from '../../directory/client_grants.js';
 import { refuseManaged } from '../../directory/managed.js';
 import { validName } from '../../directory/validation.js';
 import { createRegistrationToken, defaultRegistrationTokenSeconds } from '../../directory/registration_tokens.js';
@@ -25,6 +26,7 @@ import {
   registrationTokenBodySchema,
   registrationTokenSchema,
   scopeIssues,
+  scopeNameIssues,
   clientPatchSchema,
   clientView,
   clientViewSchema,
@@ -330,19 +332,29 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
       return withResourceLock(store, `client:${params.client_id}`, async () => {
         const { client, grant } = await currentGrant(params.client_id, params.api);
         refuseManaged('client', client.clientId, client);
-        const api = await store.findApi(params.api);
-        if (!api) throw notFound(`API "${params.api}"`);
         // RFC 9110 §13.1.1: If-Match is false when there is no current representation.
         if (grant === undefined && request.headers['if-match'] !== undefined)
           throw new Problem(412, 'precondition-failed', 'The client has no grant for this API to match If-Match.');
         if (grant !== undefined) checkIfMatch(request, etagOf(grantView(grant)));
         const scopes = [...new Set(body.scopes)];
-        const issues = scopeIssues(api, scopes, '/scopes');
-        if (issues.length > 0) throw new Problem(400, 'invalid-input', 'The request body is not valid: see errors.', issues);
-        await store.saveClientGrant({ clientId: client.clientId, api: api.identifier, scopes, createdAt: grant?.createdAt ?? epochSeconds(clock) });
-        audit('client.grant_saved', { clientId: client.clientId, api: api.identifier, scopes });
-        const view = { api: api.identifier, scopes };
-        return { status: grant === undefined ? 201 : 200, headers: { etag: etagOf(view) }, body: view };
+        const malformed = scopeNameIssues(scopes, '/scopes');
+        if (malformed.length > 0) {
+          const api = await store.findApi(params.api);
+          if (!api) throw notFound(`API "${params.api}"`);
+          throw new Problem(400, 'invalid-input', 'The request body is not valid: see errors.', scopeIssues(api, scopes, '/scopes'));
+        }
+        let saved: Awaited<ReturnType<typeof grantClientScopes>>;
+        try {
+          saved = await grantClientScopes(store, client.clientId, params.api, scopes, epochSeconds(clock));
+        } catch (err) {
+          if (!(err instanceof GrantRefusal)) throw err;
+          if (err.reason !== 'undeclared') throw notFound(`API "${params.api}"`);
+          const issues = err.undeclared.map((scope) => ({ path: `/scopes/${scopes.indexOf(scope)}`, message: `the API declares no scope ${scope}` }));
+          throw new Problem(400, 'invalid-input', 'The request body is not valid: see errors.', issues);
+        }
+        audit('client.grant_saved', { clientId: client.clientId, api: saved.grant.api, scopes });
+        const view = grantView(saved.grant);
+        return { status: saved.created ? 201 : 200, headers: { etag: etagOf(view) }, body: view };
       });
     },
   });
@@ -368,7 +380,12 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
         refuseManaged('client', client.clientId, client);
         if (grant === undefined) throw notFound(`grant of client "${client.clientId}" for ${params.api}`);
         checkIfMatch(request, etagOf(grantView(grant)));
-        if (!(await store.removeClientGrant(client.clientId, grant.api))) throw notFound(`grant of client "${client.clientId}" for ${params.api}`);
+        try {
+          await removeClientGrant(store, client.clientId, grant.api);
+        } catch (err) {
+          if (err instanceof GrantRefusal) throw notFound(`grant of client "${client.clientId}" for ${params.api}`);
+          throw err;
+        }
         audit('client.grant_removed', { clientId: client.clientId, api: grant.api });
         return { status: 204 };
       });

@@ -110,6 +110,20 @@ describe('management API: disabling a client', () => {
   });
 });
 
+describe('management API: rotating a secret for client_secret_jwt', () => {
+  it('client_secret_jwt: true keeps the new secret sealed too, as --client-secret-jwt does; without it only a digest is kept', async () => {
+    const plain = await api.call('POST', '/api/v1/clients/nightly/rotate-secret', { body: { keep_old_for: 0 } });
+    expect(plain.statusCode, plain.body).toBe(200);
+    expect((await t.store.findClient('nightly'))?.secretSealed).toBeUndefined();
+    const sealed = await api.call('POST', '/api/v1/clients/nightly/rotate-secret', { body: { client_secret_jwt: true } });
+    expect(sealed.statusCode, sealed.body).toBe(200);
+    const stored = await t.store.findClient('nightly');
+    expect(stored?.secretHash).toBe(sha256(sealed.json().client_secret));
+    expect(stored?.secretSealed).toBeDefined();
+    expect(stored?.secretSealed).not.toContain(sealed.json().client_secret);
+  });
+});
+
 describe('management API: registration tokens and list filters', () => {
   it('POST /clients/registration-tokens answers the token once, stored as a digest, and it registers a client at /oauth/register', async () => {
     const made = await api.call('POST', '/api/v1/clients/registration-tokens', { body: { expires_in: 600 } });

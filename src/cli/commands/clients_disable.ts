@@ -1,4 +1,4 @@
-import { refuseManaged } from '../../directory/managed.js';
+import { setClientDisabled } from '../../directory/client_status.js';
 import { builtinCliClientId } from '../../bootstrap.js';
 import { cliAudit } from '../audit_log.js';
 import { CommandError, defineCommand, type Command } from '../command.js';
@@ -18,9 +18,7 @@ function toggle(disabled: boolean): Command {
         // PATCH /api/v1/clients/{client_id} with `disabled`: the same effect on its live tokens; the server audits it.
         await remote.call('PATCH', `/clients/${encodeURIComponent(clientId)}`, { disabled });
       } else {
-        const store = await context.store();
-        refuseManaged('client', clientId, await store.findClient(clientId));
-        if (!(await store.setClientDisabled(clientId, disabled))) throw new CommandError(`no client "${clientId}"`);
+        if (!(await setClientDisabled(await context.store(), clientId, disabled))) throw new CommandError(`no client "${clientId}"`);
         await cliAudit(context, disabled ? 'client.disabled' : 'client.enabled', { clientId });
       }
       context.stderr.write(`${disabled ? 'Disabled' : 'Enabled'} client ${clientId}\n`);

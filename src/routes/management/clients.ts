@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { epochSeconds } from '../../clock.js';
 import { newClientSecret, maxSecretOverlapSeconds, plainClientFields } from '../../directory/clients.js';
 import { GrantRefusal, grantClientScopes, removeClientGrant } from '../../directory/client_grants.js';
+import { BuiltInClientError, checkClientStatusChange, setClientDisabled } from '../../directory/client_status.js';
 import { refuseManaged } from '../../directory/managed.js';
 import { validName } from '../../directory/validation.js';
 import { createRegistrationToken, defaultRegistrationTokenSeconds } from '../../directory/registration_tokens.js';
@@ -184,8 +185,12 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
       return withResourceLock(store, `client:${params.client_id}`, async () => {
         const { client, etag } = await current(params.client_id);
         // As `clients disable`: the built-in client signs the admin commands in, so it stays usable.
-        if (body.disabled === true && client.builtIn) throw new Problem(409, 'built-in', `Client "${client.clientId}" is built in and cannot be disabled.`);
-        refuseManaged('client', client.clientId, client);
+        try {
+          checkClientStatusChange(client.clientId, client, body.disabled === true);
+        } catch (err) {
+          if (err instanceof BuiltInClientError) throw new Problem(409, 'built-in', `Client "${client.clientId}" is built in and cannot be disabled.`);
+          throw err;
+        }
         checkIfMatch(request, etag);
         const grants = body.grants === undefined ? undefined : await checkedGrants(store, body.grants);
         const grantTypes = body.grant_types ?? client.grantTypes;
@@ -208,7 +213,7 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
         if (changed.length > 0) audit('client.updated', { clientId: client.clientId, changed });
         // The token endpoint and token lookups refuse a disabled client, so its live tokens stop working too.
         if (body.disabled !== undefined && body.disabled !== client.disabled) {
-          await store.setClientDisabled(client.clientId, body.disabled);
+          await setClientDisabled(store, client.clientId, body.disabled);
           audit(body.disabled ? 'client.disabled' : 'client.enabled', { clientId: client.clientId });
         }
         return answer(client.clientId, 200);

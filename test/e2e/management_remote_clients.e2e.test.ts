@@ -116,6 +116,7 @@ describe('clients commands with --server', () => {
     const rotated = await sameEitherWay('bot', (id) => ['clients', 'rotate-secret', id, '--keep-old-for', '60']);
     expect(rotated).toMatchObject({ code: 0, stdout: 'client_secret (shown only once): <secret>\n' });
     expect((await listed('remote-bot'))?.authentication).toBe('client_secret');
+    expect(await sameEitherWay('bot', (id) => ['clients', 'rotate-secret', id, '--client-secret-jwt'])).toMatchObject({ code: 0 });
 
     expect(await sameEitherWay('bot', (id) => ['clients', 'disable', id])).toMatchObject({ code: 0, stderr: 'Disabled client local-bot\n' });
     expect(await listed('remote-bot')).toEqual(await listed('local-bot'));

@@ -12,6 +12,7 @@ import type { SecretBox } from '../crypto/secret_box.js';
 import type { Store } from '../store/store.js';
 import { CommandError, exitCodes, serverVariable, type CommandIo, type ParsedCommand } from './command.js';
 import { commandIndex, type CommandEntry } from './command_index.js';
+import { localOnlyReasons } from './local_only_commands.js';
 import { suggestCommands } from './suggest.js';
 import { visible } from './terminal_text.js';
 import { commandGroups, commandUsage, globalUsage, groupUsage } from './usage.js';
@@ -97,8 +98,11 @@ export async function main(commandLine: string[], given: CommandIo): Promise<num
   // An admin command that cannot work through the API must not quietly open a local database instead.
   const server = io.env[serverVariable]?.trim();
   if (server && !entry.client && !command.remote) {
+    const reason = localOnlyReasons[entry.path.join(' ')];
     io.stderr.write(
-      `latchkey: "latchkey ${entry.path.join(' ')}" does not work with --server (or ${serverVariable}) yet: run it where the database is (LATCHKEY_DB)\n`,
+      reason === undefined
+        ? `latchkey: "latchkey ${entry.path.join(' ')}" does not work with --server (or ${serverVariable}) yet: run it where the database is (LATCHKEY_DB)\n`
+        : `latchkey: "latchkey ${entry.path.join(' ')}" does not work with --server (or ${serverVariable}): ${reason}. Run it on the server's machine, without --server\n`,
     );
     return exitCodes.usage;
   }

@@ -8,6 +8,7 @@ import { isConfidential } from '../oauth/client_type.js';
 import { validClientId } from '../directory/validation.js';
 import type { ApiRecord, Store } from '../store/store.js';
 import { Problem } from './problem.js';
+import { isoSeconds } from './user_view.js';
 
 const fields = apiSchema.shape;
 
@@ -28,6 +29,7 @@ export const apiViewSchema = z.object({
   scopes: z.array(z.string()),
   introspection_clients: z.array(z.string()),
   managed_by: z.string().optional(),
+  created_at: z.string(),
 });
 export type ApiView = z.infer<typeof apiViewSchema>;
 
@@ -38,6 +40,7 @@ export function apiView(api: ApiRecord): ApiView {
     scopes: api.scopes,
     introspection_clients: api.introspectionClients,
     ...(api.managedBy === undefined ? {} : { managed_by: api.managedBy }),
+    created_at: isoSeconds(api.createdAt),
   };
 }
 

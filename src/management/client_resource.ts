@@ -7,8 +7,11 @@ import { z } from 'zod';
 import { isConfidential } from '../oauth/client_type.js';
 import { clientGrantSchema, clientSchema } from '../config_file/schema.js';
 import { validScopeName } from '../directory/roles.js';
-import type { ClientGrantRecord, ClientRecord, Store } from '../store/store.js';
+import type { ApiRecord, ClientGrantRecord, ClientRecord, Store } from '../store/store.js';
+import { maxRegistrationTokenSeconds } from '../directory/registration_tokens.js';
+import { listQuerySchema } from './pagination.js';
 import { Problem } from './problem.js';
+import { isoSeconds } from './user_view.js';
 
 const fields = clientSchema.shape;
 
@@ -54,9 +57,31 @@ export const clientPatchSchema = z.strictObject({
   backchannel_logout_uri: fields.backchannel_logout_uri.unwrap().nullable().optional(),
   /** Replaces the client's grants as a whole. */
   grants: unset(fields.grants),
+  /** As `clients disable/enable`: a disabled client cannot sign anyone in, and its live tokens stop working. */
+  disabled: z.boolean().optional(),
 });
 
 export const clientIdParamsSchema = z.strictObject({ client_id: z.string().min(1).max(256) });
+
+/** `GET /clients` filters: by a grant type the client may use, and by confidential or public. */
+export const clientListQuerySchema = listQuerySchema.extend({
+  grant_type: z.enum(['authorization_code', 'device_code', 'refresh_token', 'client_credentials']).optional(),
+  confidential: z.enum(['true', 'false']).optional(),
+});
+
+/** A grant's API travels URL-encoded as one path segment, as /apis/{identifier} does. */
+export const clientGrantParamsSchema = clientIdParamsSchema.extend({ api: z.string().min(1).max(2048) });
+
+/** `PUT /clients/{client_id}/grants/{api}`: the scopes replace what the client was granted for that API. */
+export const clientGrantBodySchema = z.strictObject({ scopes: clientGrantSchema.shape.scopes.unwrap().min(1) });
+
+export const clientGrantViewSchema = z.object({ api: z.string(), scopes: z.array(z.string()) });
+
+/** `POST /clients/registration-tokens`: how long the initial access token can be used. */
+export const registrationTokenBodySchema = z.strictObject({ expires_in: z.number().int().min(1).max(maxRegistrationTokenSeconds).optional() }).optional();
+
+/** The one answer that carries an initial access token for dynamic client registration (RFC 7591 §3). */
+export const registrationTokenSchema = z.object({ token: z.string(), expires_at: z.string(), registration_endpoint: z.string() });
 
 export const clientViewSchema = z.object({
   client_id: z.string(),
@@ -72,10 +97,17 @@ export const clientViewSchema = z.object({
   backchannel_logout_uri: z.string().optional(),
   jwks_uri: z.string().optional(),
   grants: z.array(z.object({ api: z.string(), scopes: z.array(z.string()) })),
+  /** How it authenticates at the token endpoint: client_secret, private_key_jwt or none (public). */
+  authentication: z.enum(['client_secret', 'private_key_jwt', 'none']),
+  /** Until when a rotated-out secret still works (`rotate-secret --keep-old-for`). */
+  previous_secret_expires_at: z.string().optional(),
   disabled: z.boolean(),
   built_in: z.boolean(),
+  /** Made through POST /oauth/register (RFC 7591) rather than by an operator. */
+  registered: z.boolean(),
   /** The configuration file that declares the client; changes through the API are refused then. */
   managed_by: z.string().optional(),
+  created_at: z.string(),
 });
 export type ClientView = z.infer<typeof clientViewSchema>;
 
@@ -97,9 +129,13 @@ export function clientView(client: ClientRecord, grants: readonly ClientGrantRec
     ...(client.backchannelLogoutUri === undefined ? {} : { backchannel_logout_uri: client.backchannelLogoutUri }),
     ...(client.jwksUri === undefined ? {} : { jwks_uri: client.jwksUri }),
     grants: grants.filter((g) => g.clientId === client.clientId).map((g) => ({ api: g.api, scopes: g.scopes })),
+    authentication: client.jwksUri !== undefined || client.jwks !== undefined ? 'private_key_jwt' : client.secretHash !== undefined ? 'client_secret' : 'none',
+    ...(client.previousSecretExpiresAt === undefined ? {} : { previous_secret_expires_at: isoSeconds(client.previousSecretExpiresAt) }),
     disabled: client.disabled,
     built_in: client.builtIn,
+    registered: client.registrationAccessTokenHash !== undefined,
     ...(client.managedBy === undefined ? {} : { managed_by: client.managedBy }),
+    created_at: isoSeconds(client.createdAt),
   };
 }
 
@@ -124,17 +160,33 @@ export async function checkedGrants(
     if (seen.has(api.identifier)) errors.push({ path: `/${field}/${index}/api`, message: `API ${api.identifier} is granted twice` });
     seen.add(api.identifier);
     const scopes = [...new Set(grant.scopes)];
-    for (const [at, scope] of scopes.entries()) {
-      try {
-        validScopeName(scope);
-      } catch (err) {
-        errors.push({ path: `/${field}/${index}/scopes/${at}`, message: (err as Error).message });
-        continue;
-      }
-      if (!api.scopes.includes(scope)) errors.push({ path: `/${field}/${index}/scopes/${at}`, message: `API ${api.identifier} declares no scope ${scope}` });
-    }
+    errors.push(...scopeIssues(api, scopes, `/${field}/${index}/scopes`));
     checked.push({ api: api.identifier, scopes });
   }
   if (errors.length > 0) throw new Problem(400, 'invalid-input', 'The request body is not valid: see errors.', errors);
   return checked;
+}
+
+/** The issues of `scopes` granted for `api`, as `clients grant` checks them: valid names the API declares. */
+export function scopeIssues(api: ApiRecord, scopes: readonly string[], path: string): { path: string; message: string }[] {
+  const malformed = scopeNameIssues(scopes, path);
+  const undeclared = scopes.flatMap((scope, at) =>
+    malformed.some((m) => m.path === `${path}/${at}`) || api.scopes.includes(scope)
+      ? []
+      : [{ path: `${path}/${at}`, message: `API ${api.identifier} declares no scope ${scope}` }],
+  );
+  return [...malformed, ...undeclared].sort((a, b) => a.path.localeCompare(b.path, 'en', { numeric: true }));
+}
+
+/** The scopes that are not valid scope names, each with its path. */
+export function scopeNameIssues(scopes: readonly string[], path: string): { path: string; message: string }[] {
+  const issues: { path: string; message: string }[] = [];
+  for (const [at, scope] of scopes.entries()) {
+    try {
+      validScopeName(scope);
+    } catch (err) {
+      issues.push({ path: `${path}/${at}`, message: (err as Error).message });
+    }
+  }
+  return issues;
 }

@@ -187,7 +187,7 @@ describe('management API: apis', () => {
     const path = `/api/v1/apis/${encodeURIComponent(id)}`;
     const created = await call('POST', '/api/v1/apis', { body: { identifier: id, name: 'Reports', scopes: ['read:reports'] } });
     expect(created.statusCode, created.body).toBe(201);
-    expect(created.json()).toEqual({ identifier: id, name: 'Reports', scopes: ['read:reports'], introspection_clients: [] });
+    expect(created.json()).toEqual({ identifier: id, name: 'Reports', scopes: ['read:reports'], introspection_clients: [], created_at: expect.any(String) });
     expect((await call('POST', '/api/v1/apis', { body: { identifier: id } })).statusCode).toBe(409);
     const read = await call('GET', path);
     expect(read.statusCode).toBe(200);
@@ -221,7 +221,10 @@ describe('management API: OpenAPI document', () => {
       '/audit-events',
       '/audit-events/{id}',
       '/clients',
+      '/clients/registration-tokens',
       '/clients/{client_id}',
+      '/clients/{client_id}/grants',
+      '/clients/{client_id}/grants/{api}',
       '/clients/{client_id}/rotate-secret',
       '/connectors',
       '/connectors/{id}',

@@ -8,8 +8,13 @@ import { validClientId } from '../../directory/validation.js';
 import type { Store } from '../../store/store.js';
 import { CommandError } from '../command.js';
 
+/** The client ids as typed, checked for form only (the server checks the rest when remote). */
+export function introspectionClientIds(values: string[] | undefined): string[] {
+  return [...new Set((values ?? []).map(validClientId))];
+}
+
 export async function validIntrospectionClients(store: Store, values: string[] | undefined): Promise<string[]> {
-  const ids = [...new Set((values ?? []).map(validClientId))];
+  const ids = introspectionClientIds(values);
   for (const id of ids) {
     const client = await store.findClient(id);
     if (!client) throw new CommandError(`no client "${id}" (register it first: latchkey clients add ${id} --confidential)`);

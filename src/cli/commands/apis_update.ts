@@ -2,7 +2,8 @@ import { refuseManaged } from '../../directory/managed.js';
 import { validApiIdentifier, validName } from '../../directory/validation.js';
 import { CommandError, defineCommand } from '../command.js';
 import { cliAudit } from '../audit_log.js';
-import { validIntrospectionClients } from './api_introspection_clients.js';
+import { introspectionClientIds, validIntrospectionClients } from './api_introspection_clients.js';
+import { managementClient } from '../management_client.js';
 import { validScopeNames } from '../../directory/roles.js';
 import { builtInApiRefusal } from '../../management/management_api.js';
 
@@ -27,6 +28,7 @@ export const apisUpdateCommand = defineCommand({
     'introspection-client': { type: 'string', multiple: true },
     'no-introspection-clients': { type: 'boolean' },
   },
+  remote: true,
   async run(context) {
     const identifier = validApiIdentifier(context.positionals[0] ?? '');
     const given = context.values['introspection-client'];
@@ -36,6 +38,18 @@ export const apisUpdateCommand = defineCommand({
     const noScopes = context.values['no-scopes'] === true;
     if (givenScopes !== undefined && noScopes) throw new CommandError('--scope and --no-scopes cannot be combined');
     const scopes = givenScopes === undefined ? undefined : validScopeNames(givenScopes);
+    const remote = managementClient(context);
+    if (remote) {
+      // PATCH /api/v1/apis/{identifier} with the fields given: the same refusals (unknown, managed, built-in scopes).
+      const name = validName(context.values.name);
+      await remote.call('PATCH', `/apis/${encodeURIComponent(identifier)}`, {
+        ...(name === undefined ? {} : { name }),
+        ...(noScopes ? { scopes: [] } : scopes === undefined ? {} : { scopes }),
+        ...(clear ? { introspection_clients: [] } : given === undefined ? {} : { introspection_clients: introspectionClientIds(given) }),
+      });
+      context.stderr.write(`Updated API ${identifier}\n`);
+      return 0;
+    }
     const store = await context.store();
     const api = await store.findApi(identifier);
     if (!api) throw new CommandError(`no API "${identifier}"`);

@@ -4,23 +4,17 @@
  * SHA-256 and expiry are stored; the registration that uses it spends it.
  */
 import { epochSeconds, systemClock } from '../../clock.js';
-import { AdminInputError } from '../../directory/validation.js';
-import { randomSecret, secretPrefix, sha256 } from '../../crypto/secrets.js';
+import {
+  createRegistrationToken,
+  defaultRegistrationTokenSeconds,
+  maxRegistrationTokenSeconds,
+  validRegistrationTokenLifetime,
+} from '../../directory/registration_tokens.js';
 import { cliAudit } from '../audit_log.js';
 import { isoTime } from '../output.js';
 import { defineCommand } from '../command.js';
+import { managementClient } from '../management_client.js';
 import { issuerForAddresses } from '../server_address.js';
-
-export const defaultRegistrationTokenSeconds = 3600;
-export const maxRegistrationTokenSeconds = 30 * 86400;
-
-export function validRegistrationTokenLifetime(value: string | undefined): number {
-  if (value === undefined) return defaultRegistrationTokenSeconds;
-  if (!/^\d{1,9}$/.test(value) || Number(value) < 1) throw new AdminInputError('--expires-in must be a whole number of seconds, at least 1');
-  const seconds = Number(value);
-  if (seconds > maxRegistrationTokenSeconds) throw new AdminInputError(`--expires-in must be at most ${maxRegistrationTokenSeconds} seconds (30 days)`);
-  return seconds;
-}
 
 export const clientsRegistrationTokenCommand = defineCommand({
   usage: 'latchkey clients registration-token [--expires-in <seconds>]',
@@ -35,17 +29,25 @@ export const clientsRegistrationTokenCommand = defineCommand({
   ].join('\n'),
   positionals: { min: 0, max: 0 },
   options: { 'expires-in': { type: 'string' } },
+  remote: true,
   async run(context) {
     const lifetime = validRegistrationTokenLifetime(context.values['expires-in']);
-    const token = randomSecret(secretPrefix.registrationToken);
-    const now = epochSeconds(systemClock);
-    const expiresAt = now + lifetime;
+    const say = (endpoint: string, expiresAt: string, token: string) => {
+      context.stderr.write(`Initial access token for POST ${endpoint} (one registration, until ${expiresAt}; shown only once):\n`);
+      context.stdout.write(`${token}\n`);
+    };
+    const remote = managementClient(context);
+    if (remote) {
+      const made = await remote.call<{ token: string; expires_at: string; registration_endpoint: string }>('POST', '/clients/registration-tokens', {
+        expires_in: lifetime,
+      });
+      say(made.registration_endpoint, made.expires_at, made.token);
+      return 0;
+    }
     const store = await context.store();
-    await store.createRegistrationToken({ tokenHash: sha256(token), createdAt: now, expiresAt, usedAt: undefined, clientId: undefined });
+    const { token, expiresAt } = await createRegistrationToken(store, epochSeconds(systemClock), lifetime);
     await cliAudit(context, 'client.registration_token_created', { expiresAt: isoTime(expiresAt) });
-    const endpoint = `${await issuerForAddresses(context)}/oauth/register`;
-    context.stderr.write(`Initial access token for POST ${endpoint} (one registration, until ${isoTime(expiresAt)}; shown only once):\n`);
-    context.stdout.write(`${token}\n`);
+    say(`${await issuerForAddresses(context)}/oauth/register`, isoTime(expiresAt), token);
     return 0;
   },
 });

@@ -1,18 +1,33 @@
 /**
- * /api/v1/clients: list, read, register, change and remove clients, and rotate a client's secret,
- * with the rules the admin commands apply (`clients add`, `clients update`, `clients grant`,
- * `clients rotate-secret`, `clients remove`). A secret is answered once, by the call that makes it.
+ * /api/v1/clients: list, read, register, change (and disable) and remove clients, their grants as
+ * a sub-resource, rotate a client's secret, and make initial access tokens for dynamic
+ * registration, with the rules the admin commands apply (`clients add`, `clients update`,
+ * `clients grant`, `clients disable/enable`, `clients rotate-secret`, `clients remove`, `clients
+ * registration-token`). A secret is answered once, by the call that makes it.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../../clock.js';
 import { newClientSecret, maxSecretOverlapSeconds, plainClientFields } from '../../directory/clients.js';
+import { GrantRefusal, grantClientScopes, removeClientGrant } from '../../directory/client_grants.js';
+import { BuiltInClientError, checkClientStatusChange, setClientDisabled } from '../../directory/client_status.js';
 import { refuseManaged } from '../../directory/managed.js';
 import { validName } from '../../directory/validation.js';
+import { createRegistrationToken, defaultRegistrationTokenSeconds } from '../../directory/registration_tokens.js';
+import { isConfidential } from '../../oauth/client_type.js';
+import { isoSeconds } from '../../management/user_view.js';
 import {
   checkedGrants,
   clientCreateSchema,
+  clientGrantBodySchema,
+  clientGrantParamsSchema,
+  clientGrantViewSchema,
   clientIdParamsSchema,
+  clientListQuerySchema,
+  registrationTokenBodySchema,
+  registrationTokenSchema,
+  scopeIssues,
+  scopeNameIssues,
   clientPatchSchema,
   clientView,
   clientViewSchema,
@@ -29,6 +44,8 @@ const rotateSecretSchema = z
   .strictObject({
     /** Seconds the old secret keeps working (as `clients rotate-secret --keep-old-for`); default 0. */
     keep_old_for: z.number().int().min(0).max(maxSecretOverlapSeconds).optional(),
+    /** Let the client use client_secret_jwt from now on (as `--client-secret-jwt`): the secret is then kept sealed too. */
+    client_secret_jwt: z.boolean().optional(),
   })
   .optional();
 
@@ -65,11 +82,15 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
     summary: 'List clients, in client_id order',
     tag,
     scope: 'read:clients',
-    query: listQuerySchema,
+    query: clientListQuerySchema,
     responses: { 200: { description: 'A page of clients', schema: listAnswerSchema(clientViewSchema) } },
     async handler({ query }) {
       const [clients, grants] = await Promise.all([store.listClients(), store.listClientGrants(undefined)]);
-      const result = page(clients, (c) => c.clientId, query);
+      const { grant_type: grantType, confidential, ...paging } = query;
+      const wanted = clients.filter(
+        (c) => (grantType === undefined || c.grantTypes.includes(grantType)) && (confidential === undefined || isConfidential(c) === (confidential === 'true')),
+      );
+      const result = page(wanted, (c) => c.clientId, paging);
       return { status: 200, body: { data: result.data.map((c) => clientView(c, grants)), next: result.next } };
     },
   });
@@ -157,13 +178,19 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
     responses: {
       200: { description: 'The client as changed', schema: clientViewSchema },
       404: { description: 'No such client', schema: problemSchema },
-      409: { description: 'The client is managed by a configuration file', schema: problemSchema },
+      409: { description: 'The client is managed by a configuration file, or is built in and cannot be disabled', schema: problemSchema },
       412: { description: 'The client changed since the ETag given', schema: problemSchema },
     },
     async handler({ request, params, body, audit }) {
       return withResourceLock(store, `client:${params.client_id}`, async () => {
         const { client, etag } = await current(params.client_id);
-        refuseManaged('client', client.clientId, client);
+        // As `clients disable`: the built-in client signs the admin commands in, so it stays usable.
+        try {
+          checkClientStatusChange(client.clientId, client, body.disabled === true);
+        } catch (err) {
+          if (err instanceof BuiltInClientError) throw new Problem(409, 'built-in', `Client "${client.clientId}" is built in and cannot be disabled.`);
+          throw err;
+        }
         checkIfMatch(request, etag);
         const grants = body.grants === undefined ? undefined : await checkedGrants(store, body.grants);
         const grantTypes = body.grant_types ?? client.grantTypes;
@@ -171,7 +198,7 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
           throw new Problem(400, 'invalid-input', 'The request body is not valid: see errors.', [
             { path: '/grant_types', message: 'client_credentials is for confidential clients' },
           ]);
-        const changed = Object.keys(body).filter((key) => (body as Record<string, unknown>)[key] !== undefined);
+        const changed = Object.keys(body).filter((key) => key !== 'disabled' && (body as Record<string, unknown>)[key] !== undefined);
         await store.updateClient(client.clientId, {
           ...(body.name === undefined ? {} : { name: validName(body.name) ?? client.clientId }),
           ...(body.redirect_uris === undefined ? {} : { redirectUris: [...new Set(body.redirect_uris)] }),
@@ -183,7 +210,12 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
           ...(body.backchannel_logout_uri === undefined ? {} : { backchannelLogoutUri: body.backchannel_logout_uri ?? undefined }),
         });
         if (grants !== undefined) await replaceGrants(client.clientId, grants, epochSeconds(clock));
-        audit('client.updated', { clientId: client.clientId, changed });
+        if (changed.length > 0) audit('client.updated', { clientId: client.clientId, changed });
+        // The token endpoint and token lookups refuse a disabled client, so its live tokens stop working too.
+        if (body.disabled !== undefined && body.disabled !== client.disabled) {
+          await setClientDisabled(store, client.clientId, body.disabled);
+          audit(body.disabled ? 'client.disabled' : 'client.enabled', { clientId: client.clientId });
+        }
         return answer(client.clientId, 200);
       });
     },
@@ -245,14 +277,143 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
             `Client "${client.clientId}" has no secret to rotate (${client.jwksUri !== undefined || client.jwks !== undefined ? 'it authenticates with its keys' : 'it is public'}).`,
           );
         const overlap = body?.keep_old_for ?? 0;
-        // client_secret_jwt stays as it was: a sealed secret stays sealed.
-        const fresh = newClientSecret(secretBox, client.clientId, client.secretSealed !== undefined);
+        // client_secret_jwt stays as it was (a sealed secret stays sealed), unless asked for now.
+        const fresh = newClientSecret(secretBox, client.clientId, client.secretSealed !== undefined || body?.client_secret_jwt === true);
         const now = epochSeconds(clock);
         if (!(await store.rotateClientSecret(client.clientId, { hash: fresh.hash, sealed: fresh.sealed }, overlap > 0 ? now + overlap : undefined)))
           throw notFound(`client "${client.clientId}"`);
         audit('client.secret_rotated', { clientId: client.clientId, keepOldFor: overlap });
         return answer(client.clientId, 200, { client_secret: fresh.secret });
       });
+    },
+  });
+
+  async function currentGrant(clientId: string, api: string): Promise<{ client: ClientRecord; grant: ClientGrantRecord | undefined }> {
+    const client = await store.findClient(clientId);
+    if (!client) throw notFound(`client "${clientId}"`);
+    return { client, grant: await store.findClientGrant(clientId, api) };
+  }
+
+  const grantView = (grant: ClientGrantRecord) => ({ api: grant.api, scopes: grant.scopes });
+
+  defineOperation(app, {
+    method: 'GET',
+    path: '/clients/{client_id}/grants',
+    operationId: 'listClientGrants',
+    summary: 'List what a machine client may ask client_credentials tokens for, per API, in API order',
+    tag,
+    scope: 'read:clients',
+    params: clientIdParamsSchema,
+    query: listQuerySchema,
+    responses: {
+      200: { description: "A page of the client's grants", schema: listAnswerSchema(clientGrantViewSchema) },
+      404: { description: 'No such client', schema: problemSchema },
+    },
+    async handler({ params, query }) {
+      const { grants } = await current(params.client_id);
+      const result = page(grants, (g) => g.api, query);
+      return { status: 200, body: { data: result.data.map(grantView), next: result.next } };
+    },
+  });
+
+  defineOperation(app, {
+    method: 'PUT',
+    path: '/clients/{client_id}/grants/{api}',
+    operationId: 'putClientGrant',
+    summary: 'Grant a client scopes of an API (its identifier URL-encoded), replacing what it was granted for that API',
+    tag,
+    scope: 'write:clients',
+    params: clientGrantParamsSchema,
+    body: clientGrantBodySchema,
+    etag: true,
+    responses: {
+      200: { description: 'The grant as replaced', schema: clientGrantViewSchema },
+      201: { description: 'The grant as made', schema: clientGrantViewSchema },
+      404: { description: 'No such client or API', schema: problemSchema },
+      409: { description: 'The client is managed by a configuration file', schema: problemSchema },
+      412: { description: 'The grant changed since the ETag given, or there is none to match', schema: problemSchema },
+    },
+    async handler({ request, params, body, audit }) {
+      return withResourceLock(store, `client:${params.client_id}`, async () => {
+        const { client, grant } = await currentGrant(params.client_id, params.api);
+        refuseManaged('client', client.clientId, client);
+        // RFC 9110 §13.1.1: If-Match is false when there is no current representation.
+        if (grant === undefined && request.headers['if-match'] !== undefined)
+          throw new Problem(412, 'precondition-failed', 'The client has no grant for this API to match If-Match.');
+        if (grant !== undefined) checkIfMatch(request, etagOf(grantView(grant)));
+        const scopes = [...new Set(body.scopes)];
+        const malformed = scopeNameIssues(scopes, '/scopes');
+        if (malformed.length > 0) {
+          const api = await store.findApi(params.api);
+          if (!api) throw notFound(`API "${params.api}"`);
+          throw new Problem(400, 'invalid-input', 'The request body is not valid: see errors.', scopeIssues(api, scopes, '/scopes'));
+        }
+        let saved: Awaited<ReturnType<typeof grantClientScopes>>;
+        try {
+          saved = await grantClientScopes(store, client.clientId, params.api, scopes, epochSeconds(clock));
+        } catch (err) {
+          if (!(err instanceof GrantRefusal)) throw err;
+          if (err.reason !== 'undeclared') throw notFound(`API "${params.api}"`);
+          const issues = err.undeclared.map((scope) => ({ path: `/scopes/${scopes.indexOf(scope)}`, message: `the API declares no scope ${scope}` }));
+          throw new Problem(400, 'invalid-input', 'The request body is not valid: see errors.', issues);
+        }
+        audit('client.grant_saved', { clientId: client.clientId, api: saved.grant.api, scopes });
+        const view = grantView(saved.grant);
+        return { status: saved.created ? 201 : 200, headers: { etag: etagOf(view) }, body: view };
+      });
+    },
+  });
+
+  defineOperation(app, {
+    method: 'DELETE',
+    path: '/clients/{client_id}/grants/{api}',
+    operationId: 'deleteClientGrant',
+    summary: 'Take a grant away (tokens already issued stay valid until they expire)',
+    tag,
+    scope: 'write:clients',
+    params: clientGrantParamsSchema,
+    etag: true,
+    responses: {
+      204: { description: 'Removed' },
+      404: { description: 'No such client, or it has no grant for this API', schema: problemSchema },
+      409: { description: 'The client is managed by a configuration file', schema: problemSchema },
+      412: { description: 'The grant changed since the ETag given', schema: problemSchema },
+    },
+    async handler({ request, params, audit }) {
+      return withResourceLock(store, `client:${params.client_id}`, async () => {
+        const { client, grant } = await currentGrant(params.client_id, params.api);
+        refuseManaged('client', client.clientId, client);
+        if (grant === undefined) throw notFound(`grant of client "${client.clientId}" for ${params.api}`);
+        checkIfMatch(request, etagOf(grantView(grant)));
+        try {
+          await removeClientGrant(store, client.clientId, grant.api);
+        } catch (err) {
+          if (err instanceof GrantRefusal) throw notFound(`grant of client "${client.clientId}" for ${params.api}`);
+          throw err;
+        }
+        audit('client.grant_removed', { clientId: client.clientId, api: grant.api });
+        return { status: 204 };
+      });
+    },
+  });
+
+  defineOperation(app, {
+    method: 'POST',
+    path: '/clients/registration-tokens',
+    operationId: 'createRegistrationToken',
+    summary: 'Make an initial access token for one dynamic client registration (RFC 7591 §3), answered once',
+    tag,
+    scope: 'write:clients',
+    body: registrationTokenBodySchema,
+    responses: { 201: { description: 'The token, shown only in this answer', schema: registrationTokenSchema } },
+    async handler({ body, audit }) {
+      const now = epochSeconds(clock);
+      const { token, expiresAt } = await createRegistrationToken(store, now, body?.expires_in ?? defaultRegistrationTokenSeconds);
+      audit('client.registration_token_created', { expiresAt: isoSeconds(expiresAt) });
+      return {
+        status: 201,
+        body: { token, expires_at: isoSeconds(expiresAt), registration_endpoint: `${app.services.config.issuer}/oauth/register` },
+      };
     },
   });
 }

@@ -41,6 +41,40 @@ export interface paths {
     patch: operations['updateApi'];
     trace?: never;
   };
+  '/audit-events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List audit events, newest first, with the filters of the console's Audit log page */
+    get: operations['listAuditEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/audit-events/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read one audit event */
+    get: operations['getAuditEvent'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/clients': {
     parameters: {
       query?: never;
@@ -53,6 +87,23 @@ export interface paths {
     put?: never;
     /** Register a client; a confidential one gets its client_secret in this answer only */
     post: operations['createClient'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/clients/registration-tokens': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Make an initial access token for one dynamic client registration (RFC 7591 §3), answered once */
+    post: operations['createRegistrationToken'];
     delete?: never;
     options?: never;
     head?: never;
@@ -78,6 +129,41 @@ export interface paths {
     patch: operations['updateClient'];
     trace?: never;
   };
+  '/clients/{client_id}/grants': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List what a machine client may ask client_credentials tokens for, per API, in API order */
+    get: operations['listClientGrants'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/clients/{client_id}/grants/{api}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Grant a client scopes of an API (its identifier URL-encoded), replacing what it was granted for that API */
+    put: operations['putClientGrant'];
+    post?: never;
+    /** Take a grant away (tokens already issued stay valid until they expire) */
+    delete: operations['deleteClientGrant'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/clients/{client_id}/rotate-secret': {
     parameters: {
       query?: never;
@@ -89,6 +175,111 @@ export interface paths {
     put?: never;
     /** Give a confidential client a new secret, answered once; the old one works keep_old_for seconds more */
     post: operations['rotateClientSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/connectors': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List connectors (upstream identity providers) in their order (the sign-in page's, and LDAP directories' try order); secrets are never answered */
+    get: operations['listConnectors'];
+    put?: never;
+    /** Add a connector (as `latchkey connectors add`): the upstream is checked first unless "check": false */
+    post: operations['createConnector'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/connectors/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read a connector (never its secret) */
+    get: operations['getConnector'];
+    put?: never;
+    post?: never;
+    /** Remove a connector (as `latchkey connectors remove`): the users it created stay, signed out */
+    delete: operations['deleteConnector'];
+    options?: never;
+    head?: never;
+    /** Change some fields of a connector (its type stays); checked as when added unless "check": false */
+    patch: operations['updateConnector'];
+    trace?: never;
+  };
+  '/connectors/{id}/test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Check a connector as `latchkey connectors test` does: each step passed, failed or not checked */
+    post: operations['testConnector'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List signing keys, newest first (as `latchkey keys list`) */
+    get: operations['listKeys'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/keys/rotate': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Rotate the signing keys now (as `latchkey keys rotate`): one new active key per algorithm in use */
+    post: operations['rotateKeys'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/keys/{kid}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read a signing key */
+    get: operations['getKey'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -112,6 +303,95 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/roles': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List roles, in name order, as `latchkey roles list` does */
+    get: operations['listRoles'];
+    put?: never;
+    /** Add a role, as `latchkey roles add` */
+    post: operations['createRole'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/roles/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read a role */
+    get: operations['getRole'];
+    put?: never;
+    post?: never;
+    /** Remove a role, as `latchkey roles remove`: nobody holds it any more */
+    delete: operations['deleteRole'];
+    options?: never;
+    head?: never;
+    /** Change a role’s description, permissions or groups, as `latchkey roles update` */
+    patch: operations['updateRole'];
+    trace?: never;
+  };
+  '/roles/{name}/members': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The people holding a role, a page at a time, and how: by hand, through their groups, or both */
+    get: operations['listRoleMembers'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/sessions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List live sign-ins (browser sessions and apps), in id order; `latchkey sessions list` shows them most recently used first */
+    get: operations['listSessions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/sessions/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read a live sign-in */
+    get: operations['getSession'];
+    put?: never;
+    post?: never;
+    /** End a sign-in (as `latchkey sessions revoke`); a browser session is told to the clients registered for Back-Channel Logout */
+    delete: operations['endSession'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/users': {
     parameters: {
       query?: never;
@@ -119,11 +399,118 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List people, in the order `latchkey users list` prints them */
+    /** List people, in the order `latchkey users list` prints them; filters: role, disabled, source, q */
     get: operations['listUsers'];
     put?: never;
-    post?: never;
+    /** Add a person, as `latchkey users add`; without a password the server makes one, answered once */
+    post: operations['createUser'];
     delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/users/{username}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read a person */
+    get: operations['getUser'];
+    put?: never;
+    post?: never;
+    /** Remove a person: every sign-in of theirs ends, and their identities, factors and role grants go with them */
+    delete: operations['deleteUser'];
+    options?: never;
+    head?: never;
+    /** Change a person: email, name, profile (as `users update`), disabled (as `users disable`/`enable`), password (as `users passwd`: their sign-ins end) */
+    patch: operations['updateUser'];
+    trace?: never;
+  };
+  '/users/{username}/identities/{connector}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /** Remove the identities at a connector linked to a person, as `latchkey users unlink`: that upstream account can no longer sign in here, and every sign-in of theirs ends */
+    delete: operations['unlinkUserIdentities'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/users/{username}/mfa-enrollment': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** A one-time link for the first second factor of a person, as `latchkey users mfa-enroll`: answered once, stored as a digest */
+    post: operations['createUserEnrolmentLink'];
+    /** Cancel the unused enrolment link of a person, as `latchkey users mfa-enroll --cancel` */
+    delete: operations['cancelUserEnrolmentLinks'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/users/{username}/mfa-reset': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Remove the second factors of a person, as `latchkey users mfa-reset` (they are told by mail) */
+    post: operations['resetUserSecondFactors'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/users/{username}/revoke-tokens': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** End every sign-in of a person, as `latchkey users revoke-tokens`: sessions, refresh tokens, access tokens at userinfo and introspection */
+    post: operations['revokeUserTokens'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/users/{username}/roles/{role}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Grant a role to a person by hand, as `latchkey users grant` */
+    put: operations['grantUserRole'];
+    post?: never;
+    /** Take back a role granted by hand, as `latchkey users revoke` */
+    delete: operations['revokeUserRole'];
     options?: never;
     head?: never;
     patch?: never;
@@ -166,6 +553,7 @@ export interface operations {
               scopes: string[];
               introspection_clients: string[];
               managed_by?: string;
+              created_at: string;
             }[];
             next: string | null;
           };
@@ -277,6 +665,7 @@ export interface operations {
             scopes: string[];
             introspection_clients: string[];
             managed_by?: string;
+            created_at: string;
           };
         };
       };
@@ -396,6 +785,7 @@ export interface operations {
             scopes: string[];
             introspection_clients: string[];
             managed_by?: string;
+            created_at: string;
           };
         };
       };
@@ -673,6 +1063,7 @@ export interface operations {
             scopes: string[];
             introspection_clients: string[];
             managed_by?: string;
+            created_at: string;
           };
         };
       };
@@ -804,11 +1195,254 @@ export interface operations {
       };
     };
   };
+  listAuditEvents: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+        event?: string;
+        actor?: string;
+        since?: string;
+        until?: string;
+        user?: string;
+        client?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of audit events */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: number;
+              time: string;
+              event: string;
+              actor: string | null;
+              user_id: string | null;
+              username: string | null;
+              client_id: string | null;
+              ip: string | null;
+              details: {
+                [key: string]: unknown;
+              };
+            }[];
+            next: string | null;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  getAuditEvent: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The audit event */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: number;
+            time: string;
+            event: string;
+            actor: string | null;
+            user_id: string | null;
+            username: string | null;
+            client_id: string | null;
+            ip: string | null;
+            details: {
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such event */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
   listClients: {
     parameters: {
       query?: {
         limit?: number;
         cursor?: string;
+        grant_type?: 'authorization_code' | 'device_code' | 'refresh_token' | 'client_credentials';
+        confidential?: 'true' | 'false';
       };
       header?: never;
       path?: never;
@@ -840,9 +1474,14 @@ export interface operations {
                 api: string;
                 scopes: string[];
               }[];
+              /** @enum {string} */
+              authentication: 'client_secret' | 'private_key_jwt' | 'none';
+              previous_secret_expires_at?: string;
               disabled: boolean;
               built_in: boolean;
+              registered: boolean;
               managed_by?: string;
+              created_at: string;
             }[];
             next: string | null;
           };
@@ -981,9 +1620,14 @@ export interface operations {
               api: string;
               scopes: string[];
             }[];
+            /** @enum {string} */
+            authentication: 'client_secret' | 'private_key_jwt' | 'none';
+            previous_secret_expires_at?: string;
             disabled: boolean;
             built_in: boolean;
+            registered: boolean;
             managed_by?: string;
+            created_at: string;
             client_secret?: string;
           };
         };
@@ -1080,6 +1724,108 @@ export interface operations {
       };
     };
   };
+  createRegistrationToken: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          expires_in?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The token, shown only in this answer */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            token: string;
+            expires_at: string;
+            registration_endpoint: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
   getClient: {
     parameters: {
       query?: never;
@@ -1115,9 +1861,14 @@ export interface operations {
               api: string;
               scopes: string[];
             }[];
+            /** @enum {string} */
+            authentication: 'client_secret' | 'private_key_jwt' | 'none';
+            previous_secret_expires_at?: string;
             disabled: boolean;
             built_in: boolean;
+            registered: boolean;
             managed_by?: string;
+            created_at: string;
           };
         };
       };
@@ -1388,6 +2139,7 @@ export interface operations {
             /** @default [] */
             scopes?: string[];
           }[];
+          disabled?: boolean;
         };
       };
     };
@@ -1416,9 +2168,14 @@ export interface operations {
               api: string;
               scopes: string[];
             }[];
+            /** @enum {string} */
+            authentication: 'client_secret' | 'private_key_jwt' | 'none';
+            previous_secret_expires_at?: string;
             disabled: boolean;
             built_in: boolean;
+            registered: boolean;
             managed_by?: string;
+            created_at: string;
           };
         };
       };
@@ -1494,7 +2251,7 @@ export interface operations {
           };
         };
       };
-      /** @description The client is managed by a configuration file */
+      /** @description The client is managed by a configuration file, or is built in and cannot be disabled */
       409: {
         headers: {
           [name: string]: unknown;
@@ -1550,6 +2307,450 @@ export interface operations {
       };
     };
   };
+  listClientGrants: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        client_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of the client's grants */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              api: string;
+              scopes: string[];
+            }[];
+            next: string | null;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such client */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  putClientGrant: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        client_id: string;
+        api: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          scopes: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description The grant as replaced */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            api: string;
+            scopes: string[];
+          };
+        };
+      };
+      /** @description The grant as made */
+      201: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            api: string;
+            scopes: string[];
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such client or API */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The client is managed by a configuration file */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The grant changed since the ETag given, or there is none to match */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  deleteClientGrant: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        client_id: string;
+        api: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such client, or it has no grant for this API */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The client is managed by a configuration file */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The grant changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
   rotateClientSecret: {
     parameters: {
       query?: never;
@@ -1563,6 +2764,7 @@ export interface operations {
       content: {
         'application/json': {
           keep_old_for?: number;
+          client_secret_jwt?: boolean;
         };
       };
     };
@@ -1591,9 +2793,14 @@ export interface operations {
               api: string;
               scopes: string[];
             }[];
+            /** @enum {string} */
+            authentication: 'client_secret' | 'private_key_jwt' | 'none';
+            previous_secret_expires_at?: string;
             disabled: boolean;
             built_in: boolean;
+            registered: boolean;
             managed_by?: string;
+            created_at: string;
             client_secret?: string;
           };
         };
@@ -1708,6 +2915,1283 @@ export interface operations {
       };
     };
   };
+  listConnectors: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of connectors */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: ({
+              id: string;
+              /** @enum {string} */
+              type: 'oidc' | 'github' | 'ldap';
+              name: string;
+              has_secret: boolean;
+              redirect_uri?: string;
+              created_at: string;
+              managed_by?: string;
+            } & {
+              [key: string]: unknown;
+            })[];
+            next: string | null;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  createConnector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json':
+          | {
+              id: string;
+              /** @constant */
+              type: 'oidc';
+              name?: string;
+              issuer: string;
+              client_id: string;
+              client_secret?: string;
+              /** @default openid email profile */
+              scope?: string;
+              groups_claim?: string;
+              /** @default false */
+              trust_email?: boolean;
+              /** @default true */
+              check?: boolean;
+            }
+          | {
+              id: string;
+              /** @constant */
+              type: 'github';
+              name?: string;
+              client_id: string;
+              client_secret: string;
+              /** @default [] */
+              orgs?: string[];
+              /** @default https://api.github.com */
+              api_url?: string;
+              /** @default true */
+              check?: boolean;
+            }
+          | {
+              id: string;
+              /** @constant */
+              type: 'ldap';
+              name?: string;
+              url: string;
+              bind_dn: string;
+              bind_password: string;
+              user_base: string;
+              /** @default (uid={username}) */
+              user_filter?: string;
+              group_base?: string;
+              /** @default false */
+              start_tls?: boolean;
+              /** @default true */
+              check?: boolean;
+            };
+      };
+    };
+    responses: {
+      /** @description The connector, what to be warned about, and the check */
+      201: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @enum {string} */
+            type: 'oidc' | 'github' | 'ldap';
+            name: string;
+            has_secret: boolean;
+            redirect_uri?: string;
+            created_at: string;
+            managed_by?: string;
+            warnings: string[];
+            check: {
+              ok: boolean;
+              cause: string | null;
+              checks: {
+                name: string;
+                /** @enum {string} */
+                outcome: 'passed' | 'failed' | 'not_checked';
+                detail: string;
+              }[];
+            } | null;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description A connector with this id exists */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The upstream check failed: nothing was saved */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  getConnector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The connector */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @enum {string} */
+            type: 'oidc' | 'github' | 'ldap';
+            name: string;
+            has_secret: boolean;
+            redirect_uri?: string;
+            created_at: string;
+            managed_by?: string;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such connector */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  deleteConnector: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed; how many of the users it created were signed out */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            users_signed_out: number;
+            not_signed_out: string[];
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such connector */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The connector is managed by a configuration file */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The connector changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  updateConnector: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name?: string;
+          issuer?: string;
+          client_id?: string;
+          client_secret?: string;
+          scope?: string;
+          groups_claim?: string;
+          trust_email?: boolean;
+          orgs?: string[];
+          api_url?: string;
+          url?: string;
+          bind_dn?: string;
+          bind_password?: string;
+          user_base?: string;
+          user_filter?: string;
+          group_base?: string;
+          start_tls?: boolean;
+          /** @default true */
+          check?: boolean;
+        };
+      };
+    };
+    responses: {
+      /** @description The connector as changed */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @enum {string} */
+            type: 'oidc' | 'github' | 'ldap';
+            name: string;
+            has_secret: boolean;
+            redirect_uri?: string;
+            created_at: string;
+            managed_by?: string;
+          } & {
+            [key: string]: unknown;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such connector */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The connector is managed by a configuration file, or its stored settings are not valid */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The connector changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The upstream check failed: nothing was changed */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  testConnector: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The check, step by step (ok false when a step failed) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            ok: boolean;
+            cause: string | null;
+            checks: {
+              name: string;
+              /** @enum {string} */
+              outcome: 'passed' | 'failed' | 'not_checked';
+              detail: string;
+            }[];
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such connector */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Its stored settings or secret cannot be used (add it again) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  listKeys: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of signing keys */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              kid: string;
+              alg: string;
+              /** @enum {string} */
+              status: 'active' | 'retired' | 'expired';
+              created_at: string;
+              retired_at: string | null;
+              published_until: string | null;
+            }[];
+            next: string | null;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  rotateKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The new active keys, the access-token key first */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            keys: {
+              kid: string;
+              alg: string;
+              /** @enum {string} */
+              status: 'active' | 'retired' | 'expired';
+              created_at: string;
+              retired_at: string | null;
+              published_until: string | null;
+            }[];
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description A secret-key rotation holds the key file: try again in a moment */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  getKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        kid: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The signing key */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            kid: string;
+            alg: string;
+            /** @enum {string} */
+            status: 'active' | 'retired' | 'expired';
+            created_at: string;
+            retired_at: string | null;
+            published_until: string | null;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such key */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
   getOpenApiDocument: {
     parameters: {
       query?: never;
@@ -1730,11 +4214,1219 @@ export interface operations {
       };
     };
   };
+  listRoles: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of roles */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              name: string;
+              description: string | null;
+              permissions: {
+                api: string;
+                scope: string;
+              }[];
+              groups: string[];
+              built_in: boolean;
+              members: number;
+              managed_by: string | null;
+              created_at: string;
+            }[];
+            next: string | null;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  createRole: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name: string;
+          description?: string;
+          /** @default [] */
+          permissions?: {
+            api: string;
+            scope: string;
+          }[];
+          /** @default [] */
+          groups?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description The role */
+      201: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            name: string;
+            description: string | null;
+            permissions: {
+              api: string;
+              scope: string;
+            }[];
+            groups: string[];
+            built_in: boolean;
+            members: number;
+            managed_by: string | null;
+            created_at: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description A role with this name exists */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  getRole: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The role */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            name: string;
+            description: string | null;
+            permissions: {
+              api: string;
+              scope: string;
+            }[];
+            groups: string[];
+            built_in: boolean;
+            members: number;
+            managed_by: string | null;
+            created_at: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such role */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  deleteRole: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such role */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The role is built in or managed by a configuration file */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The role changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  updateRole: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          description?: string | null;
+          permissions?: {
+            api: string;
+            scope: string;
+          }[];
+          groups?: string[];
+        };
+      };
+    };
+    responses: {
+      /** @description The role as changed */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            name: string;
+            description: string | null;
+            permissions: {
+              api: string;
+              scope: string;
+            }[];
+            groups: string[];
+            built_in: boolean;
+            members: number;
+            managed_by: string | null;
+            created_at: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such role */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The role is managed by a configuration file, or the change would take a management scope from admin */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The role changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  listRoleMembers: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of members */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              username: string;
+              email: string;
+              name: string | null;
+              disabled: boolean;
+              direct: boolean;
+              through_groups: string[];
+            }[];
+            next: string | null;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such role */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  listSessions: {
+    parameters: {
+      query?: {
+        limit?: number;
+        cursor?: string;
+        user?: string;
+        client?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of live sign-ins */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: {
+              id: string;
+              /** @enum {string} */
+              kind: 'browser' | 'app';
+              user: string;
+              client_id: string | null;
+              from: string | null;
+              device: string;
+              software: string | null;
+              created_at: string;
+              last_used_at: string;
+              expires_at: string;
+            }[];
+            next: string | null;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user or client (the filter) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  getSession: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The sign-in */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            /** @enum {string} */
+            kind: 'browser' | 'app';
+            user: string;
+            client_id: string | null;
+            from: string | null;
+            device: string;
+            software: string | null;
+            created_at: string;
+            last_used_at: string;
+            expires_at: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No live sign-in with this id */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  endSession: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Ended */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No live sign-in with this id */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The sign-in changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
   listUsers: {
     parameters: {
       query?: {
         limit?: number;
         cursor?: string;
+        role?: string;
+        disabled?: 'true' | 'false';
+        source?: string;
+        q?: string;
       };
       header?: never;
       path?: never;
@@ -1812,6 +5504,1646 @@ export interface operations {
       };
       /** @description The token lacks the scope this operation needs */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  createUser: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          username: string;
+          email: string;
+          name?: string;
+          profile?: {
+            given_name?: string;
+            family_name?: string;
+            middle_name?: string;
+            nickname?: string;
+            profile?: string;
+            picture?: string;
+            website?: string;
+            gender?: string;
+            birthdate?: string;
+            zoneinfo?: string;
+            locale?: string;
+            phone_number?: string;
+            phone_number_verified?: boolean;
+            address?: {
+              formatted?: string;
+              street_address?: string;
+              locality?: string;
+              region?: string;
+              postal_code?: string;
+              country?: string;
+            };
+          };
+          roles?: string[];
+          password?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The person, with password when the server made it */
+      201: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            username: string;
+            email: string;
+            name: string | null;
+            disabled: boolean;
+            source: string;
+            groups: string[];
+            roles: string[];
+            direct_roles: string[];
+            group_roles: string[];
+            identities: {
+              connector: string;
+              subject: string;
+            }[];
+            profile: {
+              [key: string]: unknown;
+            };
+            created_at: string;
+            updated_at: string;
+            password?: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description A user with this username exists */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  getUser: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        username: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The person */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            username: string;
+            email: string;
+            name: string | null;
+            disabled: boolean;
+            source: string;
+            groups: string[];
+            roles: string[];
+            direct_roles: string[];
+            group_roles: string[];
+            identities: {
+              connector: string;
+              subject: string;
+            }[];
+            profile: {
+              [key: string]: unknown;
+            };
+            created_at: string;
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  deleteUser: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        username: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Removed */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The caller is this person */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The user changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  updateUser: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        username: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          email?: string;
+          name?: string | null;
+          profile?: {
+            given_name?: string;
+            family_name?: string;
+            middle_name?: string;
+            nickname?: string;
+            profile?: string;
+            picture?: string;
+            website?: string;
+            gender?: string;
+            birthdate?: string;
+            zoneinfo?: string;
+            locale?: string;
+            phone_number?: string;
+            phone_number_verified?: boolean;
+            address?: {
+              formatted?: string;
+              street_address?: string;
+              locality?: string;
+              region?: string;
+              postal_code?: string;
+              country?: string;
+            };
+          };
+          disabled?: boolean;
+          password?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The person as changed */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            username: string;
+            email: string;
+            name: string | null;
+            disabled: boolean;
+            source: string;
+            groups: string[];
+            roles: string[];
+            direct_roles: string[];
+            group_roles: string[];
+            identities: {
+              connector: string;
+              subject: string;
+            }[];
+            profile: {
+              [key: string]: unknown;
+            };
+            created_at: string;
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The user changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  unlinkUserIdentities: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        username: string;
+        connector: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The identities removed */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            identities: {
+              connector: string;
+              subject: string;
+            }[];
+            can_sign_in: boolean;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user or connector, or no identity linked there */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The user changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  createUserEnrolmentLink: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        username: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          expires_in?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The link, answered only now */
+      201: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            link: string;
+            expires_at: string;
+            replaced: number;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The account is disabled, or has a second factor already */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The user changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  cancelUserEnrolmentLinks: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        username: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description How many links were cancelled */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            cancelled: number;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The user changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  resetUserSecondFactors: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        username: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Whether they had any */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            had_factors: boolean;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The user changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  revokeUserTokens: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        username: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Every sign-in ended */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The user changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  grantUserRole: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        username: string;
+        role: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The person */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            username: string;
+            email: string;
+            name: string | null;
+            disabled: boolean;
+            source: string;
+            groups: string[];
+            roles: string[];
+            direct_roles: string[];
+            group_roles: string[];
+            identities: {
+              connector: string;
+              subject: string;
+            }[];
+            profile: {
+              [key: string]: unknown;
+            };
+            created_at: string;
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user or role */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The user changed since the ETag given */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+    };
+  };
+  revokeUserRole: {
+    parameters: {
+      query?: never;
+      header?: {
+        'If-Match'?: string;
+      };
+      path: {
+        username: string;
+        role: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The person */
+      200: {
+        headers: {
+          ETag?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            id: string;
+            username: string;
+            email: string;
+            name: string | null;
+            disabled: boolean;
+            source: string;
+            groups: string[];
+            roles: string[];
+            direct_roles: string[];
+            group_roles: string[];
+            identities: {
+              connector: string;
+              subject: string;
+            }[];
+            profile: {
+              [key: string]: unknown;
+            };
+            created_at: string;
+            updated_at: string;
+          };
+        };
+      };
+      /** @description Invalid input */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No valid access token for this API */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The token lacks the scope this operation needs */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description No such user, or they do not hold the role */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The user changed since the ETag given */
+      412: {
         headers: {
           [name: string]: unknown;
         };

@@ -61,6 +61,10 @@ const commonResponses = {
   401: { description: 'No valid access token for this API', schema: problemSchema },
   403: { description: 'The token lacks the scope this operation needs', schema: problemSchema },
   429: { description: 'Too many calls by this caller: wait as many seconds as Retry-After says', schema: problemSchema },
+  503: {
+    description: 'The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds',
+    schema: problemSchema,
+  },
 };
 
 function callerFields(caller: ManagementCaller | undefined): Record<string, unknown> {

@@ -153,6 +153,11 @@ export const verbTraits: { readonly [K in VerbName]: VerbTraits } = {
   setClientDisabled: { kind: 'write', directory: true },
   applyConfiguration: { kind: 'write', directory: true },
   useOnce: { kind: 'write' },
+  // Declared a directory write although it writes none: after taking a lease an instance reads the
+  // resource from the database, not from a cache that another instance's change has not reached yet
+  // (PostgreSQL's announcements arrive after the commit; cached_directory.ts).
+  takeResourceLease: { kind: 'write', directory: true },
+  releaseResourceLease: { kind: 'write' },
   appendAuditEvents: { kind: 'write' },
   listAuditEvents: { kind: 'read' },
   purgeAuditEvents: { kind: 'write' },

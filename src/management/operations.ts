@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { audit, type AuditEvent } from '../audit/audit_events.js';
 import { authorizeManagementCall, identifiedCaller, type ManagementCaller } from './authorization.js';
+import { checkIfMatchSyntax } from './etag.js';
 import { Problem, problemSchema, toProblem } from './problem.js';
 
 export interface OperationAnswer {
@@ -56,7 +57,7 @@ declare module 'fastify' {
 }
 
 /** The refusals every authorised operation can answer besides its own. */
-const commonResponses = {
+const commonResponses: DescribedOperation['responses'] = {
   400: { description: 'Invalid input', schema: problemSchema },
   401: { description: 'No valid access token for this API', schema: problemSchema },
   403: { description: 'The token lacks the scope this operation needs', schema: problemSchema },
@@ -81,8 +82,27 @@ function operationFields(spec: DescribedOperation, request: FastifyRequest): Rec
   return { operationId: spec.operationId, method: spec.method, path: request.url.split('?')[0] };
 }
 
+/**
+ * Whether a call of `operation` is conditional on If-Match (RFC 9110 §13.1.1): one with an ETag
+ * that changes an existing resource — PATCH, PUT, DELETE, and POST actions on one; not a creation
+ * (a POST answering 201), which has no earlier state to compare. Its handler calls checkIfMatch.
+ */
+export function honoursIfMatch(operation: Pick<DescribedOperation, 'etag' | 'method' | 'responses'>): boolean {
+  if (operation.etag !== true || operation.method === 'GET') return false;
+  return !(operation.method === 'POST' && 201 in operation.responses);
+}
+
+const conditionalResponses: DescribedOperation['responses'] = {
+  412: { description: 'The resource changed since the ETag given in If-Match', schema: problemSchema },
+};
+
 export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(app: FastifyInstance, spec: OperationSpec<P, Q, B>): void {
-  const responses = spec.scope === undefined ? spec.responses : { ...commonResponses, ...spec.responses };
+  const conditional = honoursIfMatch(spec);
+  const responses: DescribedOperation['responses'] = {
+    ...(spec.scope === undefined ? {} : commonResponses),
+    ...(conditional ? conditionalResponses : {}),
+    ...spec.responses,
+  };
   app.managementOperations.push({ ...spec, responses });
   app.route({
     method: spec.method,
@@ -118,6 +138,8 @@ async function answerOperation<P extends z.ZodType, Q extends z.ZodType, B exten
   caller: ManagementCaller | undefined,
   audit: OperationContext<P, Q, B>['audit'],
 ): Promise<FastifyReply> {
+  // A malformed If-Match is refused before anything is read, never taken for a changed resource.
+  if (honoursIfMatch(spec)) checkIfMatchSyntax(request);
   const params = spec.params === undefined ? {} : spec.params.parse(request.params);
   const query = spec.query === undefined ? {} : spec.query.parse(request.query);
   if (spec.body === undefined && request.body !== undefined && request.body !== null) {

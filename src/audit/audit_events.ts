@@ -100,7 +100,11 @@ export type AuditEvent =
   | 'client.registration_deleted'
   | 'client.registration_refused'
   // Pushed authorization requests (RFC 9126).
-  | 'authorization.pushed';
+  | 'authorization.pushed'
+  // Calls of the management API (/api/v1) that no event of their own records: a read, a refusal.
+  | 'management.read'
+  | 'management.refused'
+  | 'management.changed';
 
 export interface AuditSource {
   log: FastifyBaseLogger;

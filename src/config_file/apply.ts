@@ -7,6 +7,7 @@ import { auditRecord } from '../audit/audit_trail.js';
 import type { AuditEvent } from '../audit/audit_events.js';
 import { connectorSecretContext } from '../connectors/runtime.js';
 import type { SecretBox } from '../crypto/secret_box.js';
+import { managementAudience } from '../management/management_api.js';
 import type { Store } from '../store/store.js';
 import { readDatabaseSnapshot } from './database_snapshot.js';
 import { loadConfigurationFile } from './load.js';
@@ -22,6 +23,8 @@ export interface ApplyOptions {
   dryRun: boolean;
   /** Who applies, for the audit log: `cli` or `server`. */
   actor: 'cli' | 'server';
+  /** The issuer the applier is configured with; with the one the server recorded, it names the built-in API. */
+  issuer: string;
 }
 
 const auditEvents: Record<PlannedChange['object'], Record<PlannedChange['action'], AuditEvent>> = {
@@ -35,8 +38,12 @@ const auditEvents: Record<PlannedChange['object'], Record<PlannedChange['action'
 export async function applyConfigurationFile(path: string, options: ApplyOptions): Promise<{ path: string; plan: PlannedChange[] }> {
   const { store, secretBox } = options;
   const database = await readDatabaseSnapshot(store);
-  const loaded = await loadConfigurationFile(path, database, options.env);
+  // The admin commands may run with another LATCHKEY_ISSUER than the server: both name it.
+  const recorded = await store.recordedIssuer();
+  const builtInApis = [...new Set([options.issuer, ...(recorded === undefined ? [] : [recorded.issuer])].map(managementAudience))];
+  const loaded = await loadConfigurationFile(path, { ...database, builtInApis }, options.env);
   const plan = planConfiguration(loaded.file, database, {
+    builtInApis,
     path: loaded.path,
     prune: options.prune,
     now: options.now,

@@ -37,6 +37,8 @@ export interface LoadedConfiguration {
 export interface DatabaseObjects {
   apis: readonly ApiRecord[];
   clients: readonly ClientRecord[];
+  /** The identifiers of the built-in API (`{issuer}/api/v1`) for the issuers the server is known by. */
+  builtInApis?: readonly string[];
 }
 
 /** Where a value sits in the file, as a person reads it: `clients[2].redirect_uris[0]`. */
@@ -189,7 +191,14 @@ export function checkReferences(file: ConfigurationFile, database: DatabaseObjec
       });
     });
   });
+  const builtInApis = new Set(database.builtInApis ?? []);
   file.apis.forEach((api, a) => {
+    // The server makes the built-in API, with every management scope, at each start: a file that
+    // managed it could narrow or remove it (prune), and the next start would quietly undo that.
+    if (builtInApis.has(api.identifier))
+      problems.push(
+        `apis[${a}].identifier: "${api.identifier}" is built in (the management API): it cannot be declared; the server makes it at every start (add scopes of your own with latchkey apis update)`,
+      );
     api.introspection_clients.forEach((clientId, i) => {
       const known = confidential.get(clientId);
       if (known === undefined) problems.push(`apis[${a}].introspection_clients[${i}]: no client "${clientId.slice(0, 128)}" in the file or the database`);

@@ -46,6 +46,8 @@ export interface PlanContext {
   /** A connector secret sealed, and opened, with the server's secret key (connectors/runtime.ts's context). */
   sealConnectorSecret(id: string, value: string): string;
   openConnectorSecret(id: string, sealed: string): string | undefined;
+  /** The built-in API's identifiers (load.ts DatabaseObjects): never pruned. */
+  builtInApis?: readonly string[];
 }
 
 export interface FieldChange {
@@ -356,7 +358,7 @@ export function planConfiguration(file: ConfigurationFile, database: DatabaseSna
     declaredApis,
     (r) => r.identifier,
     context,
-    () => false,
+    (r) => context.builtInApis?.includes(r.identifier) === true,
   ))
     plan.push(deleted('api', a.identifier, { kind: 'delete', object: 'api', id: a.identifier }));
   return plan;

@@ -4,6 +4,7 @@
  * start never deletes), before the server answers. A bad file stops the start with every problem.
  */
 import { epochSeconds, systemClock } from '../clock.js';
+import type { Config } from '../config.js';
 import type { SecretBox } from '../crypto/secret_box.js';
 import { DuplicateError, type Store } from '../store/store.js';
 import { applyConfigurationFile } from './apply.js';
@@ -20,6 +21,8 @@ export interface StartServices {
   secretBox(): Promise<SecretBox>;
   env: NodeJS.ProcessEnv;
   stderr: NodeJS.WritableStream;
+  /** The server's settings: its issuer names the built-in API, which a file may not declare. */
+  config(): Pick<Config, 'issuer'>;
 }
 
 /** Applies the file: 'refused' (every problem written to stderr) stops the start. */
@@ -33,6 +36,7 @@ export async function applyConfigurationAtStart(context: StartServices, path: st
       prune: false,
       dryRun: false,
       actor: 'server',
+      issuer: context.config().issuer,
     });
   try {
     let result;

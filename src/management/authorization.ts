@@ -50,6 +50,17 @@ function refuse(code: RefusalCode, description: string, scheme: Scheme, scope?: 
   return new OAuthError(code, description, { status, detail, headers: { 'www-authenticate': challenge(scheme, code, description, scope) } });
 }
 
+/**
+ * The caller each request's token names, once it is known to be live: a call refused after that
+ * (429, 403 insufficient_scope) is still audited under who made it (operations.ts).
+ */
+const identifiedCallers = new WeakMap<FastifyRequest, ManagementCaller>();
+
+/** Who made `request`, when its token was live, even if the call was then refused. */
+export function identifiedCaller(request: FastifyRequest): ManagementCaller | undefined {
+  return identifiedCallers.get(request);
+}
+
 function audiences(claims: JWTPayload): string[] {
   return typeof claims.aud === 'string' ? [claims.aud] : Array.isArray(claims.aud) ? claims.aud : [];
 }
@@ -124,6 +135,7 @@ export async function authorizeManagementCall(request: FastifyRequest, scope: Ma
     caller = { kind: 'person', userId: user.id, username: user.username };
     allowedNow = await store.permittedScopes(user.id, audience);
   }
+  identifiedCallers.set(request, caller);
   // Counted per caller, not per address: automation runs from many places (CI runners, pods).
   const counted = await services.rateLimits.managementCaller.hit(caller.kind === 'person' ? `person:${caller.userId}` : `client:${caller.clientId}`);
   if (counted.limited)

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { latchkeyVersion } from '../version.js';
-import type { DescribedOperation } from './operations.js';
+import { honoursIfMatch, type DescribedOperation } from './operations.js';
 import { problemContentType } from './problem.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -34,9 +34,17 @@ function operationObject(operation: DescribedOperation): JsonSchema {
       ...(answer.schema === undefined ? {} : { content: { [type]: { schema: jsonSchema(answer.schema, 'output') } } }),
     };
   }
-  // If-Match is honoured where a stale one is refused: the operations that list a 412 answer.
-  const ifMatch =
-    operation.etag === true && 412 in operation.responses ? [{ name: 'If-Match', in: 'header', required: false, schema: { type: 'string' } }] : [];
+  const ifMatch = honoursIfMatch(operation)
+    ? [
+        {
+          name: 'If-Match',
+          in: 'header',
+          required: false,
+          description: 'The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1).',
+          schema: { type: 'string' },
+        },
+      ]
+    : [];
   return {
     operationId: operation.operationId,
     summary: operation.summary,

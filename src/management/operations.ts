@@ -7,8 +7,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { audit, type AuditEvent } from '../audit/audit_events.js';
-import { authorizeManagementCall, type ManagementCaller } from './authorization.js';
-import { Problem, problemSchema } from './problem.js';
+import { authorizeManagementCall, identifiedCaller, type ManagementCaller } from './authorization.js';
+import { checkIfMatchSyntax } from './etag.js';
+import { Problem, problemSchema, toProblem } from './problem.js';
 
 export interface OperationAnswer {
   status: number;
@@ -56,11 +57,15 @@ declare module 'fastify' {
 }
 
 /** The refusals every authorised operation can answer besides its own. */
-const commonResponses = {
+const commonResponses: DescribedOperation['responses'] = {
   400: { description: 'Invalid input', schema: problemSchema },
   401: { description: 'No valid access token for this API', schema: problemSchema },
   403: { description: 'The token lacks the scope this operation needs', schema: problemSchema },
   429: { description: 'Too many calls by this caller: wait as many seconds as Retry-After says', schema: problemSchema },
+  503: {
+    description: 'The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds',
+    schema: problemSchema,
+  },
 };
 
 function callerFields(caller: ManagementCaller | undefined): Record<string, unknown> {
@@ -71,31 +76,85 @@ function callerFields(caller: ManagementCaller | undefined): Record<string, unkn
     : { actor: caller.username, via: 'api', callerUserId: caller.userId, callerUsername: caller.username };
 }
 
+/** What every audit event of a call says about the operation: never a token, a secret or a body. */
+function operationFields(spec: DescribedOperation, request: FastifyRequest): Record<string, unknown> {
+  // The path without its query: filters are the caller's input, the path names the resource.
+  return { operationId: spec.operationId, method: spec.method, path: request.url.split('?')[0] };
+}
+
+/**
+ * Whether a call of `operation` is conditional on If-Match (RFC 9110 §13.1.1): one with an ETag
+ * that changes an existing resource — PATCH, PUT, DELETE, and POST actions on one; not a creation
+ * (a POST answering 201), which has no earlier state to compare. Its handler calls checkIfMatch.
+ */
+export function honoursIfMatch(operation: Pick<DescribedOperation, 'etag' | 'method' | 'responses'>): boolean {
+  if (operation.etag !== true || operation.method === 'GET') return false;
+  return !(operation.method === 'POST' && 201 in operation.responses);
+}
+
+const conditionalResponses: DescribedOperation['responses'] = {
+  412: { description: 'The resource changed since the ETag given in If-Match', schema: problemSchema },
+};
+
 export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(app: FastifyInstance, spec: OperationSpec<P, Q, B>): void {
-  const responses = spec.scope === undefined ? spec.responses : { ...commonResponses, ...spec.responses };
+  const conditional = honoursIfMatch(spec);
+  const responses: DescribedOperation['responses'] = {
+    ...(spec.scope === undefined ? {} : commonResponses),
+    ...(conditional ? conditionalResponses : {}),
+    ...spec.responses,
+  };
   app.managementOperations.push({ ...spec, responses });
   app.route({
     method: spec.method,
     url: spec.path.replace(/\{([^}]+)\}/g, ':$1'),
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
-      const caller = spec.scope === undefined ? undefined : (await authorizeManagementCall(request, spec.scope)).caller;
-      const params = spec.params === undefined ? {} : spec.params.parse(request.params);
-      const query = spec.query === undefined ? {} : spec.query.parse(request.query);
-      if (spec.body === undefined && request.body !== undefined && request.body !== null) {
-        // A body where none is defined is a client's mistake worth telling, not something to ignore.
-        throw new Problem(400, 'invalid-input', 'This operation takes no request body.');
+      if (spec.scope === undefined) return answerOperation(spec, request, reply, undefined, () => undefined);
+      // Every authorised call leaves one event: a change its own (the admin commands' event), a
+      // read `management.read`, a refusal `management.refused` with its status. A caller whose
+      // token is not live is not identified, and an anonymous caller writes nothing to the log.
+      const recorded = { event: false };
+      const record = (event: AuditEvent, caller: ManagementCaller, fields: Record<string, unknown>) => {
+        recorded.event = true;
+        audit(request, event, { ...operationFields(spec, request), ...fields, ...callerFields(caller) });
+      };
+      try {
+        const { caller } = await authorizeManagementCall(request, spec.scope);
+        const status = await answerOperation(spec, request, reply, caller, (event, fields) => record(event, caller, fields));
+        if (!recorded.event) record(spec.method === 'GET' ? 'management.read' : 'management.changed', caller, { status: reply.statusCode });
+        return status;
+      } catch (err) {
+        const caller = identifiedCaller(request);
+        if (caller !== undefined) record('management.refused', caller, { status: toProblem(err).status });
+        throw err;
       }
-      const body = spec.body === undefined ? undefined : spec.body.parse(request.body ?? undefined);
-      const answer = await spec.handler({
-        request,
-        params: params as z.output<P>,
-        query: query as z.output<Q>,
-        body: body as z.output<B>,
-        caller,
-        audit: (event, fields) => audit(request, event, { ...fields, ...callerFields(caller) }),
-      });
-      reply.code(answer.status).headers(answer.headers ?? {});
-      return answer.body === undefined ? reply.send() : reply.send(answer.body);
     },
   });
+}
+
+async function answerOperation<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
+  spec: OperationSpec<P, Q, B>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  caller: ManagementCaller | undefined,
+  audit: OperationContext<P, Q, B>['audit'],
+): Promise<FastifyReply> {
+  // A malformed If-Match is refused before anything is read, never taken for a changed resource.
+  if (honoursIfMatch(spec)) checkIfMatchSyntax(request);
+  const params = spec.params === undefined ? {} : spec.params.parse(request.params);
+  const query = spec.query === undefined ? {} : spec.query.parse(request.query);
+  if (spec.body === undefined && request.body !== undefined && request.body !== null) {
+    // A body where none is defined is a client's mistake worth telling, not something to ignore.
+    throw new Problem(400, 'invalid-input', 'This operation takes no request body.');
+  }
+  const body = spec.body === undefined ? undefined : spec.body.parse(request.body ?? undefined);
+  const answer = await spec.handler({
+    request,
+    params: params as z.output<P>,
+    query: query as z.output<Q>,
+    body: body as z.output<B>,
+    caller,
+    audit,
+  });
+  reply.code(answer.status).headers(answer.headers ?? {});
+  return answer.body === undefined ? reply.send() : reply.send(answer.body);
 }

@@ -5,7 +5,7 @@
  * knows when another process changed them (SQLite: the directory_version its triggers bump;
  * PostgreSQL: the announcements its triggers NOTIFY); this process's own changes drop it at once,
  * by the verbs that declare they write the directory (verbs.ts), before they run and after they
- * end. Nothing here reads SQL.
+ * end; so do the verbs after which reads must be fresh (taking a resource lease). Nothing here reads SQL.
  */
 import type { ApiRecord, ClientRecord, ConnectorRecord, Store, UserRecord } from './store.js';
 import { verbNames, verbTraits } from './verbs.js';
@@ -45,7 +45,7 @@ export function cacheDirectory<S extends Store>(store: S, cache: RecordCache): S
   Object.assign(store, patched);
   const self = store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
   for (const name of verbNames) {
-    if (verbTraits[name].directory !== true) continue;
+    if (verbTraits[name].directory !== true && verbTraits[name].freshReadsAfter !== true) continue;
     const verb = self[name]?.bind(store);
     if (verb === undefined) throw new Error(`the store has no verb ${name}`);
     // After as well as before: a lookup between the write and its commit read the old row.

@@ -1265,6 +1265,15 @@ export interface Store {
    */
   useOnce(purpose: string, key: string, expiresAt: number): Promise<boolean>;
 
+  /**
+   * Takes the lease on `key` for `holder` until `expiresAt` (epoch seconds): true when it was free
+   * or its lease had expired by the database's clock, false while another holder's lease runs. One
+   * statement, atomic across every process on the store: of two simultaneous takers exactly one wins.
+   */
+  takeResourceLease(key: string, holder: string, expiresAt: number): Promise<boolean>;
+  /** Gives the lease on `key` back, if `holder` still holds it (not when another took it over after expiry). */
+  releaseResourceLease(key: string, holder: string): Promise<boolean>;
+
   /** Appends events in one transaction (the ids are assigned here). */
   appendAuditEvents(events: Omit<AuditEventRecord, 'id'>[]): Promise<void>;
   listAuditEvents(query: AuditEventQuery): Promise<AuditEventRecord[]>;

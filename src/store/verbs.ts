@@ -15,6 +15,12 @@ export interface VerbTraits {
   readonly kind: 'read' | 'write' | 'outside';
   /** It writes clients, users, user roles, roles and their permissions, APIs or connectors. */
   readonly directory?: true;
+  /**
+   * It writes no directory table, but what is read after it must come from the database: it
+   * starts a read-compare-write that another instance's change, not yet announced to this
+   * instance's cache, must not slip past (a resource lease).
+   */
+  readonly freshReadsAfter?: true;
 }
 
 export const verbTraits: { readonly [K in VerbName]: VerbTraits } = {
@@ -154,6 +160,11 @@ export const verbTraits: { readonly [K in VerbName]: VerbTraits } = {
   setClientDisabled: { kind: 'write', directory: true },
   applyConfiguration: { kind: 'write', directory: true },
   useOnce: { kind: 'write' },
+  // After taking a lease an instance reads the resource from the database, not from a cache that
+  // another instance's change has not reached yet (PostgreSQL's announcements arrive after the
+  // commit; cached_directory.ts).
+  takeResourceLease: { kind: 'write', freshReadsAfter: true },
+  releaseResourceLease: { kind: 'write' },
   appendAuditEvents: { kind: 'write' },
   listAuditEvents: { kind: 'read' },
   purgeAuditEvents: { kind: 'write' },

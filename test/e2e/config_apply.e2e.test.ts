@@ -218,6 +218,35 @@ function configSuite(database: 'sqlite' | 'postgres') {
     expect((await cli(env, ['apis', 'list'])).stdout).not.toContain(reports);
   });
 
+  it('a file declaring the built-in API is refused by config apply and at start, naming the field; the built-in API keeps its scopes, managed by no file', async () => {
+    const env = await freshDatabase();
+    // A server that started once made the built-in API and recorded its issuer.
+    const server = await startServerProcess(env);
+    await server.stop();
+    const builtIn = `${server.base}/api/v1`;
+    const file = writeConfig('built-in.yaml', `apis:\n  - identifier: ${builtIn}\n    name: Mine\n    scopes: [read:users, deploy:things]\n`);
+    const message = `apis[0].identifier: "${builtIn}" is built in (the management API): it cannot be declared`;
+    // The admin command run with an issuer of its own: the recorded one still names the built-in API.
+    const applied = await runCli(['config', 'apply', '-f', file], { ...env, LATCHKEY_ISSUER: 'https://elsewhere.example.com' });
+    expect(applied.code).toBe(3);
+    expect(applied.stderr).toContain(message);
+    expect(applied.stdout).toBe('');
+    const atStart = await runCli(['serve'], { ...env, LATCHKEY_CONFIG: file, PORT: '0', LATCHKEY_ISSUER: server.base });
+    expect(atStart.code).toBe(3);
+    expect(atStart.stderr).toContain(message);
+    const listed = JSON.parse((await cli(env, ['apis', 'list', '--json'])).stdout) as {
+      identifier: string;
+      name: string;
+      scopes: string[];
+      managed_by?: string | null;
+    }[];
+    const api = listed.find((a) => a.identifier === builtIn)!;
+    expect(api.name).toBe('Latchkey management API');
+    expect(api.scopes).toEqual(expect.arrayContaining(['read:users', 'write:users', 'read:audit-events', 'write:audit-events']));
+    expect(api.scopes).not.toContain('deploy:things');
+    expect(api.managed_by ?? undefined).toBeUndefined();
+  });
+
   it('serve applies LATCHKEY_CONFIG at start (a machine client of the file gets a token with its secret); a bad file stops the start with exit 3', async () => {
     const env = await freshDatabase();
     const file = writeConfig('serve.yaml', teamFile);

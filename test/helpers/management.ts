@@ -59,7 +59,10 @@ export const allManagementScopes = ['users', 'clients', 'apis', 'roles', 'connec
  * granted `scopes` and fetches the document; `call` sends as that client unless `as` names another
  * token; `tokenFor` makes another client with other scopes.
  */
-export async function managementHarness(t: TestApp, scopes: string[] = allManagementScopes, clientId = 'robot') {
+/** What the harness needs of a server: an app, its store and its configuration (a testApp, or one of several instances on one database). */
+export type ManagementServer = Pick<TestApp, 'app' | 'config'> & { store: Store };
+
+export async function managementHarness(t: ManagementServer, scopes: string[] = allManagementScopes, clientId = 'robot') {
   const { OpenApiAnswers } = await import('./openapi_answers.js');
   async function tokenFor(id: string, wanted: string[]): Promise<string> {
     const secret = await addManagementClient(t.store, t.config.issuer, id, wanted);

@@ -862,6 +862,33 @@ describe('APIs', () => {
   });
 });
 
+describe('the built-in API in the console', () => {
+  it('its management scopes cannot be taken away, nor the API removed: 409 with a page saying why; other changes are kept', async () => {
+    const browser = await admin();
+    const builtIn = `${t.config.issuer}/api/v1`;
+    const before = (await t.store.findApi(builtIn))!;
+    const edit = `/admin/apis/edit?identifier=${encodeURIComponent(builtIn)}`;
+    const kept = before.scopes.filter((s) => s !== 'write:users');
+    const narrowed = await submit(browser, edit, '/admin/apis/update', { identifier: builtIn, name: before.name, scopes: kept.join('\n') });
+    expect(narrowed.status).toBe(409);
+    expect(text(narrowed)).toContain('is built in (the management API): its scopes write:users cannot be removed');
+    const removed = await submit(browser, edit, '/admin/apis/remove', { identifier: builtIn });
+    expect(removed.status).toBe(409);
+    expect(text(removed)).toContain('is built in (the management API): it cannot be removed');
+    expect(await t.store.findApi(builtIn)).toEqual(before);
+    expect(await stored('api.updated')).toEqual([]);
+    expect(await stored('api.removed')).toEqual([]);
+    // A new name, or a scope of the operator's own beside the built-in ones, is fine.
+    const widened = await submit(browser, edit, '/admin/apis/update', {
+      identifier: builtIn,
+      name: 'Admin API',
+      scopes: [...before.scopes, 'read:reports'].join('\n'),
+    });
+    expect(widened.location).toBe(`${edit}&done=updated`);
+    expect(await t.store.findApi(builtIn)).toMatchObject({ name: 'Admin API', scopes: [...before.scopes, 'read:reports'] });
+  });
+});
+
 describe('roles', () => {
   it('creates a role with permissions picked from the APIs’ scopes, edits it, gives it to people, removes it', async () => {
     const browser = await admin();

@@ -3408,6 +3408,51 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
+      describe('takeResourceLease / releaseResourceLease', () => {
+        it('one holder at a time: another is refused while the lease runs, and takes it once given back', async () => {
+          await withStore(async (store) => {
+            const until = (await store.databaseTime()) + 30;
+            expect(await store.takeResourceLease('client:web', 'holder-a', until)).toBe(true);
+            expect(await store.takeResourceLease('client:web', 'holder-b', until)).toBe(false);
+            // Keys are apart.
+            expect(await store.takeResourceLease('client:cli', 'holder-b', until)).toBe(true);
+            // Only the holder gives it back.
+            expect(await store.releaseResourceLease('client:web', 'holder-b')).toBe(false);
+            expect(await store.takeResourceLease('client:web', 'holder-b', until)).toBe(false);
+            expect(await store.releaseResourceLease('client:web', 'holder-a')).toBe(true);
+            expect(await store.releaseResourceLease('client:web', 'holder-a')).toBe(false);
+            expect(await store.takeResourceLease('client:web', 'holder-b', until)).toBe(true);
+          });
+        });
+
+        it('a lease left by a crashed holder is taken over once expired, and the late holder cannot give back the new one', async () => {
+          await withStore(async (store) => {
+            const now = await store.databaseTime();
+            expect(await store.takeResourceLease('api:https://api.example.com', 'crashed', now - 5)).toBe(true);
+            expect(await store.takeResourceLease('api:https://api.example.com', 'next', now + 30)).toBe(true);
+            expect(await store.takeResourceLease('api:https://api.example.com', 'third', now + 30)).toBe(false);
+            expect(await store.releaseResourceLease('api:https://api.example.com', 'crashed')).toBe(false);
+            expect(await store.takeResourceLease('api:https://api.example.com', 'third', now + 30)).toBe(false);
+          });
+        });
+
+        it('of many simultaneous takers exactly one gets the lease', async () => {
+          await withStore(async (store) => {
+            const until = (await store.databaseTime()) + 30;
+            const taken = await Promise.all(Array.from({ length: 8 }, (_, i) => store.takeResourceLease('client:race', `holder-${i}`, until)));
+            expect(taken.filter(Boolean)).toHaveLength(1);
+          });
+        });
+
+        it('a key or holder a store cannot hold (U+0000) locks nothing and fails nothing', async () => {
+          await withStore(async (store) => {
+            const until = (await store.databaseTime()) + 30;
+            expect(await store.takeResourceLease('client:a\u0000b', 'holder', until)).toBe(true);
+            expect(await store.releaseResourceLease('client:a\u0000b', 'holder')).toBe(false);
+          });
+        });
+      });
+
       describe('useOnce', () => {
         it('is true the first time only; purposes and keys are apart', async () => {
           await withStore(async (store) => {

@@ -273,6 +273,37 @@ describe('the plan', () => {
   });
 });
 
+describe('the built-in API', () => {
+  const builtIn = 'https://id.example.com/api/v1';
+  const declaring = `
+apis:
+  - identifier: ${builtIn}
+    scopes: [read:users]
+`;
+
+  it('cannot be declared: the file is refused naming the field, whichever scopes it gives', () => {
+    const file = parsed(declaring);
+    expect(checkReferences(file, { apis: [], clients: [], builtInApis: [builtIn] })).toEqual([
+      `apis[0].identifier: "${builtIn}" is built in (the management API): it cannot be declared; the server makes it at every start (add scopes of your own with latchkey apis update)`,
+    ]);
+    // Another server's management API is an API like any other.
+    expect(checkReferences(file, { apis: [], clients: [], builtInApis: ['https://other.example.com/api/v1'] })).toEqual([]);
+  });
+
+  it('is never pruned, even when a file once managed it', () => {
+    const managedBuiltIn = {
+      identifier: builtIn,
+      name: 'Latchkey management API',
+      scopes: ['read:users'],
+      introspectionClients: [],
+      createdAt: 0,
+      managedBy: path,
+    };
+    const database = { ...empty, apis: [managedBuiltIn] };
+    expect(planConfiguration(parsed('apis: []'), database, context({ prune: true, builtInApis: [builtIn] }))).toEqual([]);
+  });
+});
+
 describe('the export', () => {
   const api: ApiRecord = {
     identifier: 'https://api.example.com',

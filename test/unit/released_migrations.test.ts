@@ -40,6 +40,7 @@ const released: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0020_web_origins.sql': '2c01bc7da03ac5096326a7663af241c1a8c8ae03510a22c0e97c6851bbcb681b',
     '0021_recorded_issuer.sql': 'd6b00ab2ab8e381d8633d11e80b81d99355bfefb73b24fc9bbd19bdfb8d0bd3e',
     '0022_configuration_as_code.sql': 'c38b55e14e77ab0ad4d8bde79b98eec16c75fb7f31f536c3e84506e533706bfb',
+    '0023_resource_leases.sql': 'f8de837938b1d3b50260c14ba7fc3e12c2b271d1224f1495084be0c4121e0100',
   },
   postgres: {
     '0001_init.sql': 'aac3715458110ee12175b820fe43498645ec90116e0c6669dea851bf9b841247',
@@ -64,6 +65,7 @@ const released: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0020_web_origins.sql': '2c01bc7da03ac5096326a7663af241c1a8c8ae03510a22c0e97c6851bbcb681b',
     '0021_recorded_issuer.sql': '96b8b0a80216d1bb9d5ede1a955082f1d18f1d9c0b0dbdfc89a27806cfd9321e',
     '0022_configuration_as_code.sql': '2a1f8180865d31c39bb6f6ce49c5aa7eafa7afa6dedc48f7c769760ca9881938',
+    '0023_resource_leases.sql': '318c71c0f1f70dbdea6b62b10f67a459121141c0abd4a2ea9c6811ce83b261c3',
   },
 };
 

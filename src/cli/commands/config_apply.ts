@@ -37,6 +37,7 @@ export const configApplyCommand = defineCommand({
         prune: context.values.prune === true,
         dryRun,
         actor: 'cli',
+        issuer: context.config().issuer,
       });
     } catch (err) {
       if (!(err instanceof ConfigurationFileError)) throw err;

@@ -8,6 +8,7 @@ import { managedNotice } from '../../console/console_page.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { validScopeNames } from '../../directory/roles.js';
+import { builtInApiChangeRefusal, managementAudience } from '../../management/management_api.js';
 import { validApiIdentifier, validName } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
 import { parseFields } from '../../http/form.js';
@@ -171,6 +172,9 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
     const values = { identifier: api.identifier, name: form.name, scopes: form.scopes };
     const valid = checked(() => ({ name: validName(printable(values.name, 'The name')) ?? api.identifier, scopes: scopesOf(values.scopes) }), 'edit');
     if (!valid.ok) return showApi(request, reply, api, valid.notice, values, 400);
+    // The built-in API keeps its scopes here too, as `apis update` and PATCH /api/v1/apis keep them.
+    const builtIn = builtInApiChangeRefusal(managementAudience(services.config.issuer), api.identifier, valid.value.scopes);
+    if (builtIn !== undefined) return showApi(request, reply, api, { kind: 'error', text: `${builtIn}.`, about: 'edit' }, values, 409);
     if (!(await store.updateApi({ ...api, ...valid.value }))) return notFound(request, reply, services, 'API', backToApis);
     const withdrawn = api.scopes.filter((s) => !valid.value.scopes.includes(s));
     adminAudit(request, admin, 'api.updated', { identifier: api.identifier, name: valid.value.name, scopes: valid.value.scopes, withdrawn });
@@ -183,6 +187,8 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
     const { admin, form } = gate;
     const api = form.identifier === '' ? undefined : await store.findApi(form.identifier);
     if (api?.managedBy !== undefined) return showApi(request, reply, api, managedNotice('api', api.identifier, api.managedBy), undefined, 409);
+    const builtIn = builtInApiChangeRefusal(managementAudience(services.config.issuer), form.identifier, undefined);
+    if (api !== undefined && builtIn !== undefined) return showApi(request, reply, api, { kind: 'error', text: `${builtIn}.` }, undefined, 409);
     if (form.identifier === '' || !(await store.removeApi(form.identifier))) return notFound(request, reply, services, 'API', backToApis);
     adminAudit(request, admin, 'api.removed', { identifier: form.identifier });
     return doneRedirect(reply, '/admin/apis', 'removed');

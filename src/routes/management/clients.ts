@@ -266,10 +266,11 @@ export async function managementClientRoutes(app: FastifyInstance): Promise<void
       404: { description: 'No such client', schema: problemSchema },
       409: { description: 'The client has no secret, or is managed by a configuration file', schema: problemSchema },
     },
-    async handler({ params, body, audit }) {
+    async handler({ request, params, body, audit }) {
       return withResourceLock(store, `client:${params.client_id}`, async () => {
-        const { client } = await current(params.client_id);
+        const { client, etag } = await current(params.client_id);
         refuseManaged('client', client.clientId, client);
+        checkIfMatch(request, etag);
         if (client.secretHash === undefined)
           throw new Problem(
             409,

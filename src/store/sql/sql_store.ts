@@ -1441,6 +1441,15 @@ export abstract class SqlStore implements Store {
     return this.steps('plain', useOnceSteps, purpose, key, expiresAt);
   }
 
+  async takeResourceLease(key: string, holder: string, expiresAt: number): Promise<boolean> {
+    return this.steps('plain', takeResourceLeaseSteps, key, holder, expiresAt);
+  }
+
+  async releaseResourceLease(key: string, holder: string): Promise<boolean> {
+    if (!storable(key) || !storable(holder)) return false;
+    return this.changedOne('DELETE FROM resource_leases WHERE resource_key = $1 AND holder = $2', key, holder);
+  }
+
   async appendAuditEvents(events: Omit<AuditEventRecord, 'id'>[]): Promise<void> {
     if (events.length === 0) return;
     const columns = (e: Omit<AuditEventRecord, 'id'>) =>
@@ -2214,6 +2223,24 @@ function* useOnceSteps(purpose: string, key: string, expiresAt: number): Verb<bo
        WHERE used_once.expires_at <= extract(epoch FROM clock_timestamp())`,
       purpose,
       key,
+      expiresAt,
+    )) === 1
+  );
+}
+
+function* takeResourceLeaseSteps(key: string, holder: string, expiresAt: number): Verb<boolean> {
+  // A key PostgreSQL cannot store (U+0000) names no resource: nothing to lock, nothing to wait for.
+  if (!storable(key) || !storable(holder)) return true;
+  // As useOnce: a simultaneous taker on another instance waits for this row and re-checks the WHERE
+  // against it, so exactly one gets the lease; an expired one (by the database's clock, the one
+  // every instance shares) is taken over, so a crashed holder blocks the resource only until then.
+  return (
+    (yield* run(
+      `INSERT INTO resource_leases (resource_key, holder, expires_at) VALUES ($1, $2, $3)
+       ON CONFLICT (resource_key) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+       WHERE resource_leases.expires_at <= extract(epoch FROM clock_timestamp())`,
+      key,
+      holder,
       expiresAt,
     )) === 1
   );

@@ -631,6 +631,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   createApi: {
@@ -743,6 +761,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -879,12 +915,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   deleteApi: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -1027,12 +1082,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   updateApi: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -1193,6 +1267,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   listAuditEvents: {
@@ -1293,6 +1385,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -1434,6 +1544,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   listClients: {
@@ -1543,6 +1671,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -1722,6 +1868,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   createRegistrationToken: {
@@ -1808,6 +1972,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -1962,12 +2144,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   deleteClient: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -2110,12 +2311,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   updateClient: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -2305,6 +2525,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   listClientGrants: {
@@ -2426,12 +2664,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   putClientGrant: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -2600,12 +2857,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   deleteClientGrant: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -2749,12 +3025,33 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   rotateClientSecret: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
+        'If-Match'?: string;
+      };
       path: {
         client_id: string;
       };
@@ -2895,8 +3192,44 @@ export interface operations {
           };
         };
       };
+      /** @description The resource changed since the ETag given in If-Match */
+      412: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -3006,6 +3339,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -3222,6 +3573,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   getConnector: {
@@ -3346,12 +3715,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   deleteConnector: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -3501,12 +3889,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   updateConnector: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -3704,6 +4111,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   testConnector: {
@@ -3843,6 +4268,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   listKeys: {
@@ -3933,6 +4376,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4053,6 +4514,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4190,6 +4669,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   getOpenApiDocument: {
@@ -4306,6 +4803,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -4459,6 +4974,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   getRole: {
@@ -4584,12 +5117,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   deleteRole: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -4732,12 +5284,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   updateRole: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -4906,6 +5477,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   listRoleMembers: {
@@ -5015,6 +5604,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5161,6 +5768,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   getSession: {
@@ -5286,12 +5911,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   endSession: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -5416,6 +6060,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   listUsers: {
@@ -5522,6 +6184,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5703,6 +6383,24 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   getUser: {
@@ -5836,12 +6534,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   deleteUser: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -5984,12 +6701,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   updateUser: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -6169,12 +6905,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   unlinkUserIdentities: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -6309,14 +7064,30 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   createUserEnrolmentLink: {
     parameters: {
       query?: never;
-      header?: {
-        'If-Match'?: string;
-      };
+      header?: never;
       path: {
         username: string;
       };
@@ -6470,12 +7241,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   cancelUserEnrolmentLinks: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -6605,12 +7395,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   resetUserSecondFactors: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -6740,12 +7549,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   revokeUserTokens: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -6870,12 +7698,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   grantUserRole: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -7024,12 +7871,31 @@ export interface operations {
           };
         };
       };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
     };
   };
   revokeUserRole: {
     parameters: {
       query?: never;
       header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
         'If-Match'?: string;
       };
       path: {
@@ -7162,6 +8028,24 @@ export interface operations {
       };
       /** @description Too many calls by this caller: wait as many seconds as Retry-After says */
       429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/problem+json': {
+            type: string;
+            title: string;
+            status: number;
+            detail: string;
+            errors?: {
+              path: string;
+              message: string;
+            }[];
+          };
+        };
+      };
+      /** @description The database is briefly unavailable, or another server instance is changing this resource: retry after Retry-After seconds */
+      503: {
         headers: {
           [name: string]: unknown;
         };

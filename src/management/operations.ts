@@ -85,11 +85,13 @@ function operationFields(spec: DescribedOperation, request: FastifyRequest): Rec
 /**
  * Whether a call of `operation` is conditional on If-Match (RFC 9110 §13.1.1): one with an ETag
  * that changes an existing resource — PATCH, PUT, DELETE, and POST actions on one; not a creation
- * (a POST answering 201), which has no earlier state to compare. Its handler calls checkIfMatch.
+ * (a POST to a collection answering 201), which has no earlier state to compare. Its handler calls checkIfMatch.
  */
-export function honoursIfMatch(operation: Pick<DescribedOperation, 'etag' | 'method' | 'responses'>): boolean {
+export function honoursIfMatch(operation: Pick<DescribedOperation, 'etag' | 'method' | 'responses' | 'path'>): boolean {
   if (operation.etag !== true || operation.method === 'GET') return false;
-  return !(operation.method === 'POST' && 201 in operation.responses);
+  // A POST to a collection (no path parameter) answering 201 creates; a POST to one resource
+  // (`/users/{username}/mfa-enrollment`) acts on it, even when what it makes is answered with 201.
+  return !(operation.method === 'POST' && 201 in operation.responses && !operation.path.includes('{'));
 }
 
 const conditionalResponses: DescribedOperation['responses'] = {

@@ -7087,7 +7087,10 @@ export interface operations {
   createUserEnrolmentLink: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The ETag last read (or *): the call is refused with 412 when the resource changed since (RFC 9110 §13.1.1). */
+        'If-Match'?: string;
+      };
       path: {
         username: string;
       };

@@ -10,7 +10,8 @@
  * The browser_sign_in scenario signs people in through the pages, from /authorize to the token
  * response (sign_in_load.ts: at most 16 browsers at once), and is reported beside the raw password
  * rate of the server's core (password_rate.ts, Argon2id verifications a second), measured before
- * and after it.
+ * and after it. browser_sign_in_totp does the same with a TOTP second step between the password and
+ * the code (accounts enrolled with a TOTP app, as many as may sign in within one 30 s step).
  *
  * --peer measures, in the same run and the same way, oidc-provider (peer_oidc_provider.ts) and a
  * bare Fastify route (peer_bare_fastify.ts) on the device flow's scenarios, right after Latchkey
@@ -54,16 +55,26 @@ import {
 } from './report.js';
 import {
   browserSignInRequest,
+  browserSignInTotpRequest,
   codeExchangeRequest,
   deviceAuthorizationRequest,
   devicePollRequest,
   jwksRequest,
   refreshRequest,
+  signInScenarios,
   userinfoRequest,
   type ScenarioName,
   type ScenarioRequest,
 } from './scenarios.js';
-import { seedAuthorizationCodes, seedBase, seedDeviceGrants, seedRefreshTokens, seedSignInAccounts, type SignInAccount } from './seed.js';
+import {
+  seedAuthorizationCodes,
+  seedBase,
+  seedDeviceGrants,
+  seedRefreshTokens,
+  seedSignInAccounts,
+  seedTotpSignInAccounts,
+  type SignInAccount,
+} from './seed.js';
 import { hasTaskset, pinned, startBenchServer, type BenchServer } from './server_process.js';
 import type { PeerSpec } from './peer_oidc_provider.js';
 import { benchPostgresUrl } from './postgres_option.js';
@@ -107,6 +118,13 @@ for (const alg of algorithms) if (!signingAlgorithms.includes(alg)) throw new Er
  * means something; --connections lowers it.
  */
 const signInBrowsers = Math.min(connections, 16);
+/** A TOTP code is accepted once per account and 30 s step (RFC 6238 §5.2, mfa/totp.ts). */
+const totpStepSeconds = 30;
+/**
+ * TOTP accounts seeded per sign-in a second the server's core could do at most (its raw password
+ * rate), per second of a load process's run up to one step: twice over, for this machine's drift.
+ */
+const totpAccountHeadroom = 2;
 
 const twoCores = cpus().length >= 2;
 const serverCores = twoCores ? '0' : undefined;
@@ -278,9 +296,16 @@ function figuresOf(name: ScenarioName, expected: ScenarioRequest['expected'], st
   };
 }
 
-/** The measured request of round `round` of `rounds`: its own slice of the seeded secrets. */
+/** The measured request of round `round` of `rounds`: its own slice of the seeded secrets (or of the TOTP accounts). */
 function slice(request: ScenarioRequest, round: number, rounds: number): ScenarioRequest {
-  if (!request.bodies || rounds === 1) return request;
+  if (rounds === 1) return request;
+  const signIn = request.signIn;
+  if (signIn?.secondFactor === 'totp') {
+    // Each round's load process knows only the steps it used itself: its own accounts.
+    const size = Math.floor(signIn.accounts.length / rounds);
+    return { ...request, signIn: { ...signIn, accounts: signIn.accounts.slice(round * size, (round + 1) * size) } };
+  }
+  if (!request.bodies) return request;
   const size = Math.floor(request.bodies.length / rounds);
   return { ...request, bodies: request.bodies.slice(round * size, (round + 1) * size) };
 }
@@ -304,6 +329,9 @@ interface Fixtures {
   reserved: string;
   /** People who sign in through the pages (browser_sign_in), one per simulated browser. */
   signInAccounts: SignInAccount[];
+  /** People with a TOTP app (browser_sign_in_totp): the warm-up's and the measured run's, never the same. */
+  totpAccountsWarm: SignInAccount[];
+  totpAccounts: SignInAccount[];
 }
 
 interface Sizes {
@@ -311,6 +339,8 @@ interface Sizes {
   exchange: number;
   /** The most polls a second the run could see: enough pending codes are seeded for it. */
   pollRate: number;
+  /** The most sign-ins a second the run could see (the raw password rate): enough TOTP accounts are seeded for it. */
+  signIns: number;
 }
 
 /** A port nobody listens on now: bound by the OS, then released for the server. */
@@ -367,6 +397,8 @@ interface Build {
   seedRefreshTokens: typeof seedRefreshTokens;
   /** Absent from builds older than the sign-in scenario: they do not run it. */
   seedSignInAccounts?: typeof seedSignInAccounts | undefined;
+  /** Absent from builds older than the sign-in scenario with a TOTP step: they do not run it. */
+  seedTotpSignInAccounts?: typeof seedTotpSignInAccounts | undefined;
   /** The built `latchkey` executable (undefined: this build's). */
   cli: string | undefined;
 }
@@ -379,6 +411,7 @@ const thisBuild: Build = {
   seedAuthorizationCodes,
   seedRefreshTokens,
   seedSignInAccounts,
+  seedTotpSignInAccounts,
   cli: undefined,
 };
 
@@ -389,7 +422,7 @@ async function baselineBuild(root: string): Promise<Build> {
   const open = await load<{ openConfiguredStore: typeof openConfiguredStore }>('store/open.js');
   const seeds = (await import(pathToFileURL(baselineSeedModule(root)).href)) as Pick<
     Build,
-    'seedBase' | 'seedDeviceGrants' | 'seedAuthorizationCodes' | 'seedRefreshTokens' | 'seedSignInAccounts'
+    'seedBase' | 'seedDeviceGrants' | 'seedAuthorizationCodes' | 'seedRefreshTokens' | 'seedSignInAccounts' | 'seedTotpSignInAccounts'
   >;
   return { configFrom: config.configFrom, openConfiguredStore: open.openConfiguredStore, ...seeds, cli: join(root, 'dist', 'cli', 'main.js') };
 }
@@ -410,6 +443,16 @@ async function seed(build: Build, config: Config, sizes: Sizes, filler: number, 
     const pendingCount = Math.max(count(sizes.pollRate, rounds > 1 ? duration : Math.min(config.deviceInterval + 1, duration)), 1000);
     const pending = (n: number) => () => seedDeviceGrants(store, { count: n, status: 'pending', now, config });
     const approved = (n: number) => () => seedDeviceGrants(store, { count: n, status: 'approved', now, config });
+    // One load process signs each TOTP account in at most once per step: as many accounts as it
+    // could sign in within one step (or its whole run, when shorter), and the browsers it holds
+    // them in. The rounds of a run each get their own (see slice).
+    const totpPool = (seconds: number) => Math.ceil(sizes.signIns * totpAccountHeadroom * Math.min(seconds, totpStepSeconds)) + signInBrowsers;
+    const totpWarmCount = warmup > 0 ? totpPool(warmup) : 0;
+    const totpCount = rounds * totpPool(duration / rounds);
+    const totp =
+      scenarios.includes('browser_sign_in_totp') && build.seedTotpSignInAccounts
+        ? await build.seedTotpSignInAccounts(store, totpWarmCount + totpCount, now, config)
+        : [];
     const fixtures: Fixtures = {
       pendingWarm: await wanted('device_poll_pending', pending(count(sizes.pollRate, warmup))),
       pending: await wanted('device_poll_pending', pending(pendingCount)),
@@ -421,6 +464,8 @@ async function seed(build: Build, config: Config, sizes: Sizes, filler: number, 
       refresh: await wanted('refresh', () => seedRefreshTokens(store, count(sizes.issuance, duration), now, config)),
       reserved: (await seedDeviceGrants(store, { count: 1, status: 'approved', now, config }))[0] ?? '',
       signInAccounts: scenarios.includes('browser_sign_in') && build.seedSignInAccounts ? await build.seedSignInAccounts(store, signInBrowsers, now) : [],
+      totpAccountsWarm: totp.slice(0, totpWarmCount),
+      totpAccounts: totp.slice(totpWarmCount),
     };
     return fixtures;
   } finally {
@@ -586,6 +631,14 @@ function latchkeyRequests(server: BenchServer, fixtures: Fixtures): Partial<Reco
     ...(fixtures.signInAccounts.length > 0
       ? { browser_sign_in: async () => [browserSignInRequest(fixtures.signInAccounts), browserSignInRequest(fixtures.signInAccounts)] }
       : {}),
+    ...(fixtures.totpAccounts.length > 0
+      ? {
+          browser_sign_in_totp: async () => [
+            browserSignInTotpRequest(fixtures.totpAccountsWarm, signInBrowsers),
+            browserSignInTotpRequest(fixtures.totpAccounts, signInBrowsers),
+          ],
+        }
+      : {}),
   };
 }
 
@@ -630,6 +683,19 @@ async function startLatchkey(
   return { server: servers.length === 1 && only !== undefined ? only : together(servers), fixtures, seedSeconds, drop: async () => database?.drop() };
 }
 
+/** The raw password rates measured around a sign-in scenario, as the run report's fields for it. */
+function passwordRatesAt<K extends keyof RunReport>(
+  samples: { verificationsPerSecond: number; verificationsPerCpuSecond: number }[] | undefined,
+  perSecond: K,
+  perCpuSecond: K,
+): Partial<Record<K, number>> {
+  if (!samples || samples.length === 0) return {};
+  return {
+    [perSecond]: meanOf(samples.map((p) => p.verificationsPerSecond)),
+    [perCpuSecond]: meanOf(samples.map((p) => p.verificationsPerCpuSecond)),
+  } as Partial<Record<K, number>>;
+}
+
 async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunReport[]> {
   const dir = mkdtempSync(join(tmpdir(), 'latchkey-bench-'));
   const started: { server: BenchServer; drop(): Promise<void> }[] = [];
@@ -671,7 +737,7 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
     }
     const figures = new Map<string, ScenarioFigures[]>(contenders.map((c) => [c.name, []]));
     const signingSamples: number[] = [];
-    const passwordSamples: { verificationsPerSecond: number; verificationsPerCpuSecond: number }[] = [];
+    const passwordSamples = new Map<ScenarioName, { verificationsPerSecond: number; verificationsPerCpuSecond: number }[]>();
     for (const name of plan.scenarios) {
       const sharing = await Promise.all(
         contenders.flatMap((c) => {
@@ -684,11 +750,11 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
       // sign-ins against the raw password rate, on the same core.
       const onePinned = plan.pin && !plan.postgres && plan.workers === 1;
       const bracketSigning = name === 'device_token_issuance' && onePinned;
-      const bracketPassword = name === 'browser_sign_in' && onePinned;
+      const bracketPassword = signInScenarios.includes(name) && onePinned;
       const signingSeconds = Math.max(1, Math.min(3, duration / rounds));
       const bracket = async () => {
         if (bracketSigning) signingSamples.push(await signingRate(plan.alg, signingSeconds));
-        if (bracketPassword) passwordSamples.push(await passwordRate(signingSeconds));
+        if (bracketPassword) passwordSamples.set(name, [...(passwordSamples.get(name) ?? []), await passwordRate(signingSeconds)]);
       };
       const [alone] = sharing;
       if (sharing.length === 1 && alone !== undefined) {
@@ -741,12 +807,8 @@ async function run(plan: RunPlan, baseline: Build | undefined): Promise<RunRepor
       ...(peerRuns.length > 0 ? { peers: peerRuns } : {}),
       ...(baseline ? { baseline: figures.get('baseline') ?? [] } : {}),
       ...(signingSamples.length > 0 ? { signingRateAtIssuance: meanOf(signingSamples) } : {}),
-      ...(passwordSamples.length > 0
-        ? {
-            passwordRateAtSignIn: meanOf(passwordSamples.map((p) => p.verificationsPerSecond)),
-            passwordCpuRateAtSignIn: meanOf(passwordSamples.map((p) => p.verificationsPerCpuSecond)),
-          }
-        : {}),
+      ...passwordRatesAt(passwordSamples.get('browser_sign_in'), 'passwordRateAtSignIn', 'passwordCpuRateAtSignIn'),
+      ...passwordRatesAt(passwordSamples.get('browser_sign_in_totp'), 'passwordRateAtTotpSignIn', 'passwordCpuRateAtTotpSignIn'),
     };
     return [main, ...companionRuns];
   } catch (err) {
@@ -767,11 +829,6 @@ async function main(): Promise<void> {
     process.stderr.write(`raw signing rate ${alg}: ${Math.round(rates[alg] ?? 0)}/s\n`);
   }
   const rsa = rates.RS256 ?? 1000;
-  const sizesFor = (alg: SigningAlgorithm): Sizes => {
-    const sign = Math.min(rates[alg] ?? rsa, 12_000);
-    // A code exchange with openid signs an access token and an RS256 id_token.
-    return { issuance: sign, exchange: 1 / (1 / sign + 1 / rsa), pollRate: maxPollRate };
-  };
   const every: ScenarioName[] = [
     'device_authorization',
     'device_poll_pending',
@@ -781,9 +838,17 @@ async function main(): Promise<void> {
     'userinfo',
     'jwks',
     'browser_sign_in',
+    'browser_sign_in_totp',
   ];
   const chosen = options.scenarios === 'all' ? every : (list(options.scenarios) as ScenarioName[]);
   for (const name of chosen) if (!every.includes(name)) throw new Error(`--scenarios: unknown scenario ${name}`);
+  // Sign-ins with a TOTP step cannot outrun the password checks of the server's core: what the TOTP accounts are counted from.
+  const signInCeiling = chosen.includes('browser_sign_in_totp') ? (await passwordRate(1)).verificationsPerSecond : 0;
+  const sizesFor = (alg: SigningAlgorithm): Sizes => {
+    const sign = Math.min(rates[alg] ?? rsa, 12_000);
+    // A code exchange with openid signs an access token and an RS256 id_token.
+    return { issuance: sign, exchange: 1 / (1 / sign + 1 / rsa), pollRate: maxPollRate, signIns: signInCeiling };
+  };
   const all = chosen;
   const only = (names: ScenarioName[]) => names.filter((name) => chosen.includes(name));
   const runs: RunReport[] = [];

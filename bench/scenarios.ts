@@ -1,7 +1,8 @@
 /**
  * What the bench measures: each scenario is one request shape against one endpoint, with the answer
  * that counts as the expected one (a pending poll's expected answer is a 400 authorization_pending)
- * — except the browser sign-in, a whole flow of five requests driven by sign_in_load.ts.
+ * — except the browser sign-ins, whole flows of five requests (seven with a TOTP second step)
+ * driven by sign_in_load.ts.
  */
 import {
   codeVerifier,
@@ -16,7 +17,18 @@ import {
 } from './seed.js';
 
 export type ScenarioName =
-  'device_authorization' | 'device_poll_pending' | 'device_token_issuance' | 'code_exchange' | 'refresh' | 'userinfo' | 'jwks' | 'browser_sign_in';
+  | 'device_authorization'
+  | 'device_poll_pending'
+  | 'device_token_issuance'
+  | 'code_exchange'
+  | 'refresh'
+  | 'userinfo'
+  | 'jwks'
+  | 'browser_sign_in'
+  | 'browser_sign_in_totp';
+
+/** The scenarios that sign people in through the pages, measured beside the raw password rate. */
+export const signInScenarios: readonly ScenarioName[] = ['browser_sign_in', 'browser_sign_in_totp'];
 
 export interface Expected {
   status: number;
@@ -40,8 +52,15 @@ export interface SignInFlow {
   clientId: string;
   redirectUri: string;
   scope: string;
-  /** One per simulated browser. */
+  /**
+   * Without a second step: one per simulated browser. With a TOTP step: a pool the browsers take
+   * turns with, each account signing in at most once per 30 s step (a code is accepted once).
+   */
   accounts: SignInAccount[];
+  /** The second step every account answers after its password (accounts carry their TOTP secret). */
+  secondFactor?: 'totp';
+  /** Simulated browsers at once, with a pool of accounts (at most the load's connections). */
+  browsers?: number;
 }
 
 const form = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -109,5 +128,20 @@ export function browserSignInRequest(accounts: SignInAccount[]): ScenarioRequest
     headers: {},
     expected: { status: 200 },
     signIn: { clientId: signInClientId, redirectUri: signInRedirectUri, scope: signInScope, accounts },
+  };
+}
+
+/**
+ * The same sign-in with a second step between the password and the code: the second-factor page,
+ * then POST the code of the current 30 s step computed from the account's TOTP secret (RFC 6238).
+ * `browsers` sign in at once, taking turns with the accounts so that none presents a code twice.
+ */
+export function browserSignInTotpRequest(accounts: SignInAccount[], browsers: number): ScenarioRequest {
+  return {
+    path: '/authorize',
+    method: 'GET',
+    headers: {},
+    expected: { status: 200 },
+    signIn: { clientId: signInClientId, redirectUri: signInRedirectUri, scope: signInScope, accounts, secondFactor: 'totp', browsers },
   };
 }

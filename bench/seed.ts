@@ -2,16 +2,20 @@
  * Bench fixtures written through the Store's own verbs (never through a route that exists only for
  * benchmarks): a user, a device client and a browser client, and batches of device grants,
  * authorization codes and refresh tokens whose secrets the load generator then presents; and, for
- * the sign-in scenario, people with passwords and the web application they sign in to.
+ * the sign-in scenarios, people with passwords (and, for the second one, a TOTP app each) and the
+ * web application they sign in to.
  */
 import { plainClientFields } from '../src/directory/clients.js';
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../src/config.js';
 import { hashPassword } from '../src/crypto/password.js';
+import { openSecretBox } from '../src/crypto/secret_key_file.js';
 import { randomId, randomSecret, secretPrefix, sha256 } from '../src/crypto/secrets.js';
+import { newTotpSecret, totpPeriod } from '../src/mfa/totp.js';
+import { totpSecretContext } from '../src/mfa/totp_secret.js';
 import { s256 } from '../src/oauth/pkce.js';
 import { newRefreshToken } from '../src/oauth/refresh_tokens.js';
-import type { Store } from '../src/store/store.js';
+import type { Store, UserRecord } from '../src/store/store.js';
 
 export const benchUser = { id: 'bench-user', username: 'bench' };
 export const deviceClientId = 'bench-device';
@@ -33,6 +37,8 @@ export const signInScope = 'openid profile';
 export interface SignInAccount {
   username: string;
   password: string;
+  /** The base32 secret of the person's TOTP app, for accounts with that second factor. */
+  totpSecret?: string;
 }
 
 /** A store that can run many verbs in one transaction (the SQLite store). */
@@ -200,14 +206,9 @@ export async function seedRefreshTokens(store: Store, count: number, now: number
   return tokens;
 }
 
-/**
- * People who sign in through the pages, one account per simulated browser (nobody signs in twice
- * at once), with a password hashed as the server hashes new ones. One hash serves every account:
- * what the scenario measures is the server verifying it.
- */
-export async function seedSignInAccounts(store: Store, count: number, now: number): Promise<SignInAccount[]> {
-  const password = randomBytes(15).toString('base64url');
-  const passwordHash = await hashPassword(password);
+/** The web application people sign in to, made once for both sign-in scenarios. */
+async function ensureSignInClient(store: Store, now: number): Promise<void> {
+  if (await store.findClient(signInClientId)) return;
   await store.createClient({
     clientId: signInClientId,
     name: 'Bench web application',
@@ -224,26 +225,66 @@ export async function seedSignInAccounts(store: Store, count: number, now: numbe
     backchannelLogoutUri: undefined,
     ...plainClientFields,
   });
+}
+
+function signInUser(id: string, username: string, name: string, passwordHash: string, now: number): UserRecord {
+  return {
+    id,
+    username,
+    email: `${username}@example.com`,
+    name,
+    passwordHash,
+    disabled: false,
+    createdAt: now,
+    tokensRevokedAt: undefined,
+    source: 'local',
+    emailVerified: true,
+    groups: [],
+    roles: [],
+    profile: {},
+    updatedAt: now,
+  };
+}
+
+/**
+ * People who sign in through the pages, one account per simulated browser (nobody signs in twice
+ * at once), with a password hashed as the server hashes new ones. One hash serves every account:
+ * what the scenario measures is the server verifying it.
+ */
+export async function seedSignInAccounts(store: Store, count: number, now: number): Promise<SignInAccount[]> {
+  const password = randomBytes(15).toString('base64url');
+  const passwordHash = await hashPassword(password);
+  await ensureSignInClient(store, now);
   const accounts: SignInAccount[] = [];
   for (let i = 0; i < count; i++) {
     const username = `signin-${i}`;
-    await store.createUser({
-      id: `bench-signin-${i}`,
-      username,
-      email: `${username}@example.com`,
-      name: `Sign-in ${i}`,
-      passwordHash,
-      disabled: false,
-      createdAt: now,
-      tokensRevokedAt: undefined,
-      source: 'local',
-      emailVerified: true,
-      groups: [],
-      roles: [],
-      profile: {},
-      updatedAt: now,
-    });
+    await store.createUser(signInUser(`bench-signin-${i}`, username, `Sign-in ${i}`, passwordHash, now));
     accounts.push({ username, password });
   }
+  return accounts;
+}
+
+/**
+ * People with a password and a TOTP app, enrolled as the account page enrols one (a secret from
+ * the server's own generator, sealed with the server's secret key for that person, the step of
+ * the confirming code recorded as spent: here the step before now). The load generator is their
+ * app: it knows each secret. A code is accepted once per 30 s step and account (RFC 6238 §5.2), so
+ * the caller asks for as many accounts as sign-ins may come within one step.
+ */
+export async function seedTotpSignInAccounts(store: Store, count: number, now: number, config: Config): Promise<SignInAccount[]> {
+  const password = randomBytes(15).toString('base64url');
+  const passwordHash = await hashPassword(password);
+  const secretBox = await openSecretBox(config, store);
+  await ensureSignInClient(store, now);
+  const enrolledStep = Math.floor(now / totpPeriod) - 1;
+  const accounts: SignInAccount[] = [];
+  await inBatches(store, count, async (i) => {
+    const userId = `bench-signin-totp-${i}`;
+    const username = `signin-totp-${i}`;
+    const totpSecret = newTotpSecret();
+    accounts.push({ username, password, totpSecret });
+    await store.createUser(signInUser(userId, username, `Sign-in with TOTP ${i}`, passwordHash, now));
+    await store.saveTotp({ userId, secret: secretBox.seal(totpSecretContext(userId), totpSecret), lastStep: enrolledStep, createdAt: now });
+  });
   return accounts;
 }

@@ -1,5 +1,5 @@
 /**
- * The load generator of the browser sign-in scenario, run as its own process (on the other core):
+ * The load generator of the browser sign-in scenarios, run as its own process (on the other core):
  * reads a LoadSpec with a sign-in flow from the file named by argv[2]; one simulated browser per
  * account given (at most `connections`) signs in again and again until the time is up, each time
  * as a new browser (no cookies kept): GET /authorize → the sign-in page → POST username and
@@ -7,8 +7,16 @@
  * /oauth/token with the PKCE verifier. Prints one JSON line of LoadResult: a "request" is one
  * whole sign-in; its status is the token response's, or that of the step that went wrong (counted
  * in `errors` as `<step>:<status>`).
+ *
+ * With a TOTP second step, POST /login leads to the second-factor page: its form is read and the
+ * code of the current step, computed from the account's secret as an authenticator app does, is
+ * posted before the authorization request is taken up again. The browsers take turns with a pool
+ * of accounts: the server accepts a code once per account and step (RFC 6238 §5.2), so an account
+ * signs in again only in a later step. Should every idle account have signed in within the current
+ * step, a browser waits for the next one and the wait is counted (`waited_for_totp_step` in
+ * `errors`): the pool was too small and the rate is understated.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { LoadResult, LoadSpec } from './load.js';
 import type { SignInFlow } from './scenarios.js';
@@ -60,17 +68,24 @@ async function send(base: string, jar: Jar, method: 'GET' | 'POST', path: string
   return { status: res.status, location: res.headers.get('location') ?? undefined, body: await res.text(), cookies };
 }
 
-/** A hidden field of a page, its HTML escapes undone (Eta escapes & < > " '). */
-function field(html: string, name: string): string {
+/** A hidden field of a page (or form), its HTML escapes undone (Eta escapes & < > " '). */
+function field(html: string, name: string, step = 'login_page'): string {
   const tag = new RegExp(`<input[^>]*name="${name}"[^>]*>`).exec(html)?.[0];
   const value = tag ? /value="([^"]*)"/.exec(tag)?.[1] : undefined;
-  if (value === undefined) throw new StepFailed(`login_page:no_${name}`, 200);
+  if (value === undefined) throw new StepFailed(`${step}:no_${name}`, 200);
   return value
     .replace(/&#39;/g, "'")
     .replace(/&quot;/g, '"')
     .replace(/&lt;/g, '<')
     .replace(/&gt;/g, '>')
     .replace(/&amp;/g, '&');
+}
+
+/** The form of a page that posts to `action` (the second-factor page may also hold a passkey's form). */
+function form(html: string, action: string, step: string): string {
+  const found = new RegExp(`<form[^>]*action="${action}"[^>]*>([\\s\\S]*?)</form>`).exec(html)?.[1];
+  if (found === undefined) throw new StepFailed(`${step}:no_form`, 200);
+  return found;
 }
 
 function expectRedirect(step: string, answer: Answer): string {
@@ -84,7 +99,109 @@ function local(base: string, location: string): string {
   return url.pathname + url.search;
 }
 
-async function signIn(base: string, flow: SignInFlow, account: SignInAccount): Promise<void> {
+/** RFC 4648 base32 (the alphabet authenticator apps read secrets in), without padding. */
+function base32Bytes(text: string): Buffer {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = 0;
+  let value = 0;
+  const out: number[] = [];
+  for (const char of text.replace(/=+$/, '').toUpperCase()) {
+    const index = alphabet.indexOf(char);
+    if (index < 0) throw new Error('a TOTP secret that is not base32');
+    value = (value << 5) | index;
+    bits += 5;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push((value >>> bits) & 0xff);
+    }
+  }
+  return Buffer.from(out);
+}
+
+const totpStepSeconds = 30;
+const totpDigits = 6;
+
+/** The 30 s time step of now (RFC 6238 §4: T0 = 0, X = 30), by the clock the server reads too. */
+function currentTotpStep(): number {
+  return Math.floor(Date.now() / 1000 / totpStepSeconds);
+}
+
+/** The code of `step` (RFC 6238 with HMAC-SHA1, 6 digits: HOTP of RFC 4226 §5.3 over the step number). */
+function totpCode(secret: Buffer, step: number): string {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', secret).update(counter).digest();
+  const offset = (mac[mac.length - 1] ?? 0) & 0x0f;
+  const binary = mac.readUInt32BE(offset) & 0x7fffffff;
+  return String(binary % 10 ** totpDigits).padStart(totpDigits, '0');
+}
+
+/** An account as a browser of the pool holds it: with its secret decoded, and the last step it presented a code of. */
+interface PooledAccount {
+  account: SignInAccount;
+  secret: Buffer | undefined;
+  lastStep: number;
+}
+
+/**
+ * The accounts the browsers take turns with: a browser takes one that has not presented a code in
+ * the current step, and gives it back after its sign-in. A code is only ever computed for a step
+ * later than the account's last one, so the server never sees a replay from the bench.
+ */
+class AccountPool {
+  private readonly idle: PooledAccount[];
+  /** How often a browser found every idle account spent for the current step and waited for the next. */
+  waits = 0;
+
+  constructor(accounts: SignInAccount[]) {
+    this.idle = accounts.map(pooled);
+  }
+
+  /** An account free to sign in now, or undefined when the time is up before one is. */
+  async take(end: number): Promise<PooledAccount | undefined> {
+    while (performance.now() < end) {
+      const step = currentTotpStep();
+      const index = this.idle.findIndex((entry) => entry.lastStep < step);
+      if (index >= 0) return this.idle.splice(index, 1)[0];
+      const untilNextStep = (step + 1) * totpStepSeconds * 1000 - Date.now();
+      if (untilNextStep <= 0) continue;
+      this.waits++;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(untilNextStep, end - performance.now())));
+    }
+    return undefined;
+  }
+
+  give(entry: PooledAccount): void {
+    this.idle.push(entry);
+  }
+}
+
+function pooled(account: SignInAccount): PooledAccount {
+  return { account, secret: account.totpSecret === undefined ? undefined : base32Bytes(account.totpSecret), lastStep: -1 };
+}
+
+/** The second-factor page after the password: its form read, the current code posted; where it leads next. */
+async function secondStep(base: string, jar: Jar, location: string, pooled: PooledAccount): Promise<string> {
+  const path = local(base, location);
+  if (!path.startsWith('/login/second-factor?')) throw new StepFailed('login:no_second_factor', 303);
+  const page = await send(base, jar, 'GET', path);
+  if (page.status !== 200) throw new StepFailed('second_factor_page', page.status);
+  const fields = form(page.body, '/login/second-factor', 'second_factor_page');
+  if (pooled.secret === undefined) throw new StepFailed('second_factor:no_secret', 0);
+  // The code of the step it is now, and never of a step this account presented a code of already.
+  const step = currentTotpStep();
+  if (step <= pooled.lastStep) throw new StepFailed('second_factor:step_used', 0);
+  pooled.lastStep = step;
+  const answer = await send(base, jar, 'POST', '/login/second-factor', {
+    csrf_token: field(fields, 'csrf_token', 'second_factor_page'),
+    return_to: field(fields, 'return_to', 'second_factor_page'),
+    otp: totpCode(pooled.secret, step),
+  });
+  return expectRedirect('second_factor', answer);
+}
+
+async function signIn(base: string, flow: SignInFlow, pooled: PooledAccount): Promise<void> {
+  const { account } = pooled;
   const jar = new Jar();
   const verifier = randomBytes(32).toString('base64url');
   const state = randomBytes(12).toString('base64url');
@@ -107,7 +224,8 @@ async function signIn(base: string, flow: SignInFlow, account: SignInAccount): P
     username: account.username,
     password: account.password,
   });
-  const back = expectRedirect('login', signedIn);
+  const afterPassword = expectRedirect('login', signedIn);
+  const back = flow.secondFactor === 'totp' ? await secondStep(base, jar, afterPassword, pooled) : afterPassword;
   const toClient = new URL(expectRedirect('authorize_after_login', await send(base, jar, 'GET', local(base, back))));
   const code = toClient.searchParams.get('code');
   if (toClient.origin + toClient.pathname !== flow.redirectUri || !code || toClient.searchParams.get('state') !== state) throw new StepFailed('callback', 0);
@@ -137,11 +255,13 @@ async function main(): Promise<void> {
   let socketErrors = 0;
   const started = performance.now();
   const end = started + spec.durationSeconds * 1000;
-  const browser = async (account: SignInAccount) => {
+  const browser = async (next: () => Promise<PooledAccount | undefined>, done: (pooled: PooledAccount) => void) => {
     while (performance.now() < end) {
+      const pooled = await next();
+      if (pooled === undefined) break;
       const begun = performance.now();
       try {
-        await signIn(base, spec.signIn, account);
+        await signIn(base, spec.signIn, pooled);
         statuses['200'] = (statuses['200'] ?? 0) + 1;
         latencies.push(performance.now() - begun);
       } catch (err) {
@@ -152,11 +272,41 @@ async function main(): Promise<void> {
         }
         statuses[String(err.status)] = (statuses[String(err.status)] ?? 0) + 1;
         errors[`${err.step}:${err.status}`] = (errors[`${err.step}:${err.status}`] ?? 0) + 1;
+      } finally {
+        done(pooled);
       }
     }
   };
-  const accounts = spec.signIn.accounts.slice(0, spec.connections);
-  await Promise.all(accounts.map(browser));
+  if (spec.signIn.secondFactor === 'totp') {
+    // Browsers take turns with a pool of accounts (see AccountPool).
+    const pool = new AccountPool(spec.signIn.accounts);
+    const browsers = Math.min(spec.connections, spec.signIn.browsers ?? spec.signIn.accounts.length, spec.signIn.accounts.length);
+    await Promise.all(
+      Array.from({ length: browsers }, () =>
+        browser(
+          () => pool.take(end),
+          (pooled) => pool.give(pooled),
+        ),
+      ),
+    );
+    if (pool.waits > 0) {
+      errors['waited_for_totp_step'] = pool.waits;
+      process.stderr.write(
+        `sign_in_load: every account had signed in within the current TOTP step ${pool.waits} times (too few accounts: the rate is understated)\n`,
+      );
+    }
+  } else {
+    // One account per browser, its own throughout.
+    const own = spec.signIn.accounts.slice(0, spec.connections).map(pooled);
+    await Promise.all(
+      own.map((account) =>
+        browser(
+          async () => account,
+          () => {},
+        ),
+      ),
+    );
+  }
   const seconds = (performance.now() - started) / 1000;
   const sorted = latencies.sort((a, b) => a - b);
   const total = Object.values(statuses).reduce((a, b) => a + b, 0);

@@ -18,10 +18,13 @@ export interface Report {
     signingRateAtIssuance?: number;
     passwordRateAtSignIn?: number;
     passwordCpuRateAtSignIn?: number;
+    passwordRateAtTotpSignIn?: number;
+    passwordCpuRateAtTotpSignIn?: number;
     measuredAlongside?: string;
   }[];
   signIns: {
     run: string;
+    scenario: string;
     signInsPerSecond: number;
     passwordVerificationsPerSecond: number;
     ofPasswordRate: number;

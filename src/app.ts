@@ -54,7 +54,7 @@ import { tokenRoutes } from './routes/token.js';
 import { parRoutes } from './routes/par.js';
 import { passwordResetRoutes } from './routes/password_reset.js';
 import { adminRoutes } from './routes/admin/index.js';
-import { prepareManagementScope } from './management/api_scope.js';
+import { frameworkProblem, isManagementPath, prepareManagementScope } from './management/api_scope.js';
 import { managementClientRoutes } from './routes/management/clients.js';
 import { managementApiRoutes } from './routes/management/apis.js';
 import { managementKeyRoutes } from './routes/management/keys.js';
@@ -118,8 +118,14 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     connectionTimeout: 30_000,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     // Requests Fastify refuses before routing (a malformed URL) still get an OAuth error body.
-    frameworkErrors: (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
+    frameworkErrors: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
       const oauthError = toOAuthError(error);
+      if (isManagementPath(request.url)) {
+        // The management API answers every refusal as RFC 9457 problem details, these included.
+        const problem = frameworkProblem(oauthError.status);
+        void reply.code(problem.status).headers(baseSecurityHeaders(config)).header('cache-control', 'no-store').type(problem.contentType).send(problem.body);
+        return;
+      }
       void reply.code(oauthError.status).headers(baseSecurityHeaders(config)).header('cache-control', 'no-store').send(oauthError.toJSON());
     },
     // Requests Node's HTTP parser refuses (huge headers, bad bytes) get one too, then the socket closes.

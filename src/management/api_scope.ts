@@ -38,3 +38,17 @@ export function prepareManagementScope(app: FastifyInstance): void {
       .send(new Problem(404, 'not-found', 'There is no such operation in this API.').body());
   });
 }
+
+/** Whether a request's URL is under /api/v1 (the framework's own refusals answer problems there too). */
+export function isManagementPath(url: string): boolean {
+  return url === '/api/v1' || url.startsWith('/api/v1/') || url.startsWith('/api/v1?');
+}
+
+/**
+ * The problem for a request Fastify refuses before any route of the API runs (a path whose
+ * percent-encoding is broken, a parameter longer than the router takes), with the status it chose.
+ */
+export function frameworkProblem(status: number): { status: number; contentType: string; body: ReturnType<Problem['body']> } {
+  const problem = status === 414 ? new Problem(414, 'too-long', 'The request URL is too long.') : new Problem(status, 'malformed', 'The request is malformed.');
+  return { status: problem.status, contentType: problemContentType, body: problem.body() };
+}

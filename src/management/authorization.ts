@@ -83,7 +83,7 @@ export async function authorizeManagementCall(request: FastifyRequest, scope: Ma
   }
   const [, schemeName, token] = match ?? [];
   if (schemeName === undefined || token === undefined)
-    throw refuse('invalid_request', 'Send the access token as "Authorization: Bearer <token>" or "DPoP <token>".', 'Bearer');
+    throw refuse('invalid_request', 'Send the access token in the Authorization header, after the word Bearer or DPoP.', 'Bearer');
   const scheme: Scheme = schemeName.toLowerCase() === 'dpop' ? 'DPoP' : 'Bearer';
   const claims = await signer.verifyAccessToken(token);
   if (!claims) throw refuse('invalid_token', 'The access token is invalid or expired.', scheme);

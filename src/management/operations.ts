@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import { audit, type AuditEvent } from '../audit/audit_events.js';
 import { authorizeManagementCall, identifiedCaller, type ManagementCaller } from './authorization.js';
 import { checkIfMatchSyntax } from './etag.js';
-import { Problem, problemSchema, toProblem } from './problem.js';
+import { invalidInput, Problem, problemSchema, toProblem, type InputPart } from './problem.js';
 
 export interface OperationAnswer {
   status: number;
@@ -133,6 +133,13 @@ export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B exte
   });
 }
 
+/** The path's or the query's parameters, or a 400 problem that says which of the two is wrong. */
+function parsed(schema: z.ZodType, input: unknown, part: InputPart): unknown {
+  const result = schema.safeParse(input);
+  if (!result.success) throw invalidInput(result.error, part);
+  return result.data;
+}
+
 async function answerOperation<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
   spec: OperationSpec<P, Q, B>,
   request: FastifyRequest,
@@ -142,8 +149,8 @@ async function answerOperation<P extends z.ZodType, Q extends z.ZodType, B exten
 ): Promise<FastifyReply> {
   // A malformed If-Match is refused before anything is read, never taken for a changed resource.
   if (honoursIfMatch(spec)) checkIfMatchSyntax(request);
-  const params = spec.params === undefined ? {} : spec.params.parse(request.params);
-  const query = spec.query === undefined ? {} : spec.query.parse(request.query);
+  const params = spec.params === undefined ? {} : parsed(spec.params, request.params, 'path');
+  const query = spec.query === undefined ? {} : parsed(spec.query, request.query, 'query');
   if (spec.body === undefined && request.body !== undefined && request.body !== null) {
     // A body where none is defined is a client's mistake worth telling, not something to ignore.
     throw new Problem(400, 'invalid-input', 'This operation takes no request body.');

@@ -32,6 +32,8 @@ const titles: Record<number, string> = {
   409: 'Conflict',
   412: 'Precondition failed',
   413: 'Request too large',
+  414: 'URI too long',
+  422: 'Unprocessable content',
   415: 'Unsupported media type',
   428: 'Precondition required',
   429: 'Too many requests',
@@ -71,9 +73,23 @@ function pointer(path: readonly PropertyKey[]): string {
   return path.map((part) => `/${String(part).replaceAll('~', '~0').replaceAll('/', '~1')}`).join('');
 }
 
-export function invalidInput(error: ZodError): Problem {
-  const errors = error.issues.map((issue) => ({ path: pointer(issue.path), message: issue.message }));
-  return new Problem(400, 'invalid-input', 'The request body is not valid: see errors.', errors);
+/** Where the input came from, as the problem's detail names it. */
+export type InputPart = 'body' | 'query' | 'path';
+
+const partDetail: Record<InputPart, string> = {
+  body: 'The request body is not valid: see errors.',
+  query: 'The query is not valid: see errors.',
+  path: 'The path is not valid: see errors.',
+};
+
+export function invalidInput(error: ZodError, part: InputPart = 'body'): Problem {
+  // An unknown field is named by its own pointer (/bogus), not by the object that holds it.
+  const errors = error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({ path: pointer([...issue.path, key]), message: `"${key}" is not a field of this object` }))
+      : [{ path: pointer(issue.path), message: issue.message }],
+  );
+  return new Problem(400, 'invalid-input', partDetail[part], errors);
 }
 
 /** Anything thrown by a route becomes a problem; a fault of ours is a 500 without its cause. */

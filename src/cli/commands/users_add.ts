@@ -1,4 +1,5 @@
 import { epochSeconds, systemClock } from '../../clock.js';
+import { operatorEnteredUser } from '../../directory/local_users.js';
 import { randomUuid } from '../../crypto/secrets.js';
 import { hashPassword } from '../../crypto/password.js';
 import { validEmail, validName, validPassword, validUsername } from '../../directory/validation.js';
@@ -44,22 +45,7 @@ export const usersAddCommand = defineCommand({
     const { password, generated } = await obtainPassword(context, context.values['password-stdin'] === true);
     validPassword(password);
     try {
-      await store.createUser({
-        id: randomUuid(),
-        username,
-        email,
-        name,
-        passwordHash: await hashPassword(password),
-        disabled: false,
-        createdAt: now,
-        tokensRevokedAt: undefined,
-        source: 'local',
-        emailVerified: true,
-        groups: [],
-        roles: [],
-        profile,
-        updatedAt: now,
-      });
+      await store.createUser(operatorEnteredUser({ id: randomUuid(), username, email, name, passwordHash: await hashPassword(password), profile, now }));
     } catch (err) {
       if (err instanceof DuplicateError) throw new CommandError(`user "${username}" already exists`);
       throw err;

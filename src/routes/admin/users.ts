@@ -4,6 +4,7 @@
  * (the rules of `latchkey users add`). One user's own page is in user.ts.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { operatorEnteredUser } from '../../directory/local_users.js';
 import { z } from 'zod';
 import { AdminInputError, validEmail, validName, validPassword, validUsername } from '../../directory/validation.js';
 import { epochSeconds } from '../../clock.js';
@@ -122,22 +123,17 @@ export async function adminUserRoutes(app: FastifyInstance): Promise<void> {
     const id = randomUuid();
     const now = epochSeconds(clock);
     try {
-      await store.createUser({
-        id,
-        username: user.username,
-        email: user.email,
-        name: user.name,
-        passwordHash: await hashPassword(user.password),
-        disabled: false,
-        createdAt: now,
-        tokensRevokedAt: undefined,
-        source: 'local',
-        emailVerified: true,
-        groups: [],
-        roles: [],
-        profile: {},
-        updatedAt: now,
-      });
+      await store.createUser(
+        operatorEnteredUser({
+          id,
+          username: user.username,
+          email: user.email,
+          name: user.name,
+          passwordHash: await hashPassword(user.password),
+          profile: {},
+          now,
+        }),
+      );
     } catch (err) {
       if (err instanceof DuplicateError) return taken();
       throw err;

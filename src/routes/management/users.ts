@@ -6,6 +6,7 @@
  * and tells the clients (OIDC Back-Channel Logout 1.0), as the console does.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { operatorEnteredUser } from '../../directory/local_users.js';
 import { z } from 'zod';
 import { epochSeconds } from '../../clock.js';
 import { unlinkConnector } from '../../connectors/identity_unlinking.js';
@@ -151,23 +152,7 @@ export async function managementUserRoutes(app: FastifyInstance): Promise<void> 
       if (await store.findUserByUsername(username)) throw new Problem(409, 'exists', `A user "${username}" already exists.`);
       const id = randomUuid();
       try {
-        await store.createUser({
-          id,
-          username,
-          email,
-          name,
-          passwordHash: await hashPassword(password),
-          disabled: false,
-          createdAt: now,
-          tokensRevokedAt: undefined,
-          source: 'local',
-          // As `users add`: an operator entered it.
-          emailVerified: true,
-          groups: [],
-          roles: [],
-          profile,
-          updatedAt: now,
-        });
+        await store.createUser(operatorEnteredUser({ id, username, email, name, passwordHash: await hashPassword(password), profile, now }));
       } catch (err) {
         if (err instanceof DuplicateError) throw new Problem(409, 'exists', `A user "${username}" already exists.`);
         throw err;

@@ -11,6 +11,7 @@ import type { Config } from '../src/config.js';
 import { hashPassword } from '../src/crypto/password.js';
 import { openSecretBox } from '../src/crypto/secret_key_file.js';
 import { randomId, randomSecret, secretPrefix, sha256 } from '../src/crypto/secrets.js';
+import { orderedSecret, orderedSecretDigest } from '../src/crypto/ordered_secrets.js';
 import { newTotpSecret, totpPeriod } from '../src/mfa/totp.js';
 import { totpSecretContext } from '../src/mfa/totp_secret.js';
 import { s256 } from '../src/oauth/pkce.js';
@@ -116,12 +117,12 @@ export interface DeviceGrantSeed {
 export async function seedDeviceGrants(store: Store, seed: DeviceGrantSeed): Promise<string[]> {
   const codes: string[] = [];
   await inBatches(store, seed.count, (i) => {
-    const deviceCode = randomSecret(secretPrefix.deviceCode);
+    const deviceCode = orderedSecret(secretPrefix.deviceCode);
     if (seed.keep !== false) codes.push(deviceCode);
     const approved = seed.status === 'approved';
     return store.createDeviceGrant({
       id: randomId(),
-      deviceCodeHash: sha256(deviceCode),
+      deviceCodeHash: orderedSecretDigest(deviceCode, secretPrefix.deviceCode),
       userCodeHash: sha256(`bench-user-code-${i}-${deviceCode}`),
       clientId: deviceClientId,
       scope: deviceScope,

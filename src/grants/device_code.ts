@@ -18,7 +18,8 @@
 import { z } from 'zod';
 import { audit } from '../audit/audit_events.js';
 import { OAuthError, tooManyRequests } from '../errors.js';
-import { sha256 } from '../crypto/secrets.js';
+import { orderedSecretDigest } from '../crypto/ordered_secrets.js';
+import { secretPrefix } from '../crypto/secrets.js';
 import { decidePoll } from '../oauth/device_poll.js';
 import { rateLimitKey } from '../limits/rate_limit.js';
 import { finishIssuance, prepareIssuance, signInEnded, type IssueTokensInput, type PreparedIssuance, type TokenResponse } from '../oauth/token_response.js';
@@ -106,7 +107,7 @@ export const deviceCodeGrant = {
   async handle(context, { device_code, ...target }) {
     const { store, clock } = context.services;
     const nowMs = Math.floor(clock() * 1000);
-    const grant = await context.services.devicePolls.poll(sha256(device_code), context.client.clientId, nowMs);
+    const grant = await context.services.devicePolls.poll(orderedSecretDigest(device_code, secretPrefix.deviceCode), context.client.clientId, nowMs);
     if (!grant) throw await unknownDeviceCode(context);
     if (grant.clientId !== context.client.clientId) {
       throw new OAuthError('invalid_grant', 'The device code is invalid.', { detail: 'device code of another client' });

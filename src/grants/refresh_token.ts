@@ -11,9 +11,16 @@
 import { z } from 'zod';
 import { audit } from '../audit/audit_events.js';
 import { epochSeconds } from '../clock.js';
-import { sha256 } from '../crypto/secrets.js';
 import { OAuthError } from '../errors.js';
-import { decideRefresh, graceSuccessorLimit, narrowedScope, newRefreshToken, retryLimit, retryMinimumDelaySeconds } from '../oauth/refresh_tokens.js';
+import {
+  decideRefresh,
+  graceSuccessorLimit,
+  narrowedScope,
+  newRefreshToken,
+  refreshTokenKey,
+  retryLimit,
+  retryMinimumDelaySeconds,
+} from '../oauth/refresh_tokens.js';
 import { randomId } from '../crypto/secrets.js';
 import { issueTokens } from '../oauth/token_response.js';
 import { isConfidential } from '../oauth/client_type.js';
@@ -43,7 +50,7 @@ export const refreshTokenGrant = {
     const { services, client } = context;
     const { store, clock, config } = services;
     const now = epochSeconds(clock);
-    const token = await store.findRefreshToken(sha256(refresh_token));
+    const token = await store.findRefreshToken(refreshTokenKey(refresh_token));
     if (!token) throw invalidToken('unknown refresh token');
 
     let decision = decideRefresh(token, client, now, config.refreshReuseGrace, config.retryWindow);

@@ -11,7 +11,8 @@
  * Either way the family never has two live branches once one is used (RFC 9700 §4.14.2).
  */
 import type { Config } from '../config.js';
-import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { orderedSecret, orderedSecretDigest } from '../crypto/ordered_secrets.js';
+import { randomId, secretPrefix } from '../crypto/secrets.js';
 import type { ClientRecord, RefreshTokenRecord } from '../store/store.js';
 
 export interface NewRefreshToken {
@@ -31,14 +32,21 @@ export type RefreshTokenFields = Pick<
   accessTokenJti?: string | undefined;
 };
 
+/** The key a refresh token is stored and looked up by. */
+export function refreshTokenKey(token: string): string {
+  return orderedSecretDigest(token, secretPrefix.refreshToken);
+}
+
 export function newRefreshToken(config: Config, now: number, fields: RefreshTokenFields): NewRefreshToken {
-  const value = randomSecret(secretPrefix.refreshToken);
+  // Stored under a key that grows with time (to the millisecond: `now` is whole seconds), so the
+  // tokens of one commit share an index page.
+  const value = orderedSecret(secretPrefix.refreshToken);
   const familyExpiresAt = fields.familyExpiresAt ?? now + config.refreshTokenTtl;
   return {
     value,
     record: {
       id: randomId(),
-      tokenHash: sha256(value),
+      tokenHash: refreshTokenKey(value),
       familyId: fields.familyId,
       clientId: fields.clientId,
       userId: fields.userId,

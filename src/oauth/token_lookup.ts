@@ -4,9 +4,9 @@
  * `token_type_hint` only decides which is tried first (RFC 7009 §2.1, RFC 7662 §2.1).
  */
 import type { JWTPayload } from 'jose';
-import { sha256 } from '../crypto/secrets.js';
 import type { Services } from '../services.js';
 import type { ClientRecord, RefreshTokenRecord, UserRecord } from '../store/store.js';
+import { refreshTokenKey } from './refresh_tokens.js';
 import { familyClaim } from './token_response.js';
 
 export type IdentifiedToken = { kind: 'access_token'; claims: JWTPayload } | { kind: 'refresh_token'; record: RefreshTokenRecord };
@@ -17,7 +17,7 @@ export async function identifyToken(services: Services, token: string, hint: str
     return claims && { kind: 'access_token', claims };
   };
   const asRefresh = async (): Promise<IdentifiedToken | undefined> => {
-    const record = token.length <= 512 ? await services.store.findRefreshToken(sha256(token)) : undefined;
+    const record = token.length <= 512 ? await services.store.findRefreshToken(refreshTokenKey(token)) : undefined;
     return record && { kind: 'refresh_token', record };
   };
   const order = hint === 'refresh_token' ? [asRefresh, asAccess] : [asAccess, asRefresh];

@@ -7,7 +7,8 @@ import { audit } from '../audit/audit_events.js';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { epochSeconds } from '../clock.js';
-import { randomId, randomSecret, secretPrefix, sha256 } from '../crypto/secrets.js';
+import { orderedSecret, orderedSecretDigest } from '../crypto/ordered_secrets.js';
+import { randomId, secretPrefix } from '../crypto/secrets.js';
 import { authenticateClient, clientAuthContext, readClientCredentials, requireGrantType } from '../oauth/client_auth.js';
 import { maxTargetLength, refuseSeveralResources, requestedTarget, resolveAudience } from '../oauth/audience.js';
 import { grantableScope, parseScope } from '../oauth/scope.js';
@@ -64,14 +65,15 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
     const acrValues = requestedAcrValues(config, params.acr_values);
 
     const now = epochSeconds(clock);
-    const deviceCode = randomSecret(secretPrefix.deviceCode);
+    // Stored under a key that grows with time: one commit's device codes share an index page.
+    const deviceCode = orderedSecret(secretPrefix.deviceCode, clock() * 1000);
     for (let attempt = 0; ; attempt++) {
       const canonicalUserCode = generateCanonicalUserCode();
       const userCode = formatUserCode(canonicalUserCode);
       try {
         await store.createDeviceGrant({
           id: randomId(),
-          deviceCodeHash: sha256(deviceCode),
+          deviceCodeHash: orderedSecretDigest(deviceCode, secretPrefix.deviceCode),
           userCodeHash: userCodeDigest(app.services.userCodeKey, canonicalUserCode),
           clientId: client.clientId,
           scope,

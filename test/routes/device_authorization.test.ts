@@ -1,7 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sha256 } from '../../src/crypto/secrets.js';
+import { orderedSecretDigest } from '../../src/crypto/ordered_secrets.js';
+import { secretPrefix } from '../../src/crypto/secrets.js';
 import { normalizeUserCode, userCodeDigest } from '../../src/oauth/user_code.js';
 import { addApi, addClient, form, testApp, type TestApp } from '../helpers/app.js';
+
+const deviceKey = (code: string) => orderedSecretDigest(code, secretPrefix.deviceCode);
 
 let t: TestApp;
 beforeEach(async () => {
@@ -27,7 +30,9 @@ describe('POST /oauth/device/code', () => {
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     const body = res.json();
     expect(Object.keys(body).sort()).toEqual(['device_code', 'expires_in', 'interval', 'user_code', 'verification_uri', 'verification_uri_complete']);
-    expect(body.device_code).toMatch(/^lk_dc_[A-Za-z0-9_-]{43}$/);
+    // The type prefix, the milliseconds it was made in 12 hex digits, 32 random bytes (crypto/ordered_secrets.ts).
+    expect(body.device_code).toMatch(/^lk_dc_[0-9a-f]{12}[A-Za-z0-9_-]{43}$/);
+    expect(parseInt(body.device_code.slice(6, 18), 16)).toBe(Math.floor(t.clock() * 1000));
     expect(body.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
     expect(body.verification_uri).toBe('http://latchkey.test/activate');
     expect(body.verification_uri_complete).toBe(`http://latchkey.test/activate?user_code=${body.user_code}`);
@@ -35,7 +40,7 @@ describe('POST /oauth/device/code', () => {
     expect(body.interval).toBe(5);
 
     // Stored only as digests, with the requester's address and user agent for the person to see.
-    const grant = await t.store.findDeviceGrantByDeviceCode(sha256(body.device_code));
+    const grant = await t.store.findDeviceGrantByDeviceCode(deviceKey(body.device_code));
     expect(grant).toMatchObject({
       clientId: 'tv',
       scope: 'openid email profile offline_access',
@@ -62,14 +67,14 @@ describe('POST /oauth/device/code', () => {
 
   it('defaults the scope to openid and the audience to the userinfo endpoint', async () => {
     const body = (await post({ client_id: 'tv' })).json();
-    const grant = await t.store.findDeviceGrantByDeviceCode(sha256(body.device_code));
+    const grant = await t.store.findDeviceGrantByDeviceCode(deviceKey(body.device_code));
     expect(grant).toMatchObject({ scope: 'openid', audience: 'http://latchkey.test/userinfo' });
   });
 
   it('drops offline_access for a client without the refresh_token grant', async () => {
     await addClient(t.store, 'kiosk', { grantTypes: ['device_code'] });
     const body = (await post({ client_id: 'kiosk', scope: 'openid offline_access' })).json();
-    expect((await t.store.findDeviceGrantByDeviceCode(sha256(body.device_code)))!.scope).toBe('openid');
+    expect((await t.store.findDeviceGrantByDeviceCode(deviceKey(body.device_code)))!.scope).toBe('openid');
   });
 
   const errors: [string, Record<string, string>, number, string][] = [

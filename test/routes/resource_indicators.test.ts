@@ -12,6 +12,7 @@ import { normalizeUserCode, userCodeDigest } from '../../src/oauth/user_code.js'
 import type { UserRecord } from '../../src/store/store.js';
 import { addApi, addClient, addUser, deviceGrantType, pkcePair, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, injectTransport, signIn, type BrowserResponse } from '../helpers/browser.js';
+import { refreshTokenKey } from '../../src/oauth/refresh_tokens.js';
 
 const photos = 'https://photos.example.com';
 const billing = 'https://billing.example.com';
@@ -200,7 +201,7 @@ describe('resource and audience at the token endpoint (RFC 8707 §2.2)', () => {
         const res = await redeem(await obtainCode({ audience: photos }), target);
         expect(res.statusCode, res.body).toBe(200);
         expect(decodeJwt(res.json().access_token).aud).toBe(photos);
-        const family = await t.store.findRefreshToken(sha256(res.json().refresh_token));
+        const family = await t.store.findRefreshToken(refreshTokenKey(res.json().refresh_token));
         expect(family?.audience).toBe(photos);
       }
     });
@@ -243,7 +244,7 @@ describe('resource and audience at the token endpoint (RFC 8707 §2.2)', () => {
         expect(res.statusCode, res.body).toBe(200);
         expect(decodeJwt(res.json().access_token).aud).toBe(photos);
         token = res.json().refresh_token as string;
-        expect((await t.store.findRefreshToken(sha256(token)))?.audience).toBe(photos);
+        expect((await t.store.findRefreshToken(refreshTokenKey(token)))?.audience).toBe(photos);
       }
     });
 

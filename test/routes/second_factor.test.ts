@@ -8,7 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sha256 } from '../../src/crypto/secrets.js';
+import { orderedSecretDigest } from '../../src/crypto/ordered_secrets.js';
+import { secretPrefix, sha256 } from '../../src/crypto/secrets.js';
 import { decodeJwt } from 'jose';
 import { totpCodeAt } from '../../src/mfa/totp.js';
 import { addClient, addUser, deviceGrantType, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
@@ -483,7 +484,7 @@ describe('the device flow with a second factor', () => {
     await signInAs(browser);
     const plain = await deviceCode();
     const asking = await deviceCode({ acr_values: 'urn:latchkey:mfa' });
-    const grant = () => t.store.findDeviceGrantByDeviceCode(sha256(asking.device_code));
+    const grant = () => t.store.findDeviceGrantByDeviceCode(orderedSecretDigest(asking.device_code, secretPrefix.deviceCode));
     expect((await grant())?.acrValues).toBe('urn:latchkey:mfa');
     const confirm = await browser.get(`/activate/confirm?user_code=${asking.user_code}`);
     expect(confirm.location).toMatch(/^\/login\/second-factor\?return_to=%2Factivate%2Fconfirm/);

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
-import { sha256 } from '../../src/crypto/secrets.js';
 import type { UserRecord } from '../../src/store/store.js';
 import { addApi, addClient, addUser, form, pkcePair, testApp, type TestApp } from '../helpers/app.js';
 import { Browser, injectTransport, signIn } from '../helpers/browser.js';
+import { refreshTokenKey } from '../../src/oauth/refresh_tokens.js';
 
 let t: TestApp;
 let alice: UserRecord;
@@ -121,9 +121,9 @@ describe('POST /oauth/token grant_type=authorization_code', () => {
   it('a second redemption → invalid_grant, and the tokens of the first are revoked', async () => {
     const { code, verifier } = await obtainCode('spa');
     const first = (await redeem({ client_id: 'spa', code, code_verifier: verifier })).json();
-    expect(await t.store.findRefreshToken(sha256(first.refresh_token))).toBeDefined();
+    expect(await t.store.findRefreshToken(refreshTokenKey(first.refresh_token))).toBeDefined();
     await expectError(await redeem({ client_id: 'spa', code, code_verifier: verifier }), 400, 'invalid_grant');
-    expect((await t.store.findRefreshToken(sha256(first.refresh_token)))?.revokedAt).toBe(Math.floor(t.clock()));
+    expect((await t.store.findRefreshToken(refreshTokenKey(first.refresh_token)))?.revokedAt).toBe(Math.floor(t.clock()));
     expect(await t.store.isAccessTokenRevoked(String(decodeJwt(first.access_token).jti))).toBe(true);
   });
 
@@ -135,7 +135,7 @@ describe('POST /oauth/token grant_type=authorization_code', () => {
       expect(winners).toHaveLength(1);
       expect(results.filter((r) => r.statusCode === 400 && r.json().error === 'invalid_grant')).toHaveLength(9);
       // Even a refresh token inserted after a replay revoked its family is born revoked.
-      expect((await t.store.findRefreshToken(sha256(winners[0]!.json().refresh_token)))?.revokedAt).toBeDefined();
+      expect((await t.store.findRefreshToken(refreshTokenKey(winners[0]!.json().refresh_token)))?.revokedAt).toBeDefined();
     }
   });
 

@@ -3,10 +3,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLocalJWKSet, jwtVerify, decodeProtectedHeader } from 'jose';
-import { sha256 } from '../../src/crypto/secrets.js';
+import { randomSecret, secretPrefix, sha256 } from '../../src/crypto/secrets.js';
+import { deviceGrant } from '../helpers/records.js';
 import { normalizeUserCode, userCodeDigest } from '../../src/oauth/user_code.js';
 import type { UserRecord } from '../../src/store/store.js';
 import { addApi, addClient, addUser, deviceGrantType, form, testApp, type TestApp } from '../helpers/app.js';
+import { refreshTokenKey } from '../../src/oauth/refresh_tokens.js';
 
 let t: TestApp;
 let alice: UserRecord;
@@ -126,7 +128,7 @@ describe('POST /oauth/token grant_type=device_code', () => {
       const body = res.json();
       expect(Object.keys(body).sort()).toEqual(['access_token', 'expires_in', 'refresh_token', 'scope', 'token_type']);
       expect(body).toMatchObject({ token_type: 'Bearer', expires_in: 86400, scope: 'openid email offline_access' });
-      expect(body.refresh_token).toMatch(/^lk_rt_[A-Za-z0-9_-]{43}$/);
+      expect(body.refresh_token).toMatch(/^lk_rt_[0-9a-f]{12}[A-Za-z0-9_-]{43}$/);
       expect(body.id_token).toBeUndefined();
 
       const jwks = (await t.app.inject({ method: 'GET', url: '/.well-known/jwks.json' })).json();
@@ -153,7 +155,7 @@ describe('POST /oauth/token grant_type=device_code', () => {
       expect(payload.jti).toMatch(/^[0-9a-f-]{36}$/);
 
       // The refresh token is stored only as its digest.
-      const stored = await t.store.findRefreshToken(sha256(body.refresh_token));
+      const stored = await t.store.findRefreshToken(refreshTokenKey(body.refresh_token));
       expect(stored).toMatchObject({ clientId: 'tv', userId: alice.id, scope: 'openid email offline_access' });
       expect(JSON.stringify(t.store.db.prepare('SELECT * FROM refresh_tokens').all())).not.toContain(body.refresh_token);
 
@@ -229,6 +231,42 @@ describe('POST /oauth/token grant_type=device_code', () => {
       t.clock.advance(900);
       await expectError(await poll(pending.device_code), 400, 'expired_token');
       await expectError(await poll(approved.device_code), 400, 'expired_token');
+    });
+  });
+
+  describe('device codes made before their keys carried the time', () => {
+    it('a device code stored under its plain SHA-256 is still polled, approved and redeemed', async () => {
+      // As a server of an earlier version made them: prefix and 32 random bytes, key sha256(code).
+      const earlier = randomSecret(secretPrefix.deviceCode);
+      const now = Math.floor(t.clock());
+      await t.store.createDeviceGrant(
+        deviceGrant({ id: 'earlier', deviceCodeHash: sha256(earlier), clientId: 'tv', createdAt: now, expiresAt: now + 900, scope: 'openid offline_access' }),
+      );
+      await expectError(await poll(earlier), 400, 'authorization_pending');
+      expect(await t.store.approveDeviceGrant('earlier', alice.id, now, ['pwd'], now)).toBe(true);
+      t.clock.advance(5);
+      const res = await poll(earlier);
+      expect(res.statusCode).toBe(200);
+      expect(res.json().refresh_token).toMatch(/^lk_rt_/);
+      await expectError(await poll(earlier), 400, 'invalid_grant');
+    });
+
+    it('a new-style code whose digits or length were altered is an unknown code, never another grant', async () => {
+      const { device_code, user_code } = await startDeviceFlow();
+      await approve(user_code);
+      const digits = device_code.slice(6, 18);
+      const otherDigits = (parseInt(digits, 16) + 1).toString(16).padStart(12, '0');
+      for (const altered of [
+        `lk_dc_${otherDigits}${device_code.slice(18)}`,
+        device_code.slice(0, -1),
+        `${device_code}A`,
+        device_code.replace(digits, digits.toUpperCase()),
+      ]) {
+        if (altered === device_code) continue;
+        await expectError(await poll(altered), 400, 'invalid_grant');
+      }
+      t.clock.advance(5);
+      expect((await poll(device_code)).statusCode).toBe(200);
     });
   });
 

@@ -1,9 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
-import { sha256 } from '../../src/crypto/secrets.js';
 import type { UserRecord } from '../../src/store/store.js';
 import { addApi, addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
 import { refresh, tokensFor } from '../helpers/flows.js';
+import { refreshTokenKey } from '../../src/oauth/refresh_tokens.js';
+import { randomSecret, secretPrefix, sha256 } from '../../src/crypto/secrets.js';
+import { refreshToken } from '../helpers/records.js';
 
 let t: TestApp;
 let alice: UserRecord;
@@ -26,6 +28,46 @@ async function expectError(res: Awaited<ReturnType<typeof refresh>>, error: stri
 }
 
 describe('POST /oauth/token grant_type=refresh_token', () => {
+  it('a refresh token made before its key carried the time (stored under its plain SHA-256) still rotates and revokes', async () => {
+    // As a server of an earlier version made them: prefix and 32 random bytes, key sha256(token).
+    const now = Math.floor(t.clock());
+    const earlier = async (id: string) => {
+      const token = randomSecret(secretPrefix.refreshToken);
+      await t.store.createRefreshToken(
+        refreshToken({
+          id,
+          tokenHash: sha256(token),
+          familyId: `family-${id}`,
+          userId: alice.id,
+          clientId: 'cli',
+          createdAt: now,
+          authTime: now,
+          expiresAt: now + 3600,
+          familyExpiresAt: now + 7200,
+        }),
+      );
+      return token;
+    };
+    const rotated = await earlier('rotated');
+    const res = await refresh(t, 'cli', rotated);
+    expect(res.statusCode).toBe(200);
+    const successor = res.json().refresh_token as string;
+    expect(successor).toMatch(/^lk_rt_[0-9a-f]{12}[A-Za-z0-9_-]{43}$/);
+    expect((await t.store.findRefreshToken(refreshTokenKey(successor)))?.familyId).toBe('family-rotated');
+    expect((await t.store.findRefreshToken(sha256(rotated)))?.rotatedAt).toBe(now);
+
+    // Revocation finds it by the same key (oauth/token_lookup.ts).
+    const revokedToken = await earlier('revoked');
+    const revoked = await t.app.inject({
+      method: 'POST',
+      url: '/oauth/revoke',
+      payload: new URLSearchParams({ token: revokedToken, token_type_hint: 'refresh_token', client_id: 'cli' }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(revoked.statusCode).toBe(200);
+    expect((await t.store.findRefreshToken(sha256(revokedToken)))?.revokedAt).toBe(now);
+  });
+
   it('rotates: a new access token and a new refresh token; the old one is spent', async () => {
     const first = await tokensFor(t, alice, 'cli', { audience: 'https://api.example.com' });
     t.clock.advance(60);
@@ -38,8 +80,8 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
     expect(next.scope).toBe('openid email profile offline_access');
     const claims = decodeJwt(next.access_token);
     expect(claims).toMatchObject({ sub: alice.id, aud: 'https://api.example.com', client_id: 'cli', iat: Math.floor(t.clock()) });
-    const old = await t.store.findRefreshToken(sha256(first.refresh_token!));
-    const successor = await t.store.findRefreshToken(sha256(next.refresh_token));
+    const old = await t.store.findRefreshToken(refreshTokenKey(first.refresh_token!));
+    const successor = await t.store.findRefreshToken(refreshTokenKey(next.refresh_token));
     expect(old?.rotatedAt).toBe(Math.floor(t.clock()));
     expect(successor?.familyId).toBe(old?.familyId);
   });
@@ -50,7 +92,7 @@ describe('POST /oauth/token grant_type=refresh_token', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json().scope).toBe('openid email');
     expect(decodeJwt(res.json().access_token).scope).toBe('openid email');
-    expect((await t.store.findRefreshToken(sha256(res.json().refresh_token)))?.scope).toBe('openid email profile offline_access');
+    expect((await t.store.findRefreshToken(refreshTokenKey(res.json().refresh_token)))?.scope).toBe('openid email profile offline_access');
   });
 
   it('a wider scope → invalid_scope, and the token is not spent', async () => {

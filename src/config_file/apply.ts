@@ -12,6 +12,7 @@ import type { Store } from '../store/store.js';
 import { readDatabaseSnapshot } from './database_snapshot.js';
 import { loadConfigurationFile } from './load.js';
 import { planConfiguration, type PlannedChange } from './plan.js';
+import type { ServerKeyMaterial } from './server_key_material.js';
 
 export interface ApplyOptions {
   store: Store;
@@ -25,6 +26,8 @@ export interface ApplyOptions {
   actor: 'cli' | 'server';
   /** The issuer the applier is configured with; with the one the server recorded, it names the built-in API. */
   issuer: string;
+  /** The server's key material: no secret reference of the file may read it. */
+  keyMaterial: ServerKeyMaterial;
 }
 
 const auditEvents: Record<PlannedChange['object'], Record<PlannedChange['action'], AuditEvent>> = {
@@ -41,7 +44,7 @@ export async function applyConfigurationFile(path: string, options: ApplyOptions
   // The admin commands may run with another LATCHKEY_ISSUER than the server: both name it.
   const recorded = await store.recordedIssuer();
   const builtInApis = [...new Set([options.issuer, ...(recorded === undefined ? [] : [recorded.issuer])].map(managementAudience))];
-  const loaded = await loadConfigurationFile(path, { ...database, builtInApis }, options.env);
+  const loaded = await loadConfigurationFile(path, { ...database, builtInApis }, options.env, options.keyMaterial);
   const plan = planConfiguration(loaded.file, database, {
     builtInApis,
     path: loaded.path,

@@ -17,9 +17,12 @@ function environmentPart(id: string): string {
   return id.toUpperCase().replace(/[^A-Z0-9]/g, '_');
 }
 
-/** The environment variable an exported file names for a secret, e.g. LATCHKEY_CLIENT_WEB_APP_SECRET. */
+/**
+ * The environment variable an exported file names for a secret, e.g. CLIENT_WEB_APP_SECRET: never
+ * a LATCHKEY_* name, which a reference may not read (those are the server's own settings).
+ */
 export function secretEnvironmentName(object: 'client' | 'connector', id: string, field: 'secret' | 'client_secret' | 'bind_password'): string {
-  return `LATCHKEY_${object.toUpperCase()}_${environmentPart(id)}_${field.toUpperCase()}`;
+  return `${object.toUpperCase()}_${environmentPart(id)}_${field.toUpperCase()}`;
 }
 
 function exportedClient(client: ClientRecord, grants: readonly ClientGrantRecord[]): Record<string, unknown> {

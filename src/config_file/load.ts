@@ -13,6 +13,8 @@ import { resolvePermission } from '../directory/roles.js';
 import { AdminInputError } from '../directory/validation.js';
 import type { ApiRecord, ClientRecord } from '../store/store.js';
 import { configurationFileSchema, type ConfigurationFile, type SecretReference } from './schema.js';
+import { readReferencedFile } from './secret_reference.js';
+import { referenceRefusal, valueRefusal, type ServerKeyMaterial } from './server_key_material.js';
 
 /** A file that cannot be applied, with every reason. */
 export class ConfigurationFileError extends Error {
@@ -229,18 +231,31 @@ function secretReferences(file: ConfigurationFile): { where: string; key: string
   return references;
 }
 
+/** A file reference's path: relative ones from the configuration file's directory. */
+function referencedPath(file: string, configPath: string): string {
+  return isAbsolute(file) ? file : resolve(dirname(configPath), file);
+}
+
 /**
  * Reads each secret reference: an environment variable, or a file (relative to the configuration
- * file's directory; one trailing newline dropped, as `echo` and editors leave one).
+ * file's directory; one trailing newline dropped, as `echo` and editors leave one). The server's own
+ * key material and settings are refused before they are read (server_key_material.ts), and a value
+ * that holds the server's key after.
  */
-export async function readSecrets(
+export function readSecrets(
   file: ConfigurationFile,
   configPath: string,
   env: NodeJS.ProcessEnv,
-): Promise<{ secrets: Map<string, string>; problems: string[] }> {
+  material: ServerKeyMaterial,
+): { secrets: Map<string, string>; problems: string[] } {
   const secrets = new Map<string, string>();
   const problems: string[] = [];
   for (const { where, key, reference } of secretReferences(file)) {
+    const refused = referenceRefusal(reference, 'file' in reference ? referencedPath(reference.file, configPath) : undefined, material);
+    if (refused !== undefined) {
+      problems.push(`${where}: ${refused}`);
+      continue;
+    }
     let value: string;
     if ('env' in reference) {
       const found = env[reference.env];
@@ -250,16 +265,22 @@ export async function readSecrets(
       }
       value = found;
     } else {
-      const path = isAbsolute(reference.file) ? reference.file : resolve(dirname(configPath), reference.file);
+      const path = referencedPath(reference.file, configPath);
       try {
-        value = (await readFile(path, 'utf8')).replace(/\r?\n$/, '');
+        value = readReferencedFile(path).replace(/\r?\n$/, '');
       } catch (err) {
         problems.push(`${where}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
         continue;
       }
     }
-    if (value === '' || value.length > 4096 || /[\r\n]/.test(value)) {
-      problems.push(`${where}: the secret must be one line of 1-4096 characters`);
+    // Control characters too: a secret is typed text, and a binary file (the database, /proc/self/environ) is none.
+    if (value === '' || value.length > 4096 || /[\u0000-\u001f\u007f]/.test(value)) {
+      problems.push(`${where}: the secret must be one line of 1-4096 printable characters`);
+      continue;
+    }
+    const held = valueRefusal(reference, value, material);
+    if (held !== undefined) {
+      problems.push(`${where}: ${held}`);
       continue;
     }
     secrets.set(key, value);
@@ -269,9 +290,15 @@ export async function readSecrets(
 
 /**
  * Reads, validates and checks the file at `path`; throws ConfigurationFileError with every
- * problem. The database's objects are what cross-references may name besides the file's own.
+ * problem. The database's objects are what cross-references may name besides the file's own;
+ * `material` is the server's key material, which no reference may read.
  */
-export async function loadConfigurationFile(path: string, database: DatabaseObjects, env: NodeJS.ProcessEnv): Promise<LoadedConfiguration> {
+export async function loadConfigurationFile(
+  path: string,
+  database: DatabaseObjects,
+  env: NodeJS.ProcessEnv,
+  material: ServerKeyMaterial,
+): Promise<LoadedConfiguration> {
   const absolute = resolve(path);
   let text: string;
   try {
@@ -281,7 +308,7 @@ export async function loadConfigurationFile(path: string, database: DatabaseObje
   }
   const parsed = parseConfigurationText(text, absolute);
   if (!parsed.ok) throw new ConfigurationFileError(absolute, parsed.problems);
-  const { secrets, problems: secretProblems } = await readSecrets(parsed.file, absolute, env);
+  const { secrets, problems: secretProblems } = readSecrets(parsed.file, absolute, env, material);
   const problems = [...checkReferences(parsed.file, database), ...secretProblems];
   if (problems.length > 0) throw new ConfigurationFileError(absolute, problems);
   return { path: absolute, file: parsed.file, secrets };

@@ -1,7 +1,8 @@
 /**
  * The plan of an apply: what must change in the database for it to hold what the file declares.
  * Each object the file declares is created, or updated with the fields that differ (old → new;
- * a secret only as "(changed)", never its value), or left alone when it already matches, so a
+ * a secret as the reference it is read from, `{ env: NAME }` or `{ file: PATH }`, never its
+ * value), or left alone when it already matches, so a
  * second apply plans nothing. With prune, the objects this file manages (managedBy = its path)
  * that it no longer declares are deleted: never an object it does not manage, never a built-in one.
  * Pure functions of the file, the database's objects and the context (sealing is passed in).
@@ -21,7 +22,8 @@ import type {
   RoleRecord,
 } from '../store/store.js';
 import { apisAfterApply, secretKey } from './load.js';
-import type { ApiDeclaration, ClientDeclaration, ConfigurationFile, ConnectorDeclaration, RoleDeclaration } from './schema.js';
+import type { ApiDeclaration, ClientDeclaration, ConfigurationFile, ConnectorDeclaration, RoleDeclaration, SecretReference } from './schema.js';
+import { referenceText } from './secret_reference.js';
 
 export type ConfiguredObject = 'api' | 'role' | 'client' | 'connector';
 
@@ -62,6 +64,8 @@ export interface PlannedChange {
   id: string;
   /** For an update: the fields that change. */
   fields: FieldChange[];
+  /** For a create: where each secret it stores is read from (`{ env: NAME }`), for the reviewer of the plan. */
+  references?: { field: string; reference: string }[];
   change: ConfigurationChange;
 }
 
@@ -70,15 +74,21 @@ function shown(value: unknown): string {
   return value === undefined || value === null ? '(none)' : JSON.stringify(value);
 }
 
-/** Field names of the file; "(changed)" for a secret: its value is never shown. */
+/** Field names of the file, old → new (a secret goes through secretChange: its value is never shown). */
 function compare(fields: [name: string, from: unknown, to: unknown][]): FieldChange[] {
   return fields.filter(([, from, to]) => JSON.stringify(from) !== JSON.stringify(to)).map(([field, from, to]) => ({ field, from: shown(from), to: shown(to) }));
 }
 
-function secretChange(field: string, had: boolean, has: boolean, same: boolean): FieldChange[] {
-  if (!had && !has) return [];
-  if (had && has && same) return [];
-  return [{ field, from: had ? '(set)' : '(none)', to: has ? (had ? '(changed)' : '(set)') : '(none)' }];
+/** A secret's change: from "(set)" or "(none)" (the database keeps no reference) to the reference it is now read from. */
+function secretChange(field: string, had: boolean, reference: SecretReference | undefined, same: boolean): FieldChange[] {
+  if (!had && reference === undefined) return [];
+  if (had && reference !== undefined && same) return [];
+  return [{ field, from: had ? '(set)' : '(none)', to: reference === undefined ? '(none)' : referenceText(reference) }];
+}
+
+/** A create's secret, as the plan names where it is read from. */
+function createdSecret(field: string, reference: SecretReference | undefined): { references?: { field: string; reference: string }[] } {
+  return reference === undefined ? {} : { references: [{ field, reference: referenceText(reference) }] };
 }
 
 /** JSON with the keys of every object sorted: the same settings compare equal whatever their order. */
@@ -191,8 +201,16 @@ function planClient(
     scopes: [...new Set(g.scopes)],
     createdAt: createdAt.get(g.api) ?? context.now,
   }));
+  const reference = secretHash === undefined ? undefined : client.client_secret;
   if (existing === undefined)
-    return { action: 'create', object: 'client', id: client.client_id, fields: [], change: { kind: 'create', object: 'client', record, grants } };
+    return {
+      action: 'create',
+      object: 'client',
+      id: client.client_id,
+      fields: [],
+      ...createdSecret('client_secret', reference),
+      change: { kind: 'create', object: 'client', record, grants },
+    };
   const grantList = (list: readonly ClientGrantRecord[]) => [...list].sort((a, b) => byteOrder(a.api, b.api)).map((g) => ({ api: g.api, scopes: g.scopes }));
   const fields = [
     ...compare([
@@ -201,7 +219,7 @@ function planClient(
       ['grant_types', existing.grantTypes, record.grantTypes],
       ['confidential', existing.secretHash !== undefined || existing.jwksUri !== undefined || existing.jwks !== undefined, client.confidential],
     ]),
-    ...secretChange('client_secret', existing.secretHash !== undefined, secretHash !== undefined, sameSecret),
+    ...secretChange('client_secret', existing.secretHash !== undefined, reference, sameSecret),
     ...compare([
       ['first_party', existing.firstParty, record.firstParty],
       ['pkce', existing.requirePkce, record.requirePkce],
@@ -262,12 +280,14 @@ function planConnector(connector: ConnectorDeclaration, existing: ConnectorRecor
   const sameSecret = current !== undefined && secret !== undefined && constantTimeEqual(current, secret);
   const sealed = secret === undefined ? undefined : sameSecret ? existing?.secret : context.sealConnectorSecret(connector.id, secret);
   const record = { id: connector.id, type, name: connector.name ?? defaultName, config, secret: sealed, managedBy: context.path };
+  const reference = secret === undefined ? undefined : connector.type === 'ldap' ? connector.bind_password : connector.client_secret;
   if (existing === undefined)
     return {
       action: 'create',
       object: 'connector',
       id: connector.id,
       fields: [],
+      ...createdSecret(secretField, reference),
       change: { kind: 'create', object: 'connector', record: { ...record, createdAt: context.now } },
     };
   const fields = [
@@ -276,7 +296,7 @@ function planConnector(connector: ConnectorDeclaration, existing: ConnectorRecor
       ['name', existing.name, record.name],
     ]),
     ...(canonical(existing.config) === canonical(config) ? [] : [{ field: 'settings', from: canonical(existing.config), to: canonical(config) }]),
-    ...secretChange(secretField, existing.secret !== undefined, secret !== undefined, sameSecret),
+    ...secretChange(secretField, existing.secret !== undefined, reference, sameSecret),
     ...compare([['managed_by', existing.managedBy, record.managedBy]]),
   ];
   return fields.length === 0
@@ -366,13 +386,17 @@ export function planConfiguration(file: ConfigurationFile, database: DatabaseSna
 
 const objectNames: Record<ConfiguredObject, string> = { api: 'API', role: 'role', client: 'client', connector: 'connector' };
 
-/** The plan as printed: `+ create`, `~ update` with `field: old → new` lines, `- delete`; or that nothing changes. */
+/**
+ * The plan as printed: `+ create` (with the reference each secret is read from), `~ update` with
+ * `field: old → new` lines, `- delete`; or that nothing changes.
+ */
 export function planText(plan: readonly PlannedChange[]): string {
   if (plan.length === 0) return 'No changes: the database already holds what the file declares.\n';
   const lines: string[] = [];
   for (const step of plan) {
     const sign = step.action === 'create' ? '+' : step.action === 'update' ? '~' : '-';
     lines.push(`${sign} ${step.action} ${objectNames[step.object]} ${step.id}`);
+    for (const { field, reference } of step.references ?? []) lines.push(`    ${field}: ${reference}`);
     for (const field of step.fields) lines.push(`    ${field.field}: ${field.from} → ${field.to}`);
   }
   const count = (action: PlannedChange['action']) => plan.filter((p) => p.action === action).length;

@@ -4,13 +4,24 @@
  * its references resolved — `{ env: NAME }` from this process's environment, `{ file: PATH }`
  * from a file (relative to the configuration file's folder) — and each resolved value checked by
  * its variable's rule. Every problem of the file is reported at once, each at its path; a secret's
- * value is never repeated in a message.
+ * value is never repeated in a message. A reference never reads a LATCHKEY_* variable, and only the
+ * secret key's own setting may read the server's key material (server_key_material.ts).
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse, YAMLParseError } from 'yaml';
-import { ConfigError, loadConfig, type Config, type FileSettings } from '../config.js';
-import { isSettingReference, serverSettings, serverSettingsSchema, settingProblems, settingText, type SettingReference } from './server_settings.js';
+import { ConfigError, environmentSchema, loadConfig, type Config, type FileSettings } from '../config.js';
+import { readReferencedFile } from './secret_reference.js';
+import { noKeyMaterial, referenceRefusal, serverKeyMaterial, valueRefusal } from './server_key_material.js';
+import {
+  isSettingReference,
+  serverSettings,
+  serverSettingsSchema,
+  settingProblems,
+  settingText,
+  type ServerSetting,
+  type SettingReference,
+} from './server_settings.js';
 
 /** The file to read: the one given on the command line, else LATCHKEY_CONFIG; undefined when neither. */
 export function configurationFilePath(env: NodeJS.ProcessEnv, given?: string): string | undefined {
@@ -32,6 +43,7 @@ export function readServerSettings(env: NodeJS.ProcessEnv, given?: string): File
   // References are followed even when other settings are wrong, so that one run names every problem.
   const written: Record<string, unknown> = isObject(section) ? section : {};
   const values: Record<string, string> = {};
+  const followed: { setting: ServerSetting; reference: SettingReference; file: string | undefined; text: string }[] = [];
   for (const setting of serverSettings) {
     const value = written[setting.key];
     const where = `${path}: server.${setting.key}`;
@@ -40,11 +52,33 @@ export function readServerSettings(env: NodeJS.ProcessEnv, given?: string): File
       if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') values[setting.variable] = settingText(value);
       continue;
     }
+    // The server's own variables are never a setting's source: the environment gives them itself.
+    const refused = 'env' in value ? referenceRefusal(value, undefined, noKeyMaterial) : undefined;
+    if (refused !== undefined) {
+      problems.push(`${where}: ${refused}`);
+      continue;
+    }
     const text = resolveReference(value, path, env, (problem) => problems.push(`${where}: ${problem}`));
     if (text === undefined) continue;
     // A reference's value is checked once it is known.
     for (const problem of settingProblems(setting, text)) problems.push(`${where}: ${problem}`);
     values[setting.variable] = text;
+    followed.push({ setting, reference: value, file: 'file' in value ? referencedFile(value, path) : undefined, text });
+  }
+  // The key material is known once the database and key settings are (the environment's and the
+  // file's): no other setting may read it, as what a setting holds can reach a page or another host.
+  const database = environmentSchema.shape.LATCHKEY_DB.safeParse(env.LATCHKEY_DB?.trim() || values.LATCHKEY_DB);
+  const material = serverKeyMaterial({
+    databasePath: database.success ? database.data : undefined,
+    keyFiles: [env.LATCHKEY_SECRET_KEY_FILE, values.LATCHKEY_SECRET_KEY_FILE],
+    keyTexts: [env.LATCHKEY_SECRET_KEY, values.LATCHKEY_SECRET_KEY],
+  });
+  for (const { setting, reference, file, text } of followed) {
+    if (setting.variable === 'LATCHKEY_SECRET_KEY') continue;
+    const refused = referenceRefusal(reference, file, material) ?? valueRefusal(reference, text, material);
+    if (refused === undefined) continue;
+    problems.push(`${path}: server.${setting.key}: ${refused}`);
+    delete values[setting.variable];
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ path, values: Object.freeze(values) });
@@ -77,6 +111,11 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** A file reference's path: relative ones from the configuration file's folder. */
+function referencedFile(value: { readonly file: string }, configPath: string): string {
+  return resolve(dirname(configPath), value.file);
+}
+
 /** A reference's value, read from where it points (a missing variable or an unreadable file is a problem, not an empty value). */
 function resolveReference(value: SettingReference, configPath: string, env: NodeJS.ProcessEnv, problem: (message: string) => void): string | undefined {
   if ('env' in value) {
@@ -87,10 +126,10 @@ function resolveReference(value: SettingReference, configPath: string, env: Node
     }
     return text;
   }
-  const file = resolve(dirname(configPath), value.file);
+  const file = referencedFile(value, configPath);
   try {
     // A mounted secret usually ends with a newline that is no part of the value.
-    const text = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    const text = readReferencedFile(file).replace(/\r?\n$/, '');
     if (text.trim() === '') {
       problem(`the file ${file} it refers to is empty`);
       return undefined;

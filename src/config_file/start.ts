@@ -9,6 +9,7 @@ import type { SecretBox } from '../crypto/secret_box.js';
 import { DuplicateError, type Store } from '../store/store.js';
 import { applyConfigurationFile } from './apply.js';
 import { ConfigurationFileError } from './load.js';
+import { configuredKeyMaterial } from './server_key_material.js';
 
 /** The configuration file to apply at start: `--config`, else LATCHKEY_CONFIG; undefined for none. */
 export function configurationFileAtStart(option: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
@@ -21,8 +22,8 @@ export interface StartServices {
   secretBox(): Promise<SecretBox>;
   env: NodeJS.ProcessEnv;
   stderr: NodeJS.WritableStream;
-  /** The server's settings: its issuer names the built-in API, which a file may not declare. */
-  config(): Pick<Config, 'issuer'>;
+  /** The server's settings: its issuer names the built-in API, which a file may not declare; its key material no reference may read. */
+  config(): Pick<Config, 'issuer' | 'databasePath' | 'secretKeys' | 'secretKeyFile'>;
 }
 
 /** Applies the file: 'refused' (every problem written to stderr) stops the start. */
@@ -37,6 +38,7 @@ export async function applyConfigurationAtStart(context: StartServices, path: st
       dryRun: false,
       actor: 'server',
       issuer: context.config().issuer,
+      keyMaterial: configuredKeyMaterial(context.config(), context.env),
     });
   try {
     let result;

@@ -3,7 +3,7 @@
  * `serve` with LATCHKEY_CONFIG, over the real executable, on SQLite and on PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -118,7 +118,9 @@ function configSuite(database: 'sqlite' | 'postgres') {
         '+ create client web',
         '+ create client tv',
         '+ create client nightly',
+        '    client_secret: { env: NIGHTLY_SECRET }',
         '+ create connector corp',
+        '    client_secret: { file: corp-secret.txt }',
         'Plan: 6 to create, 0 to update, 0 to delete.',
         '',
       ].join('\n'),
@@ -149,7 +151,7 @@ function configSuite(database: 'sqlite' | 'postgres') {
         '~ update client web',
         '    name: "Web app" → "Web application"',
         '~ update client nightly',
-        '    client_secret: (set) → (changed)',
+        '    client_secret: (set) → { env: NIGHTLY_SECRET }',
         'Plan: 0 to create, 2 to update, 0 to delete.',
         '',
       ].join('\n'),
@@ -192,9 +194,10 @@ function configSuite(database: 'sqlite' | 'postgres') {
       const exported = (await cli(source, ['config', 'export', '--format', format])).stdout;
       expect(exported).not.toContain('nightly-secret-value');
       expect(exported).not.toContain('corp-client-secret');
-      expect(exported).toContain('LATCHKEY_CLIENT_NIGHTLY_SECRET');
+      expect(exported).toContain('CLIENT_NIGHTLY_SECRET');
+      expect(exported).not.toContain('LATCHKEY_');
       const target = await freshDatabase();
-      const secrets = { LATCHKEY_CLIENT_NIGHTLY_SECRET: 'nightly-secret-value-1', LATCHKEY_CONNECTOR_CORP_CLIENT_SECRET: 'corp-client-secret' };
+      const secrets = { CLIENT_NIGHTLY_SECRET: 'nightly-secret-value-1', CONNECTOR_CORP_CLIENT_SECRET: 'corp-client-secret' };
       await cli({ ...target, ...secrets }, ['config', 'apply', '-f', writeConfig(`exported.${format}`, exported)]);
       expect((await cli(target, ['config', 'export', '--format', format])).stdout).toBe(exported);
     }
@@ -276,6 +279,49 @@ function configSuite(database: 'sqlite' | 'postgres') {
 
 describe('configuration as code on SQLite', () => configSuite('sqlite'));
 describeWithPostgres('configuration as code on PostgreSQL (LATCHKEY_TEST_PG_URL)', () => configSuite('postgres'));
+
+// A file arrives by pull request: a connector's secret read from the server's own key file would
+// go to the upstream the file names the first time someone signs in through it.
+describe("secret references never read the server's own key", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'latchkey-config-key-'));
+    mkdirSync(join(dir, 'checkout'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('config apply and serve refuse the key file (by .., a symbolic link) and LATCHKEY_* variables, naming each reference; nothing is stored', async () => {
+    const env = { LATCHKEY_DB: join(dir, 'data', 'latchkey.db') };
+    // The database and the key file beside it, as a first start makes them.
+    expect((await runCli(['keys', 'list'], env)).code).toBe(0);
+    const keyFile = `${env.LATCHKEY_DB}.key`;
+    expect(statSync(keyFile).isFile()).toBe(true);
+    symlinkSync(keyFile, join(dir, 'checkout', 'logo.txt'));
+    const connector = (id: string, reference: string) =>
+      `  - id: ${id}\n    type: oidc\n    issuer: https://idp.attacker.example\n    client_id: latchkey\n    client_secret: ${reference}\n`;
+    const file = join(dir, 'checkout', 'latchkey.yaml');
+    writeFileSync(
+      file,
+      `connectors:\n${connector('one', '{ file: ../data/latchkey.db.key }')}${connector('two', '{ file: logo.txt }')}${connector('three', '{ env: LATCHKEY_SECRET_KEY }')}`,
+    );
+    const never = 'is never read as a secret of the file (its value would go wherever the file sends it)';
+    const expected = [
+      `connectors[0].client_secret: { file: ../data/latchkey.db.key } is the server's secret key file (${keyFile}): the server's key ${never}`,
+      `connectors[1].client_secret: { file: logo.txt } is the server's secret key file (${keyFile}): the server's key ${never}`,
+      `connectors[2].client_secret: { env: LATCHKEY_SECRET_KEY } is the server's secret key, which ${never}`,
+    ];
+    const key = readFileSync(keyFile, 'utf8').trim();
+    const applied = await runCli(['config', 'apply', '-f', file], { ...env, LATCHKEY_SECRET_KEY: key, LATCHKEY_SECRET_KEY_FILE: keyFile });
+    expect(applied.code, applied.stderr).toBe(3);
+    for (const line of expected) expect(applied.stderr).toContain(line);
+    expect(applied.stdout).toBe('');
+    const atStart = await runCli(['serve'], { ...env, LATCHKEY_CONFIG: file, PORT: '0' });
+    expect(atStart.code, atStart.stderr).toBe(3);
+    for (const line of expected) expect(atStart.stderr).toContain(line);
+    expect(applied.stderr + atStart.stderr).not.toContain(key);
+    expect(JSON.parse((await runCli(['connectors', 'list', '--json'], env)).stdout)).toEqual([]);
+  });
+});
 
 describe('latchkey config schema', () => {
   it('prints the JSON Schema of the file', async () => {

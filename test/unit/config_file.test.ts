@@ -232,7 +232,7 @@ describe('the plan', () => {
     expect(planText([])).toBe('No changes: the database already holds what the file declares.\n');
   });
 
-  it('changes only the fields that differ, old → new, and a secret only as "(changed)"', () => {
+  it('changes only the fields that differ, old → new, and a secret only as the reference it is read from', () => {
     const database = applied(empty, planConfiguration(parsed(teamFile), empty, context()));
     const changed = parsed(teamFile.replace('[https://app.example.com/callback]', '[https://app.example.com/cb]'));
     const plan = planConfiguration(changed, database, context({ secrets: new Map([['client billing', 'a-new-secret']]) }));
@@ -242,13 +242,28 @@ describe('the plan', () => {
         '~ update client web',
         '    redirect_uris: ["https://app.example.com/callback"] → ["https://app.example.com/cb"]',
         '~ update client billing',
-        '    client_secret: (set) → (changed)',
+        '    client_secret: (set) → { env: BILLING_SECRET }',
         'Plan: 0 to create, 2 to update, 0 to delete.',
         '',
       ].join('\n'),
     );
     expect(text).not.toContain('a-new-secret');
     expect(text).not.toContain('the-billing-secret');
+  });
+
+  it('names where each secret of a new object is read from, never its value; a path that could be misread is quoted', () => {
+    const file = parsed(
+      `${teamFile}connectors:\n  - id: corp\n    type: ldap\n    url: ldap://ldap.example.com\n    bind_dn: cn=latchkey\n    user_base: ou=people\n    bind_password: { file: "/run/secrets/ldap password\\n+ create client evil" }\n`,
+    );
+    const secrets = new Map([
+      ['client billing', 'the-billing-secret'],
+      ['connector corp', 'the-bind-password'],
+    ]);
+    const text = planText(planConfiguration(file, empty, context({ secrets })));
+    expect(text).toContain('+ create client billing\n    client_secret: { env: BILLING_SECRET }\n');
+    expect(text).toContain('+ create connector corp\n    bind_password: { file: "/run/secrets/ldap password\\n+ create client evil" }\n');
+    expect(text.split('\n').filter((line) => line.startsWith('+ '))).toHaveLength(5);
+    expect(text).not.toMatch(/the-billing-secret|the-bind-password/);
   });
 
   it("prunes only what this file manages and no longer declares: never an unmanaged, another file's or a built-in object", () => {
@@ -336,8 +351,8 @@ describe('the export', () => {
     };
     const text = exportText(withConnector, 'yaml');
     expect(exportText(reversed, 'yaml')).toBe(text);
-    expect(text).toContain('client_secret:\n      env: LATCHKEY_CLIENT_BILLING_SECRET');
-    expect(text).toContain('env: LATCHKEY_CONNECTOR_CORP_CLIENT_SECRET');
+    expect(text).toContain('client_secret:\n      env: CLIENT_BILLING_SECRET');
+    expect(text).toContain('env: CONNECTOR_CORP_CLIENT_SECRET');
     expect(text).not.toContain('sealed-value');
     expect(text).not.toContain(database.clients.find((c) => c.clientId === 'billing')!.secretHash!);
     // What it prints, apply reads back as the same declarations.

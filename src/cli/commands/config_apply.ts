@@ -8,6 +8,7 @@ import { epochSeconds, systemClock } from '../../clock.js';
 import { applyConfigurationFile } from '../../config_file/apply.js';
 import { ConfigurationFileError } from '../../config_file/load.js';
 import { planText } from '../../config_file/plan.js';
+import { configuredKeyMaterial } from '../../config_file/server_key_material.js';
 import { CommandError, defineCommand, exitCodes } from '../command.js';
 
 export const configApplyCommand = defineCommand({
@@ -38,6 +39,7 @@ export const configApplyCommand = defineCommand({
         dryRun,
         actor: 'cli',
         issuer: context.config().issuer,
+        keyMaterial: configuredKeyMaterial(context.config(), context.env),
       });
     } catch (err) {
       if (!(err instanceof ConfigurationFileError)) throw err;

@@ -3,7 +3,8 @@
  * through the management API at `URL/api/v1` instead of opening LATCHKEY_DB, with the access token
  * of the person's stored sign-in for that API (`latchkey login --issuer URL --audience URL/api/v1`),
  * refreshed as `latchkey token` refreshes it, and with a DPoP proof per request when that sign-in
- * is DPoP-bound (RFC 9449 §7.1).
+ * is DPoP-bound (RFC 9449 §7.1). A profile named by LATCHKEY_PROFILE must have been signed in at
+ * `URL` for that API: a token goes only to the issuer it came from (client/token_destination.ts).
  *
  * A command that works remotely says so (`remote: true` in its definition) and asks
  * `managementClient(context)` for a client: undefined means "use the database as before". The
@@ -16,7 +17,8 @@ import { managementAudience } from '../management/management_api.js';
 import { CommandError, exitCodes, serverVariable, type CommandIo } from './command.js';
 import { CredentialsStore, type Profile } from './client/credentials.js';
 import { dpopProof } from './client/dpop_key.js';
-import { validProfile } from './client/session.js';
+import { requireProfile, validProfile } from './client/session.js';
+import { requireManagementProfile } from './client/token_destination.js';
 import { fetchAsLatchkey } from './client/user_agent.js';
 import { visible } from './terminal_text.js';
 
@@ -124,6 +126,8 @@ export function managementClient(context: CommandIo): ManagementClient | undefin
   async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
     const name = profileName(credentials, context.env, remoteServer);
     const url = `${audience}${path}`;
+    // Before anything is sent, even a refresh: LATCHKEY_PROFILE may name a sign-in made elsewhere.
+    requireManagementProfile(requireProfile(credentials, name), name, remoteServer);
     let profile = await validProfile(credentials, name);
     let response = await send(method, url, profile, body);
     // A token the server no longer takes (revoked, a key rotated) may be renewed once by refreshing.

@@ -79,6 +79,17 @@ describe('latchkey login --dpop', () => {
     expect(kubectl.stderr).toContain('DPoP');
   });
 
+  // A token for the issuer's own userinfo endpoint goes only there: no proof binds it to another request.
+  it('--dpop-proof is made only for a request the token may go to: a userinfo token’s for userinfo alone', async () => {
+    for (const url of ['https://elsewhere.example.com/userinfo', `${server.base}/api/v1/users`, `${server.base}/userinfo-and-more`]) {
+      const proof = await runCli(['token', '--dpop-proof', '--method', 'GET', '--url', url], cliEnv);
+      expect(proof.code, url).toBe(2);
+      expect(proof.stdout).toBe('');
+      expect(proof.stderr).toContain(`holds a token for ${server.base}/userinfo, which goes only there, not to ${url}: no proof is made for it`);
+    }
+    expect((await runCli(['token', '--dpop-proof', '--method', 'POST', '--url', `${server.base}/userinfo`], cliEnv)).code).toBe(0);
+  });
+
   it('--dpop-proof needs --method and --url, and a profile signed in with --dpop', async () => {
     expect((await runCli(['token', '--dpop-proof', '--url', `${server.base}/userinfo`], cliEnv)).code).toBe(2);
     expect((await runCli(['token', '--dpop-proof', '--method', 'GET', '--url', 'not a url'], cliEnv)).code).toBe(2);

@@ -6,6 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { actOnDeviceCode, Browser, fetchTransport } from '../helpers/browser.js';
@@ -20,8 +22,9 @@ function laptop(name: string): Record<string, string> {
   return { HOME: join(dir, name), LATCHKEY_HOME: join(dir, name, '.latchkey'), LATCHKEY_ISSUER: server.base };
 }
 
-async function signIn(env: Record<string, string>, username: string, extra: string[] = []): Promise<void> {
-  const login = spawnCli(['login', '--device', '--audience', `${server.base}/api/v1`, ...extra], env);
+/** `audience` null: a sign-in for no API (the userinfo endpoint only). */
+async function signIn(env: Record<string, string>, username: string, extra: string[] = [], audience: string | null = `${server.base}/api/v1`): Promise<void> {
+  const login = spawnCli(['login', '--device', ...(audience === null ? [] : ['--audience', audience]), ...extra], env);
   const [, userCode] = await login.waitForStderr(/enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})/);
   await actOnDeviceCode(new Browser(fetchTransport(server.base)), `/activate?user_code=${userCode}`, { username, password: `${username}-password` }, 'allow');
   expect(await login.exit, login.stderr()).toBe(0);
@@ -82,6 +85,41 @@ describe('latchkey --server URL', () => {
     const remote = await runCli(['--server', server.base, 'users', 'list'], erin);
     expect(remote.code, remote.stderr).toBe(0);
     expect(remote.stdout).toBe((await runCli(['users', 'list'], serverEnv)).stdout);
+  });
+
+  // A token goes only to the issuer it came from, for the audience it names.
+  it('LATCHKEY_PROFILE naming a sign-in made at another server, or for another audience: refused before anything is sent (exit 6)', async () => {
+    const erin = laptop('erin-profiles');
+    await signIn(erin, 'erin', ['--profile', 'admin']);
+    await signIn(erin, 'erin', ['--profile', 'plain'], null);
+    // Another server, as a mistyped or planted --server would have it: it records what reaches it.
+    const seen: string[] = [];
+    const other = createServer((req, res) => {
+      seen.push(`${req.method ?? ''} ${req.url ?? ''} ${req.headers.authorization ?? '(no authorization)'}`);
+      res.writeHead(401, { 'content-type': 'application/problem+json' }).end('{"status":401,"detail":"who are you"}');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const elsewhere = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    try {
+      const sent = await runCli(['--server', elsewhere, 'users', 'list'], { ...erin, LATCHKEY_PROFILE: 'admin' });
+      expect(sent.code, sent.stderr).toBe(6);
+      expect(sent.stdout).toBe('');
+      expect(sent.stderr).toContain(
+        `the profile "admin" (LATCHKEY_PROFILE) was signed in at ${server.base} for ${server.base}/api/v1, not for the management API of ${elsewhere}: its token goes only to the issuer it came from, for the audience it names.`,
+      );
+      expect(sent.stderr).toContain(`"latchkey login --profile <name> --issuer ${elsewhere} --audience ${elsewhere}/api/v1"`);
+      expect(seen).toEqual([]);
+    } finally {
+      other.close();
+    }
+    const plain = await runCli(['--server', server.base, 'users', 'list'], { ...erin, LATCHKEY_PROFILE: 'plain' });
+    expect(plain.code).toBe(6);
+    expect(plain.stderr).toContain(
+      `the profile "plain" (LATCHKEY_PROFILE) was signed in at ${server.base} for ${server.base}/userinfo, not for the management API of ${server.base}`,
+    );
+    // The right profile still works.
+    const admin = await runCli(['--server', server.base, 'users', 'list'], { ...erin, LATCHKEY_PROFILE: 'admin' });
+    expect(admin.code, admin.stderr).toBe(0);
   });
 
   it('a person without the admin role is refused plainly, and nothing is changed', async () => {

@@ -1,7 +1,8 @@
 /**
  * `latchkey token`: prints a valid access token, and nothing else, on stdout. With `--dpop-proof`
  * (a profile signed in with `login --dpop`) it prints a DPoP proof for one request instead
- * (RFC 9449 §4: `--method`, `--url`, bound to the current access token by `ath`).
+ * (RFC 9449 §4: `--method`, `--url`, bound to the current access token by `ath`), and only for a
+ * request the token may go to (a token for the issuer's own addresses only there).
  */
 import { homedir } from 'node:os';
 import { loadClientConfig } from '../../config.js';
@@ -11,6 +12,7 @@ import { loginCommandLine } from './sign_in_hint.js';
 import { CredentialsStore } from './credentials.js';
 import { clientHelp } from './help.js';
 import { validProfile } from './session.js';
+import { requireProofDestination } from './token_destination.js';
 
 export const tokenCommand = defineCommand({
   usage: 'latchkey token [--profile P] [--dpop-proof --method M --url U [--nonce N]]        e.g. curl -H "Authorization: Bearer $(latchkey token)" …',
@@ -51,6 +53,7 @@ export const tokenCommand = defineCommand({
         `this profile has no DPoP key: sign in with "${loginCommandLine({ profile: name, issuer: profile.issuer, defaultIssuer: store.defaultIssuer }, ['--dpop'])}"`,
       );
     }
+    requireProofDestination(profile, name, url);
     const proof = await dpopProof(profile.dpop_jwk, { method, url, accessToken: profile.access_token, ...(nonce === undefined ? {} : { nonce }) });
     context.stdout.write(`${proof}\n`);
     return exitCodes.ok;

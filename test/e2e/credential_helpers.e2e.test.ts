@@ -29,6 +29,8 @@ const password = 'kim-password';
 const api = 'https://tools.example.com';
 /** A profile signed in without --audience: its token is for the userinfo endpoint only. */
 const userinfoOnly = 'userinfo-only';
+/** A profile signed in for the management API (`{issuer}/api/v1`), as docs/management-api.md signs one in. */
+const admin = 'admin';
 
 /** Runs a program with only the given environment (and PATH with the `latchkey` shim first). */
 function run(command: string, args: string[], env: Record<string, string>, input: string): Promise<CliResult> {
@@ -70,6 +72,7 @@ beforeAll(async () => {
   for (const args of [
     ['--audience', api],
     ['--profile', userinfoOnly],
+    ['--profile', admin, '--audience', `${server.base}/api/v1`],
   ]) {
     const cli = spawnCli(['login', '--device', ...args], signedIn);
     const [, userCode] = await cli.waitForStderr(/enter the code\n\n {4}([A-Z]{4}-[A-Z]{4})/);
@@ -316,6 +319,24 @@ describe('not signed in', () => {
     const profile = await runCli(['credential', 'kubectl', '--profile', 'nobody'], signedIn);
     expect(profile.code).toBe(6);
     expect(profile.stdout).toBe('');
+  });
+});
+
+describe('a profile signed in for the management API ({issuer}/api/v1)', () => {
+  const refused = (res: CliResult) => {
+    expect(res.code, res.stderr).toBe(6);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toContain(`the profile "${admin}" holds a token for the management API of ${server.base}, which a credential helper never hands out`);
+    expect(res.stderr).toContain(`use "${admin}" only as LATCHKEY_PROFILE=${admin} latchkey … --server ${server.base}`);
+  };
+
+  it('no helper hands its token to a cluster, git host or registry, even asked for that audience', async () => {
+    const management = `${server.base}/api/v1`;
+    refused(await runCli(['credential', 'kubectl', '--profile', admin], signedIn));
+    refused(await runCli(['credential', 'kubectl', '--profile', admin, '--audience', management], signedIn));
+    refused(await runCli(['credential', 'git', '--profile', admin, 'get'], signedIn, 'protocol=https\nhost=git.example.com\n\n'));
+    refused(await runCli(['credential', 'git', '--profile', admin, '--audience', management, 'get'], signedIn, 'protocol=https\nhost=git.example.com\n\n'));
+    refused(await runCli(['credential', 'docker', '--profile', admin, '--host', 'registry.example.com', 'get'], signedIn, 'registry.example.com\n'));
   });
 });
 

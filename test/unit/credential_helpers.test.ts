@@ -2,6 +2,7 @@
  * The credential helpers' readers and writers: git's key=value requests, docker's
  * server URL, kubectl's ExecCredential and KUBERNETES_EXEC_INFO, and the audience check.
  */
+import { UnsecuredJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { CommandError } from '../../src/cli/command.js';
@@ -235,6 +236,30 @@ describe('audience', () => {
     expect((error as CommandError).exitCode).toBe(6);
     expect((error as CommandError).message).toContain('latchkey login --audience https://k8s.example --profile work');
     expect(() => checkAudience(profile, 'default', 'https://k8s.example')).toThrow(/default audience/);
+  });
+
+  it('refuses a token for the management API ({issuer}/api/v1), as the profile names it or as the token says, asked for or not', () => {
+    const management = 'https://id.example/api/v1';
+    const fromToken = { ...profile, audience: 'https://k8s.example', access_token: new UnsecuredJWT({ aud: management }).encode() };
+    for (const [stored, wanted] of [
+      [{ ...profile, audience: management }, undefined],
+      [{ ...profile, issuer: 'https://id.example/', audience: management }, management],
+      [fromToken, 'https://k8s.example'],
+    ] as const) {
+      let error: unknown;
+      try {
+        checkAudience(stored, 'admin', wanted);
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(CommandError);
+      expect((error as CommandError).exitCode).toBe(6);
+      expect((error as CommandError).message).toContain('holds a token for the management API of https://id.example');
+      expect((error as CommandError).message).toContain('which a credential helper never hands out');
+      expect((error as CommandError).message).toContain('latchkey login --audience <API> --profile <name>');
+    }
+    // Another server's management API is an API like any other to this issuer's tokens.
+    expect(() => checkAudience({ ...profile, audience: 'https://other.example/api/v1' }, 'default', undefined)).not.toThrow();
   });
 
   it('quotes words for the shell', () => {

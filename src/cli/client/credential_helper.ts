@@ -1,7 +1,8 @@
 /**
  * What the credential helpers (`latchkey credential kubectl|git|docker`) share: a profile's access
  * token through the same locked refresh path as `latchkey token`, refused when the profile was
- * signed in for another audience than the one asked for, or for no API at all; the list of hosts a
+ * signed in for another audience than the one asked for, for no API at all, or for the management
+ * API (a token that administers the server is never handed to another host); the list of hosts a
  * helper may answer for; and reading what the calling tool pipes in.
  */
 import { homedir } from 'node:os';
@@ -11,6 +12,7 @@ import { CommandError, exitCodes, type CommandContext } from '../command.js';
 import { CredentialsStore, type Profile } from './credentials.js';
 import { printable } from './oidc.js';
 import { requireProfile, validProfile } from './session.js';
+import { isManagementToken } from './token_destination.js';
 
 export const audienceOptionHelp =
   '  --audience A      refuse (exit 6) unless the profile was signed in with --audience A; without it,\n' +
@@ -36,6 +38,15 @@ function userinfoAudience(issuer: string): string {
 export function checkAudience(profile: Profile, name: string, wanted: string | undefined, defaultIssuer?: string): void {
   // The server too, when it is not the one `latchkey login` goes to by default.
   const issuer = defaultIssuer !== undefined && profile.issuer !== defaultIssuer ? ` --issuer ${shellWord(profile.issuer)}` : '';
+  // A management-API token administers the identity provider itself: handed to a git host, a
+  // registry or a cluster, it would let that host change users, clients and keys.
+  if (isManagementToken(profile)) {
+    throw new CommandError(
+      `the profile "${printable(name)}" holds a token for the management API of ${printable(profile.issuer)}, which a credential helper never hands out (git hosts, registries and clusters would hold the power to administer the server): ` +
+        `sign in for the API they serve in a profile of its own with "latchkey login --audience <API> --profile <name>${issuer}", and use "${printable(name)}" only as LATCHKEY_PROFILE=${shellWord(name)} latchkey … --server ${shellWord(profile.issuer)}`,
+      exitCodes.notSignedIn,
+    );
+  }
   if (wanted !== undefined && profile.audience !== wanted) {
     const held = profile.audience === undefined ? "the provider's default audience" : `the audience "${printable(profile.audience)}"`;
     throw new CommandError(

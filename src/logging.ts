@@ -91,11 +91,49 @@ const omittedFields = new Set(['level', 'time', 'pid', 'hostname', 'msg']);
  */
 const unprintable = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
 
+const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
 function printable(text: string): string {
-  return text.replace(unprintable, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(unprintable, escaped);
 }
 
-/** One pino JSON line as one line for a person: `12:04:05 warn  message  field=value …`. */
+/** What ends a bare logfmt value: whitespace (any), `=`, a quote, a backslash, or an unprintable character. */
+const endsBareValue = /[\s="\\\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+
+/** Inside quotes: `\\` and `\"`, then line breaks and tabs by their usual escapes, any other unprintable character as `\uXXXX`. */
+function quoted(text: string): string {
+  const inner = text
+    .replace(/[\\"]/g, (c) => `\\${c}`)
+    .replace(/\n/g, '\\n')
+    .replace(/\r/g, '\\r')
+    .replace(/\t/g, '\\t')
+    .replace(unprintable, escaped);
+  return `"${inner}"`;
+}
+
+/**
+ * A value as logfmt writes it: bare when it is one plain word, else double-quoted with `\\` and `\"`
+ * escaped and control characters as escapes. A request path or an upstream's text then stays one
+ * value: `/x status=200` cannot add a `status` field to the line.
+ */
+export function logfmtValue(text: string): string {
+  return text !== '' && !endsBareValue.test(text) ? text : quoted(text);
+}
+
+/** A field's name: ours, always a plain word; anything else in one is made `_`, so no name can hold a value. */
+function logfmtKey(key: string): string {
+  return key.replace(/[^\w.\-/:@]/g, '_') || '_';
+}
+
+/**
+ * The message, between the level and the fields: bare while it reads as words (single spaces);
+ * quoted as a value when it holds what would look like a field (`=`, quotes) or its end (two spaces).
+ */
+function logfmtMessage(text: string): string {
+  return /[="\\]|\s\s|[^\S ]|^\s|\s$|[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u.test(text) ? quoted(text) : text;
+}
+
+/** One pino JSON line as one line for a person: `12:04:05 warn  message  field=value …` (fields in logfmt). */
 export function humanLogLine(json: string): string {
   let entry: Record<string, unknown>;
   try {
@@ -107,9 +145,9 @@ export function humanLogLine(json: string): string {
   const level = typeof entry.level === 'number' ? (levelNames[entry.level] ?? String(entry.level)) : String(entry.level);
   const details = Object.entries(entry)
     .filter(([key]) => !omittedFields.has(key))
-    .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`)
+    .map(([key, value]) => `${logfmtKey(key)}=${logfmtValue(typeof value === 'string' ? value : JSON.stringify(value))}`)
     .join(' ');
-  const msg = typeof entry.msg === 'string' ? entry.msg : '';
+  const msg = typeof entry.msg === 'string' ? logfmtMessage(entry.msg) : '';
   return `${printable(`${time} ${level.padEnd(5)} ${msg}${details === '' ? '' : `  ${details}`}`)}\n`;
 }
 

@@ -2,7 +2,9 @@
  * An LDAP directory (OpenLDAP, Active Directory) behind the ordinary password form, with ldapts,
  * in two steps: find the entry (bind as the service account, search with the configured filter,
  * the typed name escaped, RFC 4515), then — once the sign-in throttle has counted the attempt
- * against that entry — bind as the entry with the typed password and read the groups that name it.
+ * against that entry — bind as the entry with the typed password and read the groups that name it;
+ * for a name it does not have, a decoy bind of the same cost (ldapDecoyBind), so that timing does
+ * not tell the two apart.
  * StartTLS when asked (or ldaps://). Each step has one deadline (LATCHKEY_UPSTREAM_TIMEOUT) — a
  * directory that stalls, even in the middle of a TLS handshake, is cut off and its connections
  * destroyed — and an empty password never reaches the directory (an empty simple bind is an
@@ -10,6 +12,7 @@
  */
 import { isIP } from 'node:net';
 import { Client, InvalidCredentialsError } from 'ldapts';
+import { randomSecret } from '../crypto/secrets.js';
 import type { LdapConfig } from './connector_config.js';
 import { escapeFilterValue, userFilter } from './ldap_filter.js';
 import { ldapCause, networkCause, type LdapStep, type UpstreamCause, type UpstreamFailureKind } from './upstream_cause.js';
@@ -182,6 +185,27 @@ export async function ldapFindEntry(settings: LdapConfig, bindPassword: string, 
         name: first(entry.displayName) ?? first(entry.cn),
       },
     };
+  });
+}
+
+/**
+ * What a wrong password costs the directory, for a name it does not have: the second connection
+ * and bind that ldapSignIn makes for an entry it found, with a DN that cannot exist (a random name
+ * under the user base) and a throwaway password — the typed one goes to no entry. Without it a
+ * name the directory has answers a wrong password one connection and bind later (~30 ms) than a
+ * name it does not, and the answer's timing lists the directory's people (OWASP's Authentication
+ * Cheat Sheet: an existing and an absent account answer alike, in the same time). Whatever the directory
+ * answers is ignored: the refusal is the same either way.
+ */
+export async function ldapDecoyBind(settings: LdapConfig, timeoutSeconds: number): Promise<void> {
+  await withDirectory(settings, timeoutSeconds, async (connect) => {
+    const decoy = await connect();
+    try {
+      await decoy.bind(`cn=latchkey-no-such-entry-${randomSecret()},${settings.userBase}`, randomSecret());
+    } catch {
+      // invalidCredentials, as for a wrong password: the answer was never going to be used.
+    }
+    return { kind: 'done' as const };
   });
 }
 

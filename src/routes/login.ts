@@ -17,7 +17,7 @@ import { allowFormActionTo, allowOwnScripts } from '../http/security_headers.js'
 import { relyingParty } from '../mfa/webauthn.js';
 import { formActionSource } from '../oauth/redirect.js';
 import { userForUpstream } from '../connectors/accounts.js';
-import { ldapFindEntry, ldapSignIn } from '../connectors/ldap_directory.js';
+import { ldapDecoyBind, ldapFindEntry, ldapSignIn } from '../connectors/ldap_directory.js';
 import { buttonConnectors, connectorSecret, freshSignInAsked, loadConnectors } from '../connectors/runtime.js';
 import { misconfiguredMessageWithReference, UpstreamError } from '../connectors/upstream_profile.js';
 import type { UpstreamFailureKind } from '../connectors/upstream_cause.js';
@@ -148,7 +148,11 @@ export async function loginRoutes(app: FastifyInstance): Promise<void> {
         unavailable(lookup.detail, lookup.failure);
         continue;
       }
-      if (lookup.kind === 'no_such_user') continue;
+      if (lookup.kind === 'no_such_user') {
+        // The same work as a wrong password for an entry found: a name's existence does not show in the time taken.
+        await ldapDecoyBind(connector.config, services.config.upstreamTimeout);
+        continue;
+      }
       const { entry } = lookup;
       // Whatever name found the entry, its password is guessed at under the entry's one back-off.
       const againstEntry = await attempt.alsoCountAgainst(`ldap:${connectorId}:${entry.subject}`);

@@ -92,10 +92,28 @@ member: uid=dora,ou=people,dc=example,dc=org
 member: uid=ezra,ou=people,dc=example,dc=org
 `;
 
+export interface SlapdOperation {
+  /** slapd's connection number. */
+  conn: number;
+  text: string;
+}
+
 export interface RunningSlapd {
   url: string;
   /** The self-signed certificate's file, for NODE_EXTRA_CA_CERTS (StartTLS). */
   caFile: string;
+  /**
+   * What slapd has logged so far at its `stats` level, in order: each connection accepted and
+   * each operation, by connection — `ACCEPT`, `BIND dn="uid=dora,ou=people,dc=example,dc=org"`,
+   * `BIND err=49` (a bind's result), `SRCH base="…" filter="(uid=dora)"`, `EXT oid=…` (StartTLS),
+   * `UNBIND`.
+   */
+  operations(): SlapdOperation[];
+  /**
+   * The operations up to slapd's log of a search whose filter holds `marker` (a search the test
+   * makes with a client of its own): every operation of a request answered before it is there.
+   */
+  loggedUpTo(marker: string): Promise<SlapdOperation[]>;
   stop(): Promise<void>;
 }
 
@@ -173,11 +191,45 @@ export async function startSlapd(): Promise<RunningSlapd> {
   const loaded = spawnSync('/usr/sbin/slapadd', ['-f', conf, '-l', join(dir, 'seed.ldif')], { stdio: 'pipe' });
   if (loaded.status !== 0) throw new Error(`slapadd failed: ${loaded.stderr.toString()}`);
   const port = await freePort();
-  const child: ChildProcess = spawn(slapdPath, ['-f', conf, '-h', `ldap://127.0.0.1:${port}/`, '-d', '0'], { stdio: 'ignore' });
+  // -d 256: the `stats` level (connections and operations) on stderr, read below.
+  const child: ChildProcess = spawn(slapdPath, ['-f', conf, '-h', `ldap://127.0.0.1:${port}/`, '-d', '256'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const operations: SlapdOperation[] = [];
+  const waiting = new Set<() => void>();
+  let partial = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString('utf8')).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      // `conn=1001 fd=12 ACCEPT from …`, `conn=1001 op=0 BIND dn="…" method=128`, `conn=1001 op=0 RESULT tag=97 err=49 …`,
+      // `conn=1001 op=1 SRCH base="…" scope=2 deref=0 filter="(uid=dora)"`, `conn=1001 op=2 UNBIND`.
+      const found =
+        / conn=(\d+) (?:fd=\d+ (ACCEPT) |op=\d+ (?:(BIND dn="[^"]*") method=|RESULT tag=97 (err=\d+)|(SRCH base="[^"]*").*?( filter="[^"]*")|(UNBIND)$|(EXT oid=\S+)))/.exec(
+          line,
+        );
+      if (!found) continue;
+      const [, conn, accept, bind, bindResult, searchBase, filter, unbind, ext] = found;
+      const text = accept ?? bind ?? (bindResult ? `BIND ${bindResult}` : undefined) ?? (searchBase ? `${searchBase}${filter}` : undefined) ?? unbind ?? ext;
+      if (text !== undefined) operations.push({ conn: Number(conn), text });
+    }
+    for (const wake of waiting) wake();
+  });
   await waitForPort(port, 10_000);
   return {
     url: `ldap://127.0.0.1:${port}`,
     caFile: cert,
+    operations: () => [...operations],
+    loggedUpTo(marker: string) {
+      return new Promise((resolve) => {
+        const check = () => {
+          const at = operations.findIndex((op) => op.text.startsWith('SRCH') && op.text.includes(marker));
+          if (at < 0) return;
+          waiting.delete(check);
+          resolve(operations.slice(0, at + 1));
+        };
+        waiting.add(check);
+        check();
+      });
+    },
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));

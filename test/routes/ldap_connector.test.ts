@@ -5,6 +5,7 @@
  * exactly as for local accounts, whatever spelling of a name the directory takes for it; what the
  * directory says of a person checked before it is stored.
  */
+import { Client } from 'ldapts';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectorSecretContext } from '../../src/connectors/runtime.js';
 import { addClient, addUser, testApp, type TestApp } from '../helpers/app.js';
@@ -93,6 +94,51 @@ if (!slapdAvailable && ldapRequired) {
     expect((await attempt('dora', 'not-doras-password')).status).toBe(401);
     expect((await attempt('nobody', 'whatever-password')).status).toBe(401);
     expect(await t.store.findUserByUsername('dora')).toBeUndefined();
+  });
+
+  // Were a name the directory has to cost it more work than one it does not, the time a wrong
+  // password takes would tell which names exist. What slapd logs is compared — connections, binds
+  // and searches, in order — rather than a timing a busy machine blurs.
+  it('a wrong password costs the directory the same work whether or not it has the name: the same connections, binds and search', async () => {
+    const marker = new Client({ url: slapd.url });
+    let markers = 0;
+    /** A search of our own that slapd logs after everything answered before it. */
+    const mark = async () => {
+      const name = `latchkey-test-marker-${++markers}`;
+      await marker.search(directory.userBase, { filter: `(uid=${name})`, scope: 'one' }).catch(() => undefined);
+      return slapd.loggedUpTo(name);
+    };
+    /** What the directory was asked for while `run` ran, per connection, in order (closing ones aside: they come after the answer). */
+    const workOf = async (run: () => Promise<unknown>) => {
+      const start = (await mark()).length;
+      await run();
+      const logged = await mark();
+      const markerConnection = logged.at(-1)!.conn;
+      const byConnection = new Map<number, string[]>();
+      for (const { conn, text } of logged.slice(start)) {
+        if (conn === markerConnection || text === 'UNBIND') continue;
+        byConnection.set(conn, [...(byConnection.get(conn) ?? []), text]);
+      }
+      return [...byConnection.values()];
+    };
+    try {
+      const known = await workOf(async () => expect((await attempt('dora', 'not-doras-password')).status).toBe(401));
+      const unknown = await workOf(async () => expect((await attempt('nobody', 'not-anyones-password')).status).toBe(401));
+      const service = ['ACCEPT', `BIND dn="${directory.bindDn}"`, 'BIND err=0'];
+      expect(known).toEqual([
+        [...service, `SRCH base="${directory.userBase}" filter="(uid=dora)"`],
+        ['ACCEPT', `BIND dn="uid=dora,${directory.userBase}"`, 'BIND err=49'],
+      ]);
+      expect(unknown).toEqual([
+        [...service, `SRCH base="${directory.userBase}" filter="(uid=nobody)"`],
+        ['ACCEPT', expect.stringMatching(new RegExp(`^BIND dn="cn=latchkey-no-such-entry-[\\w-]{43},${directory.userBase}"$`)), 'BIND err=49'],
+      ]);
+      // The same shape of work: each operation of the one where the other has one of its kind.
+      const shape = (work: string[][]) => work.map((ops) => ops.map((op) => op.replace(/ .*$/, (rest) => (rest.startsWith(' err=') ? rest : ''))));
+      expect(shape(unknown)).toEqual(shape(known));
+    } finally {
+      await marker.unbind().catch(() => undefined);
+    }
   });
 
   // The typed name is escaped (RFC 4515) before it is put in the filter: were it not, `*` or

@@ -471,6 +471,12 @@ export interface DeviceGrantRecord {
   issuedAt: number | undefined;
   /** How many times the device recovered a lost answer (recoverDeviceGrant). */
   recoveries: number;
+  /**
+   * The DPoP key (RFC 7638 thumbprint) the redeeming poll's proof was by, if it had one: a
+   * recovery of a lost answer needs a proof by the same key (RFC 9449 §5 binds what was handed out
+   * to it), so that whoever else holds the device code cannot take the sign-in from the device.
+   */
+  dpopJkt: string | undefined;
 }
 
 export interface RefreshTokenRecord {
@@ -558,9 +564,10 @@ export type GraceRefusal = 'limit' | 'successor_used' | 'revoked';
 
 /**
  * Why a device code presented again after its redemption did not recover the lost answer: it was
- * not redeemed with tokens, too long ago, too often, or what it handed out has been used.
+ * not redeemed with tokens, too long ago, too often, what it handed out has been used, or the
+ * redemption was DPoP-bound and this poll's proof (if any) is by another key.
  */
-export type DeviceRecoveryRefusal = 'not_redeemed' | 'too_late' | 'too_soon' | 'limit' | 'used';
+export type DeviceRecoveryRefusal = 'not_redeemed' | 'too_late' | 'too_soon' | 'limit' | 'used' | 'wrong_key';
 
 /**
  * The longest an access token lives (LATCHKEY_ACCESS_TOKEN_TTL's maximum): a revocation the store
@@ -994,14 +1001,18 @@ export interface Store {
     id: string,
     now: number,
     refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
-    /** The jti of the access token being handed out, kept with the grant (with the refresh family) for recoverDeviceGrant. */
-    accessTokenJti?: string,
+    /**
+     * Kept with the grant (with the refresh family) for recoverDeviceGrant: the jti of the access
+     * token being handed out, and the DPoP key the redeeming poll proved, if any.
+     */
+    issued?: { accessTokenJti?: string | undefined; dpopJkt?: string | undefined },
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined>;
   /**
    * A device whose token answer was lost presents its device code again: in one step, if grant
    * `id` was redeemed with tokens at or after `since`, its latest tokens were handed out at least
    * `minGapSeconds` before `now` (recoveries racing each other take turns, and the later ones are
-   * refused), it had fewer than `limit` recoveries, and the refresh family it started (if any) was
+   * refused), it had fewer than `limit` recoveries, the redemption had no DPoP key or `dpopJkt`
+   * (this poll's) is that key, and the refresh family it started (if any) was
    * never used nor revoked: the family's live token is superseded and `replacement`'s refresh token
    * joins the family in its place (so the lost token, presented later, is reuse and revokes the
    * family), the lost access token is revoked, and the grant records the new access token. The
@@ -1009,7 +1020,7 @@ export interface Store {
    */
   recoverDeviceGrant(
     id: string,
-    bounds: { since: number; now: number; minGapSeconds: number; limit: number },
+    bounds: { since: number; now: number; minGapSeconds: number; limit: number; dpopJkt: string | undefined },
     replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal>;
 

@@ -1154,8 +1154,16 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             accessTokenJti: 'at-jti',
             refreshFamilyId: 'redeemed-family',
             issuedAt: t0 + 65,
+            dpopJkt: 'jkt-device',
           };
-          expect(await store.redeemDeviceGrant('grant-1', t0 + 65, { token: rt, guard: { userTokensRevokedAt: undefined } }, 'at-jti')).toEqual({
+          expect(
+            await store.redeemDeviceGrant(
+              'grant-1',
+              t0 + 65,
+              { token: rt, guard: { userTokensRevokedAt: undefined } },
+              { accessTokenJti: 'at-jti', dpopJkt: 'jkt-device' },
+            ),
+          ).toEqual({
             grant: expected,
             refreshTokenStored: true,
           });
@@ -1588,10 +1596,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
           const guard = { userTokensRevokedAt: undefined };
           const rt = refreshToken({ id: 'lost', tokenHash: 'lost', familyId: 'lost-family', accessTokenJti: 'jti-lost', familyExpiresAt: t0 + 1000 });
-          expect((await store.redeemDeviceGrant('grant-1', t0 + 20, { token: rt, guard }, 'jti-lost'))?.grant.issuedAt).toBe(t0 + 20);
+          expect((await store.redeemDeviceGrant('grant-1', t0 + 20, { token: rt, guard }, { accessTokenJti: 'jti-lost' }))?.grant.issuedAt).toBe(t0 + 20);
           // The replacement as the grant makes it: a token of the grant's family, not yet placed.
           const replacement = refreshToken({ id: 'new', tokenHash: 'new', familyId: 'lost-family', accessTokenJti: 'jti-new', createdAt: t0 + 40 });
-          const bounds = (now: number, since = t0 + 10) => ({ since, now, minGapSeconds: 5, limit: 3 });
+          const bounds = (now: number, since = t0 + 10) => ({ since, now, minGapSeconds: 5, limit: 3, dpopJkt: undefined });
           expect(
             await store.recoverDeviceGrant('grant-1', bounds(t0 + 40, t0 + 30), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } }),
           ).toBe('too_late');
@@ -1623,7 +1631,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       it('recoverDeviceGrant is limited, and refuses a grant not redeemed with tokens', async () => {
         await withSeededStore(async (store) => {
           await store.createDeviceGrant(deviceGrant());
-          const bounds = (now: number, limit = 3) => ({ since: t0, now, minGapSeconds: 5, limit });
+          const bounds = (now: number, limit = 3) => ({ since: t0, now, minGapSeconds: 5, limit, dpopJkt: undefined });
           expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 40), { accessTokenJti: 'j' })).toBe('not_redeemed');
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
           // Spent without tokens (the roles allowed nothing): nothing to recover.
@@ -1633,13 +1641,54 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           // Redeemed without a refresh token: the access token alone is replaced, at most `limit` times.
           await store.createDeviceGrant(deviceGrant({ id: 'g2' }));
           expect(await store.approveDeviceGrant('g2', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
-          expect((await store.redeemDeviceGrant('g2', t0 + 20, undefined, 'jti-a'))?.grant.accessTokenJti).toBe('jti-a');
+          expect((await store.redeemDeviceGrant('g2', t0 + 20, undefined, { accessTokenJti: 'jti-a' }))?.grant.accessTokenJti).toBe('jti-a');
           expect(await store.recoverDeviceGrant('g2', bounds(t0 + 30, 1), { accessTokenJti: 'jti-b' })).toMatchObject({
             grant: { accessTokenJti: 'jti-b', recoveries: 1 },
             refreshTokenStored: false,
           });
           expect(await store.isAccessTokenRevoked('jti-a')).toBe(true);
           expect(await store.recoverDeviceGrant('g2', bounds(t0 + 40, 1), { accessTokenJti: 'jti-c' })).toBe('limit');
+        });
+      });
+
+      it('recoverDeviceGrant of a redemption answered to a DPoP proof needs a proof by the same key: another key or none is wrong_key and changes nothing', async () => {
+        await withSeededStore(async (store) => {
+          const guard = { userTokensRevokedAt: undefined };
+          const bounds = (now: number, dpopJkt: string | undefined) => ({ since: t0, now, minGapSeconds: 5, limit: 3, dpopJkt });
+          // With a refresh token (the family's lost token stays in place) and without one.
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
+          const rt = refreshToken({ id: 'lost', tokenHash: 'lost', familyId: 'bound-family', accessTokenJti: 'jti-lost', dpopJkt: 'jkt-device' });
+          const redeemed = await store.redeemDeviceGrant('grant-1', t0 + 20, { token: rt, guard }, { accessTokenJti: 'jti-lost', dpopJkt: 'jkt-device' });
+          expect(redeemed?.grant.dpopJkt).toBe('jkt-device');
+          await store.createDeviceGrant(deviceGrant({ id: 'g2' }));
+          expect(await store.approveDeviceGrant('g2', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
+          expect((await store.redeemDeviceGrant('g2', t0 + 20, undefined, { accessTokenJti: 'jti-g2', dpopJkt: 'jkt-device' }))?.grant.dpopJkt).toBe(
+            'jkt-device',
+          );
+          for (const other of [undefined, 'jkt-someone-else']) {
+            const replacement = refreshToken({ id: `new-${other}`, tokenHash: `new-${other}`, familyId: 'bound-family', createdAt: t0 + 30 });
+            expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 30, other), { accessTokenJti: 'jti-x', refresh: { token: replacement, guard } })).toBe(
+              'wrong_key',
+            );
+            expect(await store.findRefreshToken(`new-${other}`)).toBeUndefined();
+            expect(await store.recoverDeviceGrant('g2', bounds(t0 + 30, other), { accessTokenJti: 'jti-y' })).toBe('wrong_key');
+          }
+          expect(await store.findRefreshToken('lost')).toEqual(rt);
+          expect(await store.isAccessTokenRevoked('jti-lost')).toBe(false);
+          expect(await store.isAccessTokenRevoked('jti-g2')).toBe(false);
+          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toMatchObject({ accessTokenJti: 'jti-lost', recoveries: 0 });
+          // The device's own key recovers.
+          const own = refreshToken({ id: 'own', tokenHash: 'own', familyId: 'bound-family', createdAt: t0 + 31, dpopJkt: 'jkt-device' });
+          expect(
+            await store.recoverDeviceGrant('grant-1', bounds(t0 + 31, 'jkt-device'), { accessTokenJti: 'jti-own', refresh: { token: own, guard } }),
+          ).toMatchObject({
+            grant: { accessTokenJti: 'jti-own', recoveries: 1, dpopJkt: 'jkt-device' },
+            refreshTokenStored: true,
+          });
+          expect(await store.recoverDeviceGrant('g2', bounds(t0 + 31, 'jkt-device'), { accessTokenJti: 'jti-g2b' })).toMatchObject({
+            grant: { recoveries: 1 },
+          });
         });
       });
 

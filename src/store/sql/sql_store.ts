@@ -332,21 +332,23 @@ function* revokeLockedFamilies(familyIds: string[], now: number): Verb<void> {
 }
 /**
  * approved → consumed in one conditional UPDATE: the grant for the caller that won, recording
- * what it hands out (the access token's jti, the refresh family), for a recovery to replace.
+ * what it hands out (the access token's jti, the refresh family) for a recovery to replace, and
+ * the DPoP key it was handed out to, which a recovery must prove again.
  */
 function* spendDeviceGrant(
   id: string,
   now: number,
-  issued: { accessTokenJti?: string | undefined; refreshFamilyId?: string | undefined } = {},
+  issued: { accessTokenJti?: string | undefined; refreshFamilyId?: string | undefined; dpopJkt?: string | undefined } = {},
 ): Verb<DeviceGrantRecord | undefined> {
   const row = yield* one(
     `UPDATE device_grants SET status = 'consumed', consumed_at = $1, access_token_jti = $3, refresh_family_id = $4,
-       issued_at = CASE WHEN $3::text IS NULL AND $4::text IS NULL THEN issued_at ELSE $1 END
+       issued_at = CASE WHEN $3::text IS NULL AND $4::text IS NULL THEN issued_at ELSE $1 END, dpop_jkt = $5
      WHERE id = $2 AND status = 'approved' AND expires_at > $1 RETURNING *`,
     now,
     id,
     issued.accessTokenJti ?? null,
     issued.refreshFamilyId ?? null,
+    issued.dpopJkt ?? null,
   );
   return row && toDeviceGrant(row);
 }
@@ -945,11 +947,12 @@ export abstract class SqlStore implements Store {
     id: string,
     now: number,
     refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
-    accessTokenJti?: string,
+    issued: { accessTokenJti?: string | undefined; dpopJkt?: string | undefined } = {},
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined> {
+    const { accessTokenJti, dpopJkt } = issued;
     if (refresh === undefined) {
       return this.execute('plain', function* () {
-        const grant = yield* spendDeviceGrant(id, now, { accessTokenJti });
+        const grant = yield* spendDeviceGrant(id, now, { accessTokenJti, dpopJkt });
         return grant && { grant, refreshTokenStored: false };
       });
     }
@@ -963,7 +966,7 @@ export abstract class SqlStore implements Store {
           `WITH guard AS (SELECT 1 FROM users WHERE id = $5 AND tokens_revoked_at IS NOT DISTINCT FROM $26::bigint FOR SHARE),
            spent AS (
              UPDATE device_grants SET status = 'consumed', consumed_at = $23, access_token_jti = $25,
-               refresh_family_id = CASE WHEN EXISTS (SELECT 1 FROM guard) THEN $3 END, issued_at = $23
+               refresh_family_id = CASE WHEN EXISTS (SELECT 1 FROM guard) THEN $3 END, issued_at = $23, dpop_jkt = $27
              WHERE id = $24 AND status = 'approved' AND expires_at > $23 RETURNING *),
            stored AS (
              INSERT INTO refresh_tokens (${refreshTokenColumns})
@@ -974,13 +977,14 @@ export abstract class SqlStore implements Store {
           id,
           accessTokenJti ?? null,
           refresh.guard.userTokensRevokedAt ?? null,
+          dpopJkt ?? null,
         );
         return row && { grant: toDeviceGrant(row), refreshTokenStored: isTrue(row.refresh_token_stored) };
       });
     }
     return this.execute('atomic', function* () {
       const guarded = yield* guardHolds(refresh.token.userId, refresh.guard);
-      const grant = yield* spendDeviceGrant(id, now, { accessTokenJti, refreshFamilyId: guarded ? refresh.token.familyId : undefined });
+      const grant = yield* spendDeviceGrant(id, now, { accessTokenJti, dpopJkt, refreshFamilyId: guarded ? refresh.token.familyId : undefined });
       if (!grant) return undefined;
       if (guarded) yield* insertRefreshToken(refresh.token);
       return { grant, refreshTokenStored: guarded };
@@ -989,10 +993,10 @@ export abstract class SqlStore implements Store {
 
   async recoverDeviceGrant(
     id: string,
-    bounds: { since: number; now: number; minGapSeconds: number; limit: number },
+    bounds: { since: number; now: number; minGapSeconds: number; limit: number; dpopJkt: string | undefined },
     replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal> {
-    const { since, now, minGapSeconds, limit } = bounds;
+    const { since, now, minGapSeconds, limit, dpopJkt } = bounds;
     return this.execute('atomic', function* () {
       // Locks in the order every other writer takes them: the grant's row (recoveries take turns),
       // the user's row (as a revocation of the person's sign-ins takes it before their families),
@@ -1002,6 +1006,7 @@ export abstract class SqlStore implements Store {
       const grant = toDeviceGrant(row);
       if (grant.status !== 'consumed' || grant.consumedAt === undefined || grant.accessTokenJti === undefined) return 'not_redeemed';
       if (grant.consumedAt < since) return 'too_late';
+      if (grant.dpopJkt !== undefined && grant.dpopJkt !== dpopJkt) return 'wrong_key';
       if ((grant.issuedAt ?? grant.consumedAt) > now - minGapSeconds) return 'too_soon';
       if (grant.recoveries >= limit) return 'limit';
       let refresh = replacement.refresh;

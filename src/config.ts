@@ -275,7 +275,7 @@ export const environmentSchema = z.object({
   LATCHKEY_REFRESH_REUSE_GRACE: seconds('LATCHKEY_REFRESH_REUSE_GRACE', 5, 0, 300, {
     group: 'tokens',
     description:
-      'Refresh tokens rotate on every use, and presenting a rotated one is taken as theft: the whole family is revoked (RFC 9700 §4.14.2). Within this many seconds of the rotation, the same client presenting the old token again (two processes of one CLI refreshing at once) gets a fresh pair instead, at most two extra pairs per rotated token and none once a successor has been used; only one branch of the family lives on. `0` turns the grace off.',
+      'Refresh tokens rotate on every use, and presenting a rotated one is taken as theft: the whole family is revoked (RFC 9700 §4.14.2). Within this many seconds of the rotation, the same client presenting the old token again (two processes on one machine refreshing at the same moment) gets a pair of its own instead, and every one of those answers stays usable: at most two extra pairs per rotated token, none once one of its successors has been used, and at most five live branches per sign-in. `0` turns the grace off. One rule with `LATCHKEY_RETRY_WINDOW`: see [A token or code presented again](http-reference.md#a-token-or-code-presented-again).',
   }),
   LATCHKEY_RETRY_WINDOW: seconds('LATCHKEY_RETRY_WINDOW', 10, 0, 30, {
     group: 'tokens',
@@ -522,7 +522,7 @@ export interface Config {
   readonly browserRefreshLifetime: number;
   /** A refresh token unused this long expires (each rotation starts a new idle period). */
   readonly refreshTokenIdleTtl: number;
-  /** Seconds after a rotation in which reusing the old token gets a fresh pair instead of revoking the family; 0 = off. */
+  /** Seconds after a rotation in which the same client reusing the old token gets a pair of its own instead of revoking the family; 0 = off. */
   readonly refreshReuseGrace: number;
   /**
    * Seconds after a refresh token's rotation, or a device code's redemption, in which a client

@@ -501,8 +501,9 @@ export interface RefreshTokenRecord {
   /** The token this one succeeded (undefined for the first of a family). */
   parentId: string | undefined;
   /**
-   * When a sibling (another successor of the same parent) was used: this branch is dead, and
-   * presenting it is reuse (RFC 9700 §4.14.2), whatever the grace window says.
+   * When it was replaced unused: by a retry or a device's recovery of a lost answer (it was that
+   * lost answer), or as the stalest live branch of a family grown past its bound of branches. This
+   * branch is dead, and presenting it is reuse (RFC 9700 §4.14.2), whatever the grace window says.
    */
   supersededAt: number | undefined;
   /**
@@ -1030,26 +1031,28 @@ export interface Store {
   findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
   /**
    * Rotation as one conditional step: marks token `id` rotated at `now` only if it is neither
-   * rotated, revoked nor superseded, supersedes its unused siblings (the other successors of its
-   * parent), and inserts `successor` (whose parentId is `id`). Returns false (and inserts nothing)
-   * when another rotation, a revocation or a sibling got there first.
+   * rotated, revoked nor superseded, and inserts `successor` (whose parentId is `id`). Its
+   * siblings (the other answers of a race for its parent) are left live. Returns false (and
+   * inserts nothing) when another rotation or a revocation got there first.
    */
   rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean>;
   /**
    * A reuse of rotated token `id` within the grace window, as one conditional step: inserts
-   * `successor` only while the family is not revoked, `id` is not superseded, fewer than `limit`
-   * grace successors were handed out for `id`, and none of its successors has been used yet.
-   * Returns true, or why not.
+   * `successor` only while the family is not revoked, `id` is not superseded, fewer than
+   * `bounds.limit` grace successors were handed out for `id`, and none of its successors has been
+   * used yet. The family then keeps at most `bounds.liveBranches` live tokens (unexpired at
+   * `bounds.now`): past it, the live tokens of other branches created longest ago are superseded,
+   * never a successor of `id`. Returns true, or why not.
    */
-  addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal>;
+  addGraceSuccessor(id: string, successor: RefreshTokenRecord, bounds: { limit: number; liveBranches: number; now: number }): Promise<true | GraceRefusal>;
   /**
    * A rotated token `id` presented again after the grace window, by a client whose answer was
    * lost: as one conditional step, only while the family is not revoked, `id` is not superseded,
    * none of its successors has been used and it had fewer than `limit` retries, supersedes every
    * unused successor of `id` created more than `raceSeconds` ago (and revokes the access tokens
    * they were handed out with) and inserts `successor`. Successors younger than that are kept
-   * beside it: retries racing each other (the processes of one CLI after an outage) are siblings,
-   * of which the first used wins, as in the grace window. Returns true, or why not.
+   * beside it: retries racing each other (the processes of one CLI after an outage) are siblings
+   * that each go on, as in the grace window. Returns true, or why not.
    */
   retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Promise<true | GraceRefusal>;
   isRefreshFamilyRevoked(familyId: string): Promise<boolean>;

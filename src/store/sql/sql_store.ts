@@ -1053,8 +1053,12 @@ export abstract class SqlStore implements Store {
     return this.steps('atomic', rotateRefreshTokenSteps, id, successor, now);
   }
 
-  async addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal> {
-    return this.steps('atomic', addGraceSuccessorSteps, id, successor, limit);
+  async addGraceSuccessor(
+    id: string,
+    successor: RefreshTokenRecord,
+    bounds: { limit: number; liveBranches: number; now: number },
+  ): Promise<true | GraceRefusal> {
+    return this.steps('atomic', addGraceSuccessorSteps, id, successor, bounds);
   }
 
   async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Promise<true | GraceRefusal> {
@@ -1819,41 +1823,51 @@ function* pollDeviceGrantSteps(deviceCodeHash: string, clientId: string, polledA
 
 function* rotateRefreshTokenSteps(id: string, successor: RefreshTokenRecord, now: number): Verb<boolean> {
   yield* lockFamily(successor.familyId);
+  // Its siblings (the other answers of a race for its parent) are left alone: each is held by a
+  // process of its own and goes on as a branch of the family (see addGraceSuccessorSteps).
   const rotated = yield* one(
     `UPDATE refresh_tokens SET rotated_at = $1, replaced_by = $2
-     WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL AND superseded_at IS NULL RETURNING parent_id`,
+     WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL AND superseded_at IS NULL RETURNING id`,
     now,
     successor.id,
     id,
   );
   if (!rotated) return false;
-  // This branch is now the family's only live one: its unused siblings are dead.
-  if (rotated.parent_id !== null) {
-    yield* run(
-      'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND id <> $3 AND rotated_at IS NULL AND superseded_at IS NULL',
-      now,
-      rotated.parent_id,
-      id,
-    );
-  }
   yield* insertRefreshToken(successor);
   return true;
 }
 
-function* addGraceSuccessorSteps(id: string, successor: RefreshTokenRecord, limit: number): Verb<true | GraceRefusal> {
+function* addGraceSuccessorSteps(
+  id: string,
+  successor: RefreshTokenRecord,
+  bounds: { limit: number; liveBranches: number; now: number },
+): Verb<true | GraceRefusal> {
   yield* lockFamily(successor.familyId);
-  const row = yield* one('SELECT revoked_at, superseded_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
+  const row = yield* one('SELECT revoked_at, superseded_at, grace_successors FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
   if (!row || row.revoked_at !== null) return 'revoked';
   if (row.superseded_at !== null) return 'successor_used';
-  if (Number(row.grace_successors) >= limit) return 'limit';
-  // Any successor already used means a live branch exists: another would be theft. (Every
-  // write in the family holds its lock, so no successor is rotated while this looks.)
+  if (Number(row.grace_successors) >= bounds.limit) return 'limit';
+  // A successor already used means the race is over and its holder has moved on: the old token
+  // again is a replay, not a racing process. (Every write in the family holds its lock, so no
+  // successor is rotated while this looks.)
   if (yield* one('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = $1 AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
-  // FOR SHARE: a rotation of the first successor waits until this grace successor is committed.
-  const first = row.replaced_by === null ? undefined : yield* one('SELECT rotated_at FROM refresh_tokens WHERE id = $1 FOR SHARE', row.replaced_by);
-  if (first && first.rotated_at !== null) return 'successor_used';
   yield* run('UPDATE refresh_tokens SET grace_successors = grace_successors + 1 WHERE id = $1', id);
   yield* insertRefreshToken(successor);
+  // At most `liveBranches` live tokens in the family: past it, those of other branches least
+  // recently made are superseded (most likely answers a process overwrote in a shared file, which
+  // nobody will present). The answers of this race rank first and are never superseded.
+  yield* run(
+    `UPDATE refresh_tokens SET superseded_at = $1 WHERE id IN (
+       SELECT live.id FROM (
+         SELECT t.id, t.parent_id,
+           row_number() OVER (ORDER BY CASE WHEN t.parent_id = $3 THEN 0 ELSE 1 END, t.created_at DESC, t.id COLLATE "C" DESC) AS n
+         FROM refresh_tokens t WHERE t.family_id = $2 AND ${liveToken('t', '$1')}) AS live
+       WHERE live.n > $4 AND live.parent_id IS DISTINCT FROM $3)`,
+    bounds.now,
+    successor.familyId,
+    id,
+    bounds.liveBranches,
+  );
   return true;
 }
 

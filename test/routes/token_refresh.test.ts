@@ -356,7 +356,7 @@ describe('a rotation whose answer was lost (LATCHKEY_RETRY_WINDOW)', () => {
     expect((await userinfo(next.json().access_token)).statusCode).toBe(200);
   });
 
-  it('retries racing each other (the processes of one CLI after an outage) each get a pair; the first used goes on, nothing is revoked', async () => {
+  it('retries racing each other (the processes of one CLI after an outage) each get a pair, and each goes on; nothing is revoked', async () => {
     const first = await tokensFor(t, alice, 'cli');
     await refresh(t, 'cli', first.refresh_token!);
     t.clock.advance(8);
@@ -366,15 +366,17 @@ describe('a rotation whose answer was lost (LATCHKEY_RETRY_WINDOW)', () => {
       refresh(t, 'cli', first.refresh_token!),
     ]);
     expect(retries.map((r) => r.statusCode)).toEqual([200, 200, 200]);
-    const [winner, ...others] = retries.map((r) => r.json());
-    for (const pair of [winner, ...others]) expect((await userinfo(pair.access_token)).statusCode).toBe(200);
+    const pairs = retries.map((r) => r.json());
+    for (const pair of pairs) expect((await userinfo(pair.access_token)).statusCode).toBe(200);
     t.clock.advance(10);
-    const next = await refresh(t, 'cli', winner.refresh_token);
-    expect(next.statusCode).toBe(200);
-    expect((await refresh(t, 'cli', next.json().refresh_token)).statusCode).toBe(200);
+    for (const pair of pairs) {
+      const next = await refresh(t, 'cli', pair.refresh_token);
+      expect(next.statusCode).toBe(200);
+      expect((await userinfo(next.json().access_token)).statusCode).toBe(200);
+    }
   });
 
-  it('a lost pair that turns up later is dead, and presenting it is reuse: the whole family is revoked (one live branch, RFC 9700 §4.14.2)', async () => {
+  it('a lost pair that turns up later is dead, and presenting it is reuse: the whole family is revoked (RFC 9700 §4.14.2)', async () => {
     const first = await tokensFor(t, alice, 'cli');
     const lost = (await refresh(t, 'cli', first.refresh_token!)).json();
     t.clock.advance(8);

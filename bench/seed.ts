@@ -144,6 +144,7 @@ export async function seedDeviceGrants(store: Store, seed: DeviceGrantSeed): Pro
       refreshFamilyId: undefined,
       issuedAt: undefined,
       recoveries: 0,
+      dpopJkt: undefined,
     });
   });
   return codes;

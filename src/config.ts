@@ -275,12 +275,12 @@ export const environmentSchema = z.object({
   LATCHKEY_REFRESH_REUSE_GRACE: seconds('LATCHKEY_REFRESH_REUSE_GRACE', 5, 0, 300, {
     group: 'tokens',
     description:
-      'Refresh tokens rotate on every use, and presenting a rotated one is taken as theft: the whole family is revoked (RFC 9700 §4.14.2). Within this many seconds of the rotation, the same client presenting the old token again (two processes of one CLI refreshing at once) gets a fresh pair instead, at most two extra pairs per rotated token and none once a successor has been used; only one branch of the family lives on. `0` turns the grace off.',
+      'Refresh tokens rotate on every use, and presenting a rotated one is taken as theft: the whole family is revoked (RFC 9700 §4.14.2). Within this many seconds of the rotation, the same client presenting the old token again (two processes on one machine refreshing at the same moment) gets a pair of its own instead, and every one of those answers stays usable: at most two extra pairs per rotated token, none once one of its successors has been used, and at most five live branches per sign-in. `0` turns the grace off. One rule with `LATCHKEY_RETRY_WINDOW`: see [A token or code presented again](http-reference.md#a-token-or-code-presented-again).',
   }),
-  LATCHKEY_RETRY_WINDOW: seconds('LATCHKEY_RETRY_WINDOW', 300, 0, 3600, {
+  LATCHKEY_RETRY_WINDOW: seconds('LATCHKEY_RETRY_WINDOW', 10, 0, 30, {
     group: 'tokens',
     description:
-      "How long after a refresh token's rotation, or a device code's redemption, a client whose answer was lost (a restart or a dropped connection between the commit and the answer) may present the same token or code again: it gets a new pair, and the unused tokens of the lost answer are revoked, so the family keeps one live branch (RFC 9700 §4.14.2). This holds only while none of those tokens has been used, from 2 seconds (a refresh) or one polling interval (a device code) after the first answer, and at most 5 times per refresh token or 3 times per device code. `0` turns retries off.",
+      "How long after a refresh token's rotation, or a device code's redemption, a client whose answer was lost (a restart or a dropped connection between the commit and the answer) may present the same token or code again; one setting for both. It gets a new answer, and the unused tokens of the lost one are revoked (RFC 9700 §4.14.2). This holds only while none of those tokens has been used, from 2 seconds (a refresh) or one polling interval (a device code) after the first answer, at most 5 times per refresh token or 3 times per device code, and for a device code redeemed with a DPoP proof only with a proof by the same key. Past it a device code is spent (`invalid_grant`, the device's tokens untouched) and a rotated refresh token presented again revokes its family. Seconds, not minutes: a lost answer is retried at once or at the next polling interval, and whoever presents the code or token within the window takes the answer. `0` turns retries off. See [A token or code presented again](http-reference.md#a-token-or-code-presented-again).",
   }),
   LATCHKEY_DB_TIMEOUT: seconds('LATCHKEY_DB_TIMEOUT', 5, 1, 300, {
     group: 'database',
@@ -522,12 +522,12 @@ export interface Config {
   readonly browserRefreshLifetime: number;
   /** A refresh token unused this long expires (each rotation starts a new idle period). */
   readonly refreshTokenIdleTtl: number;
-  /** Seconds after a rotation in which reusing the old token gets a fresh pair instead of revoking the family; 0 = off. */
+  /** Seconds after a rotation in which the same client reusing the old token gets a pair of its own instead of revoking the family; 0 = off. */
   readonly refreshReuseGrace: number;
   /**
    * Seconds after a refresh token's rotation, or a device code's redemption, in which a client
-   * whose answer was lost may present it again: it gets a new pair and the unused one from the
-   * lost answer is revoked, so the family keeps one live branch (RFC 9700 §4.14.2); 0 = off.
+   * whose answer was lost may present it again: it gets a new answer and the unused tokens of the
+   * lost one are revoked (RFC 9700 §4.14.2); 0 = off. One setting for both lost-answer recoveries.
    */
   readonly retryWindow: number;
   /** Seconds a PostgreSQL statement, a wait for a connection, or a request's transaction may take (LATCHKEY_DB_TIMEOUT). */

@@ -8,9 +8,11 @@
  *
  * A device whose answer was lost after the redemption committed (a crash, a dropped connection)
  * and that polls again at least one interval after the latest tokens were handed out, within
- * LATCHKEY_RETRY_WINDOW of the redemption, recovers: it gets new tokens in the same refresh family
- * and those of the lost answer are revoked, as long as their refresh token was never used (then
- * their holder is not the device that lost them).
+ * LATCHKEY_RETRY_WINDOW (seconds: the next poll) of the redemption, recovers: it gets new tokens in
+ * the same refresh family and those of the lost answer are revoked, as long as their refresh token
+ * was never used (then their holder is not the device that lost them) and, when the redemption was
+ * DPoP-bound, the poll proves the same key (RFC 9449 §5). Anyone else presenting the code — past
+ * the window, or without that key — gets invalid_grant and takes nothing from the device.
  *
  * `resource` or `audience` on a poll may name the device grant's audience, never another (RFC 8707
  * §2.2): the access token keeps the audience the device authorization request asked for.
@@ -73,11 +75,24 @@ const recoveryLimit = 3;
 /**
  * A spent code presented again by a device that may have lost the answer: redeemed with tokens,
  * within the retry window, and at least one poll interval after the redemption — polls racing each
- * other arrive together, and the loser's invalid_grant must not take the winner's tokens away.
+ * other arrive together, and the loser's invalid_grant must not take the winner's tokens away. A
+ * redemption answered to a DPoP proof is recovered only by a proof of the same key (`dpopJkt`, this
+ * poll's): the lost tokens were bound to it, and the device that lost them still holds it.
  */
-export function recoverable(grant: DeviceGrantRecord, now: number, retryWindow: number): boolean {
+export function recoverable(grant: DeviceGrantRecord, now: number, retryWindow: number, dpopJkt: string | undefined): boolean {
   if (retryWindow <= 0 || grant.consumedAt === undefined || grant.accessTokenJti === undefined) return false;
+  if (grant.dpopJkt !== undefined && grant.dpopJkt !== dpopJkt) return false;
   return now - (grant.issuedAt ?? grant.consumedAt) >= grant.interval && now - grant.consumedAt <= retryWindow;
+}
+
+/** Why a spent code presented again was not a recovery, for the log (the answer stays generic). */
+function spentDetail(grant: DeviceGrantRecord, dpopJkt: string | undefined): string {
+  if (grant.dpopJkt !== undefined && grant.dpopJkt !== dpopJkt) {
+    return dpopJkt === undefined
+      ? 'spent device code presented again without the DPoP proof it was redeemed with'
+      : 'spent device code presented again with another DPoP key';
+  }
+  return 'spent device code presented again';
 }
 
 async function recover(context: GrantContext, grant: DeviceGrantRecord, now: number): Promise<TokenResponse> {
@@ -89,7 +104,7 @@ async function recover(context: GrantContext, grant: DeviceGrantRecord, now: num
   const refresh = prepared.newRefreshToken && { token: prepared.newRefreshToken.record, guard: { userTokensRevokedAt: issuance.user.tokensRevokedAt } };
   const recovered = await store.recoverDeviceGrant(
     grant.id,
-    { since: now - config.retryWindow, now, minGapSeconds: grant.interval, limit: recoveryLimit },
+    { since: now - config.retryWindow, now, minGapSeconds: grant.interval, limit: recoveryLimit, dpopJkt: context.dpopJkt },
     { accessTokenJti: prepared.jti, ...(refresh ? { refresh } : {}) },
   );
   if (typeof recovered === 'string') {
@@ -119,8 +134,10 @@ export const deviceCodeGrant = {
     const decision = decidePoll(grant, nowMs);
     switch (decision.kind) {
       case 'spent':
-        if (recoverable(grant, Math.floor(nowMs / 1000), context.services.config.retryWindow)) return recover(context, grant, Math.floor(nowMs / 1000));
-        throw new OAuthError('invalid_grant', 'The device code has already been used.');
+        if (recoverable(grant, Math.floor(nowMs / 1000), context.services.config.retryWindow, context.dpopJkt)) {
+          return recover(context, grant, Math.floor(nowMs / 1000));
+        }
+        throw new OAuthError('invalid_grant', 'The device code has already been used.', { detail: spentDetail(grant, context.dpopJkt) });
       case 'expired':
         // Counted once per grant: the first poll that finds it expired (the person never answered).
         if (grant.status === 'pending' && (grant.lastPolledAtMs ?? 0) < grant.expiresAt * 1000) {
@@ -148,7 +165,7 @@ export const deviceCodeGrant = {
     }
     // One write: the grant spent and the refresh token stored, in one transaction.
     const refresh = prepared.newRefreshToken && { token: prepared.newRefreshToken.record, guard: { userTokensRevokedAt: issuance.user.tokensRevokedAt } };
-    const redeemed = await store.redeemDeviceGrant(grant.id, Math.floor(nowMs / 1000), refresh, prepared.jti);
+    const redeemed = await store.redeemDeviceGrant(grant.id, Math.floor(nowMs / 1000), refresh, { accessTokenJti: prepared.jti, dpopJkt: context.dpopJkt });
     if (!redeemed) throw new OAuthError('invalid_grant', 'The device code has already been used.');
     // The person's sign-ins were ended while this redemption read the user (a new password racing it).
     if (refresh && !redeemed.refreshTokenStored) throw signInEnded();

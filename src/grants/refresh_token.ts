@@ -1,12 +1,13 @@
 /**
  * grant_type=refresh_token (RFC 6749 §6; RFC 9700 §4.14). The token must be this client's, live
  * and unexpired; it is rotated atomically and a successor handed out. A rotated token presented
- * again within LATCHKEY_REFRESH_REUSE_GRACE of its rotation gets a fresh pair (a CLI's processes
- * racing each other); within LATCHKEY_RETRY_WINDOW, while no successor has been used, a fresh pair
- * that replaces the unused successors (an answer lost after the rotation committed); otherwise it
- * is treated as stolen and the whole family is revoked, the newest token included. A narrower
- * scope may be asked for, and `resource` or `audience` may name the family's audience again but no
- * other (RFC 8707 §2.2); the refresh token keeps the original grant.
+ * again within LATCHKEY_REFRESH_REUSE_GRACE of its rotation gets a pair of its own beside the
+ * first (processes racing each other: every answer stays usable); within LATCHKEY_RETRY_WINDOW,
+ * while no successor has been used, a fresh pair that replaces the unused successors (an answer
+ * lost after the rotation committed); otherwise it is treated as stolen and the whole family is
+ * revoked, the newest token included (oauth/refresh_tokens.ts says how far a family may branch). A
+ * narrower scope may be asked for, and `resource` or `audience` may name the family's audience
+ * again but no other (RFC 8707 §2.2); the refresh token keeps the original grant.
  */
 import { z } from 'zod';
 import { audit } from '../audit/audit_events.js';
@@ -14,6 +15,7 @@ import { epochSeconds } from '../clock.js';
 import { OAuthError } from '../errors.js';
 import {
   decideRefresh,
+  familyBranchLimit,
   graceSuccessorLimit,
   narrowedScope,
   newRefreshToken,
@@ -90,9 +92,10 @@ export const refreshTokenGrant = {
       if (decision.kind !== 'grace' && decision.kind !== 'retry') throw invalidToken(`refresh token ${decision.kind} during rotation`);
     }
     if (decision.kind === 'grace') {
-      // A grace pair only for a few racing processes, and only while the first successor is unused:
-      // otherwise it is a second branch of the family, i.e. reuse.
-      const granted = await store.addGraceSuccessor(token.id, successor.record, graceSuccessorLimit);
+      // Racing processes, each keeping the answer it gets: a pair beside the first, for at most the
+      // reuse count of them and only while no successor has been used (then the race is over, and
+      // this is a replay); past either it is reuse.
+      const granted = await store.addGraceSuccessor(token.id, successor.record, { limit: graceSuccessorLimit, liveBranches: familyBranchLimit, now });
       if (granted !== true) return revokeFamily(context, token, now);
     }
     if (decision.kind === 'retry') {

@@ -2,13 +2,16 @@
  * Refresh tokens (RFC 6749 §6, RFC 9700 §4.14): opaque `lk_rt_` secrets stored as digests, rotated
  * on every use. All tokens descending from one sign-in form a family with an absolute end; each
  * token also expires after an idle period. Reusing a rotated token is theft and revokes the family,
- * with two exceptions for the client whose own answer never became a used successor:
- * - within a short grace window after the rotation (LATCHKEY_REFRESH_REUSE_GRACE), the same client
- *   gets a fresh pair beside the first (two processes of one CLI refreshing at the same moment);
- * - later, within LATCHKEY_RETRY_WINDOW, while no successor has been used, it gets a fresh pair
- *   and the unused successors are revoked with their access tokens (an answer lost to a crash or
- *   a dropped connection, retried after a restart or a back-off).
- * Either way the family never has two live branches once one is used (RFC 9700 §4.14.2).
+ * with two exceptions for the client presenting it again, which together are the one rule for a
+ * token or code presented again (docs/http-reference.md, "A token or code presented again"):
+ * - the race: within LATCHKEY_REFRESH_REUSE_GRACE of the rotation, while none of the token's
+ *   successors has been used, the same client gets a pair of its own — two processes on one
+ *   machine refreshing at the same moment — and every answer of the race goes on as a branch of
+ *   the family, since each is held by a process that will refresh it later;
+ * - the lost answer: later, within LATCHKEY_RETRY_WINDOW, while no successor has been used, it
+ *   gets a fresh pair and the unused successors are revoked with their access tokens (an answer
+ *   lost to a crash or a dropped connection, retried after a restart or a back-off).
+ * How far the family may branch, and why, is said at graceSuccessorLimit and familyBranchLimit.
  */
 import type { Config } from '../config.js';
 import { orderedSecret, orderedSecretDigest } from '../crypto/ordered_secrets.js';
@@ -78,15 +81,33 @@ export type RefreshDecision =
   | { kind: 'expired' }
   /** Live: rotate it. */
   | { kind: 'rotate' }
-  /** Rotated moments ago and presented again by its client: a fresh pair, no revocation. */
+  /** Rotated moments ago and presented again by its client (a race): a pair of its own beside the others, no revocation. */
   | { kind: 'grace' }
   /** Rotated within the retry window, presented again: a fresh pair replacing the unused successors. */
   | { kind: 'retry' }
   /** Rotated and presented again later: theft, revoke the family. */
   | { kind: 'reuse' };
 
-/** At most this many extra pairs per rotated token within the grace window (three racing processes). */
+/**
+ * The reuse count: at most this many extra pairs per rotated token within the grace window, so one
+ * race has at most three answers (three processes refreshing at once; Hydra's
+ * rotation_grace_reuse_count is the same bound). One more presentation in the window is theft.
+ */
 export const graceSuccessorLimit = 2;
+
+/**
+ * At most this many live refresh tokens (branch tips) per family. The answers of a race all live,
+ * because each is held by a process that refreshes it later; but branches that nobody holds any
+ * more pile up otherwise — a process that lost the race to write a shared credentials file leaves
+ * its answer behind, unused until its idle expiry — and each live tip is a token that works for
+ * whoever has it. Five: one race's three answers and two more branches still in use (another
+ * race's, a long-running agent's). A race past it supersedes the tips of other branches made
+ * longest ago (never one of its own answers); their holder, if there is one after all, presents a
+ * dead token, and that is reuse: the family is revoked (RFC 9700 §4.14.2). The bound is on holders,
+ * not requests: every answer still costs one request, and a thief holding one token can reach no
+ * more than its holder could.
+ */
+export const familyBranchLimit = 5;
 
 /** At most this many retries of one rotated token after its grace window (a restart loop gives up long before). */
 export const retryLimit = 5;
@@ -102,8 +123,8 @@ export function decideRefresh(token: RefreshTokenRecord, client: ClientRecord, n
   if (token.clientId !== client.clientId) return { kind: 'wrong_client' };
   if (token.revokedAt !== undefined) return { kind: 'revoked' };
   if (now >= token.familyExpiresAt) return { kind: 'expired' };
-  // A sibling of this token was used: this branch was handed to a second holder (a racing process
-  // or a thief) and is dead. Presenting it is reuse, grace window or not (RFC 9700 §4.14.2).
+  // Replaced unused (a lost answer whose client recovered it, or a stale branch pruned): whoever
+  // presents it is not the client that holds the family now. Reuse, grace window or not (RFC 9700 §4.14.2).
   if (token.supersededAt !== undefined) return { kind: 'reuse' };
   // A rotated token presented again is theft even past its own idle expiry: the thief may be
   // rotating the family while the rightful client sleeps (RFC 9700 §4.14).

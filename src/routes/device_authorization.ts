@@ -95,6 +95,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance): Promise<v
           refreshFamilyId: undefined,
           issuedAt: undefined,
           recoveries: 0,
+          dpopJkt: undefined,
         });
         const verificationUri = `${config.issuer}/activate`;
         const body: DeviceAuthorizationResponse = {

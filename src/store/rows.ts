@@ -347,6 +347,7 @@ export function toDeviceGrant(r: Row): DeviceGrantRecord {
     refreshFamilyId: optionalText(r.refresh_family_id),
     issuedAt: optionalNumber(r.issued_at),
     recoveries: r.recoveries === undefined || r.recoveries === null ? 0 : Number(r.recoveries),
+    dpopJkt: optionalText(r.dpop_jkt),
   };
 }
 

@@ -471,6 +471,12 @@ export interface DeviceGrantRecord {
   issuedAt: number | undefined;
   /** How many times the device recovered a lost answer (recoverDeviceGrant). */
   recoveries: number;
+  /**
+   * The DPoP key (RFC 7638 thumbprint) the redeeming poll's proof was by, if it had one: a
+   * recovery of a lost answer needs a proof by the same key (RFC 9449 §5 binds what was handed out
+   * to it), so that whoever else holds the device code cannot take the sign-in from the device.
+   */
+  dpopJkt: string | undefined;
 }
 
 export interface RefreshTokenRecord {
@@ -495,8 +501,9 @@ export interface RefreshTokenRecord {
   /** The token this one succeeded (undefined for the first of a family). */
   parentId: string | undefined;
   /**
-   * When a sibling (another successor of the same parent) was used: this branch is dead, and
-   * presenting it is reuse (RFC 9700 §4.14.2), whatever the grace window says.
+   * When it was replaced unused: by a retry or a device's recovery of a lost answer (it was that
+   * lost answer), or as the stalest live branch of a family grown past its bound of branches. This
+   * branch is dead, and presenting it is reuse (RFC 9700 §4.14.2), whatever the grace window says.
    */
   supersededAt: number | undefined;
   /**
@@ -558,9 +565,10 @@ export type GraceRefusal = 'limit' | 'successor_used' | 'revoked';
 
 /**
  * Why a device code presented again after its redemption did not recover the lost answer: it was
- * not redeemed with tokens, too long ago, too often, or what it handed out has been used.
+ * not redeemed with tokens, too long ago, too often, what it handed out has been used, or the
+ * redemption was DPoP-bound and this poll's proof (if any) is by another key.
  */
-export type DeviceRecoveryRefusal = 'not_redeemed' | 'too_late' | 'too_soon' | 'limit' | 'used';
+export type DeviceRecoveryRefusal = 'not_redeemed' | 'too_late' | 'too_soon' | 'limit' | 'used' | 'wrong_key';
 
 /**
  * The longest an access token lives (LATCHKEY_ACCESS_TOKEN_TTL's maximum): a revocation the store
@@ -994,14 +1002,18 @@ export interface Store {
     id: string,
     now: number,
     refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
-    /** The jti of the access token being handed out, kept with the grant (with the refresh family) for recoverDeviceGrant. */
-    accessTokenJti?: string,
+    /**
+     * Kept with the grant (with the refresh family) for recoverDeviceGrant: the jti of the access
+     * token being handed out, and the DPoP key the redeeming poll proved, if any.
+     */
+    issued?: { accessTokenJti?: string | undefined; dpopJkt?: string | undefined },
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined>;
   /**
    * A device whose token answer was lost presents its device code again: in one step, if grant
    * `id` was redeemed with tokens at or after `since`, its latest tokens were handed out at least
    * `minGapSeconds` before `now` (recoveries racing each other take turns, and the later ones are
-   * refused), it had fewer than `limit` recoveries, and the refresh family it started (if any) was
+   * refused), it had fewer than `limit` recoveries, the redemption had no DPoP key or `dpopJkt`
+   * (this poll's) is that key, and the refresh family it started (if any) was
    * never used nor revoked: the family's live token is superseded and `replacement`'s refresh token
    * joins the family in its place (so the lost token, presented later, is reuse and revokes the
    * family), the lost access token is revoked, and the grant records the new access token. The
@@ -1009,7 +1021,7 @@ export interface Store {
    */
   recoverDeviceGrant(
     id: string,
-    bounds: { since: number; now: number; minGapSeconds: number; limit: number },
+    bounds: { since: number; now: number; minGapSeconds: number; limit: number; dpopJkt: string | undefined },
     replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal>;
 
@@ -1019,26 +1031,28 @@ export interface Store {
   findRefreshToken(tokenHash: string): Promise<RefreshTokenRecord | undefined>;
   /**
    * Rotation as one conditional step: marks token `id` rotated at `now` only if it is neither
-   * rotated, revoked nor superseded, supersedes its unused siblings (the other successors of its
-   * parent), and inserts `successor` (whose parentId is `id`). Returns false (and inserts nothing)
-   * when another rotation, a revocation or a sibling got there first.
+   * rotated, revoked nor superseded, and inserts `successor` (whose parentId is `id`). Its
+   * siblings (the other answers of a race for its parent) are left live. Returns false (and
+   * inserts nothing) when another rotation or a revocation got there first.
    */
   rotateRefreshToken(id: string, successor: RefreshTokenRecord, now: number): Promise<boolean>;
   /**
    * A reuse of rotated token `id` within the grace window, as one conditional step: inserts
-   * `successor` only while the family is not revoked, `id` is not superseded, fewer than `limit`
-   * grace successors were handed out for `id`, and none of its successors has been used yet.
-   * Returns true, or why not.
+   * `successor` only while the family is not revoked, `id` is not superseded, fewer than
+   * `bounds.limit` grace successors were handed out for `id`, and none of its successors has been
+   * used yet. The family then keeps at most `bounds.liveBranches` live tokens (unexpired at
+   * `bounds.now`): past it, the live tokens of other branches created longest ago are superseded,
+   * never a successor of `id`. Returns true, or why not.
    */
-  addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal>;
+  addGraceSuccessor(id: string, successor: RefreshTokenRecord, bounds: { limit: number; liveBranches: number; now: number }): Promise<true | GraceRefusal>;
   /**
    * A rotated token `id` presented again after the grace window, by a client whose answer was
    * lost: as one conditional step, only while the family is not revoked, `id` is not superseded,
    * none of its successors has been used and it had fewer than `limit` retries, supersedes every
    * unused successor of `id` created more than `raceSeconds` ago (and revokes the access tokens
    * they were handed out with) and inserts `successor`. Successors younger than that are kept
-   * beside it: retries racing each other (the processes of one CLI after an outage) are siblings,
-   * of which the first used wins, as in the grace window. Returns true, or why not.
+   * beside it: retries racing each other (the processes of one CLI after an outage) are siblings
+   * that each go on, as in the grace window. Returns true, or why not.
    */
   retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Promise<true | GraceRefusal>;
   isRefreshFamilyRevoked(familyId: string): Promise<boolean>;

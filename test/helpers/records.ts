@@ -148,6 +148,7 @@ export function deviceGrant(overrides: Partial<DeviceGrantRecord> = {}): DeviceG
     refreshFamilyId: undefined,
     issuedAt: undefined,
     recoveries: 0,
+    dpopJkt: undefined,
     ...overrides,
   };
 }

@@ -1154,8 +1154,16 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             accessTokenJti: 'at-jti',
             refreshFamilyId: 'redeemed-family',
             issuedAt: t0 + 65,
+            dpopJkt: 'jkt-device',
           };
-          expect(await store.redeemDeviceGrant('grant-1', t0 + 65, { token: rt, guard: { userTokensRevokedAt: undefined } }, 'at-jti')).toEqual({
+          expect(
+            await store.redeemDeviceGrant(
+              'grant-1',
+              t0 + 65,
+              { token: rt, guard: { userTokensRevokedAt: undefined } },
+              { accessTokenJti: 'at-jti', dpopJkt: 'jkt-device' },
+            ),
+          ).toEqual({
             grant: expected,
             refreshTokenStored: true,
           });
@@ -1463,47 +1471,88 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('rotating one successor of a parent supersedes its unused siblings, which then cannot rotate (RFC 9700 §4.14.2)', async () => {
+      it("rotating one answer of a race leaves its siblings live, each a branch of the family; the parent's race is then over", async () => {
         await withSeededStore(async (store) => {
+          const bounds = { limit: 2, liveBranches: 5, now: t0 + 1 };
           await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
           const first = refreshToken({ id: 'first', tokenHash: 'first', parentId: 'p' });
           expect(await store.rotateRefreshToken('p', first, t0 + 1)).toBe(true);
-          // A racing process (or a thief) reusing p within the grace window gets a second successor.
+          // A racing process reusing p within the grace window gets a successor of its own.
           const grace = refreshToken({ id: 'grace', tokenHash: 'grace', parentId: 'p' });
-          expect(await store.addGraceSuccessor('p', grace, 2)).toBe(true);
-          // The thief's branch is used first: the victim's branch is dead from then on.
+          expect(await store.addGraceSuccessor('p', grace, bounds)).toBe(true);
+          // Each process goes on with its own answer, in either order.
           expect(await store.rotateRefreshToken('grace', refreshToken({ id: 'g2', tokenHash: 'g2', parentId: 'grace' }), t0 + 2)).toBe(true);
-          expect((await store.findRefreshToken('first'))?.supersededAt).toBe(t0 + 2);
-          expect((await store.findRefreshToken('grace'))?.supersededAt).toBeUndefined();
-          expect(await store.rotateRefreshToken('first', refreshToken({ id: 'f2', tokenHash: 'f2', parentId: 'first' }), t0 + 3)).toBe(false);
-          expect(await store.findRefreshToken('f2')).toBeUndefined();
-          // And no more grace successors of p: one of its successors is in use.
-          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'late', tokenHash: 'late', parentId: 'p' }), 2)).toBe('successor_used');
+          expect(await store.findRefreshToken('first')).toStrictEqual(first);
+          expect(await store.rotateRefreshToken('first', refreshToken({ id: 'f2', tokenHash: 'f2', parentId: 'first' }), t0 + 3)).toBe(true);
+          expect((await store.findRefreshToken('f2'))?.supersededAt).toBeUndefined();
+          expect((await store.findRefreshToken('g2'))?.supersededAt).toBeUndefined();
+          // No more grace successors of p: one of its successors is in use, the race is over.
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'late', tokenHash: 'late', parentId: 'p' }), bounds)).toBe('successor_used');
           expect(await store.findRefreshToken('late')).toBeUndefined();
+          expect(await store.isRefreshFamilyRevoked('family-1')).toBe(false);
         });
       });
 
-      it('a superseded token gets no grace successor either', async () => {
+      it('a superseded token (the lost answer a retry replaced) gets no grace successor either', async () => {
         await withSeededStore(async (store) => {
           await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
-          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'a', tokenHash: 'a', parentId: 'p' }), t0 + 1)).toBe(true);
-          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'b', tokenHash: 'b', parentId: 'p' }), 2)).toBe(true);
-          expect(await store.rotateRefreshToken('a', refreshToken({ id: 'a2', tokenHash: 'a2', parentId: 'a' }), t0 + 2)).toBe(true);
-          // b is dead; a thief presenting it within its own "grace" gets nothing.
-          expect(await store.addGraceSuccessor('b', refreshToken({ id: 'b2', tokenHash: 'b2', parentId: 'b' }), 2)).toBe('successor_used');
-          expect(await store.findRefreshToken('b2')).toBeUndefined();
+          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'a', tokenHash: 'a', parentId: 'p', createdAt: t0 + 1 }), t0 + 1)).toBe(true);
+          expect(await store.retryRotation('p', refreshToken({ id: 'r', tokenHash: 'r', parentId: 'p', createdAt: t0 + 8 }), t0 + 8, 5, 5)).toBe(true);
+          expect((await store.findRefreshToken('a'))?.supersededAt).toBe(t0 + 8);
+          // a is dead; whoever presents it within its own "grace" gets nothing.
+          expect(
+            await store.addGraceSuccessor('a', refreshToken({ id: 'a2', tokenHash: 'a2', parentId: 'a' }), { limit: 2, liveBranches: 5, now: t0 + 9 }),
+          ).toBe('successor_used');
+          expect(await store.findRefreshToken('a2')).toBeUndefined();
         });
       });
 
       it('grace successors are limited, and refused once the first successor was used or the family revoked', async () => {
         await withSeededStore(async (store) => {
+          const bounds = (limit: number) => ({ limit, liveBranches: 5, now: t0 + 1 });
           await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
           expect(await store.rotateRefreshToken('p', refreshToken({ id: 's0', tokenHash: 's0', parentId: 'p' }), t0 + 1)).toBe(true);
-          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's1', tokenHash: 's1', parentId: 'p' }), 2)).toBe(true);
-          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's2', tokenHash: 's2', parentId: 'p' }), 2)).toBe(true);
-          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's3', tokenHash: 's3', parentId: 'p' }), 2)).toBe('limit');
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's1', tokenHash: 's1', parentId: 'p' }), bounds(2))).toBe(true);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's2', tokenHash: 's2', parentId: 'p' }), bounds(2))).toBe(true);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's3', tokenHash: 's3', parentId: 'p' }), bounds(2))).toBe('limit');
+          expect(await store.findRefreshToken('s3')).toBeUndefined();
           await store.revokeRefreshFamily('family-1', t0 + 2);
-          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's4', tokenHash: 's4', parentId: 'p' }), 5)).toBe('revoked');
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 's4', tokenHash: 's4', parentId: 'p' }), bounds(5))).toBe('revoked');
+        });
+      });
+
+      it('a family keeps at most liveBranches live tokens: a race past it supersedes the tips of other branches made longest ago, never its own answers', async () => {
+        await withSeededStore(async (store) => {
+          const bounds = { limit: 2, liveBranches: 3, now: t0 + 100 };
+          await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
+          // A first race: three answers, three branches.
+          expect(await store.rotateRefreshToken('p', refreshToken({ id: 'old', tokenHash: 'old', parentId: 'p', createdAt: t0 + 1 }), t0 + 1)).toBe(true);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'older', tokenHash: 'older', parentId: 'p', createdAt: t0 + 1 }), bounds)).toBe(true);
+          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'kept', tokenHash: 'kept', parentId: 'p', createdAt: t0 + 2 }), bounds)).toBe(true);
+          for (const id of ['old', 'older', 'kept']) expect((await store.findRefreshToken(id))?.supersededAt).toBeUndefined();
+          // An expired tip does not count, nor is it touched.
+          await store.createRefreshToken(refreshToken({ id: 'idle', tokenHash: 'idle', parentId: 'p', createdAt: t0, expiresAt: t0 + 50 }));
+          // A second race, on the kept branch: its two answers live; of the other tips only the newest fits.
+          expect(await store.rotateRefreshToken('kept', refreshToken({ id: 'k1', tokenHash: 'k1', parentId: 'kept', createdAt: t0 + 100 }), t0 + 100)).toBe(
+            true,
+          );
+          expect(await store.addGraceSuccessor('kept', refreshToken({ id: 'k2', tokenHash: 'k2', parentId: 'kept', createdAt: t0 + 100 }), bounds)).toBe(true);
+          const superseded = async (id: string) => (await store.findRefreshToken(id))?.supersededAt;
+          expect(await superseded('k1')).toBeUndefined();
+          expect(await superseded('k2')).toBeUndefined();
+          // 'old' and 'older' were made in the same second: the order of their ids decides, the same on every store.
+          expect(await superseded('old')).toBe(t0 + 100);
+          expect(await superseded('older')).toBeUndefined();
+          expect(await superseded('idle')).toBeUndefined();
+          expect(await store.isRefreshFamilyRevoked('family-1')).toBe(false);
+          // The race's own answers are never pruned, even past the bound (a race of three on a bound of two).
+          const tight = { limit: 2, liveBranches: 2, now: t0 + 101 };
+          expect(await store.rotateRefreshToken('k1', refreshToken({ id: 'm0', tokenHash: 'm0', parentId: 'k1', createdAt: t0 + 101 }), t0 + 101)).toBe(true);
+          expect(await store.addGraceSuccessor('k1', refreshToken({ id: 'm1', tokenHash: 'm1', parentId: 'k1', createdAt: t0 + 101 }), tight)).toBe(true);
+          expect(await store.addGraceSuccessor('k1', refreshToken({ id: 'm2', tokenHash: 'm2', parentId: 'k1', createdAt: t0 + 101 }), tight)).toBe(true);
+          for (const id of ['m0', 'm1', 'm2']) expect(await superseded(id)).toBeUndefined();
+          expect(await superseded('k2')).toBe(t0 + 101);
+          expect(await superseded('older')).toBe(t0 + 101);
         });
       });
 
@@ -1513,9 +1562,13 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.rotateRefreshToken('p', refreshToken({ id: 'lost', tokenHash: 'lost', parentId: 'p', accessTokenJti: 'jti-lost' }), t0 + 1)).toBe(
             true,
           );
-          expect(await store.addGraceSuccessor('p', refreshToken({ id: 'grace', tokenHash: 'grace', parentId: 'p', accessTokenJti: 'jti-grace' }), 2)).toBe(
-            true,
-          );
+          expect(
+            await store.addGraceSuccessor('p', refreshToken({ id: 'grace', tokenHash: 'grace', parentId: 'p', accessTokenJti: 'jti-grace' }), {
+              limit: 2,
+              liveBranches: 5,
+              now: t0 + 1,
+            }),
+          ).toBe(true);
           const retried = refreshToken({ id: 'retried', tokenHash: 'retried', parentId: 'p', accessTokenJti: 'jti-retried', createdAt: t0 + 30 });
           expect(await store.retryRotation('p', retried, t0 + 30, 5, 5)).toBe(true);
           expect(await store.findRefreshToken('retried')).toEqual(retried);
@@ -1550,7 +1603,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
         });
       });
 
-      it('retryRotation keeps the successors of a retry racing it (younger than raceSeconds) beside its own: the first used wins', async () => {
+      it('retryRotation keeps the successors of a retry racing it (younger than raceSeconds) beside its own: each goes on', async () => {
         await withSeededStore(async (store) => {
           await store.createRefreshToken(refreshToken({ id: 'p', tokenHash: 'p' }));
           expect(await store.rotateRefreshToken('p', refreshToken({ id: 'lost', tokenHash: 'lost', parentId: 'p', accessTokenJti: 'jti-lost' }), t0 + 1)).toBe(
@@ -1578,7 +1631,8 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect((await store.findRefreshToken('r1'))?.supersededAt).toBeUndefined();
           expect(await store.isAccessTokenRevoked('jti-r1')).toBe(false);
           expect(await store.rotateRefreshToken('r2', refreshToken({ id: 'r2b', tokenHash: 'r2b', parentId: 'r2' }), t0 + 32)).toBe(true);
-          expect((await store.findRefreshToken('r1'))?.supersededAt).toBe(t0 + 32);
+          expect(await store.rotateRefreshToken('r1', refreshToken({ id: 'r1b', tokenHash: 'r1b', parentId: 'r1' }), t0 + 33)).toBe(true);
+          expect(await store.isAccessTokenRevoked('jti-r1')).toBe(false);
         });
       });
 
@@ -1588,10 +1642,10 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
           const guard = { userTokensRevokedAt: undefined };
           const rt = refreshToken({ id: 'lost', tokenHash: 'lost', familyId: 'lost-family', accessTokenJti: 'jti-lost', familyExpiresAt: t0 + 1000 });
-          expect((await store.redeemDeviceGrant('grant-1', t0 + 20, { token: rt, guard }, 'jti-lost'))?.grant.issuedAt).toBe(t0 + 20);
+          expect((await store.redeemDeviceGrant('grant-1', t0 + 20, { token: rt, guard }, { accessTokenJti: 'jti-lost' }))?.grant.issuedAt).toBe(t0 + 20);
           // The replacement as the grant makes it: a token of the grant's family, not yet placed.
           const replacement = refreshToken({ id: 'new', tokenHash: 'new', familyId: 'lost-family', accessTokenJti: 'jti-new', createdAt: t0 + 40 });
-          const bounds = (now: number, since = t0 + 10) => ({ since, now, minGapSeconds: 5, limit: 3 });
+          const bounds = (now: number, since = t0 + 10) => ({ since, now, minGapSeconds: 5, limit: 3, dpopJkt: undefined });
           expect(
             await store.recoverDeviceGrant('grant-1', bounds(t0 + 40, t0 + 30), { accessTokenJti: 'jti-new', refresh: { token: replacement, guard } }),
           ).toBe('too_late');
@@ -1623,7 +1677,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       it('recoverDeviceGrant is limited, and refuses a grant not redeemed with tokens', async () => {
         await withSeededStore(async (store) => {
           await store.createDeviceGrant(deviceGrant());
-          const bounds = (now: number, limit = 3) => ({ since: t0, now, minGapSeconds: 5, limit });
+          const bounds = (now: number, limit = 3) => ({ since: t0, now, minGapSeconds: 5, limit, dpopJkt: undefined });
           expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 40), { accessTokenJti: 'j' })).toBe('not_redeemed');
           expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
           // Spent without tokens (the roles allowed nothing): nothing to recover.
@@ -1633,13 +1687,54 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           // Redeemed without a refresh token: the access token alone is replaced, at most `limit` times.
           await store.createDeviceGrant(deviceGrant({ id: 'g2' }));
           expect(await store.approveDeviceGrant('g2', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
-          expect((await store.redeemDeviceGrant('g2', t0 + 20, undefined, 'jti-a'))?.grant.accessTokenJti).toBe('jti-a');
+          expect((await store.redeemDeviceGrant('g2', t0 + 20, undefined, { accessTokenJti: 'jti-a' }))?.grant.accessTokenJti).toBe('jti-a');
           expect(await store.recoverDeviceGrant('g2', bounds(t0 + 30, 1), { accessTokenJti: 'jti-b' })).toMatchObject({
             grant: { accessTokenJti: 'jti-b', recoveries: 1 },
             refreshTokenStored: false,
           });
           expect(await store.isAccessTokenRevoked('jti-a')).toBe(true);
           expect(await store.recoverDeviceGrant('g2', bounds(t0 + 40, 1), { accessTokenJti: 'jti-c' })).toBe('limit');
+        });
+      });
+
+      it('recoverDeviceGrant of a redemption answered to a DPoP proof needs a proof by the same key: another key or none is wrong_key and changes nothing', async () => {
+        await withSeededStore(async (store) => {
+          const guard = { userTokensRevokedAt: undefined };
+          const bounds = (now: number, dpopJkt: string | undefined) => ({ since: t0, now, minGapSeconds: 5, limit: 3, dpopJkt });
+          // With a refresh token (the family's lost token stays in place) and without one.
+          await store.createDeviceGrant(deviceGrant());
+          expect(await store.approveDeviceGrant('grant-1', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
+          const rt = refreshToken({ id: 'lost', tokenHash: 'lost', familyId: 'bound-family', accessTokenJti: 'jti-lost', dpopJkt: 'jkt-device' });
+          const redeemed = await store.redeemDeviceGrant('grant-1', t0 + 20, { token: rt, guard }, { accessTokenJti: 'jti-lost', dpopJkt: 'jkt-device' });
+          expect(redeemed?.grant.dpopJkt).toBe('jkt-device');
+          await store.createDeviceGrant(deviceGrant({ id: 'g2' }));
+          expect(await store.approveDeviceGrant('g2', 'user-alice', t0 + 10, ['pwd'], t0 + 10)).toBe(true);
+          expect((await store.redeemDeviceGrant('g2', t0 + 20, undefined, { accessTokenJti: 'jti-g2', dpopJkt: 'jkt-device' }))?.grant.dpopJkt).toBe(
+            'jkt-device',
+          );
+          for (const other of [undefined, 'jkt-someone-else']) {
+            const replacement = refreshToken({ id: `new-${other}`, tokenHash: `new-${other}`, familyId: 'bound-family', createdAt: t0 + 30 });
+            expect(await store.recoverDeviceGrant('grant-1', bounds(t0 + 30, other), { accessTokenJti: 'jti-x', refresh: { token: replacement, guard } })).toBe(
+              'wrong_key',
+            );
+            expect(await store.findRefreshToken(`new-${other}`)).toBeUndefined();
+            expect(await store.recoverDeviceGrant('g2', bounds(t0 + 30, other), { accessTokenJti: 'jti-y' })).toBe('wrong_key');
+          }
+          expect(await store.findRefreshToken('lost')).toEqual(rt);
+          expect(await store.isAccessTokenRevoked('jti-lost')).toBe(false);
+          expect(await store.isAccessTokenRevoked('jti-g2')).toBe(false);
+          expect(await store.findDeviceGrantByDeviceCode('device-grant-1')).toMatchObject({ accessTokenJti: 'jti-lost', recoveries: 0 });
+          // The device's own key recovers.
+          const own = refreshToken({ id: 'own', tokenHash: 'own', familyId: 'bound-family', createdAt: t0 + 31, dpopJkt: 'jkt-device' });
+          expect(
+            await store.recoverDeviceGrant('grant-1', bounds(t0 + 31, 'jkt-device'), { accessTokenJti: 'jti-own', refresh: { token: own, guard } }),
+          ).toMatchObject({
+            grant: { accessTokenJti: 'jti-own', recoveries: 1, dpopJkt: 'jkt-device' },
+            refreshTokenStored: true,
+          });
+          expect(await store.recoverDeviceGrant('g2', bounds(t0 + 31, 'jkt-device'), { accessTokenJti: 'jti-g2b' })).toMatchObject({
+            grant: { recoveries: 1 },
+          });
         });
       });
 
@@ -1664,7 +1759,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.rotateRefreshToken('bound', successor, t0 + 1)).toBe(true);
           expect((await store.findRefreshToken('bound-2'))?.dpopJkt).toBe(jkt);
           const grace = refreshToken({ id: 'bound-3', tokenHash: 'bound-3', familyId: 'family-b', parentId: 'bound', dpopJkt: jkt });
-          expect(await store.addGraceSuccessor('bound', grace, 5)).toBe(true);
+          expect(await store.addGraceSuccessor('bound', grace, { limit: 5, liveBranches: 5, now: t0 + 1 })).toBe(true);
           expect((await store.findRefreshToken('bound-3'))?.dpopJkt).toBe(jkt);
         });
       });
@@ -2179,7 +2274,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             expect(await store.rotateRefreshToken('p', next, t0 + 1)).toBe(true);
             expect(await store.findRefreshToken('n')).toStrictEqual(next);
             const grace = refreshToken({ id: 'g', tokenHash: 'g', parentId: 'p', amr: [...amr], createdAt: t0 + 2 });
-            expect(await store.addGraceSuccessor('p', grace, 2)).toBe(true);
+            expect(await store.addGraceSuccessor('p', grace, { limit: 2, liveBranches: 5, now: t0 + 2 })).toBe(true);
             expect(await store.findRefreshToken('g')).toStrictEqual(grace);
             await store.createRefreshToken(refreshToken({ id: 'e', tokenHash: 'e', familyId: 'other', amr: [] }));
             expect((await store.findRefreshToken('e'))?.amr).toEqual([]);
@@ -2375,7 +2470,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             expect(await store.rotateRefreshToken('p', next, t0 + 1)).toBe(true);
             expect(await store.findRefreshToken('n')).toStrictEqual(next);
             const grace = refreshToken({ id: 'g', tokenHash: 'g', parentId: 'p', createdAt: t0 + 2, ...browser });
-            expect(await store.addGraceSuccessor('p', grace, 2)).toBe(true);
+            expect(await store.addGraceSuccessor('p', grace, { limit: 2, liveBranches: 5, now: t0 + 2 })).toBe(true);
             expect(await store.findRefreshToken('g')).toStrictEqual(grace);
           });
         });
@@ -2399,7 +2494,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
             const g1 = refreshToken({ id: 'g1', tokenHash: 'g1', familyId: 'graced', parentId: 'g0', createdAt: t0 + 300, expiresAt: t0 + 3000 });
             expect(await store.rotateRefreshToken('g0', g1, t0 + 300)).toBe(true);
             const g2 = refreshToken({ id: 'g2', tokenHash: 'g2', familyId: 'graced', parentId: 'g0', createdAt: t0 + 301, expiresAt: t0 + 3001 });
-            expect(await store.addGraceSuccessor('g0', g2, 2)).toBe(true);
+            expect(await store.addGraceSuccessor('g0', g2, { limit: 2, liveBranches: 5, now: t0 + 301 })).toBe(true);
             // Not live: revoked, expired at `now`, only rotated, superseded; and bob's.
             await store.createRefreshToken(refreshToken({ id: 'r1', tokenHash: 'r1', familyId: 'revoked', createdAt: t0 + 600 }));
             await store.revokeRefreshFamily('revoked', t0 + 601);
@@ -3964,7 +4059,7 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
           expect(await store.findRefreshToken('n')).toStrictEqual(next);
           expect(await store.findRefreshToken('p')).toStrictEqual({ ...first, rotatedAt: t0 + 1 });
           const grace = refreshToken({ id: 'g', tokenHash: 'g', parentId: 'p', claims: requested, createdAt: t0 + 2 });
-          expect(await store.addGraceSuccessor('p', grace, 2)).toBe(true);
+          expect(await store.addGraceSuccessor('p', grace, { limit: 2, liveBranches: 5, now: t0 + 2 })).toBe(true);
           expect(await store.findRefreshToken('g')).toStrictEqual(grace);
           await store.createRefreshToken(refreshToken({ id: 'e', tokenHash: 'e', familyId: 'other' }));
           expect((await store.findRefreshToken('e'))?.claims).toBeUndefined();

@@ -243,13 +243,23 @@ suite('PostgreSQL store (LATCHKEY_TEST_PG_URL)', () => {
       });
     });
 
-    it('addGraceSuccessor hands out at most `limit` grace successors', async () => {
+    it('addGraceSuccessor hands out at most `limit` grace successors, and every one of them stays live', async () => {
       await withTwoInstances(async (a, b) => {
         await a.createRefreshToken(refreshToken({ id: 'old', tokenHash: 'old' }));
-        expect(await a.rotateRefreshToken('old', refreshToken({ id: 'first', tokenHash: 'first' }), t0 + 1)).toBe(true);
-        const results = await racing(a, b, (store, n) => store.addGraceSuccessor('old', refreshToken({ id: `grace-${n}`, tokenHash: `grace-${n}` }), 3));
+        expect(await a.rotateRefreshToken('old', refreshToken({ id: 'first', tokenHash: 'first', parentId: 'old' }), t0 + 1)).toBe(true);
+        const results = await racing(a, b, (store, n) =>
+          store.addGraceSuccessor('old', refreshToken({ id: `grace-${n}`, tokenHash: `grace-${n}`, parentId: 'old' }), {
+            limit: 3,
+            liveBranches: 5,
+            now: t0 + 1,
+          }),
+        );
         expect(results.filter((r) => r === true)).toHaveLength(3);
         expect(results.filter((r) => r === 'limit')).toHaveLength(17);
+        for (const [n, r] of results.entries()) {
+          const stored = await b.findRefreshToken(`grace-${n}`);
+          expect(r === true ? stored?.supersededAt : stored).toBeUndefined();
+        }
       });
     });
 

@@ -51,7 +51,7 @@ describe('loadConfig defaults', () => {
       browserRefreshLifetime: 86400,
       refreshTokenIdleTtl: 14 * 86400,
       refreshReuseGrace: 5,
-      retryWindow: 300,
+      retryWindow: 10,
       databaseTimeout: 5,
       sessionTtl: 12 * 3600,
       housekeepingInterval: 60,
@@ -121,7 +121,7 @@ describe('loadConfig defaults', () => {
         LATCHKEY_BROWSER_REFRESH_LIFETIME: '7200',
         LATCHKEY_REFRESH_TOKEN_IDLE_TTL: '3600',
         LATCHKEY_REFRESH_REUSE_GRACE: '0',
-        LATCHKEY_RETRY_WINDOW: '60',
+        LATCHKEY_RETRY_WINDOW: '20',
         LATCHKEY_DB_TIMEOUT: '3',
         LATCHKEY_SESSION_TTL: '7200',
         LATCHKEY_DEFAULT_AUDIENCE: 'https://api.example.com',
@@ -152,7 +152,7 @@ describe('loadConfig defaults', () => {
       browserRefreshLifetime: 7200,
       refreshTokenIdleTtl: 3600,
       refreshReuseGrace: 0,
-      retryWindow: 60,
+      retryWindow: 20,
       databaseTimeout: 3,
       sessionTtl: 7200,
       housekeepingInterval: 60,
@@ -413,9 +413,13 @@ describe('ConfigError: one line per bad variable', () => {
     ['LATCHKEY_WORKERS', '65', 'above the maximum'],
     ['LATCHKEY_WORKERS', 'two', 'not a number'],
     ['LATCHKEY_WORKERS', '1.5', 'fractional'],
+    ['LATCHKEY_RETRY_WINDOW', '31', 'a lost answer is recovered for seconds, not minutes'],
     ['LATCHKEY_BOOTSTRAP_PASSWORD', 'short', 'too short'],
     ['LATCHKEY_BOOTSTRAP_USER', 'has space', 'bad characters'],
   ];
+  it('LATCHKEY_RETRY_WINDOW above 30 names the variable and its limit', () => {
+    expect(problemsOf({ LATCHKEY_RETRY_WINDOW: '300' })).toEqual(['LATCHKEY_RETRY_WINDOW must be at most 30']);
+  });
   for (const [variable, value, why] of single) {
     it(`${variable}=${value} (${why})`, () => {
       const problems = problemsOf({ [variable]: value });

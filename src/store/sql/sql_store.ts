@@ -332,21 +332,23 @@ function* revokeLockedFamilies(familyIds: string[], now: number): Verb<void> {
 }
 /**
  * approved → consumed in one conditional UPDATE: the grant for the caller that won, recording
- * what it hands out (the access token's jti, the refresh family), for a recovery to replace.
+ * what it hands out (the access token's jti, the refresh family) for a recovery to replace, and
+ * the DPoP key it was handed out to, which a recovery must prove again.
  */
 function* spendDeviceGrant(
   id: string,
   now: number,
-  issued: { accessTokenJti?: string | undefined; refreshFamilyId?: string | undefined } = {},
+  issued: { accessTokenJti?: string | undefined; refreshFamilyId?: string | undefined; dpopJkt?: string | undefined } = {},
 ): Verb<DeviceGrantRecord | undefined> {
   const row = yield* one(
     `UPDATE device_grants SET status = 'consumed', consumed_at = $1, access_token_jti = $3, refresh_family_id = $4,
-       issued_at = CASE WHEN $3::text IS NULL AND $4::text IS NULL THEN issued_at ELSE $1 END
+       issued_at = CASE WHEN $3::text IS NULL AND $4::text IS NULL THEN issued_at ELSE $1 END, dpop_jkt = $5
      WHERE id = $2 AND status = 'approved' AND expires_at > $1 RETURNING *`,
     now,
     id,
     issued.accessTokenJti ?? null,
     issued.refreshFamilyId ?? null,
+    issued.dpopJkt ?? null,
   );
   return row && toDeviceGrant(row);
 }
@@ -945,11 +947,12 @@ export abstract class SqlStore implements Store {
     id: string,
     now: number,
     refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard },
-    accessTokenJti?: string,
+    issued: { accessTokenJti?: string | undefined; dpopJkt?: string | undefined } = {},
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | undefined> {
+    const { accessTokenJti, dpopJkt } = issued;
     if (refresh === undefined) {
       return this.execute('plain', function* () {
-        const grant = yield* spendDeviceGrant(id, now, { accessTokenJti });
+        const grant = yield* spendDeviceGrant(id, now, { accessTokenJti, dpopJkt });
         return grant && { grant, refreshTokenStored: false };
       });
     }
@@ -963,7 +966,7 @@ export abstract class SqlStore implements Store {
           `WITH guard AS (SELECT 1 FROM users WHERE id = $5 AND tokens_revoked_at IS NOT DISTINCT FROM $26::bigint FOR SHARE),
            spent AS (
              UPDATE device_grants SET status = 'consumed', consumed_at = $23, access_token_jti = $25,
-               refresh_family_id = CASE WHEN EXISTS (SELECT 1 FROM guard) THEN $3 END, issued_at = $23
+               refresh_family_id = CASE WHEN EXISTS (SELECT 1 FROM guard) THEN $3 END, issued_at = $23, dpop_jkt = $27
              WHERE id = $24 AND status = 'approved' AND expires_at > $23 RETURNING *),
            stored AS (
              INSERT INTO refresh_tokens (${refreshTokenColumns})
@@ -974,13 +977,14 @@ export abstract class SqlStore implements Store {
           id,
           accessTokenJti ?? null,
           refresh.guard.userTokensRevokedAt ?? null,
+          dpopJkt ?? null,
         );
         return row && { grant: toDeviceGrant(row), refreshTokenStored: isTrue(row.refresh_token_stored) };
       });
     }
     return this.execute('atomic', function* () {
       const guarded = yield* guardHolds(refresh.token.userId, refresh.guard);
-      const grant = yield* spendDeviceGrant(id, now, { accessTokenJti, refreshFamilyId: guarded ? refresh.token.familyId : undefined });
+      const grant = yield* spendDeviceGrant(id, now, { accessTokenJti, dpopJkt, refreshFamilyId: guarded ? refresh.token.familyId : undefined });
       if (!grant) return undefined;
       if (guarded) yield* insertRefreshToken(refresh.token);
       return { grant, refreshTokenStored: guarded };
@@ -989,10 +993,10 @@ export abstract class SqlStore implements Store {
 
   async recoverDeviceGrant(
     id: string,
-    bounds: { since: number; now: number; minGapSeconds: number; limit: number },
+    bounds: { since: number; now: number; minGapSeconds: number; limit: number; dpopJkt: string | undefined },
     replacement: { accessTokenJti: string; refresh?: { token: RefreshTokenRecord; guard: UserRevocationGuard } },
   ): Promise<{ grant: DeviceGrantRecord; refreshTokenStored: boolean } | DeviceRecoveryRefusal> {
-    const { since, now, minGapSeconds, limit } = bounds;
+    const { since, now, minGapSeconds, limit, dpopJkt } = bounds;
     return this.execute('atomic', function* () {
       // Locks in the order every other writer takes them: the grant's row (recoveries take turns),
       // the user's row (as a revocation of the person's sign-ins takes it before their families),
@@ -1002,6 +1006,7 @@ export abstract class SqlStore implements Store {
       const grant = toDeviceGrant(row);
       if (grant.status !== 'consumed' || grant.consumedAt === undefined || grant.accessTokenJti === undefined) return 'not_redeemed';
       if (grant.consumedAt < since) return 'too_late';
+      if (grant.dpopJkt !== undefined && grant.dpopJkt !== dpopJkt) return 'wrong_key';
       if ((grant.issuedAt ?? grant.consumedAt) > now - minGapSeconds) return 'too_soon';
       if (grant.recoveries >= limit) return 'limit';
       let refresh = replacement.refresh;
@@ -1048,8 +1053,12 @@ export abstract class SqlStore implements Store {
     return this.steps('atomic', rotateRefreshTokenSteps, id, successor, now);
   }
 
-  async addGraceSuccessor(id: string, successor: RefreshTokenRecord, limit: number): Promise<true | GraceRefusal> {
-    return this.steps('atomic', addGraceSuccessorSteps, id, successor, limit);
+  async addGraceSuccessor(
+    id: string,
+    successor: RefreshTokenRecord,
+    bounds: { limit: number; liveBranches: number; now: number },
+  ): Promise<true | GraceRefusal> {
+    return this.steps('atomic', addGraceSuccessorSteps, id, successor, bounds);
   }
 
   async retryRotation(id: string, successor: RefreshTokenRecord, now: number, limit: number, raceSeconds: number): Promise<true | GraceRefusal> {
@@ -1814,41 +1823,51 @@ function* pollDeviceGrantSteps(deviceCodeHash: string, clientId: string, polledA
 
 function* rotateRefreshTokenSteps(id: string, successor: RefreshTokenRecord, now: number): Verb<boolean> {
   yield* lockFamily(successor.familyId);
+  // Its siblings (the other answers of a race for its parent) are left alone: each is held by a
+  // process of its own and goes on as a branch of the family (see addGraceSuccessorSteps).
   const rotated = yield* one(
     `UPDATE refresh_tokens SET rotated_at = $1, replaced_by = $2
-     WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL AND superseded_at IS NULL RETURNING parent_id`,
+     WHERE id = $3 AND rotated_at IS NULL AND revoked_at IS NULL AND superseded_at IS NULL RETURNING id`,
     now,
     successor.id,
     id,
   );
   if (!rotated) return false;
-  // This branch is now the family's only live one: its unused siblings are dead.
-  if (rotated.parent_id !== null) {
-    yield* run(
-      'UPDATE refresh_tokens SET superseded_at = $1 WHERE parent_id = $2 AND id <> $3 AND rotated_at IS NULL AND superseded_at IS NULL',
-      now,
-      rotated.parent_id,
-      id,
-    );
-  }
   yield* insertRefreshToken(successor);
   return true;
 }
 
-function* addGraceSuccessorSteps(id: string, successor: RefreshTokenRecord, limit: number): Verb<true | GraceRefusal> {
+function* addGraceSuccessorSteps(
+  id: string,
+  successor: RefreshTokenRecord,
+  bounds: { limit: number; liveBranches: number; now: number },
+): Verb<true | GraceRefusal> {
   yield* lockFamily(successor.familyId);
-  const row = yield* one('SELECT revoked_at, superseded_at, grace_successors, replaced_by FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
+  const row = yield* one('SELECT revoked_at, superseded_at, grace_successors FROM refresh_tokens WHERE id = $1 FOR UPDATE', id);
   if (!row || row.revoked_at !== null) return 'revoked';
   if (row.superseded_at !== null) return 'successor_used';
-  if (Number(row.grace_successors) >= limit) return 'limit';
-  // Any successor already used means a live branch exists: another would be theft. (Every
-  // write in the family holds its lock, so no successor is rotated while this looks.)
+  if (Number(row.grace_successors) >= bounds.limit) return 'limit';
+  // A successor already used means the race is over and its holder has moved on: the old token
+  // again is a replay, not a racing process. (Every write in the family holds its lock, so no
+  // successor is rotated while this looks.)
   if (yield* one('SELECT 1 AS used FROM refresh_tokens WHERE parent_id = $1 AND rotated_at IS NOT NULL LIMIT 1', id)) return 'successor_used';
-  // FOR SHARE: a rotation of the first successor waits until this grace successor is committed.
-  const first = row.replaced_by === null ? undefined : yield* one('SELECT rotated_at FROM refresh_tokens WHERE id = $1 FOR SHARE', row.replaced_by);
-  if (first && first.rotated_at !== null) return 'successor_used';
   yield* run('UPDATE refresh_tokens SET grace_successors = grace_successors + 1 WHERE id = $1', id);
   yield* insertRefreshToken(successor);
+  // At most `liveBranches` live tokens in the family: past it, those of other branches least
+  // recently made are superseded (most likely answers a process overwrote in a shared file, which
+  // nobody will present). The answers of this race rank first and are never superseded.
+  yield* run(
+    `UPDATE refresh_tokens SET superseded_at = $1 WHERE id IN (
+       SELECT live.id FROM (
+         SELECT t.id, t.parent_id,
+           row_number() OVER (ORDER BY CASE WHEN t.parent_id = $3 THEN 0 ELSE 1 END, t.created_at DESC, t.id COLLATE "C" DESC) AS n
+         FROM refresh_tokens t WHERE t.family_id = $2 AND ${liveToken('t', '$1')}) AS live
+       WHERE live.n > $4 AND live.parent_id IS DISTINCT FROM $3)`,
+    bounds.now,
+    successor.familyId,
+    id,
+    bounds.liveBranches,
+  );
   return true;
 }
 

@@ -8,6 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { Config } from './config.js';
+import { openConfiguredStore } from './store/open.js';
 import type { SecretBox } from './crypto/secret_box.js';
 import { openSecretBox } from './crypto/secret_key_file.js';
 import { sealPlaintextSecrets } from './crypto/server_secrets.js';
@@ -57,4 +58,36 @@ export async function prepareDatabase(
   if (sealed > 0)
     notices.push(`Encrypted ${sealed} stored secret${sealed === 1 ? '' : 's'} that an older version kept in the clear (key ${secretBox.currentKeyId})`);
   return { secretBox, notices };
+}
+
+/** A server process's one store, opened and prepared: what the configuration file at start and then the server use. */
+export interface ServerDatabase extends PreparedDatabase {
+  store: Store;
+}
+
+/**
+ * Opens the database a server process serves, once: the configuration file is applied on this
+ * store and the server then runs on it. A second store in the same process would be a second
+ * SQLite connection to the file, and anything but SQLite opening and closing the file drops the
+ * POSIX locks every connection of the process holds on it (sqlite.org, "How To Corrupt An SQLite
+ * Database File", §2.2): another process — `sqlite3 DB .backup` above all — would then think
+ * itself the file's last user and delete the live WAL.
+ *
+ * `server`: the long-running store (group commit, background checkpoints); false for a cluster's
+ * primary, which serves no request. `worker`: a cluster worker, which only opens the secret box
+ * (the primary prepared the database).
+ */
+export async function openServerDatabase(config: Config, options: { server: boolean; worker?: boolean }): Promise<ServerDatabase> {
+  const store = await openConfiguredStore(config, { server: options.server, convertVacuum: options.worker !== true });
+  try {
+    const prepared =
+      options.worker === true
+        ? { secretBox: await openSecretBox(config, store), notices: [] }
+        : await prepareDatabase(config, store, { refuseClearValues: true });
+    return { store, ...prepared };
+  } catch (err) {
+    // A store left open (a PostgreSQL pool's connections) would keep the failed process alive.
+    await store.close();
+    throw err;
+  }
 }

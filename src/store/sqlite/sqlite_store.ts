@@ -90,7 +90,7 @@ export class SqliteStore extends SqlStore {
       // The file holds the private signing keys: only the server's user may read it. SQLite gives
       // the -wal and -shm files the same permissions as the database file.
       mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
-      closeSync(openSync(options.path, 'a', 0o600));
+      createPrivateFile(options.path);
     }
     this.db = new Database(options.path);
     this.db.pragma('busy_timeout = 5000');
@@ -296,6 +296,21 @@ export class SqliteStore extends SqlStore {
     // Each call releases at most maxPages (8 MB at 4 KiB pages), so it never holds the writer long.
     this.db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(maxPages))})`);
     return before - free();
+  }
+}
+
+/**
+ * Creates the database file 0600 when it does not exist yet, so that SQLite opens a file nobody
+ * else can read. Only a new file is opened here (O_EXCL): closing a descriptor of an existing
+ * database file would drop every POSIX lock this process holds on it — the locks SQLite's other
+ * connections rely on (sqlite.org, "How To Corrupt An SQLite Database File", §2.2) — so an
+ * existing file is opened by SQLite alone.
+ */
+function createPrivateFile(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
 }
 

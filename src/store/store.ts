@@ -780,6 +780,12 @@ export interface Store {
 
   ping(): Promise<boolean>;
   /**
+   * Whether the database takes writes now: false once a write failed for want of storage (disk
+   * full, I/O error, read-only) until a small write probe commits again. Answered from memory while
+   * no such fault was seen; for the readiness check.
+   */
+  writesAccepted(): Promise<boolean>;
+  /**
    * The database server's clock (epoch seconds). Admin commands may run on any machine: revocation
    * marks are set no earlier than this, so a command on a machine whose clock is behind cannot let
    * tokens issued meanwhile by the servers survive.

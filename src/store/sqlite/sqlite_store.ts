@@ -75,8 +75,9 @@ export class SqliteStore extends SqlStore {
   protected readonly arrayParameters = false;
   private checkpointer: Checkpointer | undefined;
   private groupCommit: GroupCommit | undefined;
-  /** Statements that threw (see GroupCommit: a failed verb is rolled back to its savepoint). */
+  /** Statements that threw (see GroupCommit: a failed verb is rolled back to its savepoint), and the last one's error. */
   private failedStatements = 0;
+  private lastStatementError: unknown;
   /** Files other users can read (the database file): for the server to warn about at start. */
   readonly permissionWarnings: string[] = [];
   /** What opening did to the file's vacuum mode, for the server to log. */
@@ -146,7 +147,11 @@ export class SqliteStore extends SqlStore {
     const group = new GroupCommit(
       this.db,
       () => this.failedStatements,
-      () => this.directory.invalidate(),
+      (err) => {
+        this.noteFailure(err);
+        this.directory.invalidate();
+      },
+      () => this.lastStatementError,
     );
     this.groupCommit = group;
     const self = this as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
@@ -177,6 +182,8 @@ export class SqliteStore extends SqlStore {
       return this.sql(source).get(...params) as Row | undefined;
     } catch (err) {
       this.failedStatements++;
+      this.lastStatementError = err;
+      this.noteFailure(err);
       throw err;
     }
   }
@@ -197,6 +204,8 @@ export class SqliteStore extends SqlStore {
       return prepared.statement.run(...params).changes;
     } catch (err) {
       this.failedStatements++;
+      this.lastStatementError = err;
+      this.noteFailure(err);
       throw statementError(err, op);
     }
   }
@@ -231,6 +240,8 @@ export class SqliteStore extends SqlStore {
     try {
       return Promise.resolve(mode === 'plain' ? this.step(verb()) : this.atomic(() => this.step(verb())));
     } catch (err) {
+      // A COMMIT that failed (the WAL could not grow) is seen here, not as a statement's failure.
+      this.noteFailure(err);
       return Promise.reject(err);
     }
   }

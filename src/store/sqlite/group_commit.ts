@@ -103,7 +103,10 @@ export class GroupCommit {
         // of memory): the verbs after it must not run outside the batch, each committing on its
         // own. Every verb of the batch fails with that error, so that its code (SQLITE_FULL …)
         // makes each answer a 503, not a 500.
-        if (!this.db.inTransaction) throw this.lastSqlError() ?? new Error('SQLite rolled the transaction back');
+        if (!this.db.inTransaction) {
+          const cause = this.lastSqlError();
+          throw cause instanceof Error ? cause : new Error('SQLite rolled the transaction back');
+        }
       }
       commit.run();
     } catch (err) {

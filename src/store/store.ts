@@ -771,6 +771,8 @@ export interface Store {
    * in it so that limits hold across instances. A SQLite file serves one machine; it counts in memory.
    */
   readonly sharedAcrossInstances: boolean;
+  /** Opened for reading only (a listing command on an existing SQLite file): no verb that writes may be called. */
+  readonly readOnly?: boolean;
   /** Problems with who may read the store's files, for the server to warn about at start. */
   readonly permissionWarnings?: readonly string[];
   /** What opening did to an older SQLite file's vacuum mode (see SqliteStore), for the server to log. */

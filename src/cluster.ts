@@ -18,13 +18,12 @@ import { errorMessage } from './errors.js';
 import { retiredKeyRetention, type Config } from './config.js';
 import { createSigner } from './crypto/signer.js';
 import { loadServerSecrets } from './crypto/server_secrets.js';
-import { prepareDatabase } from './prepare_database.js';
+import { openServerDatabase, type ServerDatabase } from './prepare_database.js';
 import { startupWarnings } from './startup_warnings.js';
 import { startHousekeeping } from './housekeeping.js';
 import { loggerOptions, resolveLogFormat } from './logging.js';
 import { reportStart } from './banner.js';
 import { recordServerIssuer } from './server_issuer.js';
-import { openConfiguredStore } from './store/open.js';
 
 /** Set in the environment of the workers this primary forks: how a worker knows it is ours. */
 export const clusterWorkerMarker = 'LATCHKEY_CLUSTER_WORKER';
@@ -41,19 +40,22 @@ export interface RunningCluster {
   failed: Promise<Error>;
 }
 
-/** `terminal`: where a person reads the start (stderr), as for startServer. */
-export async function startCluster(config: Config, terminal: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr): Promise<RunningCluster> {
+/**
+ * `terminal`: where a person reads the start (stderr), as for startServer. `database`: the
+ * primary's one store, already opened with openServerDatabase (the configuration file at start was
+ * applied on it); opened here when absent, and closed by the cluster either way.
+ */
+export async function startCluster(
+  config: Config,
+  terminal: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
+  database?: ServerDatabase,
+): Promise<RunningCluster> {
   const format = resolveLogFormat(config.logFormat, terminal.isTTY);
   const log = pino(loggerOptions(config.logLevel, undefined, { sync: true, format }) as pino.LoggerOptions).child({ role: 'primary' });
-  const store = await openConfiguredStore(config, { convertVacuum: true });
+  // The primary serves no request: its store has neither group commit nor background checkpoints.
+  const { store, secretBox, notices } = database ?? (await openServerDatabase(config, { server: false }));
   let result: BootstrapResult;
-  let notices: string[];
   try {
-    // The key checked against the database and what an older version left in the clear sealed,
-    // here, once, before the first user is made.
-    const prepared = await prepareDatabase(config, store, { refuseClearValues: true });
-    const secretBox = prepared.secretBox;
-    notices = prepared.notices;
     result = await bootstrap(store, config, systemClock, undefined, secretBox);
     // Keys and secrets are created (and sealed) here, once, not raced by N workers starting together.
     await createSigner(store, systemClock, {

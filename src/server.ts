@@ -12,9 +12,7 @@ import { systemClock } from './clock.js';
 import { clusterMetricsFromPrimary } from './cluster.js';
 import { startHousekeeping } from './housekeeping.js';
 import type { Config } from './config.js';
-import { openConfiguredStore } from './store/open.js';
-import { openSecretBox } from './crypto/secret_key_file.js';
-import { prepareDatabase } from './prepare_database.js';
+import { openServerDatabase, type ServerDatabase } from './prepare_database.js';
 import { startupWarnings } from './startup_warnings.js';
 import { resolveLogFormat, serverLogStream } from './logging.js';
 import { recordServerIssuer } from './server_issuer.js';
@@ -28,6 +26,11 @@ export interface RunningServer {
 export interface ServerOptions {
   /** A cluster worker: no bootstrap, banner or housekeeping (the primary does those). */
   worker?: boolean;
+  /**
+   * The process's one store, already opened with openServerDatabase (the configuration file at
+   * start was applied on it); opened here when absent. The server closes it either way.
+   */
+  database?: ServerDatabase;
 }
 
 /**
@@ -43,18 +46,13 @@ export async function startServer(
   // Answer the primary's metrics requests from the first moment (with nothing until the app exists),
   // so a scrape while this worker starts does not wait for it to time out.
   if (options.worker) new AggregatorRegistry();
-  const store = await openConfiguredStore(config, { server: true, convertVacuum: !options.worker });
+  const database = options.database ?? (await openServerDatabase(config, { server: true, worker: options.worker === true }));
+  const { store, secretBox } = database;
+  // What the start did to the database and its key (the primary's alone), for the start line.
+  const notices = database.notices;
   let result: BootstrapResult | undefined;
   let app: FastifyInstance | undefined;
-  let notices: string[] = [];
   try {
-    // The key checked against the database, and secrets an older version stored in the clear
-    // encrypted (the primary does it once).
-    const prepared = options.worker
-      ? { secretBox: await openSecretBox(config, store), notices: [] }
-      : await prepareDatabase(config, store, { refuseClearValues: true });
-    const secretBox = prepared.secretBox;
-    notices = prepared.notices;
     result = options.worker ? undefined : await bootstrap(store, config, systemClock, undefined, secretBox);
     const logStream = serverLogStream(format, { sync: config.workers > 1 });
     app = await buildApp({

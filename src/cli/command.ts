@@ -62,6 +62,11 @@ export interface CommandDefinition<O extends CommandOptions> {
    * see management_client.ts); an admin command without it is refused then.
    */
   remote?: boolean;
+  /**
+   * Only reads the database: an existing SQLite file is opened for reading only, with no migration
+   * and no key file made, so the command works where the file cannot be written.
+   */
+  readOnly?: boolean;
   /** Returns the exit code. */
   run(context: CommandContext<OptionValues<O>>): Promise<number>;
 }
@@ -83,6 +88,8 @@ export interface Command {
   options: CommandOptions;
   /** Works through the management API when a server is given. */
   remote: boolean;
+  /** Only reads the database (see CommandDefinition). */
+  readOnly: boolean;
   /** Reads `args` (the words after the command's name); throws parseArgs' error on an unknown option or a missing value. */
   parse(args: string[]): ParsedCommand;
 }
@@ -94,6 +101,7 @@ export function defineCommand<const O extends CommandOptions>(definition: Comman
     positionals: definition.positionals,
     options: definition.options,
     remote: definition.remote === true,
+    readOnly: definition.readOnly === true,
     parse(args) {
       const parsed: Parsed<O> = parseArgs<ParseConfig<O>>({ args, options: definition.options, allowPositionals: true, strict: true });
       const { config } = parsed.values as { config?: unknown };

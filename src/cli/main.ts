@@ -124,15 +124,18 @@ export async function main(commandLine: string[], given: CommandIo): Promise<num
   // configuration module is loaded before the command runs, so config() stays synchronous.
   const { loadServerConfig } = await import('../config_file/read_server_settings.js');
   let config: Config | undefined;
-  let opened: Promise<{ store: Store; box: SecretBox }> | undefined;
+  let opened: Promise<{ store: Store; box: SecretBox | undefined }> | undefined;
   // Every command that opens the database first does what the server does at start: checks that
   // the configured secret key belongs to it — a command run with a wrong key file must change
   // nothing, since a secret sealed under a key the server does not have would lock the server out
   // of its own database — and seals what a version before encryption left in the clear (else a
   // value this command seals would make those look like a later hand edit). What it did, an
   // upgrade above all, is said on stderr.
-  const openStore = async (c: Config): Promise<{ store: Store; box: SecretBox }> => {
-    const store = await (await import('../store/open.js')).openConfiguredStore(c);
+  // A command that only reads opens an existing SQLite file for reading (no migration, no key
+  // file, nothing sealed), so that it works where the file cannot be written; it needs no key.
+  const openStore = async (c: Config): Promise<{ store: Store; box: SecretBox | undefined }> => {
+    const store = await (await import('../store/open.js')).openConfiguredStore(c, { readOnly: command.readOnly });
+    if (store.readOnly === true) return { store, box: undefined };
     try {
       const prepared = await (await import('../prepare_database.js')).prepareDatabase(c, store, { refuseClearValues: false });
       for (const notice of prepared.notices) io.stderr.write(`${notice}\n`);
@@ -151,7 +154,11 @@ export async function main(commandLine: string[], given: CommandIo): Promise<num
       ...io,
       config: configure,
       store: async () => (await open()).store,
-      secretBox: async () => (await open()).box,
+      secretBox: async () => {
+        const { box } = await open();
+        if (box === undefined) throw new Error('a command that only reads the database has no secret key');
+        return box;
+      },
     });
   } catch (err) {
     const [{ ConfigError }, { SecretKeyError }, { AdminInputError }, { ManagedObjectError }] = await Promise.all([

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import type { SigningAlgorithm, SigningKeyRecord } from '../store/store.js';
+import { isSealed } from '../crypto/secret_box.js';
 import { isoSeconds } from './user_view.js';
 
 export const keyViewSchema = z.object({
@@ -15,6 +16,12 @@ export const keyViewSchema = z.object({
   created_at: z.string(),
   retired_at: z.string().nullable(),
   published_until: z.string().nullable(),
+  /**
+   * false: the private key is stored in the clear (written by an older build, or by hand):
+   * `latchkey secret-key rotate` encrypts it; in a database whose other secrets are sealed the
+   * server signs nothing with it until then.
+   */
+  sealed: z.boolean(),
 });
 export type KeyView = z.infer<typeof keyViewSchema>;
 
@@ -34,6 +41,7 @@ export function keyView(key: Omit<SigningKeyRecord, 'retiredAt'> & { retiredAt?:
     created_at: isoSeconds(key.createdAt),
     retired_at: key.retiredAt === undefined ? null : isoSeconds(key.retiredAt),
     published_until: publishedUntil === undefined ? null : isoSeconds(publishedUntil),
+    sealed: isSealed(key.privateKeyPem),
   };
 }
 

@@ -2,7 +2,10 @@
  * Liveness (the process answers) and readiness: the database answers, its token tables can be
  * written, and the server can sign. A readiness probe gets its answer within a bound even when the
  * database hangs, so an orchestrator or load balancer takes the instance out of rotation instead
- * of waiting on it.
+ * of waiting on it. Readiness follows what a request would get: a database that answers reads but
+ * refuses writes (disk full, I/O error) is not ready. That costs no write per probe: the store
+ * knows the outcome of its last writes and probes with a write of its own only after one failed
+ * for want of storage (store/sql/write_readiness.ts).
  */
 import type { FastifyInstance } from 'fastify';
 
@@ -28,7 +31,7 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
     const { store, signer } = app.services;
     let reason: string | undefined;
     try {
-      const answer = await within(readinessWaitMs, store.ping());
+      const answer = await within(readinessWaitMs, (async () => (await store.ping()) && (await store.writesAccepted()))());
       if (answer === 'timeout') reason = 'database';
       else if (!answer) reason = 'database';
       else if ((await signer.signingProblem()) !== undefined) reason = 'signing';

@@ -3,6 +3,7 @@
  * SQLite file. A database that cannot be opened (or migrated) is a configuration error, reported
  * without the password the URL may carry.
  */
+import { existsSync } from 'node:fs';
 import { ConfigError, type Config } from '../config.js';
 import { hidePassword, isPostgresUrl, redactDatabase } from './database_url.js';
 import { openStore } from './sqlite/sqlite_store.js';
@@ -12,8 +13,11 @@ import type { Store } from './store.js';
  * `server`: the long-running server's store (SQLite: background WAL checkpoints and group commit;
  * PostgreSQL: the directory cache).
  * `convertVacuum`: the one process that may convert an older SQLite file (see SqliteStore).
+ * `readOnly`: a command that only reads. An existing SQLite file is then opened for reading only
+ * (nothing written, no migration run: see SqliteStore), so that it works on a file or folder it may
+ * not write; a missing file is made as by any command, and PostgreSQL is opened as always.
  */
-export async function openConfiguredStore(config: Config, options: { server?: boolean; convertVacuum?: boolean } = {}): Promise<Store> {
+export async function openConfiguredStore(config: Config, options: { server?: boolean; convertVacuum?: boolean; readOnly?: boolean } = {}): Promise<Store> {
   const database = config.databasePath;
   try {
     if (isPostgresUrl(database)) {
@@ -26,6 +30,7 @@ export async function openConfiguredStore(config: Config, options: { server?: bo
         transactionDeadline: options.server === true,
       });
     }
+    if (options.readOnly === true && database !== ':memory:' && existsSync(database)) return openStore(database, { readOnly: true });
     return openStore(database, {
       backgroundCheckpoints: options.server === true,
       groupCommit: options.server === true,

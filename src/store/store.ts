@@ -779,6 +779,8 @@ export interface Store {
    * in it so that limits hold across instances. A SQLite file serves one machine; it counts in memory.
    */
   readonly sharedAcrossInstances: boolean;
+  /** Opened for reading only (a listing command on an existing SQLite file): no verb that writes may be called. */
+  readonly readOnly?: boolean;
   /** Problems with who may read the store's files, for the server to warn about at start. */
   readonly permissionWarnings?: readonly string[];
   /** What opening did to an older SQLite file's vacuum mode (see SqliteStore), for the server to log. */
@@ -787,6 +789,12 @@ export interface Store {
   readonly migrationRun: MigrationRun;
 
   ping(): Promise<boolean>;
+  /**
+   * Whether the database takes writes now: false once a write failed for want of storage (disk
+   * full, I/O error, read-only) until a small write probe commits again. Answered from memory while
+   * no such fault was seen; for the readiness check.
+   */
+  writesAccepted(): Promise<boolean>;
   /**
    * The database server's clock (epoch seconds). Admin commands may run on any machine: revocation
    * marks are set no earlier than this, so a command on a machine whose clock is behind cannot let

@@ -84,3 +84,20 @@ export function unavailableReason(err: unknown): 'timeout' | 'connection' {
   const message = err instanceof Error ? err.message : '';
   return code === '57014' || code === '55P03' || code === 'ETIMEDOUT' || /timeout/i.test(message) ? 'timeout' : 'connection';
 }
+
+/** SQLite's result codes of a file that cannot take a write now: full (disk or max_page_count), an I/O error, read-only, gone. */
+const sqliteStorageCodes = /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN)(_|$)/;
+/** PostgreSQL's: disk_full, out_of_memory and insufficient_resources (class 53 but too_many_connections), io_error, a standby. */
+const postgresStorageCodes = new Set(['53100', '53200', '53000', '58030', '25006']);
+
+/**
+ * Whether `err` says the database cannot store what it is given (disk full, I/O error, read-only),
+ * as opposed to one that is busy or away for a moment: a fault that stays until someone acts, and
+ * that the readiness check must report although a read still answers.
+ */
+export function isStorageFault(err: unknown): boolean {
+  const cause = err instanceof StoreUnavailableError && err.cause !== undefined ? err.cause : err;
+  if (!(cause instanceof Error)) return false;
+  const code = (cause as { code?: unknown }).code;
+  return typeof code === 'string' && (sqliteStorageCodes.test(code) || postgresStorageCodes.has(code));
+}

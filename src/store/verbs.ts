@@ -25,6 +25,8 @@ export interface VerbTraits {
 
 export const verbTraits: { readonly [K in VerbName]: VerbTraits } = {
   ping: { kind: 'read' },
+  // Answered from memory; its probe, when one is needed, is a transaction of its own.
+  writesAccepted: { kind: 'outside' },
   databaseTime: { kind: 'read' },
   purgeExpired: { kind: 'write' },
   close: { kind: 'outside' },

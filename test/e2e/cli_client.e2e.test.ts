@@ -524,7 +524,9 @@ describe('latchkey login --device', () => {
     } finally {
       await shortServer.stop();
     }
-  }, 30_000);
+    // A server start and the ten seconds of the shortest device code lifetime: 12.8 s at its
+    // slowest measured on the shared 2-core machine, three times that.
+  }, 40_000);
 });
 
 describe('a misbehaving identity provider', () => {

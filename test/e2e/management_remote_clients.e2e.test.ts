@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { actOnDeviceCode, Browser, fetchTransport } from '../helpers/browser.js';
-import { runCli, spawnCli, startServerProcess, type CliResult, type ServerProcess } from '../helpers/process.js';
+import { runCli, runMain, spawnCli, startServerProcess, type CliResult, type ServerProcess } from '../helpers/process.js';
 
 let dir: string;
 let server: ServerProcess;
@@ -30,12 +30,15 @@ async function signIn(env: Record<string, string>, username: string): Promise<vo
   expect(await login.exit, login.stderr()).toBe(0);
 }
 
+// The commands run through the executable's entry point in this process (runMain): what is
+// compared is what each command says and does on the database and through the API, over the real
+// socket to the real server process; forty process starts in a row were most of this file's time.
 async function local(args: string[]): Promise<CliResult> {
-  return runCli(args, serverEnv);
+  return runMain(args, serverEnv);
 }
 
 async function remote(args: string[]): Promise<CliResult> {
-  return runCli(['--server', server.base, ...args], erin);
+  return runMain(['--server', server.base, ...args], erin);
 }
 
 /** What a person reads: stdout and stderr without the database command's own audit lines (the server logs the remote one). */
@@ -59,8 +62,8 @@ function said(result: CliResult, twin = ''): { code: number | null; stdout: stri
 
 /** The same command on the database (on local-<twin>) and through --server (on remote-<twin>): the same output and exit code. */
 async function sameEitherWay(twin: string, args: (name: string) => string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const onDatabase = await local(args(`local-${twin}`));
-  const throughApi = await remote(args(`remote-${twin}`));
+  // The twins are separate objects: the two sides run at once.
+  const [onDatabase, throughApi] = await Promise.all([local(args(`local-${twin}`)), remote(args(`remote-${twin}`))]);
   expect(said(throughApi, twin), throughApi.stderr).toEqual(said(onDatabase, twin));
   return said(onDatabase, twin);
 }
@@ -155,8 +158,8 @@ describe('clients commands with --server', () => {
       ['clients', 'disable', 'latchkey-cli'],
     ];
     for (const args of refusals) {
-      const onDatabase = await local(args);
-      const throughApi = await remote(args);
+      // A refusal changes nothing: the two sides run at once.
+      const [onDatabase, throughApi] = await Promise.all([local(args), remote(args)]);
       expect([args.join(' '), throughApi.code], throughApi.stderr).toEqual([args.join(' '), onDatabase.code]);
       expect(onDatabase.code, args.join(' ')).not.toBe(0);
       expect(throughApi.stdout).toBe(onDatabase.stdout);
@@ -219,8 +222,7 @@ describe('apis commands with --server', () => {
       ['apis', 'remove', 'https://nope.example.com'],
     ];
     for (const args of refusals) {
-      const onDatabase = await local(args);
-      const throughApi = await remote(args);
+      const [onDatabase, throughApi] = await Promise.all([local(args), remote(args)]);
       expect([args.join(' '), throughApi.code], throughApi.stderr).toEqual([args.join(' '), onDatabase.code]);
       expect(onDatabase.code, args.join(' ')).not.toBe(0);
     }

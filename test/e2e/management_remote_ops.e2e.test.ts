@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { actOnDeviceCode, Browser, fetchTransport, signIn as signInBrowser } from '../helpers/browser.js';
-import { freePort, runCli, spawnCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
+import { freePort, runMain, spawnCli, startServerProcess, type ServerProcess } from '../helpers/process.js';
 
 let dir: string;
 let server: ServerProcess;
@@ -29,10 +29,14 @@ async function signIn(env: Record<string, string>, username: string): Promise<vo
   expect(await login.exit, login.stderr()).toBe(0);
 }
 
+// The admin commands run through the executable's entry point in this process (runMain): what is
+// compared is what they say and do on the database and through the API, over the real socket to
+// the real server processes; a process start for each was most of this file's time.
+
 /** Runs a command on the database and through the server; both must succeed (or fail) alike. */
 async function both(args: string[], code = 0, stdin?: string) {
-  const local = await runCli(args, serverEnv, stdin);
-  const remote = await runCli(['--server', server.base, ...args], laptop('erin'), stdin);
+  const local = await runMain(args, serverEnv, stdin);
+  const remote = await runMain(['--server', server.base, ...args], laptop('erin'), stdin);
   expect(local.code, local.stderr).toBe(code);
   expect(remote.code, remote.stderr).toBe(code);
   return { local, remote };
@@ -48,10 +52,10 @@ beforeAll(async () => {
   serverEnv = { LATCHKEY_DB: join(dir, 'server.db'), LATCHKEY_UPSTREAM_TIMEOUT: '5' };
   upstreamEnv = { LATCHKEY_DB: join(dir, 'upstream.db') };
   for (const name of ['erin', 'frank']) {
-    const added = await runCli(['users', 'add', name, '--email', `${name}@example.com`, '--password-stdin'], serverEnv, `${name}-password`);
+    const added = await runMain(['users', 'add', name, '--email', `${name}@example.com`, '--password-stdin'], serverEnv, `${name}-password`);
     expect(added.code, added.stderr).toBe(0);
   }
-  expect((await runCli(['users', 'grant', 'erin', 'admin'], serverEnv)).code).toBe(0);
+  expect((await runMain(['users', 'grant', 'erin', 'admin'], serverEnv)).code).toBe(0);
   [server, upstream] = await Promise.all([startServerProcess({ ...serverEnv, LATCHKEY_DEVICE_INTERVAL: '1' }), startServerProcess(upstreamEnv)]);
   serverEnv.LATCHKEY_ISSUER = server.base;
   upstreamEnv.LATCHKEY_ISSUER = upstream.base;
@@ -105,17 +109,17 @@ describe('sessions through --server', () => {
       expect((await signInBrowser(browser, await browser.get('/login'), 'frank', 'frank-password')).status).toBe(303);
       await signIn(laptop(`frank-${i}`), 'frank');
     }
-    const rows = JSON.parse((await runCli(['sessions', 'list', '--user', 'frank', '--json'], serverEnv)).stdout) as Array<{ id: string; kind: string }>;
+    const rows = JSON.parse((await runMain(['sessions', 'list', '--user', 'frank', '--json'], serverEnv)).stdout) as Array<{ id: string; kind: string }>;
     const browsers = rows.filter((r) => r.kind === 'browser').map((r) => r.id);
     const apps = rows.filter((r) => r.kind === 'app').map((r) => r.id);
     expect(apps.length).toBeGreaterThanOrEqual(2);
     for (const ids of [browsers, apps]) {
-      const local = await runCli(['sessions', 'revoke', ids[0]!], serverEnv);
-      const remote = await runCli(['--server', server.base, 'sessions', 'revoke', ids[1]!], laptop('erin'));
+      const local = await runMain(['sessions', 'revoke', ids[0]!], serverEnv);
+      const remote = await runMain(['--server', server.base, 'sessions', 'revoke', ids[1]!], laptop('erin'));
       expect([local.code, remote.code], local.stderr + remote.stderr).toEqual([0, 0]);
       expect(said(remote.stderr).map((l) => l.replace(ids[1]!, '<id>'))).toEqual(said(local.stderr).map((l) => l.replace(ids[0]!, '<id>')));
     }
-    const left = (await runCli(['sessions', 'list', '--user', 'frank', '--json'], serverEnv)).stdout;
+    const left = (await runMain(['sessions', 'list', '--user', 'frank', '--json'], serverEnv)).stdout;
     for (const id of [...browsers.slice(0, 2), ...apps.slice(0, 2)]) expect(left).not.toContain(id);
     const unknown = await both(['sessions', 'revoke', 'no-such-sign-in'], 1);
     expect(unknown.remote.stderr).toContain('no-such-sign-in');
@@ -124,7 +128,7 @@ describe('sessions through --server', () => {
 
 describe('connectors through --server', () => {
   async function upstreamClient(id: string): Promise<string> {
-    const client = await runCli(
+    const client = await runMain(
       ['clients', 'add', id, '--confidential', '--first-party', '--redirect-uri', `${server.base}/connectors/${id}/callback`],
       upstreamEnv,
     );
@@ -149,8 +153,8 @@ describe('connectors through --server', () => {
 
   it('connectors add checks the upstream from the server and prints the same lines; list, test and remove print the same', async () => {
     const [localSecret, remoteSecret] = await Promise.all([upstreamClient('company-db'), upstreamClient('company-api')]);
-    const local = await runCli(addArgs('company-db'), serverEnv, `${localSecret}\n`);
-    const remote = await runCli(['--server', server.base, ...addArgs('company-api')], laptop('erin'), `${remoteSecret}\n`);
+    const local = await runMain(addArgs('company-db'), serverEnv, `${localSecret}\n`);
+    const remote = await runMain(['--server', server.base, ...addArgs('company-api')], laptop('erin'), `${remoteSecret}\n`);
     expect(local.code, local.stderr).toBe(0);
     expect(remote.code, remote.stderr).toBe(0);
     expect(remote.stdout.replace('company-api', 'company-db')).toBe(local.stdout);
@@ -170,11 +174,11 @@ describe('connectors through --server', () => {
     expect(tested.remote.stdout).toBe(tested.local.stdout);
     expect(tested.remote.stdout).toContain('Connector company-api works');
 
-    const removedLocal = await runCli(['connectors', 'remove', 'company-db'], serverEnv);
-    const removedRemote = await runCli(['--server', server.base, 'connectors', 'remove', 'company-api'], laptop('erin'));
+    const removedLocal = await runMain(['connectors', 'remove', 'company-db'], serverEnv);
+    const removedRemote = await runMain(['--server', server.base, 'connectors', 'remove', 'company-api'], laptop('erin'));
     expect([removedLocal.code, removedRemote.code]).toEqual([0, 0]);
     expect(said(removedRemote.stderr).map((l) => l.replace('company-api', 'company-db'))).toEqual(said(removedLocal.stderr));
-    expect((await runCli(['connectors', 'list', '--json'], serverEnv)).stdout).toBe('[]\n');
+    expect((await runMain(['connectors', 'list', '--json'], serverEnv)).stdout).toBe('[]\n');
     await both(['connectors', 'remove', 'company-api'], 1);
   });
 
@@ -188,9 +192,9 @@ describe('connectors through --server', () => {
       expect(out).not.toContain('not-the-secret');
     }
     expect(remote.stderr).toContain('/check: client credentials: the token endpoint');
-    expect((await runCli(['connectors', 'list', '--json'], serverEnv)).stdout).toBe('[]\n');
+    expect((await runMain(['connectors', 'list', '--json'], serverEnv)).stdout).toBe('[]\n');
     const port = await freePort();
-    const unchecked = await runCli(
+    const unchecked = await runMain(
       ['--server', server.base, 'connectors', 'add', 'nowhere', '--type', 'oidc', '--issuer', `http://127.0.0.1:${port}`, '--client-id', 'x', '--no-check'],
       laptop('erin'),
     );
@@ -198,6 +202,6 @@ describe('connectors through --server', () => {
     const tested = await both(['connectors', 'test', 'nowhere'], 1);
     expect(tested.remote.stdout).toBe(tested.local.stdout);
     expect(tested.remote.stdout).toMatch(/FAILED +discovery document: /);
-    expect((await runCli(['connectors', 'remove', 'nowhere'], serverEnv)).code).toBe(0);
+    expect((await runMain(['connectors', 'remove', 'nowhere'], serverEnv)).code).toBe(0);
   });
 });

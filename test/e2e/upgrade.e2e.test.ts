@@ -143,8 +143,14 @@ describe.each(cases.filter((c) => c.store === 'sqlite' || pgTestUrl !== undefine
         const names = readMigrations(store === 'sqlite' ? sqliteMigrationsDir : postgresMigrationsDir)
           .filter((m) => m.version > from)
           .map((m) => m.name.replace(/\.sql$/, ''));
-        expect(output).toContain(`Upgraded the database from schema version ${from} to ${latest[store]}: ${names.join(', ')}`);
-        if (renumbered) expect(output).toContain(`${renumbering}: Latchkey builds from before it will refuse this database`);
+        expect(output).toContain(
+          `Upgraded the database from schema version ${from} to ${latest[store]}: ${names.join(', ')}; to go back to an older build, restore the backup made before this upgrade`,
+        );
+        // Going back is said as it is: no build refuses every upgraded database, so the way back is the backup.
+        if (renumbered)
+          expect(output).toContain(
+            `${renumbering}: to go back to an older build, restore the backup made before this upgrade. Builds that check the record refuse this database; the earliest 0.1.0 builds do not check, start on it, and refuse everyone whose password is now stored with Argon2id (see Upgrades in docs/operating.md)`,
+          );
         else expect(output).not.toContain(renumbering);
         if (!sealedBefore) expect(output).toMatch(/Encrypted \d+ stored secrets that an older version kept in the clear \(key [A-Za-z0-9_-]{8}\)/);
         if (!sealedBefore && store === 'sqlite') expect(output).toContain(`Created the secret key file ${env.LATCHKEY_DB}.key`);

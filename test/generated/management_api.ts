@@ -4315,6 +4315,7 @@ export interface operations {
               created_at: string;
               retired_at: string | null;
               published_until: string | null;
+              sealed: boolean;
             }[];
             next: string | null;
           };
@@ -4436,6 +4437,7 @@ export interface operations {
               created_at: string;
               retired_at: string | null;
               published_until: string | null;
+              sealed: boolean;
             }[];
           };
         };
@@ -4576,6 +4578,7 @@ export interface operations {
             created_at: string;
             retired_at: string | null;
             published_until: string | null;
+            sealed: boolean;
           };
         };
       };

@@ -83,6 +83,17 @@ export function storeConformance(name: string, makeStore: () => Promise<Store>):
       });
     });
 
+    it('writesAccepted: true while no write met a storage fault; after one, a write probe decides and leaves no row behind', async () => {
+      await withStore(async (store) => {
+        expect(await store.writesAccepted()).toBe(true);
+        // What the store is told when a statement fails for want of space (SQLite's code: the rule is the same for both).
+        (store as unknown as { noteFailure(err: unknown): void }).noteFailure(Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }));
+        // The probe commits on a healthy database: writes are taken again.
+        expect(await store.writesAccepted()).toBe(true);
+        expect(await store.writesAccepted()).toBe(true);
+      });
+    });
+
     it("databaseTime is the database's clock, in whole epoch seconds", async () => {
       await withStore(async (store) => {
         const time = await store.databaseTime();

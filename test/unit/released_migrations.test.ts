@@ -41,6 +41,7 @@ const released: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0021_recorded_issuer.sql': 'd6b00ab2ab8e381d8633d11e80b81d99355bfefb73b24fc9bbd19bdfb8d0bd3e',
     '0022_configuration_as_code.sql': 'c38b55e14e77ab0ad4d8bde79b98eec16c75fb7f31f536c3e84506e533706bfb',
     '0023_resource_leases.sql': 'f8de837938b1d3b50260c14ba7fc3e12c2b271d1224f1495084be0c4121e0100',
+    '0024_readiness_probe.sql': '783643b69476214e3941790e3cdae15902f49736e76beb0d53fdd87d98ef1ad3',
     '0025_device_recovery_key.sql': 'bdd57d94bc099bf0c77d2044c4d7fefaad8d0c3eedd18ac99d84289b5ab1e57a',
   },
   postgres: {
@@ -67,6 +68,7 @@ const released: Record<'sqlite' | 'postgres', Record<string, string>> = {
     '0021_recorded_issuer.sql': '96b8b0a80216d1bb9d5ede1a955082f1d18f1d9c0b0dbdfc89a27806cfd9321e',
     '0022_configuration_as_code.sql': '2a1f8180865d31c39bb6f6ce49c5aa7eafa7afa6dedc48f7c769760ca9881938',
     '0023_resource_leases.sql': '318c71c0f1f70dbdea6b62b10f67a459121141c0abd4a2ea9c6811ce83b261c3',
+    '0024_readiness_probe.sql': 'adb31bec09d81f1871f7d29711df3a0bfd0be96181cc4d67b9ec0b3b7a3ee93b',
     '0025_device_recovery_key.sql': 'bdd57d94bc099bf0c77d2044c4d7fefaad8d0c3eedd18ac99d84289b5ab1e57a',
   },
 };

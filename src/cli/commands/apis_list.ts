@@ -8,6 +8,7 @@ export const apisListCommand = defineCommand({
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
   remote: true,
+  readOnly: true,
   async run(context) {
     // The same views from either side (management/api_resource.ts), so the output is the same too.
     const remote = managementClient(context);

@@ -140,6 +140,7 @@ export const rolesListCommand = defineCommand({
   positionals: { min: 0, max: 0 },
   options: { json: { type: 'boolean' } },
   remote: true,
+  readOnly: true,
   async run(context) {
     // The same views from either side, so the output is the same too.
     const remote = managementClient(context);

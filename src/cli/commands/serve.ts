@@ -3,15 +3,17 @@ import { startServer } from '../../server.js';
 import { applyConfigurationAtStart, configurationFileAtStart } from '../../config_file/start.js';
 import { CommandError, defineCommand, exitCodes, type CommandContext } from '../command.js';
 import type { Config } from '../../config.js';
+import { openServerDatabase, type ServerDatabase } from '../../prepare_database.js';
 
 /** LATCHKEY_WORKERS > 1: this process is the cluster's primary until a signal, or until a worker cannot start. */
 async function runPrimary(
   context: CommandContext,
   config: Config,
+  database: ServerDatabase | undefined,
   onStop: (stop: () => void) => void,
   signalled: () => NodeJS.Signals | undefined,
 ): Promise<number> {
-  const running = await startCluster(config, context.stderr);
+  const running = await startCluster(config, context.stderr, database);
   return new Promise<number>((resolve) => {
     const stop = () =>
       void running.close().then(
@@ -75,19 +77,39 @@ export const serveCommand = defineCommand({
     // runs this same command again as a worker.
     const worker = isClusterWorker();
 
-    // The file's APIs, roles, clients and connectors, applied once (by the primary) before anything is served.
+    const primary = config.workers > 1 && !worker;
+    // The file's APIs, roles, clients and connectors, applied once (by the primary) before anything
+    // is served, on the store the server then runs on: one store per process (see openServerDatabase).
     const configFile = worker ? undefined : configurationFileAtStart(context.values.config, context.env);
-    if (configFile !== undefined && (await applyConfigurationAtStart(context, configFile)) === 'refused') return exitCodes.config;
-    if (config.workers > 1 && !worker)
+    let database: ServerDatabase | undefined;
+    if (configFile !== undefined) {
+      database = await openServerDatabase(config, { server: !primary });
+      const opened = database;
+      let outcome: 'applied' | 'refused';
+      try {
+        outcome = await applyConfigurationAtStart({ ...context, store: async () => opened.store, secretBox: async () => opened.secretBox }, configFile);
+      } catch (err) {
+        await opened.store.close();
+        throw err;
+      }
+      if (outcome === 'refused') {
+        // What opening did (an upgrade, a key file made) is said even though the start stops here.
+        for (const notice of opened.notices) context.stderr.write(`${notice}\n`);
+        await opened.store.close();
+        return exitCodes.config;
+      }
+    }
+    if (primary)
       return runPrimary(
         context,
         config,
+        database,
         (s) => (stop = s),
         () => stopSignal,
       );
     let server;
     try {
-      server = await startServer(config, context.stderr, { worker });
+      server = await startServer(config, context.stderr, { worker, ...(database ? { database } : {}) });
     } catch (err) {
       throw cannotListen(err, config) ?? err;
     } finally {

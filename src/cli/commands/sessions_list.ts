@@ -15,6 +15,7 @@ export const sessionsListCommand = defineCommand({
   positionals: { min: 0, max: 0 },
   options: { user: { type: 'string' }, json: { type: 'boolean' } },
   remote: true,
+  readOnly: true,
   async run(context) {
     const username = context.values.user;
     // The same views from either side (management/session_resource.ts), so the output is the same too.

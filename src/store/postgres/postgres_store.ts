@@ -219,7 +219,12 @@ export class PostgresStore extends SqlStore {
   }
 
   protected execute<T>(mode: Mode, verb: () => Verb<T>): Promise<T> {
-    return mode === 'plain' ? this.drive(verb(), this.pool, false) : this.transaction((client) => this.drive(verb(), client, true), { bulk: mode === 'bulk' });
+    const done =
+      mode === 'plain' ? this.drive(verb(), this.pool, false) : this.transaction((client) => this.drive(verb(), client, true), { bulk: mode === 'bulk' });
+    return done.catch((err: unknown) => {
+      this.noteFailure(err);
+      throw err;
+    });
   }
 
   /** Steps a verb to its end: each statement awaited, a failed one thrown into the verb, where it may be caught. */

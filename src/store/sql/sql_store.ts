@@ -17,6 +17,7 @@
  * - every write to a refresh-token family takes that family's lock first (lockFamily), so a token
  *   inserted while its family is being revoked is still born revoked.
  */
+import { randomBytes, randomInt } from 'node:crypto';
 import {
   MissingReferenceError,
   joinedFamily,
@@ -99,6 +100,7 @@ import {
   type Row,
 } from '../rows.js';
 import { either } from './dialect.js';
+import { WriteReadiness } from './write_readiness.js';
 import { insert, lock, many, one, referring, run, type Mode, type Op, type Verb } from './sql.js';
 
 /** Seconds after its latest event that a rate-limit counter can be purged (the longest window, 999,999 s, or back-off, an hour, and some). */
@@ -481,6 +483,18 @@ export abstract class SqlStore implements Store {
 
   abstract ping(): Promise<boolean>;
   abstract databaseTime(): Promise<number>;
+
+  /** Whether writes are taken (see write_readiness.ts): the probe is the verb at the end of this file. */
+  private readonly writeReadiness = new WriteReadiness(() => this.execute('atomic', () => probeWrites(randomBytes(readinessProbeBytes).toString('base64url'))));
+
+  /** Each implementation reports here every statement or transaction that failed. */
+  protected noteFailure(err: unknown): void {
+    this.writeReadiness.failed(err);
+  }
+
+  writesAccepted(): Promise<boolean> {
+    return this.writeReadiness.accepted();
+  }
   abstract close(): Promise<void>;
   abstract scrubFreedSpace(): Promise<void>;
   abstract reclaimSpace(pages?: number): Promise<number>;
@@ -2481,4 +2495,17 @@ function* applyConfigurationSteps(changes: readonly ConfigurationChange[]): Verb
         break;
     }
   }
+}
+
+/**
+ * Four pages of random text (random: PostgreSQL would compress a repeated one to nothing):
+ * inserted and deleted in one committed transaction, the probe needs new pages and WAL space, as a
+ * request's write does, and leaves no row behind.
+ */
+const readinessProbeBytes = 12_288;
+
+function* probeWrites(filler: string): Verb<void> {
+  const id = randomInt(1, 2 ** 31 - 1);
+  yield* run('INSERT INTO readiness_probe (id, filler) VALUES ($1, $2)', id, filler);
+  yield* run('DELETE FROM readiness_probe WHERE id = $1', id);
 }

@@ -44,8 +44,10 @@ export class GroupCommit {
   constructor(
     private readonly db: Database.Database,
     private readonly sqlErrors: () => number,
-    /** Told when a batch is rolled back whole: what its reads cached may never have been committed. */
-    private readonly rolledBack: () => void = () => undefined,
+    /** Told when a batch is rolled back whole, and why: what its reads cached may never have been committed. */
+    private readonly rolledBack: (err: unknown) => void = () => undefined,
+    /** The error of this connection's last failed statement. */
+    private readonly lastSqlError: () => unknown = () => undefined,
   ) {
     this.control = {
       begin: db.prepare('BEGIN IMMEDIATE'),
@@ -97,9 +99,14 @@ export class GroupCommit {
           if (this.db.inTransaction && this.sqlErrors() !== failuresBefore) rollbackTo.run();
           if (this.db.inTransaction) release.run();
         }
-        // An error SQLite answers by rolling back the whole transaction (I/O, out of memory): the
-        // verbs after it must not run outside the batch, each committing on its own.
-        if (!this.db.inTransaction) throw new Error('SQLite rolled the transaction back');
+        // An error SQLite answers by rolling back the whole transaction (a full database, I/O, out
+        // of memory): the verbs after it must not run outside the batch, each committing on its
+        // own. Every verb of the batch fails with that error, so that its code (SQLITE_FULL …)
+        // makes each answer a 503, not a 500.
+        if (!this.db.inTransaction) {
+          const cause = this.lastSqlError();
+          throw cause instanceof Error ? cause : new Error('SQLite rolled the transaction back');
+        }
       }
       commit.run();
     } catch (err) {
@@ -108,7 +115,7 @@ export class GroupCommit {
       } catch {
         // The connection is in trouble; every verb of the batch is failed below all the same.
       }
-      this.rolledBack();
+      this.rolledBack(err);
       for (const result of results) result.catch(() => {});
       for (const write of batch) write.reject(err);
       return;

@@ -9,7 +9,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Migration } from '../migration_files.js';
-import { checkMigrationHistory, migrationChecksum, schemaVersion, type MigrationRun } from '../migration_history.js';
+import { checkMigrationHistory, migrationChecksum, MigrationHistoryError, schemaVersion, type MigrationRun } from '../migration_history.js';
 import { renumberedRecords, type MigrationRecord } from '../migration_renumbering.js';
 import { latchkeyVersion } from '../../version.js';
 
@@ -74,4 +74,30 @@ export function migrate(db: Database.Database, migrations: Migration[], now: num
     if (apply.immediate()) applied.push(migration.name);
   }
   return { from, to: Math.max(from, schemaVersion(migrations)), applied, renumbered };
+}
+
+/**
+ * For a connection that only reads (a listing command, which may run where the file cannot be
+ * written): the record is checked as migrate() checks it — a database a newer build upgraded is
+ * refused with the same line — and nothing is written. A database that still needs migrations is
+ * refused too, naming them, since this build's statements would misread the older schema.
+ */
+export function checkMigrated(db: Database.Database, migrations: Migration[], version = latchkeyVersion): MigrationRun {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+  const columns = new Set((db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[]).map((c) => c.name));
+  const upgrade =
+    'a command that only reads does not upgrade it: start the server on it, or run an admin command that changes something, where the file can be written (take a backup first)';
+  if (table === undefined) throw new MigrationHistoryError(`the file holds no Latchkey database yet; ${upgrade}`);
+  if (!columns.has('checksum') || !columns.has('latchkey_version') || renumberedRecords('sqlite', appliedMigrations(db), version) !== undefined)
+    throw new MigrationHistoryError(`the database was made by an older Latchkey and its record of migrations needs rewriting; ${upgrade}`);
+  const history = appliedMigrations(db);
+  checkMigrationHistory(history, migrations, version);
+  const done = new Set(history.map((h) => h.version));
+  const pending = migrations.filter((m) => !done.has(m.version));
+  const from = schemaVersion(history);
+  if (pending.length > 0)
+    throw new MigrationHistoryError(
+      `the database is at schema version ${from} and needs the migrations ${pending.map((m) => m.name.replace(/\.sql$/, '')).join(', ')}; ${upgrade}`,
+    );
+  return { from, to: from, applied: [], renumbered: false };
 }

@@ -7,11 +7,11 @@
  * admin CLI work while the server runs; a busy timeout covers the moments two processes write.
  */
 import Database from 'better-sqlite3';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { epochSeconds, systemClock } from '../../clock.js';
 import { sqliteMigrationsDir } from '../../paths.js';
-import { migrate, readMigrations } from './migrate.js';
+import { checkMigrated, migrate, readMigrations } from './migrate.js';
 import type { MigrationRun } from '../migration_history.js';
 import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { GroupCommit } from './group_commit.js';
@@ -42,6 +42,12 @@ export interface SqliteStoreOptions {
    * the server does it at start, before it listens; short admin commands never do.
    */
   convertToIncrementalVacuum?: boolean;
+  /**
+   * Open an existing file for reading only (a listing command): nothing is created or written —
+   * no WAL switch, no vacuum conversion, no migration — so it works on a file or folder it may not
+   * write; a database that needs migrations is refused (see checkMigrated).
+   */
+  readOnly?: boolean;
 }
 
 /** The verbs that only read (with group commit they share the turn's read transaction), and those that write. */
@@ -75,8 +81,10 @@ export class SqliteStore extends SqlStore {
   protected readonly arrayParameters = false;
   private checkpointer: Checkpointer | undefined;
   private groupCommit: GroupCommit | undefined;
-  /** Statements that threw (see GroupCommit: a failed verb is rolled back to its savepoint). */
+  /** Statements that threw (see GroupCommit: a failed verb is rolled back to its savepoint), and the last one's error. */
   private failedStatements = 0;
+  private lastStatementError: unknown;
+  readonly readOnly: boolean;
   /** Files other users can read (the database file): for the server to warn about at start. */
   readonly permissionWarnings: string[] = [];
   /** What opening did to the file's vacuum mode, for the server to log. */
@@ -86,11 +94,22 @@ export class SqliteStore extends SqlStore {
 
   constructor(options: SqliteStoreOptions) {
     super();
+    this.readOnly = options.readOnly === true && options.path !== ':memory:';
+    if (this.readOnly) {
+      this.db = openForReading(options.path);
+      this.db.pragma('busy_timeout = 5000');
+      this.vacuumConversion = 'not_needed';
+      this.migrationRun = checkMigrated(this.db, readMigrations(sqliteMigrationsDir));
+      this.appliedMigrations = [];
+      this.directory = new VersionedCache(() => Number(this.get('SELECT version FROM directory_version WHERE id = 1')?.version ?? -2));
+      cacheDirectory(this, this.directory);
+      return;
+    }
     if (options.path !== ':memory:') {
       // The file holds the private signing keys: only the server's user may read it. SQLite gives
       // the -wal and -shm files the same permissions as the database file.
       mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
-      closeSync(openSync(options.path, 'a', 0o600));
+      createPrivateFile(options.path);
     }
     this.db = new Database(options.path);
     this.db.pragma('busy_timeout = 5000');
@@ -146,7 +165,11 @@ export class SqliteStore extends SqlStore {
     const group = new GroupCommit(
       this.db,
       () => this.failedStatements,
-      () => this.directory.invalidate(),
+      (err) => {
+        this.noteFailure(err);
+        this.directory.invalidate();
+      },
+      () => this.lastStatementError,
     );
     this.groupCommit = group;
     const self = this as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
@@ -177,6 +200,8 @@ export class SqliteStore extends SqlStore {
       return this.sql(source).get(...params) as Row | undefined;
     } catch (err) {
       this.failedStatements++;
+      this.lastStatementError = err;
+      this.noteFailure(err);
       throw err;
     }
   }
@@ -197,6 +222,8 @@ export class SqliteStore extends SqlStore {
       return prepared.statement.run(...params).changes;
     } catch (err) {
       this.failedStatements++;
+      this.lastStatementError = err;
+      this.noteFailure(err);
       throw statementError(err, op);
     }
   }
@@ -231,6 +258,8 @@ export class SqliteStore extends SqlStore {
     try {
       return Promise.resolve(mode === 'plain' ? this.step(verb()) : this.atomic(() => this.step(verb())));
     } catch (err) {
+      // A COMMIT that failed (the WAL could not grow) is seen here, not as a statement's failure.
+      this.noteFailure(err);
       return Promise.reject(err);
     }
   }
@@ -299,6 +328,44 @@ export class SqliteStore extends SqlStore {
   }
 }
 
+/**
+ * Creates the database file 0600 when it does not exist yet, so that SQLite opens a file nobody
+ * else can read. Only a new file is opened here (O_EXCL): closing a descriptor of an existing
+ * database file would drop every POSIX lock this process holds on it — the locks SQLite's other
+ * connections rely on (sqlite.org, "How To Corrupt An SQLite Database File", §2.2) — so an
+ * existing file is opened by SQLite alone.
+ */
+function createPrivateFile(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+}
+
+/**
+ * A read-only connection to an existing file. SQLite reads a WAL database read-only only where its
+ * -wal and -shm files exist or can be made; in a folder that cannot be written (a read-only
+ * mount) and with no -wal file — so no writer is live: a WAL writer keeps one while it runs —
+ * the file's bytes are read into a private in-memory copy instead, marked as a rollback-journal
+ * database (header bytes 18 and 19, which memory databases need). Reading the file outside
+ * SQLite cannot drop a lock here: this process holds no other connection to it.
+ */
+function openForReading(path: string): Database.Database {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    db.prepare('SELECT count(*) FROM sqlite_master').get();
+    return db;
+  } catch (err) {
+    db?.close();
+    if (sqliteCode(err) !== 'SQLITE_CANTOPEN' || !existsSync(path) || existsSync(`${path}-wal`)) throw err;
+    const image = readFileSync(path);
+    if (image[18] === 2 && image[19] === 2) image.fill(1, 18, 20);
+    return new Database(image, { readonly: true });
+  }
+}
+
 export type VacuumConversion = 'not_needed' | 'converted' | 'postponed' | 'busy';
 
 /**
@@ -326,7 +393,7 @@ function ensureIncrementalVacuum(db: Database.Database, convert: boolean): Vacuu
 
 export function openStore(
   path: string,
-  options: { backgroundCheckpoints?: boolean; groupCommit?: boolean; batchReads?: boolean; convertToIncrementalVacuum?: boolean } = {},
+  options: { backgroundCheckpoints?: boolean; groupCommit?: boolean; batchReads?: boolean; convertToIncrementalVacuum?: boolean; readOnly?: boolean } = {},
 ): SqliteStore {
   return new SqliteStore({ path, ...options });
 }
